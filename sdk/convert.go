@@ -1,0 +1,198 @@
+package sdk
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/openhuman/openhuman-host/sdk/internal/providerv1"
+)
+
+// Converters between the Go-native types of this package and the generated
+// protobuf types. They are total: unknown enum values map to the zero value
+// and are rejected by the host's validation, never here.
+
+func classToProto(c PolicyClass) providerv1.PolicyClass {
+	switch c {
+	case ClassRead:
+		return providerv1.PolicyClass_POLICY_CLASS_READ
+	case ClassAct:
+		return providerv1.PolicyClass_POLICY_CLASS_ACT
+	}
+	return providerv1.PolicyClass_POLICY_CLASS_UNSPECIFIED
+}
+
+func classFromProto(c providerv1.PolicyClass) PolicyClass {
+	switch c {
+	case providerv1.PolicyClass_POLICY_CLASS_READ:
+		return ClassRead
+	case providerv1.PolicyClass_POLICY_CLASS_ACT:
+		return ClassAct
+	}
+	return ""
+}
+
+func catalogToProto(c *Catalog) *providerv1.DescribeResponse {
+	out := &providerv1.DescribeResponse{Name: c.Name, Version: c.Version, Instructions: c.Instructions}
+	for _, t := range c.Tools {
+		out.Tools = append(out.Tools, &providerv1.ToolSpec{
+			Name:             t.Name,
+			Title:            t.Title,
+			Description:      t.Description,
+			InputSchemaJson:  t.InputSchema,
+			OutputSchemaJson: t.OutputSchema,
+			Annotations: &providerv1.ToolAnnotations{
+				Title:           t.Annotations.Title,
+				ReadOnlyHint:    t.Annotations.ReadOnlyHint,
+				DestructiveHint: t.Annotations.DestructiveHint,
+				IdempotentHint:  t.Annotations.IdempotentHint,
+				OpenWorldHint:   t.Annotations.OpenWorldHint,
+			},
+			PolicyClass: classToProto(t.Class),
+			TimeoutMs:   uint32(t.Timeout / time.Millisecond),
+		})
+	}
+	for _, r := range c.Resources {
+		out.Resources = append(out.Resources, &providerv1.ResourceSpec{
+			Uri: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MimeType: r.MIMEType, Size: r.Size,
+		})
+	}
+	for _, r := range c.ResourceTemplates {
+		out.ResourceTemplates = append(out.ResourceTemplates, &providerv1.ResourceTemplateSpec{
+			UriTemplate: r.URITemplate, Name: r.Name, Title: r.Title, Description: r.Description, MimeType: r.MIMEType,
+		})
+	}
+	for _, p := range c.Prompts {
+		ps := &providerv1.PromptSpec{Name: p.Name, Title: p.Title, Description: p.Description}
+		for _, a := range p.Arguments {
+			ps.Arguments = append(ps.Arguments, &providerv1.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+		}
+		out.Prompts = append(out.Prompts, ps)
+	}
+	return out
+}
+
+func catalogFromProto(in *providerv1.DescribeResponse) *Catalog {
+	c := &Catalog{Name: in.GetName(), Version: in.GetVersion(), Instructions: in.GetInstructions()}
+	for _, t := range in.GetTools() {
+		a := t.GetAnnotations()
+		c.Tools = append(c.Tools, Tool{
+			Name:         t.GetName(),
+			Title:        t.GetTitle(),
+			Description:  t.GetDescription(),
+			InputSchema:  rawOrNil(t.GetInputSchemaJson()),
+			OutputSchema: rawOrNil(t.GetOutputSchemaJson()),
+			Annotations: Annotations{
+				Title:           a.GetTitle(),
+				ReadOnlyHint:    a.ReadOnlyHint,
+				DestructiveHint: a.DestructiveHint,
+				IdempotentHint:  a.IdempotentHint,
+				OpenWorldHint:   a.OpenWorldHint,
+			},
+			Class:   classFromProto(t.GetPolicyClass()),
+			Timeout: time.Duration(t.GetTimeoutMs()) * time.Millisecond,
+		})
+	}
+	for _, r := range in.GetResources() {
+		c.Resources = append(c.Resources, Resource{
+			URI: r.GetUri(), Name: r.GetName(), Title: r.GetTitle(), Description: r.GetDescription(), MIMEType: r.GetMimeType(), Size: r.GetSize(),
+		})
+	}
+	for _, r := range in.GetResourceTemplates() {
+		c.ResourceTemplates = append(c.ResourceTemplates, ResourceTemplate{
+			URITemplate: r.GetUriTemplate(), Name: r.GetName(), Title: r.GetTitle(), Description: r.GetDescription(), MIMEType: r.GetMimeType(),
+		})
+	}
+	for _, p := range in.GetPrompts() {
+		pr := Prompt{Name: p.GetName(), Title: p.GetTitle(), Description: p.GetDescription()}
+		for _, a := range p.GetArguments() {
+			pr.Arguments = append(pr.Arguments, PromptArgument{Name: a.GetName(), Description: a.GetDescription(), Required: a.GetRequired()})
+		}
+		c.Prompts = append(c.Prompts, pr)
+	}
+	return c
+}
+
+func callerToProto(c Caller) *providerv1.Caller {
+	return &providerv1.Caller{
+		SourceType:        c.SourceType,
+		SessionHash:       c.SessionHash,
+		ClientName:        c.ClientName,
+		ClientVersion:     c.ClientVersion,
+		Depth:             uint32(max(c.Depth, 0)),
+		ProgressTokenJson: c.ProgressToken,
+	}
+}
+
+func callerFromProto(c *providerv1.Caller) Caller {
+	return Caller{
+		SourceType:    c.GetSourceType(),
+		SessionHash:   c.GetSessionHash(),
+		ClientName:    c.GetClientName(),
+		ClientVersion: c.GetClientVersion(),
+		Depth:         int(c.GetDepth()),
+		ProgressToken: rawOrNil(c.GetProgressTokenJson()),
+	}
+}
+
+func resultToProto(r *CallToolResult) *providerv1.CallToolResult {
+	out := &providerv1.CallToolResult{StructuredContentJson: r.StructuredContent, IsError: r.IsError}
+	for _, c := range r.Content {
+		out.Content = append(out.Content, &providerv1.Content{
+			Type: c.Type, Text: c.Text, Data: c.Data, MimeType: c.MIMEType, Uri: c.URI, Name: c.Name, Title: c.Title, Description: c.Description,
+		})
+	}
+	return out
+}
+
+func resultFromProto(r *providerv1.CallToolResult) *CallToolResult {
+	out := &CallToolResult{StructuredContent: rawOrNil(r.GetStructuredContentJson()), IsError: r.GetIsError()}
+	for _, c := range r.GetContent() {
+		out.Content = append(out.Content, Content{
+			Type: c.GetType(), Text: c.GetText(), Data: c.GetData(), MIMEType: c.GetMimeType(), URI: c.GetUri(), Name: c.GetName(), Title: c.GetTitle(), Description: c.GetDescription(),
+		})
+	}
+	return out
+}
+
+func progressToProto(p Progress) *providerv1.ProgressEvent {
+	return &providerv1.ProgressEvent{Progress: p.Progress, Total: p.Total, Message: p.Message}
+}
+
+func progressFromProto(p *providerv1.ProgressEvent) Progress {
+	return Progress{Progress: p.GetProgress(), Total: p.GetTotal(), Message: p.GetMessage()}
+}
+
+func logToProto(m LogMessage) (*providerv1.LogEvent, error) {
+	data, err := json.Marshal(m.Data)
+	if err != nil {
+		return nil, err
+	}
+	return &providerv1.LogEvent{Level: m.Level, Logger: m.Logger, DataJson: data}, nil
+}
+
+func logFromProto(e *providerv1.LogEvent) LogMessage {
+	return LogMessage{Level: e.GetLevel(), Logger: e.GetLogger(), Data: json.RawMessage(e.GetDataJson())}
+}
+
+func contentsToProto(r *ReadResourceResult) *providerv1.ReadResourceResponse {
+	out := &providerv1.ReadResourceResponse{}
+	for _, c := range r.Contents {
+		out.Contents = append(out.Contents, &providerv1.ResourceContents{Uri: c.URI, MimeType: c.MIMEType, Text: c.Text, Blob: c.Blob})
+	}
+	return out
+}
+
+func contentsFromProto(r *providerv1.ReadResourceResponse) *ReadResourceResult {
+	out := &ReadResourceResult{}
+	for _, c := range r.GetContents() {
+		out.Contents = append(out.Contents, ResourceContents{URI: c.GetUri(), MIMEType: c.GetMimeType(), Text: c.GetText(), Blob: c.GetBlob()})
+	}
+	return out
+}
+
+func rawOrNil(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.RawMessage(b)
+}

@@ -1,0 +1,20 @@
+// Package sdk is the public API for writing openhuman-host providers in Go.
+//
+// A provider is a separate process that the host launches with
+// github.com/hashicorp/go-plugin and talks to over gRPC. It contributes MCP
+// tools (and resources) to the host's catalog; the host validates every call
+// against the tool's input schema, applies its SecurityPolicy, dispatches the
+// call to the provider and records an audit row. A provider implements
+// [Provider] and hands it to [Serve] from its main function:
+//
+//	func main() {
+//		sdk.Serve(&myProvider{})
+//	}
+//
+// The contract is defined in sdk/proto/openhuman/provider/v1/provider.proto,
+// so providers can also be written in any language with gRPC support; this
+// package's types mirror that file without exposing protobuf types.
+//
+// Package sdktest runs a provider in-process, through the real gRPC adapter,
+// for unit tests.
+package sdk

@@ -1,0 +1,166 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/openhuman/openhuman-host/sdk/internal/providerv1"
+)
+
+// grpcProviderServer serves a Provider on the provider side of the plugin
+// connection.
+type grpcProviderServer struct {
+	providerv1.UnimplementedProviderServer
+
+	impl   Provider
+	broker *plugin.GRPCBroker
+}
+
+func (s *grpcProviderServer) Configure(ctx context.Context, req *providerv1.ConfigureRequest) (_ *providerv1.ConfigureResponse, err error) {
+	defer recoverAsError("Configure", &err)
+	creq := &ConfigureRequest{
+		Config:      rawOrNil(req.GetConfigJson()),
+		DataDir:     req.GetDataDir(),
+		Secrets:     req.GetSecrets(),
+		HostVersion: req.GetHostVersion(),
+		LogLevel:    req.GetLogLevel(),
+	}
+	if creq.Config == nil {
+		creq.Config = []byte("{}")
+	}
+	if id := req.GetHostBrokerId(); id != 0 && s.broker != nil {
+		conn, err := s.broker.Dial(id)
+		if err != nil {
+			return nil, status.Errorf(codes.Unavailable, "dial host service: %v", err)
+		}
+		creq.Host = &grpcHostClient{client: providerv1.NewHostClient(conn)}
+	}
+	if err := s.impl.Configure(ctx, creq); err != nil {
+		return nil, toStatus(err)
+	}
+	return &providerv1.ConfigureResponse{}, nil
+}
+
+func (s *grpcProviderServer) Describe(ctx context.Context, _ *providerv1.DescribeRequest) (_ *providerv1.DescribeResponse, err error) {
+	defer recoverAsError("Describe", &err)
+	c, err := s.impl.Describe(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if c == nil {
+		return nil, status.Error(codes.Internal, "Describe returned no catalog")
+	}
+	return catalogToProto(c), nil
+}
+
+func (s *grpcProviderServer) CallTool(req *providerv1.CallToolRequest, stream providerv1.Provider_CallToolServer) (err error) {
+	defer recoverAsError("CallTool "+req.GetName(), &err)
+	sink := &streamSink{send: func(ev *providerv1.CallToolResponse) error { return stream.Send(ev) }}
+	creq := (&CallToolRequest{
+		Name:      req.GetName(),
+		Arguments: rawOrNil(req.GetArgumentsJson()),
+		Caller:    callerFromProto(req.GetCaller()),
+	}).WithEvents(sink)
+	res, err := s.impl.CallTool(stream.Context(), creq)
+	if err != nil {
+		return toStatus(err)
+	}
+	if res == nil {
+		return status.Errorf(codes.Internal, "tool %s returned no result", req.GetName())
+	}
+	return sink.sendLocked(&providerv1.CallToolResponse{Event: &providerv1.CallToolResponse_Result{Result: resultToProto(res)}})
+}
+
+func (s *grpcProviderServer) ReadResource(ctx context.Context, req *providerv1.ReadResourceRequest) (_ *providerv1.ReadResourceResponse, err error) {
+	defer recoverAsError("ReadResource", &err)
+	res, err := s.impl.ReadResource(ctx, &ReadResourceRequest{URI: req.GetUri(), Caller: callerFromProto(req.GetCaller())})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if res == nil {
+		return nil, status.Errorf(codes.Internal, "ReadResource returned no contents for %s", req.GetUri())
+	}
+	return contentsToProto(res), nil
+}
+
+// streamSink turns a tool's events into stream messages. gRPC streams allow
+// one sender at a time, and a tool may report from several goroutines.
+type streamSink struct {
+	mu   sync.Mutex
+	send func(*providerv1.CallToolResponse) error
+}
+
+func (s *streamSink) sendLocked(ev *providerv1.CallToolResponse) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.send(ev)
+}
+
+func (s *streamSink) Progress(_ context.Context, p Progress) error {
+	return s.sendLocked(&providerv1.CallToolResponse{Event: &providerv1.CallToolResponse_Progress{Progress: progressToProto(p)}})
+}
+
+func (s *streamSink) Log(_ context.Context, m LogMessage) error {
+	ev, err := logToProto(m)
+	if err != nil {
+		return fmt.Errorf("encode log data: %w", err)
+	}
+	return s.sendLocked(&providerv1.CallToolResponse{Event: &providerv1.CallToolResponse_Log{Log: ev}})
+}
+
+// toStatus maps a provider error to a gRPC status so that the host can tell
+// cancellation and unknown resources from failures.
+func toStatus(err error) error {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, ErrResourceNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
+// fromStatus turns a gRPC error back into an error that wraps the matching
+// sentinel.
+func fromStatus(what string, err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	switch st.Code() {
+	case codes.Canceled:
+		return fmt.Errorf("%s: %w", what, context.Canceled)
+	case codes.DeadlineExceeded:
+		return fmt.Errorf("%s: %w", what, context.DeadlineExceeded)
+	case codes.NotFound:
+		return fmt.Errorf("%s: %w: %s", what, ErrResourceNotFound, st.Message())
+	case codes.Unavailable:
+		return fmt.Errorf("%s: %w: %s", what, ErrUnavailable, st.Message())
+	}
+	return fmt.Errorf("%s: %s", what, st.Message())
+}
+
+// ErrUnavailable is wrapped by errors from a [Provider] or [Host] returned by
+// this package when the other process cannot be reached, for example
+// because it exited.
+var ErrUnavailable = errors.New("plugin connection unavailable")
+
+// recoverAsError keeps a panicking provider method from killing the
+// provider process: the call fails, the process serves on.
+func recoverAsError(what string, err *error) {
+	if r := recover(); r != nil {
+		*err = status.Errorf(codes.Internal, "%s panicked: %v\n%s", what, r, debug.Stack())
+	}
+}

@@ -1,0 +1,64 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/openhuman/openhuman-host/sdk/internal/providerv1"
+)
+
+// ProtocolVersion is the provider protocol version this package speaks.
+const ProtocolVersion = 1
+
+// PluginName is the key of the provider plugin in go-plugin's plugin set.
+const PluginName = "provider"
+
+// Handshake is the go-plugin handshake shared by the host and providers. The
+// magic cookie keeps a provider binary from being run by hand by mistake; it
+// is not a security measure.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  ProtocolVersion,
+	MagicCookieKey:   "OPENHUMAN_PROVIDER",
+	MagicCookieValue: "8d1f3c0e6b2a4f59a7c4e2d18b3f6a90",
+}
+
+// VersionedPlugins returns go-plugin's protocol-version → plugin-set map
+// for impl: the provider side passes its implementation, the host side nil.
+// Protocol version 1 is the only one so far; a later version is added here
+// while version 1 keeps loading.
+func VersionedPlugins(impl Provider) map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{
+		1: {PluginName: &GRPCProviderPlugin{Impl: impl}},
+	}
+}
+
+// GRPCProviderPlugin is the go-plugin [plugin.GRPCPlugin] for providers. On
+// the provider side Impl is served; on the host side GRPCClient returns a
+// [Provider] backed by the gRPC connection.
+type GRPCProviderPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+
+	// Impl is the provider to serve; nil on the host side.
+	Impl Provider
+}
+
+// GRPCServer registers the provider service; it implements
+// [plugin.GRPCPlugin].
+func (p *GRPCProviderPlugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error {
+	if p.Impl == nil {
+		return fmt.Errorf("no provider implementation to serve")
+	}
+	providerv1.RegisterProviderServer(s, &grpcProviderServer{impl: p.Impl, broker: broker})
+	return nil
+}
+
+// GRPCClient returns a [Provider] that calls the plugin over c; it
+// implements [plugin.GRPCPlugin].
+func (p *GRPCProviderPlugin) GRPCClient(_ context.Context, broker *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &grpcProviderClient{client: providerv1.NewProviderClient(c), broker: broker}, nil
+}
+
+var _ plugin.GRPCPlugin = (*GRPCProviderPlugin)(nil)

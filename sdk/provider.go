@@ -1,0 +1,354 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Provider is what a provider author implements. The host calls Configure
+// once after the go-plugin handshake, then Describe, then CallTool and
+// ReadResource concurrently, as MCP clients ask for them. Every method must
+// be safe for concurrent use once Configure has returned.
+//
+// The context of each call is cancelled when the MCP client cancels the
+// request (notifications/cancelled), disconnects, or the host's deadline for
+// the tool passes; long-running tools should return promptly when it is.
+type Provider interface {
+	// Configure receives the provider's [providers.<name>] table and what the
+	// host resolved for it. A returned error aborts the provider's load and
+	// is shown to the operator, so say what to change.
+	Configure(ctx context.Context, req *ConfigureRequest) error
+
+	// Describe returns the provider's catalog. The host validates every tool
+	// spec (name, object input schema, policy class) and skips invalid ones
+	// with a logged reason.
+	Describe(ctx context.Context) (*Catalog, error)
+
+	// CallTool runs one tool. Arguments have already been validated against
+	// the tool's input schema. A returned error becomes a tool result with
+	// isError set, naming the provider; return a result built with
+	// [ErrorResult] for errors the model should see verbatim.
+	CallTool(ctx context.Context, req *CallToolRequest) (*CallToolResult, error)
+
+	// ReadResource returns the contents of a resource listed by Describe.
+	// Return an error wrapping [ErrResourceNotFound] for an unknown URI.
+	ReadResource(ctx context.Context, req *ReadResourceRequest) (*ReadResourceResult, error)
+}
+
+// ErrResourceNotFound is returned (wrapped) by ReadResource for a URI the
+// provider does not serve; the host answers the client with MCP's
+// resource-not-found error.
+var ErrResourceNotFound = errors.New("resource not found")
+
+// ConfigureRequest is the argument of [Provider.Configure].
+type ConfigureRequest struct {
+	// Config is the provider's [providers.<name>] table as a JSON object,
+	// "{}" when the table has no provider-specific keys.
+	Config json.RawMessage
+	// DataDir is an absolute directory, created by the host with mode 0700,
+	// that the provider owns for its state.
+	DataDir string
+	// Secrets holds values the host read from the environment for keys
+	// ending in _env, keyed by the dotted key path without the suffix: the
+	// table entry `llm.api_key_env = "OPENAI_API_KEY"` arrives as
+	// Secrets["llm.api_key"]. Providers never read the host's environment.
+	Secrets map[string]string
+	// Host calls tools through the host's pipeline; nil when the host offers
+	// no host service.
+	Host Host
+	// HostVersion is the host's version string.
+	HostVersion string
+	// LogLevel is the host's log level name (trace, debug, info, warn,
+	// error); [Serve] already applies it to the logger it creates.
+	LogLevel string
+}
+
+// Host is the host service a provider reaches through go-plugin's broker.
+type Host interface {
+	// CallTool calls any tool in the host's catalog through the full
+	// pipeline: argument validation, SecurityPolicy and audit, attributed to
+	// req.Caller's source type plus "/" plus req.Actor. The call's depth is
+	// req.Caller.Depth+1; the host refuses calls beyond its maximum depth.
+	CallTool(ctx context.Context, req *HostCallToolRequest) (*CallToolResult, error)
+}
+
+// HostCallToolRequest is the argument of [Host.CallTool].
+type HostCallToolRequest struct {
+	// Name is the tool's name in the host catalog, for example
+	// "memory.search".
+	Name string
+	// Arguments is a JSON object.
+	Arguments json.RawMessage
+	// Caller is the caller the provider is acting for, as received in its
+	// own CallToolRequest.
+	Caller Caller
+	// Actor says who inside the provider makes the call, for example
+	// "agent:researcher".
+	Actor string
+}
+
+// PolicyClass is a tool's SecurityPolicy class.
+type PolicyClass string
+
+const (
+	// ClassRead marks a tool that only reads; it is allowed at every
+	// autonomy level.
+	ClassRead PolicyClass = "read"
+	// ClassAct marks a tool that changes state or acts in the world; it is
+	// refused at autonomy level "readonly" and counts against the hourly
+	// act budget.
+	ClassAct PolicyClass = "act"
+)
+
+// Catalog is what a provider contributes to the host.
+type Catalog struct {
+	// Name is the provider's name, for logs and errors.
+	Name string
+	// Version is the provider's version string.
+	Version string
+	// Tools lists the provider's tools.
+	Tools []Tool
+	// Resources lists the provider's static resources.
+	Resources []Resource
+	// ResourceTemplates lists URI templates of resources the provider serves.
+	ResourceTemplates []ResourceTemplate
+	// Prompts lists the provider's MCP prompts.
+	Prompts []Prompt
+	// Instructions is text the host may add to its MCP instructions.
+	Instructions string
+}
+
+// Tool describes one MCP tool (MCP 2025-11-25, server/tools).
+type Tool struct {
+	// Name is unique across the host's catalog; it must match
+	// [A-Za-z0-9_.-]{1,128}.
+	Name string
+	// Title is a human-readable name; optional.
+	Title string
+	// Description tells a model what the tool does and when to use it.
+	Description string
+	// InputSchema is a JSON Schema with "type": "object".
+	InputSchema json.RawMessage
+	// OutputSchema is a JSON Schema with "type": "object" describing
+	// structuredContent; nil when the result shape is not fixed.
+	OutputSchema json.RawMessage
+	// Annotations are MCP tool annotations: hints for clients, never
+	// enforced by them.
+	Annotations Annotations
+	// Class is the tool's SecurityPolicy class; it is required.
+	Class PolicyClass
+	// Timeout is the tool's own deadline; zero uses the host's
+	// [server] tool_timeout_secs (default 120 s). Millisecond precision.
+	Timeout time.Duration
+}
+
+// Annotations are MCP ToolAnnotations. A nil pointer leaves the hint out,
+// so the spec's default applies (destructive and open-world default to
+// true, read-only and idempotent to false).
+type Annotations struct {
+	Title           string
+	ReadOnlyHint    *bool
+	DestructiveHint *bool
+	IdempotentHint  *bool
+	OpenWorldHint   *bool
+}
+
+// Bool returns a pointer to v, for [Annotations] fields.
+func Bool(v bool) *bool { return &v }
+
+// Resource describes one MCP resource.
+type Resource struct {
+	URI         string
+	Name        string
+	Title       string
+	Description string
+	MIMEType    string
+	// Size is the size in bytes, 0 when unknown.
+	Size int64
+}
+
+// ResourceTemplate describes an RFC 6570 URI template of resources.
+type ResourceTemplate struct {
+	URITemplate string
+	Name        string
+	Title       string
+	Description string
+	MIMEType    string
+}
+
+// Prompt describes one MCP prompt.
+type Prompt struct {
+	Name        string
+	Title       string
+	Description string
+	Arguments   []PromptArgument
+}
+
+// PromptArgument describes one argument of a [Prompt].
+type PromptArgument struct {
+	Name        string
+	Description string
+	Required    bool
+}
+
+// Caller says on whose behalf a call is made.
+type Caller struct {
+	// SourceType is "mcp:<client>" for MCP clients, "cli" for one-shot
+	// commands, and "<source>/agent:<id>" for calls made by a provider
+	// through [Host].
+	SourceType string
+	// SessionHash is "sha256:" and 8 hex digits of the MCP session id;
+	// never the id itself. Empty outside sessions.
+	SessionHash string
+	// ClientName and ClientVersion come from the client's initialize.
+	ClientName    string
+	ClientVersion string
+	// Depth is 0 for a client's call; each [Host.CallTool] hop adds one.
+	Depth int
+	// ProgressToken is the MCP progress token as JSON; nil when the client
+	// asked for no progress.
+	ProgressToken json.RawMessage
+}
+
+// CallToolRequest is the argument of [Provider.CallTool].
+type CallToolRequest struct {
+	// Name is the tool's name.
+	Name string
+	// Arguments is the JSON object the client sent, validated against the
+	// tool's input schema.
+	Arguments json.RawMessage
+	// Caller says on whose behalf the call is made.
+	Caller Caller
+
+	events EventSink
+}
+
+// EventSink receives the events a tool emits before its result.
+type EventSink interface {
+	// Progress reports progress (MCP notifications/progress).
+	Progress(ctx context.Context, p Progress) error
+	// Log sends a log message (MCP notifications/message).
+	Log(ctx context.Context, m LogMessage) error
+}
+
+// Progress is one progress report. Progress must increase with each report;
+// Total is 0 when unknown.
+type Progress struct {
+	Progress float64
+	Total    float64
+	Message  string
+}
+
+// LogMessage is one MCP log message. Level is an MCP logging level (debug,
+// info, notice, warning, error, critical, alert, emergency); Data is any
+// JSON-encodable value.
+type LogMessage struct {
+	Level  string
+	Logger string
+	Data   any
+}
+
+// Progress reports progress to the client if it asked for progress; it is a
+// no-op otherwise. It returns an error only when the host connection fails.
+func (r *CallToolRequest) Progress(ctx context.Context, p Progress) error {
+	if r.events == nil || len(r.Caller.ProgressToken) == 0 {
+		return nil
+	}
+	return r.events.Progress(ctx, p)
+}
+
+// Log sends a log message towards the client; the client's logging/setLevel
+// decides whether it is delivered.
+func (r *CallToolRequest) Log(ctx context.Context, m LogMessage) error {
+	if r.events == nil {
+		return nil
+	}
+	return r.events.Log(ctx, m)
+}
+
+// WithEvents returns a copy of r whose Progress and Log go to sink; for
+// harnesses and hosts that call a Provider directly.
+func (r *CallToolRequest) WithEvents(sink EventSink) *CallToolRequest {
+	c := *r
+	c.events = sink
+	return &c
+}
+
+// CallToolResult is a tool's result (MCP CallToolResult).
+type CallToolResult struct {
+	// Content is the unstructured result; at least one text block is
+	// recommended for models that do not read structured content.
+	Content []Content
+	// StructuredContent is a JSON object matching the tool's output schema;
+	// nil when there is none.
+	StructuredContent json.RawMessage
+	// IsError marks a tool-level failure the model should see and may
+	// correct (MCP 2025-11-25: errors in tool results).
+	IsError bool
+}
+
+// Content is one MCP content block. Type is "text" (Text), "image" or
+// "audio" (Data, MIMEType), "resource_link" (URI, Name, Title, Description,
+// MIMEType) or "resource" (an embedded resource: URI, MIMEType and Text or
+// Data).
+type Content struct {
+	Type        string
+	Text        string
+	Data        []byte
+	MIMEType    string
+	URI         string
+	Name        string
+	Title       string
+	Description string
+}
+
+// TextContent returns a text content block.
+func TextContent(text string) Content { return Content{Type: "text", Text: text} }
+
+// TextResult returns a successful result with one text block.
+func TextResult(text string) *CallToolResult {
+	return &CallToolResult{Content: []Content{TextContent(text)}}
+}
+
+// ErrorResult returns a result with isError set and one text block built
+// with fmt.Sprintf.
+func ErrorResult(format string, args ...any) *CallToolResult {
+	return &CallToolResult{Content: []Content{TextContent(fmt.Sprintf(format, args...))}, IsError: true}
+}
+
+// StructuredResult returns a successful result with text as its text block
+// and v, marshalled to a JSON object, as structured content. It returns an
+// error if v does not marshal to a JSON object.
+func StructuredResult(text string, v any) (*CallToolResult, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("marshal structured content: %w", err)
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, fmt.Errorf("structured content must be a JSON object, got %.20s", raw)
+	}
+	return &CallToolResult{Content: []Content{TextContent(text)}, StructuredContent: raw}, nil
+}
+
+// ReadResourceRequest is the argument of [Provider.ReadResource].
+type ReadResourceRequest struct {
+	URI    string
+	Caller Caller
+}
+
+// ReadResourceResult holds the contents of a resource.
+type ReadResourceResult struct {
+	Contents []ResourceContents
+}
+
+// ResourceContents is one part of a resource: Text for text resources, Blob
+// for binary ones.
+type ResourceContents struct {
+	URI      string
+	MIMEType string
+	Text     string
+	Blob     []byte
+}

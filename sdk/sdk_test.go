@@ -1,0 +1,217 @@
+package sdk_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/sdktest"
+)
+
+// echo is a provider used to exercise the gRPC adapter in both directions.
+type echo struct {
+	mu     sync.Mutex
+	config sdk.ConfigureRequest
+}
+
+func (e *echo) Configure(_ context.Context, req *sdk.ConfigureRequest) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.config = *req
+	if string(req.Config) == `{"fail":true}` {
+		return errors.New("fail is set: remove it")
+	}
+	return nil
+}
+
+func (e *echo) Describe(context.Context) (*sdk.Catalog, error) {
+	return &sdk.Catalog{
+		Name: "echo", Version: "1.2.3",
+		Tools: []sdk.Tool{{
+			Name: "echo.say", Title: "Say", Description: "Echoes.",
+			InputSchema:  json.RawMessage(`{"type":"object","additionalProperties":false}`),
+			OutputSchema: json.RawMessage(`{"type":"object"}`),
+			Annotations:  sdk.Annotations{ReadOnlyHint: sdk.Bool(true), OpenWorldHint: sdk.Bool(false)},
+			Class:        sdk.ClassRead,
+			Timeout:      1500 * time.Millisecond,
+		}},
+		Resources:         []sdk.Resource{{URI: "echo://a", Name: "a", MIMEType: "text/plain", Size: 3}},
+		ResourceTemplates: []sdk.ResourceTemplate{{URITemplate: "echo://{x}", Name: "x"}},
+		Prompts:           []sdk.Prompt{{Name: "p", Arguments: []sdk.PromptArgument{{Name: "q", Required: true}}}},
+	}, nil
+}
+
+func (e *echo) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	switch req.Name {
+	case "echo.panic":
+		panic("boom")
+	case "echo.fail":
+		return nil, errors.New("disk on fire")
+	case "echo.wait":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case "echo.progress":
+		for i := 1; i <= 3; i++ {
+			if err := req.Progress(ctx, sdk.Progress{Progress: float64(i), Total: 3, Message: fmt.Sprint("step ", i)}); err != nil {
+				return nil, err
+			}
+		}
+		_ = req.Log(ctx, sdk.LogMessage{Level: "info", Logger: "echo", Data: map[string]int{"n": 1}})
+	case "echo.host":
+		e.mu.Lock()
+		host := e.config.Host
+		e.mu.Unlock()
+		if host == nil {
+			return sdk.ErrorResult("no host service"), nil
+		}
+		return host.CallTool(ctx, &sdk.HostCallToolRequest{Name: "other.tool", Arguments: req.Arguments, Caller: req.Caller, Actor: "agent:test"})
+	}
+	out, err := sdk.StructuredResult("echo "+string(req.Arguments), map[string]any{"args": req.Arguments, "source": req.Caller.SourceType})
+	return out, err
+}
+
+func (e *echo) ReadResource(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	if req.URI != "echo://a" {
+		return nil, fmt.Errorf("%w: %s", sdk.ErrResourceNotFound, req.URI)
+	}
+	return &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: req.URI, MIMEType: "text/plain", Text: "abc"}}}, nil
+}
+
+type recordingSink struct {
+	mu       sync.Mutex
+	progress []sdk.Progress
+	logs     []string
+}
+
+func (s *recordingSink) Progress(_ context.Context, p sdk.Progress) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.progress = append(s.progress, p)
+	return nil
+}
+
+func (s *recordingSink) Log(_ context.Context, m sdk.LogMessage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	raw, _ := json.Marshal(m.Data)
+	s.logs = append(s.logs, m.Level+" "+m.Logger+" "+string(raw))
+	return nil
+}
+
+type fakeHost struct{ got *sdk.HostCallToolRequest }
+
+func (h *fakeHost) CallTool(_ context.Context, req *sdk.HostCallToolRequest) (*sdk.CallToolResult, error) {
+	h.got = req
+	return sdk.TextResult("host says hi to " + req.Actor), nil
+}
+
+func TestCatalogRoundTrip(t *testing.T) {
+	t.Parallel()
+	h := sdktest.Start(t, &echo{}, nil)
+	want, _ := (&echo{}).Describe(context.Background())
+	if diff := cmp.Diff(want, h.Catalog); diff != "" {
+		t.Errorf("catalog changed crossing gRPC (-want +got):\n%s", diff)
+	}
+}
+
+func TestCallTool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	host := &fakeHost{}
+	h := sdktest.Start(t, &echo{}, &sdktest.Options{Host: host, Caller: sdk.Caller{SourceType: "mcp:probe", Depth: 2}})
+
+	tests := map[string]struct {
+		tool    string
+		want    *sdk.CallToolResult
+		wantErr string
+	}{
+		"structured result": {
+			tool: "echo.say",
+			want: &sdk.CallToolResult{
+				Content:           []sdk.Content{sdk.TextContent(`echo {"x":1}`)},
+				StructuredContent: json.RawMessage(`{"args":{"x":1},"source":"mcp:probe"}`),
+			},
+		},
+		"provider error names the tool":   {tool: "echo.fail", wantErr: "call echo.fail: disk on fire"},
+		"panic is a failed call":          {tool: "echo.panic", wantErr: "call echo.panic: CallTool echo.panic panicked: boom"},
+		"host service through the broker": {tool: "echo.host", want: sdk.TextResult("host says hi to agent:test")},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := h.Call(ctx, tc.tool, map[string]int{"x": 1})
+			if tc.wantErr != "" {
+				if err == nil || len(err.Error()) < len(tc.wantErr) || err.Error()[:len(tc.wantErr)] != tc.wantErr {
+					t.Fatalf("error = %v, want prefix %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if host.got == nil || host.got.Caller.SourceType != "mcp:probe" || host.got.Caller.Depth != 2 || host.got.Name != "other.tool" {
+		t.Errorf("host service got %+v", host.got)
+	}
+}
+
+func TestProgressAndLogEvents(t *testing.T) {
+	t.Parallel()
+	h := sdktest.Start(t, &echo{}, nil)
+	sink := &recordingSink{}
+	req := (&sdk.CallToolRequest{Name: "echo.progress", Arguments: json.RawMessage(`{}`), Caller: sdk.Caller{ProgressToken: json.RawMessage(`"tok"`)}}).WithEvents(sink)
+	if _, err := h.Provider.CallTool(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := []sdk.Progress{{1, 3, "step 1"}, {2, 3, "step 2"}, {3, 3, "step 3"}}
+	if diff := cmp.Diff(want, sink.progress); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{`info echo {"n":1}`}, sink.logs); diff != "" {
+		t.Errorf("logs (-want +got):\n%s", diff)
+	}
+}
+
+func TestCancellationReachesProvider(t *testing.T) {
+	t.Parallel()
+	h := sdktest.Start(t, &echo{}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := h.Call(ctx, "echo.wait", nil)
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		t.Fatalf("error = %v, want a cancellation", err)
+	}
+}
+
+func TestReadResource(t *testing.T) {
+	t.Parallel()
+	h := sdktest.Start(t, &echo{}, nil)
+	got, err := h.Read(context.Background(), "echo://a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: "echo://a", MIMEType: "text/plain", Text: "abc"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := h.Read(context.Background(), "echo://missing"); !errors.Is(err, sdk.ErrResourceNotFound) {
+		t.Errorf("unknown resource error = %v, want ErrResourceNotFound", err)
+	}
+}
+
+func TestStructuredResultRejectsNonObjects(t *testing.T) {
+	t.Parallel()
+	if _, err := sdk.StructuredResult("x", []int{1}); err == nil {
+		t.Fatal("an array was accepted as structured content")
+	}
+}

@@ -1,0 +1,84 @@
+package sdk
+
+import (
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+)
+
+// ServeOption configures [Serve].
+type ServeOption func(*serveConfig)
+
+type serveConfig struct {
+	logger     hclog.Logger
+	parentPoll time.Duration
+}
+
+// WithLogger sets the logger the plugin machinery and the provider share.
+// The default writes JSON lines to stderr at debug level, which the host
+// parses and re-emits under its own logger and level; a provider must never
+// write to stdout.
+func WithLogger(l hclog.Logger) ServeOption {
+	return func(c *serveConfig) { c.logger = l }
+}
+
+// WithParentWatch sets how often Serve checks that the process that started
+// it is still alive; when it is gone the provider exits, so a killed host
+// leaves no orphans. Default 500ms; zero or negative disables the check.
+func WithParentWatch(every time.Duration) ServeOption {
+	return func(c *serveConfig) { c.parentPoll = every }
+}
+
+// Logger returns the logger [Serve] creates by default, so a provider's own
+// log lines reach the host the same way: JSON lines on stderr.
+func Logger(name string) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       name,
+		Level:      hclog.Debug,
+		Output:     os.Stderr,
+		JSONFormat: true,
+	})
+}
+
+// Serve serves p as an openhuman-host provider over go-plugin's gRPC
+// protocol and returns when the host closes the connection. It must be
+// called from the provider's main function, in a process the host started:
+// run by hand, it prints a message to stderr and exits with status 1.
+//
+// Serve writes exactly one line to stdout, go-plugin's handshake line;
+// afterwards go-plugin captures the process's stdout, so a stray print can
+// never corrupt the host's MCP stream.
+func Serve(p Provider, opts ...ServeOption) {
+	cfg := serveConfig{parentPoll: 500 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.logger == nil {
+		cfg.logger = Logger("provider")
+	}
+	if cfg.parentPoll > 0 {
+		go watchParent(cfg.logger, cfg.parentPoll)
+	}
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: VersionedPlugins(p),
+		GRPCServer:       plugin.DefaultGRPCServer,
+		Logger:           cfg.logger,
+	})
+}
+
+// watchParent exits the process once its parent is gone: the parent pid
+// changes when the original parent dies and the process is re-parented.
+func watchParent(log hclog.Logger, every time.Duration) {
+	parent := os.Getppid()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for range t.C {
+		if os.Getppid() != parent {
+			log.Warn("host process is gone; exiting")
+			os.Exit(1)
+		}
+	}
+}

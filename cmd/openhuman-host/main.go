@@ -1,0 +1,139 @@
+// Command openhuman-host is an MCP server that hosts tool providers as
+// plugins: a memory store, sub-agents and web search for any MCP client.
+//
+//	openhuman-host serve                     # stdio, for an MCP client's config
+//	openhuman-host serve --transport http    # Streamable HTTP on 127.0.0.1:9300
+//	openhuman-host tools list
+//	openhuman-host tools call memory.search '{"query":"reef"}'
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// version is set at build time with -ldflags "-X main.version=..."; the
+// module version from the build info is used otherwise.
+var version = ""
+
+// builtins are the providers compiled into this binary, launched as
+// `openhuman-host provider <name>`.
+var builtins = map[string]func(log hclog.Logger) sdk.Provider{
+	"memory": func(log hclog.Logger) sdk.Provider { return memory.New(&memory.Options{Logger: log}) },
+}
+
+func builtinNames() []string {
+	var names []string
+	for _, n := range config.BuiltinProviders {
+		if _, ok := builtins[n]; ok {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func hostVersion() string {
+	if version != "" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	v := info.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "dev"
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += "+" + s.Value[:12]
+		}
+	}
+	return v
+}
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		if _, quiet := err.(*exitError); !quiet {
+			fmt.Fprintln(os.Stderr, "openhuman-host:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+// exitError carries a process exit status without a message of its own.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func exitCode(err error) int {
+	if e, ok := err.(*exitError); ok {
+		return e.code
+	}
+	return 1
+}
+
+type globalFlags struct {
+	configPath string
+	verbose    bool
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:   "openhuman-host",
+		Short: "An MCP server that hosts tool providers: memory, sub-agents and web search",
+		Long: "openhuman-host is an MCP server for Claude Desktop, Cursor, Windsurf or any MCP client.\n" +
+			"Its tools come from providers that run as isolated plugin processes.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.configPath, "config", "", "config file (default $XDG_CONFIG_HOME/openhuman-host/config.toml, else embedded defaults)")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log at debug level (OPENHUMAN_LOG_LEVEL wins)")
+	root.AddCommand(newServeCmd(g), newToolsCmd(g), newConfigCmd(g), newVersionCmd(), newProviderCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "openhuman-host %s (provider protocol %d)\n", hostVersion(), sdk.ProtocolVersion)
+			return err
+		},
+	}
+}
+
+func newProviderCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "provider NAME",
+		Short:  "Run a built-in provider (started by the host; not for interactive use)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runProvider(args[0])
+		},
+	}
+}
+
+// runProvider serves a built-in provider; the host launches it as a
+// go-plugin subprocess.
+func runProvider(name string) error {
+	mk, ok := builtins[name]
+	if !ok {
+		return fmt.Errorf("no built-in provider %q; this build has: %v", name, builtinNames())
+	}
+	log := sdk.Logger("provider." + name)
+	sdk.Serve(mk(log), sdk.WithLogger(log))
+	return nil
+}

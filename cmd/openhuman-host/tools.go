@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+func newToolsCmd(g *globalFlags) *cobra.Command {
+	tools := &cobra.Command{
+		Use:   "tools",
+		Short: "List and call tools from the command line, through the same policy and audit as MCP clients",
+	}
+	tools.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List tools, one per line: name, class, provider, description",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withHost(g, func(_ context.Context, h *host.Host) error {
+				out := cmd.OutOrStdout()
+				for _, t := range h.Server.Catalog().Tools() {
+					desc, _, _ := strings.Cut(t.Description, "\n")
+					if _, err := fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", t.Name, t.Class, t.Provider, desc); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	})
+	var asJSON bool
+	call := &cobra.Command{
+		Use:   "call NAME [JSON]",
+		Short: "Call a tool with JSON arguments (default {}); exit status 1 on an error result",
+		Long: "call runs one tool through the host's full pipeline (validation, security policy, audit) with\n" +
+			"source type \"cli\" and prints its text result on stdout; --json prints the whole result.\n" +
+			"An error result is printed on stderr and the exit status is 1. Use - as JSON to read stdin.",
+		Example: `  openhuman-host tools call memory.store '{"title":"Reef","content":"The reef is north."}'` + "\n" +
+			`  openhuman-host tools call memory.search '{"query":"reef","k":3}'`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			raw := "{}"
+			if len(args) == 2 {
+				raw = args[1]
+			}
+			if raw == "-" {
+				b, err := io.ReadAll(os.Stdin)
+				if err != nil {
+					return fmt.Errorf("read arguments from stdin: %w", err)
+				}
+				raw = string(b)
+			}
+			if !json.Valid([]byte(raw)) {
+				return fmt.Errorf("arguments are not valid JSON: %s", raw)
+			}
+			return withHost(g, func(ctx context.Context, h *host.Host) error {
+				res, err := h.Server.Call(ctx, server.Call{
+					Tool:      args[0],
+					Arguments: json.RawMessage(raw),
+					Caller:    sdk.Caller{SourceType: "cli", ClientName: "openhuman-host", ClientVersion: hostVersion()},
+				})
+				if errors.Is(err, server.ErrUnknownTool) {
+					return fmt.Errorf("%w; run \"openhuman-host tools list\" to see the tools", err)
+				}
+				if err != nil {
+					return err
+				}
+				return printResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res, asJSON)
+			})
+		},
+	}
+	call.Flags().BoolVar(&asJSON, "json", false, "print the whole result (content, structuredContent, isError) as JSON")
+	tools.AddCommand(call)
+	return tools
+}
+
+func printResult(stdout, stderr io.Writer, res *sdk.CallToolResult, asJSON bool) error {
+	if asJSON {
+		out := map[string]any{"content": res.Content, "isError": res.IsError}
+		if len(res.StructuredContent) > 0 {
+			out["structuredContent"] = res.StructuredContent
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		w := stdout
+		if res.IsError {
+			w = stderr
+		}
+		for _, c := range res.Content {
+			if c.Type == "text" {
+				if _, err := fmt.Fprintln(w, c.Text); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if res.IsError {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// withHost runs fn with an in-process host built from the effective config
+// and closes it afterwards, flushing the audit log before the process
+// exits.
+func withHost(g *globalFlags, fn func(context.Context, *host.Host) error) (err error) {
+	cfg, log, err := loadConfig(g)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := detachStdin(); err != nil {
+		return err
+	}
+	h, err := startHost(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if cerr := h.Close(closeCtx); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	return fn(ctx, h)
+}
+
+func newConfigCmd(g *globalFlags) *cobra.Command {
+	cfgCmd := &cobra.Command{Use: "config", Short: "Inspect the configuration"}
+	cfgCmd.AddCommand(&cobra.Command{
+		Use:   "check",
+		Short: "Validate the config and print the effective config with secrets masked",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, _, err := loadConfig(g)
+			if err != nil {
+				return err
+			}
+			text, err := cfg.Masked()
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "# source: %s\n%s", cfg.Source, text)
+			return err
+		},
+	})
+	return cfgCmd
+}

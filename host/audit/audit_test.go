@@ -1,0 +1,707 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
+)
+
+// base is a fixed instant the tests' records are timed from.
+var base = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func ms(d time.Duration) int64 { return base.Add(d).UnixMilli() }
+
+// openLog opens a log in a fresh directory and closes it when the test ends.
+func openLog(t *testing.T, opts *Options) (*Log, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.db")
+	l := mustOpen(t, path, opts)
+	return l, path
+}
+
+func mustOpen(t *testing.T, path string, opts *Options) *Log {
+	t.Helper()
+	l, err := Open(t.Context(), path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s) error: %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("Close() error: %v", err)
+		}
+	})
+	return l
+}
+
+func mustRecord(t *testing.T, l *Log, recs ...Record) {
+	t.Helper()
+	for _, r := range recs {
+		if err := l.Record(t.Context(), r); err != nil {
+			t.Fatalf("Record() error: %v", err)
+		}
+	}
+}
+
+func mustFlush(t *testing.T, l *Log) {
+	t.Helper()
+	if err := l.Flush(t.Context()); err != nil {
+		t.Fatalf("Flush() error: %v", err)
+	}
+}
+
+func mustList(t *testing.T, l *Log, q Query) []Record {
+	t.Helper()
+	got, err := l.List(t.Context(), q)
+	if err != nil {
+		t.Fatalf("List(%+v) error: %v", q, err)
+	}
+	return got
+}
+
+// ids returns the IDs of recs in order.
+func ids(recs []Record) []uint64 {
+	out := make([]uint64, len(recs))
+	for i, r := range recs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+// sideDB opens a second connection pool on the log's file, as another process would.
+func sideDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(path))
+	if err != nil {
+		t.Fatalf("sql.Open() error: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// syncBuffer is a log sink the test reads while the writer writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func testLogger(buf *syncBuffer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: "host.audit", Output: buf, Level: hclog.Trace})
+}
+
+// waitFor polls cond until it holds or the test's patience runs out.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		path string
+		opts *Options
+		want string
+	}{
+		"empty path": {
+			path: "",
+			want: "audit: open: database path is empty",
+		},
+		"negative queue size": {
+			path: filepath.Join(dir, "a.db"),
+			opts: &Options{QueueSize: -1},
+			want: "audit: open: queue size -1 is negative: use 0 for the default (1024)",
+		},
+		"negative retention": {
+			path: filepath.Join(dir, "a.db"),
+			opts: &Options{RetainDays: -2},
+			want: "audit: open: retain days -2 is negative: use 0 to keep records forever",
+		},
+		"parent is a file": {
+			path: filepath.Join(file, "audit.db"),
+			want: "audit: open " + filepath.Join(file, "audit.db") + ": create directory: mkdir " + file + ": not a directory",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l, err := Open(t.Context(), tc.path, tc.opts)
+			if err == nil {
+				_ = l.Close(context.Background())
+				t.Fatalf("Open() succeeded, want error %q", tc.want)
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("Open() error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOpenCreatesPrivateFilesAndSchema(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data", "nested")
+	path := filepath.Join(dir, "audit.db")
+	l := mustOpen(t, path, nil)
+
+	modes := map[string]os.FileMode{}
+	for _, p := range []string{dir, path} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		modes[filepath.Base(p)] = fi.Mode().Perm()
+	}
+	if diff := cmp.Diff(map[string]os.FileMode{"nested": 0o700, "audit.db": 0o600}, modes); diff != "" {
+		t.Errorf("modes (-want +got):\n%s", diff)
+	}
+
+	var cols []string
+	rows, err := l.sqlDB.QueryContext(t.Context(), "SELECT name FROM pragma_table_info('mcp_audit') ORDER BY cid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, c)
+	}
+	rows.Close()
+	wantCols := []string{"id", "time_ms", "session_hash", "source_type", "client_name", "client_version", "tool",
+		"provider", "class", "decision", "success", "error", "duration_us", "args_summary", "result_ref"}
+	if diff := cmp.Diff(wantCols, cols); diff != "" {
+		t.Errorf("columns (-want +got):\n%s", diff)
+	}
+
+	var indexes []string
+	rows, err = l.sqlDB.QueryContext(t.Context(),
+		"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mcp_audit' AND sql IS NOT NULL ORDER BY name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		indexes = append(indexes, c)
+	}
+	rows.Close()
+	wantIndexes := []string{"idx_mcp_audit_source_type", "idx_mcp_audit_time_ms", "idx_mcp_audit_tool"}
+	if diff := cmp.Diff(wantIndexes, indexes); diff != "" {
+		t.Errorf("indexes (-want +got):\n%s", diff)
+	}
+}
+
+func TestEveryConnectionGetsPragmas(t *testing.T) {
+	t.Parallel()
+	l, _ := openLog(t, nil)
+	type pragmas struct {
+		JournalMode string
+		BusyTimeout int
+		ForeignKeys int
+	}
+	// Hold several connections at once so the pool has to open new ones.
+	var conns []*sql.Conn
+	var got []pragmas
+	for range 3 {
+		c, err := l.sqlDB.Conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		var p pragmas
+		if err := c.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&p.JournalMode); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRowContext(t.Context(), "PRAGMA busy_timeout").Scan(&p.BusyTimeout); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRowContext(t.Context(), "PRAGMA foreign_keys").Scan(&p.ForeignKeys); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p)
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	want := slices.Repeat([]pragmas{{JournalMode: "wal", BusyTimeout: 5000, ForeignKeys: 1}}, 3)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pragmas per connection (-want +got):\n%s", diff)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	longErr := strings.Repeat("x", 1500)
+	in := []Record{
+		{
+			TimeMs: ms(0), SessionHash: SessionHash("session-1"), SourceType: "mcp:claude-desktop",
+			ClientName: "Claude Desktop", ClientVersion: "1.2.3", Tool: "memory.store", Provider: "memory",
+			Class: "act", Decision: DecisionAllowed, Success: true, DurationUs: 1234,
+			ArgsSummary: `{"content":{"len":42},"title":"Notes"}`, ResultRef: "mcp-store-notes",
+		},
+		{
+			ID: 99, TimeMs: ms(time.Second), SourceType: "cli", Tool: "tree.tag", Provider: "memory", Class: "act",
+			Decision: DecisionDenied("readonly"), Error: longErr, ArgsSummary: "{}",
+		},
+	}
+	l, _ := openLog(t, nil)
+	mustRecord(t, l, in...)
+	mustFlush(t, l)
+
+	want := []Record{in[1], in[0]}
+	want[0].ID = 2
+	want[0].Error = longErr[:1024]
+	want[1].ID = 1
+	if diff := cmp.Diff(want, mustList(t, l, Query{})); diff != "" {
+		t.Errorf("List() (-want +got):\n%s", diff)
+	}
+}
+
+func TestRecordStampsZeroTime(t *testing.T) {
+	t.Parallel()
+	l, _ := openLog(t, nil)
+	before := time.Now().UnixMilli()
+	mustRecord(t, l, Record{Tool: "memory.search"})
+	after := time.Now().UnixMilli()
+	mustFlush(t, l)
+	got := mustList(t, l, Query{})
+	if len(got) != 1 || got[0].TimeMs < before || got[0].TimeMs > after {
+		t.Fatalf("List() = %+v, want one record timed in [%d, %d]", got, before, after)
+	}
+}
+
+func TestBackPressureNeverDrops(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		queue, writers, each int
+	}{
+		"queue of one, many writers":        {queue: 1, writers: 32, each: 25},
+		"queue of one, one writer":          {queue: 1, writers: 1, each: 300},
+		"default queue, more than it holds": {queue: 0, writers: 8, each: 300},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l, _ := openLog(t, &Options{QueueSize: tc.queue})
+			var wg sync.WaitGroup
+			for w := range tc.writers {
+				wg.Go(func() {
+					for i := range tc.each {
+						r := Record{TimeMs: ms(0), SourceType: fmt.Sprintf("w%d", w), ResultRef: fmt.Sprint(i), Tool: "t"}
+						if err := l.Record(t.Context(), r); err != nil {
+							t.Errorf("Record() error: %v", err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			mustFlush(t, l)
+
+			var want, got []string
+			for w := range tc.writers {
+				for i := range tc.each {
+					want = append(want, fmt.Sprintf("w%d/%d", w, i))
+				}
+			}
+			for _, r := range mustList(t, l, Query{Limit: tc.writers*tc.each + 10}) {
+				got = append(got, r.SourceType+"/"+r.ResultRef)
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("stored records (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRecordBlocksWhileQueueFull(t *testing.T) {
+	t.Parallel()
+	l, path := openLog(t, &Options{QueueSize: 1})
+
+	// Another process holds the write lock, so the writer waits inside its first insert.
+	lock, err := sideDB(t, path).BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(t.Context(), "DELETE FROM mcp_audit WHERE id < 0"); err != nil {
+		t.Fatal(err)
+	}
+
+	// With the writer stalled, records are accepted until the writer's batch (which takes what arrives
+	// while it collects, up to 256) and the queue of one are full; the next Record blocks until its
+	// context ends and records nothing.
+	var accepted []string
+	var err2 error
+	for i := 0; err2 == nil; i++ {
+		if i > maxBatch+1 {
+			t.Fatalf("Record() accepted %d records while the writer was stalled; want it to block", len(accepted))
+		}
+		tool := fmt.Sprintf("t%d", i)
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		err2 = l.Record(ctx, Record{TimeMs: ms(time.Duration(i)), Tool: tool})
+		cancel()
+		if err2 == nil {
+			accepted = append(accepted, tool)
+		}
+	}
+	if len(accepted) < 2 {
+		t.Errorf("Record() accepted %v while the writer was stalled; want the stalled batch and a queued one", accepted)
+	}
+	if !errors.Is(err2, context.DeadlineExceeded) {
+		t.Fatalf("Record() on a full queue = %v, want context.DeadlineExceeded", err2)
+	}
+	want := fmt.Sprintf("audit: record t%d: wait for queue space: context deadline exceeded", len(accepted))
+	if diff := cmp.Diff(want, err2.Error()); diff != "" {
+		t.Errorf("Record() error (-want +got):\n%s", diff)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := l.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush() while stalled = %v, want context.DeadlineExceeded", err)
+	}
+
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	mustFlush(t, l)
+	var got []string
+	for _, r := range mustList(t, l, Query{}) {
+		got = append(got, r.Tool)
+	}
+	slices.Reverse(accepted)
+	if diff := cmp.Diff(accepted, got); diff != "" {
+		t.Errorf("stored tools, newest first (-want +got):\n%s", diff)
+	}
+}
+
+func TestFailedInsertIsRetried(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	l, path := openLog(t, &Options{Logger: testLogger(&logs)})
+	side := sideDB(t, path)
+	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit RENAME TO mcp_audit_away"); err != nil {
+		t.Fatal(err)
+	}
+	secret := SummarizeArgs([]byte(`{"title":"very private title"}`))
+	for i := range 3 {
+		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "memory.store", SessionHash: "sha256:0badc0de", ArgsSummary: secret})
+	}
+	waitFor(t, "a retry warning", func() bool { return strings.Contains(logs.String(), "audit insert failed, retrying") })
+	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit_away RENAME TO mcp_audit"); err != nil {
+		t.Fatal(err)
+	}
+	mustFlush(t, l)
+
+	if diff := cmp.Diff([]uint64{3, 2, 1}, ids(mustList(t, l, Query{}))); diff != "" {
+		t.Errorf("stored ids (-want +got):\n%s", diff)
+	}
+	out := logs.String()
+	for _, leak := range []string{"very private title", "0badc0de", "INSERT"} {
+		if strings.Contains(out, leak) {
+			t.Errorf("log output contains %q:\n%s", leak, out)
+		}
+	}
+}
+
+func TestFlush(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		records int
+	}{
+		"nothing recorded": {records: 0},
+		"one record":       {records: 1},
+		"several batches":  {records: 700},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l, _ := openLog(t, nil)
+			for i := range tc.records {
+				mustRecord(t, l, Record{TimeMs: ms(time.Duration(i) * time.Millisecond), Tool: "t"})
+			}
+			mustFlush(t, l)
+			// Flush makes the records visible to another reader, such as the CLI.
+			got := mustList(t, l, Query{Limit: 1000})
+			if diff := cmp.Diff(tc.records, len(got)); diff != "" {
+				t.Errorf("records after Flush (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCloseFlushesAndRefusesLaterCalls(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "audit.db")
+	l, err := Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i) * time.Millisecond), Tool: "t"})
+	}
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatalf("Close() error: %v", err)
+	}
+
+	_, listErr := l.List(t.Context(), Query{})
+	_, statsErr := l.Stats(t.Context(), time.Time{})
+	got := map[string]bool{
+		"Record": errors.Is(l.Record(t.Context(), Record{Tool: "t"}), ErrClosed),
+		"Flush":  errors.Is(l.Flush(t.Context()), ErrClosed),
+		"Close":  errors.Is(l.Close(t.Context()), ErrClosed),
+		"List":   errors.Is(listErr, ErrClosed),
+		"Stats":  errors.Is(statsErr, ErrClosed),
+	}
+	want := map[string]bool{"Record": true, "Flush": true, "Close": true, "List": true, "Stats": true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors.Is(err, ErrClosed) after Close (-want +got):\n%s", diff)
+	}
+
+	reopened := mustOpen(t, path, nil)
+	if diff := cmp.Diff(500, len(mustList(t, reopened, Query{Limit: 1000}))); diff != "" {
+		t.Errorf("records after reopening (-want +got):\n%s", diff)
+	}
+}
+
+func TestCloseReportsDiscardedRecords(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		cancelled bool
+		want      string
+		wantIs    error
+	}{
+		"database unusable": {
+			want: "audit: close: discarded 3 unwritten records: no such table: mcp_audit",
+		},
+		"context ended": {
+			cancelled: true,
+			want:      "audit: close: discarded 3 unwritten records: no such table: mcp_audit\ncontext canceled",
+			wantIs:    context.Canceled,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var logs syncBuffer
+			path := filepath.Join(t.TempDir(), "audit.db")
+			l, err := Open(t.Context(), path, &Options{Logger: testLogger(&logs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sideDB(t, path).ExecContext(t.Context(), "DROP TABLE mcp_audit"); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "t"})
+			}
+			waitFor(t, "a failed insert", func() bool { return strings.Contains(logs.String(), "audit insert failed") })
+			ctx := t.Context()
+			if tc.cancelled {
+				c, cancel := context.WithCancel(ctx)
+				cancel()
+				ctx = c
+			}
+			err = l.Close(ctx)
+			if err == nil {
+				t.Fatal("Close() succeeded, want an error counting discarded records")
+			}
+			if diff := cmp.Diff(tc.want, err.Error()); diff != "" {
+				t.Errorf("Close() error (-want +got):\n%s", diff)
+			}
+			if tc.wantIs != nil && !errors.Is(err, tc.wantIs) {
+				t.Errorf("errors.Is(%v, %v) = false", err, tc.wantIs)
+			}
+		})
+	}
+}
+
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	ages := []time.Duration{10 * 24 * time.Hour, 2 * 24 * time.Hour, time.Hour, 0}
+	tests := map[string]struct {
+		days int
+		want []string // ResultRef of the records left, newest first
+	}{
+		"keep forever": {days: 0, want: []string{"0s", "1h0m0s", "48h0m0s", "240h0m0s"}},
+		"one day":      {days: 1, want: []string{"0s", "1h0m0s"}},
+		"five days":    {days: 5, want: []string{"0s", "1h0m0s", "48h0m0s"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "audit.db")
+			l, err := Open(t.Context(), path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, age := range ages {
+				mustRecord(t, l, Record{TimeMs: now.Add(-age).UnixMilli(), Tool: "t", ResultRef: age.String()})
+			}
+			if err := l.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+
+			l = mustOpen(t, path, &Options{RetainDays: tc.days})
+			var got []string
+			for _, r := range mustList(t, l, Query{}) {
+				got = append(got, r.ResultRef)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("records left (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// fixture is the data set the query tests read: ids 1..7 in this order.
+var fixture = []Record{
+	{TimeMs: ms(0), SourceType: "mcp:claude-desktop", ClientName: "Claude Desktop", Tool: "memory.search", Decision: DecisionAllowed, Success: true, DurationUs: 100},
+	{TimeMs: ms(1 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory.search", Decision: DecisionAllowed, Success: true, DurationUs: 300},
+	{TimeMs: ms(2 * time.Minute), SourceType: "cli", ClientName: "", Tool: "memory.store", Decision: DecisionAllowed, Success: false, Error: "boom", DurationUs: 50},
+	{TimeMs: ms(3 * time.Minute), SourceType: "mcp:claude-desktop", ClientName: "Claude Desktop", Tool: "memory.store", Decision: DecisionDenied("budget"), DurationUs: 3},
+	{TimeMs: ms(4 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory.search", Decision: DecisionAllowed, Success: true, DurationUs: 200},
+	{TimeMs: ms(5 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory.search", Decision: DecisionAllowed, Success: false, DurationUs: 900},
+	{TimeMs: ms(5 * time.Minute), SourceType: "cli", ClientName: "Claude Desktop", Tool: "tree.tag", Decision: DecisionDenied("readonly"), DurationUs: 2},
+}
+
+func fixtureLog(t *testing.T) *Log {
+	t.Helper()
+	l, _ := openLog(t, nil)
+	mustRecord(t, l, fixture...)
+	mustFlush(t, l)
+	return l
+}
+
+func TestList(t *testing.T) {
+	t.Parallel()
+	l := fixtureLog(t)
+	tests := map[string]struct {
+		q    Query
+		want []uint64
+	}{
+		"everything newest first, ties by id": {q: Query{}, want: []uint64{7, 6, 5, 4, 3, 2, 1}},
+		"limit":                               {q: Query{Limit: 2}, want: []uint64{7, 6}},
+		"negative limit means default":        {q: Query{Limit: -1}, want: []uint64{7, 6, 5, 4, 3, 2, 1}},
+		"since is inclusive":                  {q: Query{Since: base.Add(4 * time.Minute)}, want: []uint64{7, 6, 5}},
+		"tool":                                {q: Query{Tool: "memory.store"}, want: []uint64{4, 3}},
+		"unknown tool":                        {q: Query{Tool: "memory"}, want: []uint64{}},
+		"client by source type":               {q: Query{Client: "cli"}, want: []uint64{7, 3}},
+		"client by client name":               {q: Query{Client: "Claude Desktop"}, want: []uint64{7, 4, 1}},
+		"failed includes denied":              {q: Query{FailedOnly: true}, want: []uint64{7, 6, 4, 3}},
+		"filters combine": {
+			q:    Query{Client: "mcp:cursor", Tool: "memory.search", FailedOnly: true, Since: base.Add(time.Minute)},
+			want: []uint64{6},
+		},
+		"client filter does not escape tool filter": {
+			q:    Query{Client: "Claude Desktop", Tool: "tree.tag"},
+			want: []uint64{7},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := mustList(t, l, tc.q)
+			if diff := cmp.Diff(tc.want, ids(got)); diff != "" {
+				t.Errorf("List(%+v) ids (-want +got):\n%s", tc.q, diff)
+			}
+		})
+	}
+}
+
+func TestListReturnsWholeRecords(t *testing.T) {
+	t.Parallel()
+	l := fixtureLog(t)
+	want := fixture[2]
+	want.ID = 3
+	if diff := cmp.Diff([]Record{want}, mustList(t, l, Query{Client: "cli", Tool: "memory.store"})); diff != "" {
+		t.Errorf("List() (-want +got):\n%s", diff)
+	}
+}
+
+func TestStats(t *testing.T) {
+	t.Parallel()
+	l := fixtureLog(t)
+	tests := map[string]struct {
+		since time.Time
+		want  []ToolStats
+	}{
+		"all records": {
+			want: []ToolStats{
+				// Durations 100, 200, 300, 900: the nearest-rank median is the 2nd smallest.
+				{Tool: "memory.search", Calls: 4, Failures: 1, Denied: 0, P50Us: 200, MaxUs: 900},
+				// The denied attempt's 3µs is not a run.
+				{Tool: "memory.store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
+				{Tool: "tree.tag", Calls: 1, Failures: 0, Denied: 1, P50Us: 0, MaxUs: 0},
+			},
+		},
+		"since": {
+			since: base.Add(3 * time.Minute),
+			want: []ToolStats{
+				// Durations 200, 900.
+				{Tool: "memory.search", Calls: 2, Failures: 1, P50Us: 200, MaxUs: 900},
+				{Tool: "memory.store", Calls: 1, Denied: 1},
+				{Tool: "tree.tag", Calls: 1, Denied: 1},
+			},
+		},
+		"odd count median": {
+			since: base.Add(time.Minute),
+			want: []ToolStats{
+				// Durations 200, 300, 900.
+				{Tool: "memory.search", Calls: 3, Failures: 1, P50Us: 300, MaxUs: 900},
+				{Tool: "memory.store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
+				{Tool: "tree.tag", Calls: 1, Denied: 1},
+			},
+		},
+		"nothing since": {since: base.Add(time.Hour), want: nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, err := l.Stats(t.Context(), tc.since)
+			if err != nil {
+				t.Fatalf("Stats() error: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Stats() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,188 @@
+// Package catalog merges the catalogs of the host's providers into the one
+// tool and resource surface the host advertises.
+//
+// Every tool spec is checked before it is accepted (name, object input
+// schema that resolves, known policy class); an invalid tool or a name that
+// another provider already claimed is refused with a logged reason and the
+// rest of the catalog is kept. Providers are merged in the order given, so
+// the outcome of a collision is deterministic. Each accepted tool carries its
+// resolved input schema, so arguments are validated without re-parsing.
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// Source is one provider's contribution.
+type Source struct {
+	// Provider is the provider's name from the host config.
+	Provider string
+	// Catalog is what the provider's Describe returned.
+	Catalog *sdk.Catalog
+}
+
+// Tool is one accepted tool.
+type Tool struct {
+	sdk.Tool
+	// Provider is the name of the provider that serves the tool.
+	Provider string
+
+	schema   *jsonschema.Schema
+	resolved *jsonschema.Resolved
+	required map[string]bool
+}
+
+// Resource is one accepted resource.
+type Resource struct {
+	sdk.Resource
+	// Provider is the name of the provider that serves the resource.
+	Provider string
+}
+
+// ResourceTemplate is one accepted resource template.
+type ResourceTemplate struct {
+	sdk.ResourceTemplate
+	// Provider is the name of the provider that serves the template.
+	Provider string
+}
+
+// Catalog is the merged, validated catalog. It is immutable once built and
+// safe for concurrent use.
+type Catalog struct {
+	tools     []*Tool
+	byName    map[string]*Tool
+	resources []*Resource
+	byURI     map[string]*Resource
+	templates []*ResourceTemplate
+}
+
+// ErrInvalidTool is wrapped by the errors [ValidateTool] returns.
+var ErrInvalidTool = errors.New("invalid tool spec")
+
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// Build merges sources in order. Tools that fail [ValidateTool], and tools
+// or resources whose name or URI an earlier source already claimed, are
+// left out and logged at warn level with the reason. log may be nil.
+func Build(log hclog.Logger, sources []Source) *Catalog {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	c := &Catalog{byName: map[string]*Tool{}, byURI: map[string]*Resource{}}
+	for _, src := range sources {
+		if src.Catalog == nil {
+			continue
+		}
+		for _, t := range src.Catalog.Tools {
+			entry, err := newTool(src.Provider, t)
+			if err != nil {
+				log.Warn("tool refused", "provider", src.Provider, "tool", t.Name, "error", err)
+				continue
+			}
+			if prev, ok := c.byName[t.Name]; ok {
+				log.Warn("tool refused: name already served by another provider", "provider", src.Provider, "tool", t.Name, "served_by", prev.Provider)
+				continue
+			}
+			c.byName[t.Name] = entry
+			c.tools = append(c.tools, entry)
+		}
+		for _, r := range src.Catalog.Resources {
+			if r.URI == "" {
+				log.Warn("resource refused: empty uri", "provider", src.Provider, "name", r.Name)
+				continue
+			}
+			if prev, ok := c.byURI[r.URI]; ok {
+				log.Warn("resource refused: uri already served by another provider", "provider", src.Provider, "uri", r.URI, "served_by", prev.Provider)
+				continue
+			}
+			entry := &Resource{Resource: r, Provider: src.Provider}
+			c.byURI[r.URI] = entry
+			c.resources = append(c.resources, entry)
+		}
+		for _, rt := range src.Catalog.ResourceTemplates {
+			if rt.URITemplate == "" {
+				log.Warn("resource template refused: empty uri template", "provider", src.Provider, "name", rt.Name)
+				continue
+			}
+			c.templates = append(c.templates, &ResourceTemplate{ResourceTemplate: rt, Provider: src.Provider})
+		}
+	}
+	return c
+}
+
+// ValidateTool checks what the host requires of a tool spec: a name
+// matching [A-Za-z0-9_.-]{1,128}, a description, an input schema that is a
+// JSON object schema with "type": "object" and resolves, an output schema
+// (when present) of type object, and a policy class of "read" or "act".
+// Errors wrap [ErrInvalidTool].
+func ValidateTool(t sdk.Tool) error {
+	_, err := newTool("", t)
+	return err
+}
+
+func newTool(provider string, t sdk.Tool) (*Tool, error) {
+	if !toolName.MatchString(t.Name) {
+		return nil, fmt.Errorf("%w: name %q must match [A-Za-z0-9_.-]{1,128}", ErrInvalidTool, t.Name)
+	}
+	if t.Class != sdk.ClassRead && t.Class != sdk.ClassAct {
+		return nil, fmt.Errorf("%w: %s: policy class %q must be \"read\" or \"act\"", ErrInvalidTool, t.Name, t.Class)
+	}
+	if len(t.InputSchema) == 0 {
+		return nil, fmt.Errorf("%w: %s: no input schema", ErrInvalidTool, t.Name)
+	}
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+		return nil, fmt.Errorf("%w: %s: input schema: %v", ErrInvalidTool, t.Name, err)
+	}
+	if schema.Type != "object" {
+		return nil, fmt.Errorf("%w: %s: input schema must have \"type\": \"object\"", ErrInvalidTool, t.Name)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: input schema does not resolve: %v", ErrInvalidTool, t.Name, err)
+	}
+	if len(t.OutputSchema) > 0 {
+		var out jsonschema.Schema
+		if err := json.Unmarshal(t.OutputSchema, &out); err != nil {
+			return nil, fmt.Errorf("%w: %s: output schema: %v", ErrInvalidTool, t.Name, err)
+		}
+		if out.Type != "object" {
+			return nil, fmt.Errorf("%w: %s: output schema must have \"type\": \"object\"", ErrInvalidTool, t.Name)
+		}
+	}
+	required := map[string]bool{}
+	for _, r := range schema.Required {
+		required[r] = true
+	}
+	return &Tool{Tool: t, Provider: provider, schema: &schema, resolved: resolved, required: required}, nil
+}
+
+// Tool returns the tool with the given name.
+func (c *Catalog) Tool(name string) (*Tool, bool) {
+	t, ok := c.byName[name]
+	return t, ok
+}
+
+// Tools returns the accepted tools in merge order.
+func (c *Catalog) Tools() []*Tool { return slices.Clone(c.tools) }
+
+// Resource returns the resource with the given URI.
+func (c *Catalog) Resource(uri string) (*Resource, bool) {
+	r, ok := c.byURI[uri]
+	return r, ok
+}
+
+// Resources returns the accepted resources in merge order.
+func (c *Catalog) Resources() []*Resource { return slices.Clone(c.resources) }
+
+// ResourceTemplates returns the accepted resource templates in merge order.
+func (c *Catalog) ResourceTemplates() []*ResourceTemplate { return slices.Clone(c.templates) }

@@ -1,0 +1,236 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// ArgumentError is a rejected tool argument. Message names the argument
+// and the bound it broke, in words a model can act on.
+type ArgumentError struct {
+	// Argument is the top-level argument's name; empty when the arguments
+	// as a whole are wrong (not an object, for example).
+	Argument string
+	// Message is the full, actionable message.
+	Message string
+}
+
+func (e *ArgumentError) Error() string { return e.Message }
+
+// ErrInvalidArguments is matched by every [ArgumentError] with errors.Is.
+var ErrInvalidArguments = errors.New("invalid arguments")
+
+// Is reports whether target is [ErrInvalidArguments].
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArguments }
+
+// ValidateArguments checks raw (a JSON object; empty or null means {})
+// against the tool's input schema and the host's rules, and returns the
+// arguments to forward. Host rules, checked first with precise messages:
+// no argument the schema does not list when it sets
+// "additionalProperties": false; types of top-level arguments; required
+// arguments present and, for strings, not blank after trimming; numeric
+// minimum/maximum; string and array length bounds, including the length of
+// each string item of an array. Everything else in the schema (patterns,
+// enums, nested objects) is then checked by the JSON Schema validator the
+// go-sdk uses. Values are never clamped or rewritten. The error is an
+// *[ArgumentError].
+func (t *Tool) ValidateArguments(raw json.RawMessage) (json.RawMessage, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		trimmed = []byte("{}")
+	}
+	var args map[string]any
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil || args == nil {
+		return nil, &ArgumentError{Message: fmt.Sprintf("arguments must be a JSON object; %s takes: %s", t.Name, t.argumentList())}
+	}
+	if err := t.checkHostRules(args); err != nil {
+		return nil, err
+	}
+	// The validator wants plain JSON values, not json.Number.
+	var plain map[string]any
+	if err := json.Unmarshal(trimmed, &plain); err != nil {
+		return nil, &ArgumentError{Message: fmt.Sprintf("arguments must be a JSON object: %v", err)}
+	}
+	if err := t.resolved.Validate(plain); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "validating root: ")
+		return nil, &ArgumentError{Message: fmt.Sprintf("invalid arguments for %s: %s", t.Name, msg)}
+	}
+	return trimmed, nil
+}
+
+func (t *Tool) argumentList() string {
+	if len(t.schema.Properties) == 0 {
+		return "no arguments"
+	}
+	names := make([]string, 0, len(t.schema.Properties))
+	for name := range t.schema.Properties {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+func isFalseSchema(s *jsonschema.Schema) bool {
+	return s != nil && s.Not != nil && isEmptySchema(s.Not)
+}
+
+func isEmptySchema(s *jsonschema.Schema) bool {
+	b, err := json.Marshal(s)
+	return err == nil && (string(b) == "{}" || string(b) == "true")
+}
+
+func (t *Tool) checkHostRules(args map[string]any) error {
+	names := make([]string, 0, len(args))
+	for name := range args {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if isFalseSchema(t.schema.AdditionalProperties) {
+		for _, name := range names {
+			if _, ok := t.schema.Properties[name]; !ok {
+				return &ArgumentError{Argument: name, Message: fmt.Sprintf("unknown argument %q; %s takes: %s", name, t.Name, t.argumentList())}
+			}
+		}
+	}
+	for _, name := range t.schema.Required {
+		if _, ok := args[name]; !ok {
+			return &ArgumentError{Argument: name, Message: fmt.Sprintf("missing required argument %q", name)}
+		}
+	}
+	for _, name := range names {
+		prop := t.schema.Properties[name]
+		if prop == nil {
+			continue
+		}
+		if err := checkValue(name, prop, args[name], t.required[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func schemaTypes(s *jsonschema.Schema) []string {
+	if s.Type != "" {
+		return []string{s.Type}
+	}
+	return s.Types
+}
+
+func jsonType(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case json.Number:
+		// 5.0 and 1e2 are numbers here, not integers: providers decode
+		// integer arguments into Go integers, which reject them.
+		if _, err := strconv.ParseInt(x.String(), 10, 64); err == nil {
+			return "integer"
+		}
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func describeValue(v any) string {
+	b, _ := json.Marshal(v)
+	s := string(b)
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return s
+}
+
+func checkValue(name string, s *jsonschema.Schema, v any, required bool) error {
+	got := jsonType(v)
+	if types := schemaTypes(s); len(types) > 0 {
+		ok := slices.Contains(types, got) || (got == "integer" && slices.Contains(types, "number"))
+		if !ok {
+			return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q must be of type %s; got %s %s", name, strings.Join(types, " or "), got, describeValue(v))}
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		if required && strings.TrimSpace(x) == "" {
+			return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q must not be blank", name)}
+		}
+		return checkStringLength(name, "", s, x)
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q is not a valid number: %s", name, x)}
+		}
+		return checkBounds(name, s, f, x.String())
+	case []any:
+		if s.MinItems != nil && len(x) < *s.MinItems {
+			return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q has %d items; at least %d required", name, len(x), *s.MinItems)}
+		}
+		if s.MaxItems != nil && len(x) > *s.MaxItems {
+			return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q has %d items; at most %d allowed", name, len(x), *s.MaxItems)}
+		}
+		if s.Items != nil {
+			for i, item := range x {
+				str, ok := item.(string)
+				if !ok {
+					continue
+				}
+				if err := checkStringLength(name, fmt.Sprintf(" item %d", i+1), s.Items, str); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func checkStringLength(name, which string, s *jsonschema.Schema, v string) error {
+	n := utf8.RuneCountInString(v)
+	if s.MinLength != nil && n < *s.MinLength {
+		return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q%s is %d characters long; at least %d required", name, which, n, *s.MinLength)}
+	}
+	if s.MaxLength != nil && n > *s.MaxLength {
+		return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q%s is %d characters long; at most %d allowed", name, which, n, *s.MaxLength)}
+	}
+	return nil
+}
+
+func checkBounds(name string, s *jsonschema.Schema, f float64, text string) error {
+	lo, hi := s.Minimum, s.Maximum
+	outside := (lo != nil && f < *lo) || (hi != nil && f > *hi) ||
+		(s.ExclusiveMinimum != nil && f <= *s.ExclusiveMinimum) || (s.ExclusiveMaximum != nil && f >= *s.ExclusiveMaximum)
+	if !outside {
+		return nil
+	}
+	num := func(p *float64) string { return strconv.FormatFloat(*p, 'f', -1, 64) }
+	var bound string
+	switch {
+	case lo != nil && hi != nil:
+		bound = fmt.Sprintf("between %s and %s", num(lo), num(hi))
+	case lo != nil:
+		bound = fmt.Sprintf("at least %s", num(lo))
+	case hi != nil:
+		bound = fmt.Sprintf("at most %s", num(hi))
+	case s.ExclusiveMinimum != nil:
+		bound = fmt.Sprintf("greater than %s", num(s.ExclusiveMinimum))
+	default:
+		bound = fmt.Sprintf("less than %s", num(s.ExclusiveMaximum))
+	}
+	return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q must be %s; got %s", name, bound, text)}
+}

@@ -1,0 +1,256 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Level is the autonomy level set by [autonomy] level in the config.
+type Level string
+
+// The autonomy levels.
+const (
+	// ReadOnly allows read tools only; every act tool is refused.
+	ReadOnly Level = "readonly"
+	// Supervised allows read and act tools, acts within the hourly budget. It is the default level.
+	Supervised Level = "supervised"
+	// Full allows read and act tools, acts within the hourly budget. It differs from Supervised only in
+	// what other components do (such as act confirmation); the policy itself treats both alike.
+	Full Level = "full"
+)
+
+// Class is a tool's policy class, declared by its provider in Describe.
+type Class string
+
+// The policy classes.
+const (
+	// Read marks a tool that only reads state.
+	Read Class = "read"
+	// Act marks a tool that changes state or acts on the world; acts are refused at ReadOnly and count
+	// against the hourly budget.
+	Act Class = "act"
+)
+
+// Reasons a [Denial] carries. The audit log records a refusal as "denied:<reason>".
+const (
+	// ReasonUnknownClass: the tool's class is neither Read nor Act.
+	ReasonUnknownClass = "unknown_class"
+	// ReasonDeniedTool: the tool matches a pattern in denied_tools.
+	ReasonDeniedTool = "denied_tool"
+	// ReasonNotAllowed: allowed_tools is not empty and the tool matches none of its patterns.
+	ReasonNotAllowed = "not_allowed"
+	// ReasonReadOnly: the tool is an act and the level is ReadOnly.
+	ReasonReadOnly = "readonly"
+	// ReasonBudget: the hourly act budget is used up.
+	ReasonBudget = "budget"
+)
+
+// budgetWindow is the length of the sliding window the act budget counts over.
+const budgetWindow = time.Hour
+
+// ErrDenied matches every [*Denial] with errors.Is.
+var ErrDenied = errors.New("denied by security policy")
+
+// Options configures a [Policy]. The zero value is the default policy: supervised, no act budget, every
+// tool allowed.
+type Options struct {
+	// Level is the autonomy level ([autonomy] level). Default "" means Supervised; any other value than
+	// the three levels is an error from New.
+	Level Level
+	// MaxActionsPerHour caps act tools allowed in any sliding hour ([autonomy] max_actions_per_hour).
+	// Default nil means unlimited; 0 refuses every act; a negative value is an error from New.
+	MaxActionsPerHour *int
+	// AllowedTools are path.Match glob patterns (such as "tree.*") of the tools that may run
+	// ([autonomy] allowed_tools). Default empty means every tool.
+	AllowedTools []string
+	// DeniedTools are path.Match glob patterns of tools that never run ([autonomy] denied_tools), checked
+	// before AllowedTools: a deny wins over an allow. Default empty means none.
+	DeniedTools []string
+	// Now is the clock the act budget reads. Default nil means time.Now.
+	Now func() time.Time
+}
+
+// Policy decides whether a tool call may run. Build it with [New]; it is safe for concurrent use and keeps
+// its act budget for its whole life, so the host holds one Policy per process.
+type Policy struct {
+	level   Level
+	max     int // meaningful only when limited
+	limited bool
+	allowed []string
+	denied  []string
+	now     func() time.Time
+
+	mu   sync.Mutex
+	acts []time.Time // times of the acts allowed in the current window, oldest first
+}
+
+// New validates opts and returns a Policy. It fails on an unknown level, a negative MaxActionsPerHour, or
+// an empty or malformed glob pattern (the error names the pattern and its list).
+func New(opts Options) (*Policy, error) {
+	p := &Policy{
+		level:   opts.Level,
+		allowed: slices.Clone(opts.AllowedTools),
+		denied:  slices.Clone(opts.DeniedTools),
+		now:     opts.Now,
+	}
+	switch p.level {
+	case "":
+		p.level = Supervised
+	case ReadOnly, Supervised, Full:
+	default:
+		return nil, fmt.Errorf("policy: unknown [autonomy] level %q: use %q, %q or %q",
+			opts.Level, ReadOnly, Supervised, Full)
+	}
+	if opts.MaxActionsPerHour != nil {
+		if *opts.MaxActionsPerHour < 0 {
+			return nil, fmt.Errorf("policy: [autonomy] max_actions_per_hour is %d: use 0 or more, or leave it unset for no limit",
+				*opts.MaxActionsPerHour)
+		}
+		p.limited = true
+		p.max = *opts.MaxActionsPerHour
+	}
+	if err := validatePatterns("allowed_tools", p.allowed); err != nil {
+		return nil, err
+	}
+	if err := validatePatterns("denied_tools", p.denied); err != nil {
+		return nil, err
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	return p, nil
+}
+
+func validatePatterns(key string, patterns []string) error {
+	for _, pat := range patterns {
+		if pat == "" {
+			return fmt.Errorf("policy: [autonomy] %s has an empty pattern", key)
+		}
+		if _, err := path.Match(pat, ""); err != nil {
+			return fmt.Errorf("policy: [autonomy] %s pattern %q: %w", key, pat, err)
+		}
+	}
+	return nil
+}
+
+// Level returns the effective autonomy level.
+func (p *Policy) Level() Level { return p.level }
+
+// Check reports whether tool, of the given class, may run now. It returns nil, or a [*Denial] (which
+// matches [ErrDenied]). The rules apply in order: an unknown class is refused; a tool matching
+// denied_tools is refused; when allowed_tools is set, a tool matching none of it is refused; read tools
+// are allowed; act tools are refused at ReadOnly; an act is then allowed if the hourly budget has a free
+// slot, and consumes it.
+func (p *Policy) Check(tool string, class Class) error {
+	if class != Read && class != Act {
+		return &Denial{
+			Reason: ReasonUnknownClass,
+			Message: fmt.Sprintf("%s has unknown policy class %q, so it is refused; its provider must declare class %q or %q",
+				tool, class, Read, Act),
+		}
+	}
+	if pat, ok := firstMatch(p.denied, tool); ok {
+		return &Denial{
+			Reason: ReasonDeniedTool,
+			Message: fmt.Sprintf("%s matches %q in [autonomy] denied_tools; remove that pattern from denied_tools to allow it",
+				tool, pat),
+		}
+	}
+	if len(p.allowed) > 0 {
+		if _, ok := firstMatch(p.allowed, tool); !ok {
+			return &Denial{
+				Reason: ReasonNotAllowed,
+				Message: fmt.Sprintf("%s matches no pattern in [autonomy] allowed_tools; add it to allowed_tools to allow it",
+					tool),
+			}
+		}
+	}
+	if class == Read {
+		return nil
+	}
+	if p.level == ReadOnly {
+		return &Denial{
+			Reason: ReasonReadOnly,
+			Message: fmt.Sprintf("%s is an act tool and [autonomy] level is %q; set level = %q to allow it",
+				tool, ReadOnly, Supervised),
+		}
+	}
+	return p.spend(tool)
+}
+
+// spend consumes one slot of the act budget, or refuses when the last hour already holds max acts.
+func (p *Policy) spend(tool string) error {
+	if !p.limited {
+		return nil
+	}
+	if p.max == 0 {
+		return &Denial{
+			Reason: ReasonBudget,
+			Message: fmt.Sprintf("%s is an act tool and [autonomy] max_actions_per_hour is 0, which refuses every act; raise max_actions_per_hour to allow it",
+				tool),
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	cutoff := now.Add(-budgetWindow)
+	// An act at time t holds its slot during (t, t+1h]; drop the ones whose hour is over.
+	expired := 0
+	for expired < len(p.acts) && !p.acts[expired].After(cutoff) {
+		expired++
+	}
+	if expired > 0 {
+		p.acts = append(p.acts[:0], p.acts[expired:]...)
+	}
+	if len(p.acts) < p.max {
+		p.acts = append(p.acts, now)
+		return nil
+	}
+	free := p.acts[0].Add(budgetWindow)
+	return &Denial{
+		Reason: ReasonBudget,
+		Message: fmt.Sprintf("%s would exceed [autonomy] max_actions_per_hour = %d; the next slot frees up at %s (in %s); wait until then or raise max_actions_per_hour",
+			tool, p.max, free.UTC().Format(time.RFC3339), ceilSecond(free.Sub(now))),
+		RetryAt: free,
+	}
+}
+
+// ceilSecond rounds d up to a whole second, so a wait is never shown shorter than it is.
+func ceilSecond(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+func firstMatch(patterns []string, tool string) (string, bool) {
+	for _, pat := range patterns {
+		// Patterns were validated in New, so Match cannot fail here.
+		if ok, _ := path.Match(pat, tool); ok {
+			return pat, true
+		}
+	}
+	return "", false
+}
+
+// Denial is the error [Policy.Check] returns when it refuses a call. It matches [ErrDenied].
+type Denial struct {
+	// Reason is a short machine code, one of the Reason constants; the audit log records
+	// "denied:<Reason>".
+	Reason string
+	// Message says which rule refused the call and which config key changes that, for the user and the
+	// model; it never holds arguments or secrets.
+	Message string
+	// RetryAt is when the next act budget slot frees up, for ReasonBudget with a non-zero budget;
+	// zero otherwise.
+	RetryAt time.Time
+}
+
+// Error returns the Message.
+func (d *Denial) Error() string { return d.Message }
+
+// Is reports whether target is [ErrDenied], so errors.Is(err, ErrDenied) holds for every Denial.
+func (d *Denial) Is(target error) bool { return target == ErrDenied }
+
+var _ error = (*Denial)(nil)

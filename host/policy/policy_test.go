@@ -1,0 +1,382 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func ptr(n int) *int { return &n }
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		opts      Options
+		wantLevel Level
+		wantErr   string
+	}{
+		"zero value is supervised": {wantLevel: Supervised},
+		"readonly":                 {opts: Options{Level: ReadOnly}, wantLevel: ReadOnly},
+		"full":                     {opts: Options{Level: Full}, wantLevel: Full},
+		"unknown level": {
+			opts:    Options{Level: "yolo"},
+			wantErr: `policy: unknown [autonomy] level "yolo": use "readonly", "supervised" or "full"`,
+		},
+		"negative budget": {
+			opts:    Options{MaxActionsPerHour: ptr(-1)},
+			wantErr: "policy: [autonomy] max_actions_per_hour is -1: use 0 or more, or leave it unset for no limit",
+		},
+		"bad allowed pattern": {
+			opts:    Options{AllowedTools: []string{"tree.*", "memory.["}},
+			wantErr: `policy: [autonomy] allowed_tools pattern "memory.[": syntax error in pattern`,
+		},
+		"bad denied pattern": {
+			opts:    Options{DeniedTools: []string{`tree.\`}},
+			wantErr: `policy: [autonomy] denied_tools pattern "tree.\\": syntax error in pattern`,
+		},
+		"empty pattern": {
+			opts:    Options{DeniedTools: []string{""}},
+			wantErr: "policy: [autonomy] denied_tools has an empty pattern",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p, err := New(tc.opts)
+			if tc.wantErr != "" {
+				if err == nil {
+					t.Fatalf("New() succeeded, want error %q", tc.wantErr)
+				}
+				if diff := cmp.Diff(tc.wantErr, err.Error()); diff != "" {
+					t.Fatalf("New() error (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("New() error: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantLevel, p.Level()); diff != "" {
+				t.Errorf("Level() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNewBadPatternIsErrBadPattern(t *testing.T) {
+	t.Parallel()
+	_, err := New(Options{AllowedTools: []string{"["}})
+	if !errors.Is(err, path.ErrBadPattern) {
+		t.Fatalf("New() error = %v, want it to wrap path.ErrBadPattern", err)
+	}
+}
+
+type call struct {
+	tool  string
+	class Class
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		opts  Options
+		calls []call
+		want  []*Denial // one per call; nil means allowed
+	}{
+		"supervised allows read and act": {
+			calls: []call{{"memory.search", Read}, {"memory.store", Act}},
+			want:  []*Denial{nil, nil},
+		},
+		"full allows read and act": {
+			opts:  Options{Level: Full},
+			calls: []call{{"memory.search", Read}, {"memory.store", Act}},
+			want:  []*Denial{nil, nil},
+		},
+		"readonly allows reads and refuses acts": {
+			opts:  Options{Level: ReadOnly},
+			calls: []call{{"memory.search", Read}, {"memory.store", Act}},
+			want: []*Denial{nil, {
+				Reason:  "readonly",
+				Message: `memory.store is an act tool and [autonomy] level is "readonly"; set level = "supervised" to allow it`,
+			}},
+		},
+		"unknown class fails closed even for allowed tools": {
+			opts:  Options{AllowedTools: []string{"*"}},
+			calls: []call{{"x.y", "write"}, {"x.y", ""}},
+			want: []*Denial{{
+				Reason:  "unknown_class",
+				Message: `x.y has unknown policy class "write", so it is refused; its provider must declare class "read" or "act"`,
+			}, {
+				Reason:  "unknown_class",
+				Message: `x.y has unknown policy class "", so it is refused; its provider must declare class "read" or "act"`,
+			}},
+		},
+		"denied glob refuses reads too": {
+			opts:  Options{DeniedTools: []string{"tree.*"}},
+			calls: []call{{"tree.browse", Read}, {"memory.search", Read}, {"treehouse", Read}},
+			want: []*Denial{{
+				Reason:  "denied_tool",
+				Message: `tree.browse matches "tree.*" in [autonomy] denied_tools; remove that pattern from denied_tools to allow it`,
+			}, nil, nil},
+		},
+		"deny wins over allow": {
+			opts: Options{
+				AllowedTools: []string{"memory.*"},
+				DeniedTools:  []string{"memory.store"},
+			},
+			calls: []call{{"memory.store", Act}, {"memory.note", Act}},
+			want: []*Denial{{
+				Reason:  "denied_tool",
+				Message: `memory.store matches "memory.store" in [autonomy] denied_tools; remove that pattern from denied_tools to allow it`,
+			}, nil},
+		},
+		"allowed list refuses unmatched tools": {
+			opts:  Options{AllowedTools: []string{"memory.*", "searxng_search"}},
+			calls: []call{{"memory.recall", Read}, {"searxng_search", Read}, {"tree.tag", Act}, {"agent.run_subagent", Act}},
+			want: []*Denial{nil, nil, {
+				Reason:  "not_allowed",
+				Message: "tree.tag matches no pattern in [autonomy] allowed_tools; add it to allowed_tools to allow it",
+			}, {
+				Reason:  "not_allowed",
+				Message: "agent.run_subagent matches no pattern in [autonomy] allowed_tools; add it to allowed_tools to allow it",
+			}},
+		},
+		"glob classes and single-character wildcards": {
+			opts:  Options{AllowedTools: []string{"tree.[rb]*", "core.list_tool?"}},
+			calls: []call{{"tree.read_chunk", Read}, {"tree.browse", Read}, {"tree.tag", Act}, {"core.list_tools", Read}},
+			want: []*Denial{nil, nil, {
+				Reason:  "not_allowed",
+				Message: "tree.tag matches no pattern in [autonomy] allowed_tools; add it to allowed_tools to allow it",
+			}, nil},
+		},
+		"zero budget refuses every act but not reads": {
+			opts:  Options{MaxActionsPerHour: ptr(0)},
+			calls: []call{{"memory.store", Act}, {"memory.search", Read}},
+			want: []*Denial{{
+				Reason:  "budget",
+				Message: "memory.store is an act tool and [autonomy] max_actions_per_hour is 0, which refuses every act; raise max_actions_per_hour to allow it",
+			}, nil},
+		},
+		"budget counts acts only": {
+			opts:  Options{MaxActionsPerHour: ptr(2)},
+			calls: []call{{"memory.store", Act}, {"memory.search", Read}, {"tree.tag", Act}, {"memory.search", Read}, {"memory.note", Act}},
+			want: []*Denial{nil, nil, nil, nil, {
+				Reason:  "budget",
+				Message: "memory.note would exceed [autonomy] max_actions_per_hour = 2; the next slot frees up at 2026-03-01T13:00:00Z (in 1h0m0s); wait until then or raise max_actions_per_hour",
+				RetryAt: t0.Add(time.Hour),
+			}},
+		},
+		"refused acts do not consume the budget": {
+			opts:  Options{MaxActionsPerHour: ptr(1), DeniedTools: []string{"tree.tag"}},
+			calls: []call{{"tree.tag", Act}, {"memory.store", Act}},
+			want: []*Denial{{
+				Reason:  "denied_tool",
+				Message: `tree.tag matches "tree.tag" in [autonomy] denied_tools; remove that pattern from denied_tools to allow it`,
+			}, nil},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			opts := tc.opts
+			opts.Now = func() time.Time { return t0 }
+			p, err := New(opts)
+			if err != nil {
+				t.Fatalf("New() error: %v", err)
+			}
+			got := make([]*Denial, len(tc.calls))
+			for i, c := range tc.calls {
+				got[i] = asDenial(t, p.Check(c.tool, c.class))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Check() results (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckSlidingWindow(t *testing.T) {
+	t.Parallel()
+	type step struct {
+		at   time.Duration // since t0
+		want *Denial
+	}
+	budget := func(msg string, retry time.Time) *Denial {
+		return &Denial{Reason: "budget", Message: msg, RetryAt: retry}
+	}
+	tests := map[string]struct {
+		max   int
+		steps []step
+	}{
+		"one slot: 59 minutes later still refused, 61 minutes later allowed": {
+			max: 1,
+			steps: []step{
+				{at: 0},
+				{at: 59 * time.Minute, want: budget(
+					"memory.store would exceed [autonomy] max_actions_per_hour = 1; the next slot frees up at 2026-03-01T13:00:00Z (in 1m0s); wait until then or raise max_actions_per_hour",
+					t0.Add(time.Hour))},
+				{at: 61 * time.Minute},
+				{at: 62 * time.Minute, want: budget(
+					"memory.store would exceed [autonomy] max_actions_per_hour = 1; the next slot frees up at 2026-03-01T14:01:00Z (in 59m0s); wait until then or raise max_actions_per_hour",
+					t0.Add(121*time.Minute))},
+			},
+		},
+		"slot frees exactly one hour after the act": {
+			max: 1,
+			steps: []step{
+				{at: 0},
+				{at: time.Hour - time.Nanosecond, want: budget(
+					"memory.store would exceed [autonomy] max_actions_per_hour = 1; the next slot frees up at 2026-03-01T13:00:00Z (in 1s); wait until then or raise max_actions_per_hour",
+					t0.Add(time.Hour))},
+				{at: time.Hour},
+			},
+		},
+		"window slides one act at a time": {
+			max: 3,
+			steps: []step{
+				{at: 0},
+				{at: 10 * time.Minute},
+				{at: 20 * time.Minute},
+				{at: 30 * time.Minute, want: budget(
+					"memory.store would exceed [autonomy] max_actions_per_hour = 3; the next slot frees up at 2026-03-01T13:00:00Z (in 30m0s); wait until then or raise max_actions_per_hour",
+					t0.Add(time.Hour))},
+				{at: 61 * time.Minute},
+				{at: 65 * time.Minute, want: budget(
+					"memory.store would exceed [autonomy] max_actions_per_hour = 3; the next slot frees up at 2026-03-01T13:10:00Z (in 5m0s); wait until then or raise max_actions_per_hour",
+					t0.Add(70*time.Minute))},
+				{at: 81 * time.Minute},
+				{at: 3 * time.Hour},
+				{at: 3 * time.Hour},
+				{at: 3 * time.Hour},
+				{at: 3 * time.Hour, want: budget(
+					"memory.store would exceed [autonomy] max_actions_per_hour = 3; the next slot frees up at 2026-03-01T16:00:00Z (in 1h0m0s); wait until then or raise max_actions_per_hour",
+					t0.Add(4*time.Hour))},
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clk := &clock{t: t0}
+			p, err := New(Options{MaxActionsPerHour: ptr(tc.max), Now: clk.Now})
+			if err != nil {
+				t.Fatalf("New() error: %v", err)
+			}
+			for i, s := range tc.steps {
+				clk.Set(t0.Add(s.at))
+				got := asDenial(t, p.Check("memory.store", Act))
+				if diff := cmp.Diff(s.want, got); diff != "" {
+					t.Errorf("step %d (t0+%s): Check() (-want +got):\n%s", i, s.at, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckConcurrentBudget(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		max, callers int
+	}{
+		"more callers than slots": {max: 7, callers: 64},
+		"one slot":                {max: 1, callers: 32},
+		"enough slots for all":    {max: 100, callers: 50},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p, err := New(Options{MaxActionsPerHour: ptr(tc.max)})
+			if err != nil {
+				t.Fatalf("New() error: %v", err)
+			}
+			var allowed, denied atomic.Int64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range tc.callers {
+				wg.Go(func() {
+					<-start
+					// Reads interleave with acts and must never consume a slot.
+					if err := p.Check("memory.search", Read); err != nil {
+						t.Errorf("read Check() error: %v", err)
+					}
+					switch err := p.Check("memory.store", Act); {
+					case err == nil:
+						allowed.Add(1)
+					case errors.Is(err, ErrDenied):
+						denied.Add(1)
+					default:
+						t.Errorf("act Check() unexpected error: %v", err)
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			want := [2]int64{int64(min(tc.max, tc.callers)), int64(max(tc.callers-tc.max, 0))}
+			got := [2]int64{allowed.Load(), denied.Load()}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("[allowed, denied] (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDenialMatchesErrDenied(t *testing.T) {
+	t.Parallel()
+	p, err := New(Options{Level: ReadOnly})
+	if err != nil {
+		t.Fatalf("New() error: %v", err)
+	}
+	err = p.Check("memory.store", Act)
+	wrapped := fmt.Errorf("call tool: %w", err)
+	if !errors.Is(err, ErrDenied) || !errors.Is(wrapped, ErrDenied) {
+		t.Fatalf("errors.Is(%v, ErrDenied) = false, want true", err)
+	}
+	var d *Denial
+	if !errors.As(wrapped, &d) {
+		t.Fatalf("errors.As(%v, *Denial) = false, want true", wrapped)
+	}
+	if diff := cmp.Diff(d.Message, err.Error()); diff != "" {
+		t.Errorf("Error() (-Message +Error):\n%s", diff)
+	}
+	if errors.Is(errors.New("other"), ErrDenied) {
+		t.Errorf("errors.Is(unrelated, ErrDenied) = true, want false")
+	}
+}
+
+// asDenial converts a Check result for comparison: nil stays nil, a Denial is returned, anything else fails.
+func asDenial(t *testing.T, err error) *Denial {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var d *Denial
+	if !errors.As(err, &d) {
+		t.Fatalf("Check() returned %T %v, want *Denial", err, err)
+	}
+	return d
+}

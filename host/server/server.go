@@ -1,0 +1,424 @@
+// Package server is the MCP side of the host: it registers the merged
+// catalog with the official go-sdk server, runs the tools/call pipeline
+// (lookup, argument validation, SecurityPolicy, dispatch with a deadline,
+// audit) and serves it over stdio or Streamable HTTP.
+//
+// Nothing here knows a concrete provider: tools, resources and their
+// providers come from a [catalog.Catalog] and a set of [Dispatcher]s.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/host/catalog"
+	"github.com/openhuman/openhuman-host/host/policy"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// Name is the serverInfo name the host reports in initialize.
+const Name = "openhuman-host"
+
+// DefaultToolTimeout is the deadline of a tool call when neither the config
+// nor the tool sets one.
+const DefaultToolTimeout = 120 * time.Second
+
+// MaxDepth is how deep provider-to-host tool calls may nest: a client's
+// call has depth 0, each host service hop adds one.
+const MaxDepth = 6
+
+// Dispatcher runs the calls of one provider; *plugins.Provider is one.
+type Dispatcher interface {
+	CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error)
+	ReadResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error)
+}
+
+// Auditor records one row per tool call attempt; *audit.Log is one.
+type Auditor interface {
+	Record(ctx context.Context, r audit.Record) error
+}
+
+// Options configures a [Server]; a nil *Options uses every default.
+type Options struct {
+	// Version is the serverInfo version. Default "dev".
+	Version string
+	// Instructions is the MCP instructions string sent in initialize.
+	// Default: a short description of the host and its tools.
+	Instructions string
+	// Logger is the host's logger; the server logs under "server". Default:
+	// a null logger.
+	Logger hclog.Logger
+	// Policy decides whether a call may run. Default: level "supervised"
+	// with no lists and no budget.
+	Policy *policy.Policy
+	// Audit receives one row per attempt; nil records nothing.
+	Audit Auditor
+	// RecordReads audits read-class tools too; act tools are always
+	// audited. Default false here; the config's default is true.
+	RecordReads bool
+	// ToolTimeout is the deadline of a call to a tool that sets none.
+	// Default [DefaultToolTimeout].
+	ToolTimeout time.Duration
+}
+
+// Server is the host's MCP server.
+type Server struct {
+	opts      Options
+	log       hclog.Logger
+	mcp       *mcp.Server
+	catalog   *catalog.Catalog
+	providers map[string]Dispatcher
+	sessions  sync.Map // *mcp.ServerSession → *sessionInfo
+}
+
+// ErrUnknownTool is returned by [Server.Call] for a tool that is not in the
+// catalog; MCP clients get JSON-RPC -32602 for it.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// New builds a server that serves cat, dispatching each tool to
+// providers[tool.Provider]. Tools and resources whose provider is missing
+// from providers are left out and logged.
+func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (*Server, error) {
+	s := &Server{catalog: cat, providers: providers}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.Version == "" {
+		s.opts.Version = "dev"
+	}
+	if s.opts.Logger == nil {
+		s.opts.Logger = hclog.NewNullLogger()
+	}
+	if s.opts.ToolTimeout <= 0 {
+		s.opts.ToolTimeout = DefaultToolTimeout
+	}
+	if s.opts.Policy == nil {
+		p, err := policy.New(policy.Options{Level: policy.Supervised})
+		if err != nil {
+			return nil, fmt.Errorf("default policy: %w", err)
+		}
+		s.opts.Policy = p
+	}
+	if s.opts.Instructions == "" {
+		s.opts.Instructions = defaultInstructions
+	}
+	s.log = s.opts.Logger.Named("server")
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "OpenHuman host", Version: s.opts.Version}, &mcp.ServerOptions{
+		Instructions: s.opts.Instructions,
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Logging:   &mcp.LoggingCapabilities{},
+		},
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.session(req.Session) },
+	})
+	for _, t := range cat.Tools() {
+		if _, ok := providers[t.Provider]; !ok {
+			s.log.Warn("tool skipped: its provider is not loaded", "tool", t.Name, "provider", t.Provider)
+			continue
+		}
+		if err := s.addTool(t); err != nil {
+			s.log.Warn("tool skipped", "tool", t.Name, "provider", t.Provider, "error", err)
+		}
+	}
+	for _, r := range cat.Resources() {
+		d, ok := providers[r.Provider]
+		if !ok {
+			continue
+		}
+		s.mcp.AddResource(&mcp.Resource{
+			URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, Size: r.Size,
+		}, s.resourceHandler(d))
+	}
+	for _, rt := range cat.ResourceTemplates() {
+		d, ok := providers[rt.Provider]
+		if !ok {
+			continue
+		}
+		s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
+			URITemplate: rt.URITemplate, Name: rt.Name, Title: rt.Title, Description: rt.Description, MIMEType: rt.MIMEType,
+		}, s.resourceHandler(d))
+	}
+	return s, nil
+}
+
+const defaultInstructions = "openhuman-host gives you a personal memory store and other tools from its providers. " +
+	"Use memory.search to find what the user stored before, tree.read_chunk to read a hit in full, and memory.store to save " +
+	"something worth remembering. Read tools never change anything; act tools may be refused by the user's security policy, " +
+	"and the refusal says which setting allows them."
+
+// MCP returns the underlying go-sdk server.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Catalog returns the catalog the server serves.
+func (s *Server) Catalog() *catalog.Catalog { return s.catalog }
+
+// addTool registers one tool with the go-sdk. AddTool panics on schemas it
+// cannot use; the catalog already checked them, the recover is a last
+// guard so one bad tool never takes the host down.
+func (s *Server) addTool(t *catalog.Tool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("rejected by the MCP server: %v", r)
+		}
+	}()
+	tool := &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: json.RawMessage(t.InputSchema),
+		Annotations: &mcp.ToolAnnotations{
+			Title:           t.Annotations.Title,
+			DestructiveHint: t.Annotations.DestructiveHint,
+			OpenWorldHint:   t.Annotations.OpenWorldHint,
+		},
+	}
+	if t.Annotations.ReadOnlyHint != nil {
+		tool.Annotations.ReadOnlyHint = *t.Annotations.ReadOnlyHint
+	}
+	if t.Annotations.IdempotentHint != nil {
+		tool.Annotations.IdempotentHint = *t.Annotations.IdempotentHint
+	}
+	if len(t.OutputSchema) > 0 {
+		tool.OutputSchema = json.RawMessage(t.OutputSchema)
+	}
+	s.mcp.AddTool(tool, s.toolHandler(t.Name))
+	return nil
+}
+
+// Call is one tool call entering the pipeline.
+type Call struct {
+	// Tool is the tool's name.
+	Tool string
+	// Arguments is the JSON object sent by the caller; empty means {}.
+	Arguments json.RawMessage
+	// Caller says on whose behalf the call is made.
+	Caller sdk.Caller
+	// Events receives the tool's progress and log events; nil drops them.
+	Events sdk.EventSink
+}
+
+// Call runs the tools/call pipeline of DESIGN §4 for c: lookup, argument
+// validation, SecurityPolicy, dispatch with the tool's deadline and ctx's
+// cancellation, and one audit row. Validation failures, policy denials and
+// provider failures (including a provider that is not running) are results
+// with IsError set and an actionable message. The error is non-nil only for
+// an unknown tool ([ErrUnknownTool]) and host faults.
+func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) {
+	t, ok := s.catalog.Tool(c.Tool)
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, c.Tool)
+	}
+	d, ok := s.providers[t.Provider]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, c.Tool)
+	}
+	start := time.Now()
+	rec := audit.Record{
+		SessionHash:   c.Caller.SessionHash,
+		SourceType:    c.Caller.SourceType,
+		ClientName:    c.Caller.ClientName,
+		ClientVersion: c.Caller.ClientVersion,
+		Tool:          t.Name,
+		Provider:      t.Provider,
+		Class:         string(t.Class),
+		Decision:      "allowed",
+		ArgsSummary:   audit.SummarizeArgs(c.Arguments),
+	}
+	res := s.run(ctx, t, d, c, &rec)
+	rec.TimeMs = start.UnixMilli()
+	rec.DurationUs = time.Since(start).Microseconds()
+	rec.Success = !res.IsError
+	if res.IsError {
+		rec.Error = audit.TruncateError(resultText(res))
+	} else {
+		rec.ResultRef = resultRef(res)
+	}
+	if s.opts.Audit != nil && (t.Class != sdk.ClassRead || s.opts.RecordReads) {
+		// The audit row must not depend on the caller still waiting.
+		if err := s.opts.Audit.Record(context.WithoutCancel(ctx), rec); err != nil {
+			s.log.Error("audit row not recorded", "tool", t.Name, "error", err)
+		}
+	}
+	return res, nil
+}
+
+func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call, rec *audit.Record) *sdk.CallToolResult {
+	if c.Caller.Depth > MaxDepth {
+		rec.Decision = "denied:depth"
+		return sdk.ErrorResult("%s refused: tool calls may nest at most %d deep", t.Name, MaxDepth)
+	}
+	args, err := t.ValidateArguments(c.Arguments)
+	if err != nil {
+		rec.Decision = "denied:invalid_arguments"
+		return sdk.ErrorResult("%s", err.Error())
+	}
+	if err := s.opts.Policy.Check(t.Name, policy.Class(t.Class)); err != nil {
+		var denial *policy.Denial
+		if errors.As(err, &denial) {
+			rec.Decision = "denied:" + denial.Reason
+			return sdk.ErrorResult("%s", denial.Message)
+		}
+		rec.Decision = "denied:policy"
+		return sdk.ErrorResult("%s refused by the security policy: %v", t.Name, err)
+	}
+	timeout := s.opts.ToolTimeout
+	if t.Timeout > 0 {
+		timeout = t.Timeout
+	}
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req := &sdk.CallToolRequest{Name: t.Name, Arguments: args, Caller: c.Caller}
+	if c.Events != nil {
+		req = req.WithEvents(c.Events)
+	}
+	res, err := d.CallTool(callCtx, req)
+	switch {
+	case err == nil && res != nil:
+		return res
+	case err == nil:
+		return sdk.ErrorResult("provider %s returned no result for %s", t.Provider, t.Name)
+	case ctx.Err() != nil:
+		return sdk.ErrorResult("%s was cancelled by the client", t.Name)
+	case callCtx.Err() != nil:
+		return sdk.ErrorResult("%s timed out after %s (set [server] tool_timeout_secs to change the limit)", t.Name, timeout)
+	}
+	s.log.Warn("provider call failed", "tool", t.Name, "provider", t.Provider, "error", err)
+	msg := err.Error()
+	if !strings.Contains(msg, "provider "+t.Provider) {
+		msg = fmt.Sprintf("provider %s: %s", t.Provider, msg)
+	}
+	return sdk.ErrorResult("%s failed: %s", t.Name, msg)
+}
+
+func resultText(r *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			parts = append(parts, c.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// resultRef picks the id a result points at (a document or chunk) for the
+// audit row.
+func resultRef(r *sdk.CallToolResult) string {
+	if len(r.StructuredContent) == 0 {
+		return ""
+	}
+	var ids struct {
+		DocumentID string `json:"document_id"`
+		ChunkID    string `json:"chunk_id"`
+	}
+	if json.Unmarshal(r.StructuredContent, &ids) != nil {
+		return ""
+	}
+	if ids.DocumentID != "" {
+		return ids.DocumentID
+	}
+	return ids.ChunkID
+}
+
+func (s *Server) toolHandler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		info := s.session(req.Session)
+		caller := sdk.Caller{
+			SourceType:    info.sourceType,
+			SessionHash:   info.hash,
+			ClientName:    info.clientName,
+			ClientVersion: info.clientVersion,
+		}
+		token := req.Params.GetProgressToken()
+		if token != nil {
+			caller.ProgressToken, _ = json.Marshal(token)
+		}
+		res, err := s.Call(ctx, Call{
+			Tool:      name,
+			Arguments: req.Params.Arguments,
+			Caller:    caller,
+			Events:    &sessionEvents{session: req.Session, token: token},
+		})
+		if errors.Is(err, ErrUnknownTool) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+		if err != nil {
+			s.log.Error("host fault in tools/call", "tool", name, "error", err)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error in openhuman-host; see its log"}
+		}
+		return toMCPResult(res), nil
+	}
+}
+
+func (s *Server) resourceHandler(d Dispatcher) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		info := s.session(req.Session)
+		res, err := d.ReadResource(ctx, &sdk.ReadResourceRequest{URI: req.Params.URI, Caller: sdk.Caller{
+			SourceType: info.sourceType, SessionHash: info.hash, ClientName: info.clientName, ClientVersion: info.clientVersion,
+		}})
+		if errors.Is(err, sdk.ErrResourceNotFound) {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", req.Params.URI, err)
+		}
+		out := &mcp.ReadResourceResult{}
+		for _, c := range res.Contents {
+			out.Contents = append(out.Contents, &mcp.ResourceContents{URI: c.URI, MIMEType: c.MIMEType, Text: c.Text, Blob: c.Blob})
+		}
+		return out, nil
+	}
+}
+
+// toMCPResult converts a provider result to the go-sdk's type.
+func toMCPResult(r *sdk.CallToolResult) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, 0, len(r.Content))}
+	for _, c := range r.Content {
+		switch c.Type {
+		case "image":
+			out.Content = append(out.Content, &mcp.ImageContent{Data: c.Data, MIMEType: c.MIMEType})
+		case "audio":
+			out.Content = append(out.Content, &mcp.AudioContent{Data: c.Data, MIMEType: c.MIMEType})
+		case "resource_link":
+			out.Content = append(out.Content, &mcp.ResourceLink{URI: c.URI, Name: c.Name, Title: c.Title, Description: c.Description, MIMEType: c.MIMEType})
+		case "resource":
+			out.Content = append(out.Content, &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: c.URI, MIMEType: c.MIMEType, Text: c.Text, Blob: c.Data}})
+		default:
+			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
+		}
+	}
+	if len(r.StructuredContent) > 0 {
+		out.StructuredContent = json.RawMessage(r.StructuredContent)
+	}
+	return out
+}
+
+// sessionEvents relays a tool's events to the MCP session that called it.
+type sessionEvents struct {
+	session *mcp.ServerSession
+	token   any
+}
+
+func (e *sessionEvents) Progress(ctx context.Context, p sdk.Progress) error {
+	if e.session == nil || e.token == nil {
+		return nil
+	}
+	return e.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: e.token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+}
+
+func (e *sessionEvents) Log(ctx context.Context, m sdk.LogMessage) error {
+	if e.session == nil {
+		return nil
+	}
+	return e.session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: m.Data})
+}

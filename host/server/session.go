@@ -1,0 +1,83 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host/audit"
+)
+
+// sessionInfo is what the host keeps about one MCP session: its client's
+// provenance, fixed by the first initialize and kept for the whole session
+// on every transport.
+type sessionInfo struct {
+	sourceType    string
+	clientName    string
+	clientVersion string
+	hash          string
+}
+
+// session returns the session's info, creating it on first sight. The
+// entry is dropped when the session ends.
+func (s *Server) session(ss *mcp.ServerSession) *sessionInfo {
+	if ss == nil {
+		return &sessionInfo{sourceType: "mcp"}
+	}
+	if v, ok := s.sessions.Load(ss); ok {
+		return v.(*sessionInfo)
+	}
+	info := &sessionInfo{sourceType: "mcp"}
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		info.clientName = p.ClientInfo.Name
+		info.clientVersion = p.ClientInfo.Version
+		info.sourceType = SourceType(p.ClientInfo.Name)
+	}
+	id := ss.ID()
+	if id == "" {
+		// stdio sessions have no id; a random one still tells sessions
+		// apart in the audit log.
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	info.hash = audit.SessionHash(id)
+	if v, loaded := s.sessions.LoadOrStore(ss, info); loaded {
+		return v.(*sessionInfo)
+	}
+	go func() {
+		_ = ss.Wait()
+		s.sessions.Delete(ss)
+	}()
+	return info
+}
+
+// SourceType returns the audit source type of an MCP client:
+// "mcp:" + the client's name in lower-case ASCII letters and digits, every
+// other run of characters turned into one "-" and trimmed; "mcp" when
+// nothing is left. "Claude Desktop" → "mcp:claude-desktop".
+func SourceType(clientName string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(clientName) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+			continue
+		}
+		dash = true
+	}
+	if b.Len() == 0 {
+		return "mcp"
+	}
+	name := b.String()
+	if len(name) > 64 {
+		name = strings.TrimRight(name[:64], "-")
+	}
+	return "mcp:" + name
+}

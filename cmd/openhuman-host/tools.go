@@ -159,7 +159,7 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "# source: %s\n%s", cfg.Source, text)
+			_, err = fmt.Fprint(cmd.OutOrStdout(), text)
 			return err
 		},
 	})

@@ -1,0 +1,70 @@
+# openhuman-host: every command a person types twice.
+#
+#   make run     serve MCP on stdio with the embedded default config
+#   make test    the whole suite (fetches Go modules and npm packages first)
+#   make bench   throughput/latency/RSS of the host against the go-sdk floor
+
+GO       ?= go
+# SQLite FTS5 comes from this build tag; it is set here and nowhere else.
+TAGS     := sqlite_fts5
+BIN      := bin/openhuman-host
+# npm packages for the interop tests and Go tools are cached here.
+CACHE    ?= $(CURDIR)/.cache
+export INTEROP_HOME ?= $(CACHE)/interop
+
+# Pinned generator and linter versions.
+BUF_VERSION                := v1.75.0
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+STATICCHECK_VERSION        := v0.8.2
+TOOLS := $(CACHE)/tools
+
+.PHONY: all build run run-http test test-go interop-deps bench lint proto inspect clean
+
+all: build
+
+build:
+	$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/openhuman-host
+
+run: build
+	./$(BIN) serve
+
+run-http: build
+	./$(BIN) serve --transport http
+
+# The whole suite: unit, integration and interop tests (the TypeScript SDK
+# client over stdio and HTTP, the MCP conformance suite over HTTP), with the
+# race detector.
+test: build interop-deps
+	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_REQUIRE_INTEROP=1 \
+		$(GO) test -race -tags $(TAGS) -count=1 -timeout 20m ./...
+
+# Go tests only, without the npm-based interop tests.
+test-go:
+	$(GO) test -race -tags $(TAGS) -count=1 ./...
+
+interop-deps:
+	./test/interop/install.sh
+
+bench: build
+	$(GO) run -tags $(TAGS) ./bench -host $(CURDIR)/$(BIN)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet -tags $(TAGS) ./...
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(TOOLS)/staticcheck -tags $(TAGS) ./...
+
+# Regenerates sdk/internal/providerv1 from sdk/proto with pinned generators.
+proto:
+	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	cd sdk/proto && PATH=$(TOOLS):$$PATH buf lint && PATH=$(TOOLS):$$PATH buf generate
+
+# Opens the MCP Inspector's CLI against the built server: make inspect ARGS="--method tools/list"
+inspect: build interop-deps
+	cd $(INTEROP_HOME) && HOME=$(INTEROP_HOME) ./node_modules/.bin/mcp-inspector --cli $(CURDIR)/$(BIN) serve $(ARGS)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// TestMain lets the test binary stand in for the host binary: the host
+// launches built-in providers as `<executable> provider <name>`, and under
+// go test the executable is this binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "provider" {
+		if err := runProvider(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func testConfig(t *testing.T, extra string) (*config.Config, string) {
+	t.Helper()
+	dataDir := t.TempDir()
+	cfg, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata_dir = %q\n%s", dataDir, extra)), "test.toml")
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg, dataDir
+}
+
+func startTestHost(t *testing.T, cfg *config.Config) *host.Host {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := host.Start(ctx, cfg, &host.Options{Executable: exe, Builtins: builtinNames(), Version: "test"})
+	if err != nil {
+		t.Fatalf("start host: %v", err)
+	}
+	return h
+}
+
+func call(t *testing.T, h *host.Host, tool string, args string) *sdk.CallToolResult {
+	t.Helper()
+	res, err := h.Server.Call(context.Background(), server.Call{Tool: tool, Arguments: json.RawMessage(args), Caller: sdk.Caller{SourceType: "cli"}})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return res
+}
+
+func text(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+func auditRows(t *testing.T, dataDir string) []audit.Record {
+	t.Helper()
+	log, err := audit.Open(context.Background(), filepath.Join(dataDir, "audit.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close(context.Background())
+	rows, err := log.List(context.Background(), audit.Query{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// A zombie has exited; only its parent's wait is missing.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func TestStoreSearchReadAcrossRestart(t *testing.T) {
+	t.Parallel()
+	cfg, dataDir := testConfig(t, "")
+	h := startTestHost(t, cfg)
+
+	res := call(t, h, "memory.store", `{"title":"Reef log","content":"The zebrafish swims near the northern reef."}`)
+	if res.IsError {
+		t.Fatalf("store: %s", text(res))
+	}
+	if !strings.Contains(string(res.StructuredContent), `"document_id"`) {
+		t.Errorf("store result has no document_id: %s", res.StructuredContent)
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	h = startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	res = call(t, h, "memory.search", `{"query":"ZEBRAFISH reef","k":5}`)
+	if res.IsError {
+		t.Fatalf("search: %s", text(res))
+	}
+	var hits struct {
+		Chunks []struct {
+			ChunkID string `json:"chunk_id"`
+		} `json:"chunks"`
+	}
+	if err := json.Unmarshal(res.StructuredContent, &hits); err != nil || len(hits.Chunks) != 1 {
+		t.Fatalf("search after restart: %s (%v)", res.StructuredContent, err)
+	}
+	res = call(t, h, "tree.read_chunk", fmt.Sprintf(`{"chunk_id":%q}`, hits.Chunks[0].ChunkID))
+	if res.IsError || !strings.Contains(string(res.StructuredContent), "northern reef") {
+		t.Fatalf("read_chunk: %s %s", text(res), res.StructuredContent)
+	}
+	_ = dataDir
+}
+
+func TestEveryAttemptHasOneAuditRow(t *testing.T) {
+	t.Parallel()
+	cfg, dataDir := testConfig(t, "[autonomy]\ndenied_tools = [\"tree.*\"]\n")
+	h := startTestHost(t, cfg)
+	attempts := []struct {
+		tool, args   string
+		wantDecision string
+		wantSuccess  bool
+	}{
+		{"memory.store", `{"title":"Audit me","content":"secret body text"}`, "allowed", true},
+		{"memory.search", `{"query":"audit"}`, "allowed", true},
+		{"memory.search", `{"query":"x","k":51}`, "denied:invalid_arguments", false},
+		{"memory.search", `{"query":"   "}`, "denied:invalid_arguments", false},
+		{"tree.read_chunk", `{"chunk_id":"chk_x"}`, "denied:denied_tool", false},
+	}
+	for _, a := range attempts {
+		if res := call(t, h, a.tool, a.args); res.IsError == a.wantSuccess {
+			t.Errorf("%s %s: isError=%v: %s", a.tool, a.args, res.IsError, text(res))
+		}
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rows := auditRows(t, dataDir)
+	type row struct {
+		Tool, Decision, Source string
+		Success                bool
+	}
+	var got []row
+	for i := len(rows) - 1; i >= 0; i-- { // List is newest first
+		got = append(got, row{rows[i].Tool, rows[i].Decision, rows[i].SourceType, rows[i].Success})
+		if strings.Contains(rows[i].ArgsSummary, "secret body") {
+			t.Errorf("audit row holds a raw body: %s", rows[i].ArgsSummary)
+		}
+	}
+	var want []row
+	for _, a := range attempts {
+		want = append(want, row{a.tool, a.wantDecision, "cli", a.wantSuccess})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("audit rows (-want +got):\n%s", diff)
+	}
+}
+
+func TestKilledProviderFailsFastAndHostSurvives(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, "")
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	if len(h.Providers) != 1 {
+		t.Fatalf("%d providers loaded, want 1", len(h.Providers))
+	}
+	pid := h.Providers[0].Pid()
+	if !processAlive(pid) {
+		t.Fatalf("provider pid %d is not running", pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); processAlive(pid) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	res := call(t, h, "memory.search", `{"query":"anything"}`)
+	if !res.IsError || !strings.Contains(text(res), "provider memory") {
+		t.Fatalf("call to a killed provider: isError=%v %q", res.IsError, text(res))
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("call to a killed provider took %s; it must fail fast", d)
+	}
+	// The host still answers: a second call gives the same clear error.
+	if res := call(t, h, "memory.store", `{"title":"t","content":"c"}`); !res.IsError || !strings.Contains(text(res), "memory") {
+		t.Errorf("second call: %q", text(res))
+	}
+}
+
+func TestProvidersAreGoneAfterClose(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, "")
+	h := startTestHost(t, cfg)
+	var pids []int
+	for _, p := range h.Providers {
+		pids = append(pids, p.Pid())
+	}
+	if len(pids) == 0 {
+		t.Fatal("no provider started")
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if processAlive(pid) {
+			t.Errorf("provider pid %d still running after Close", pid)
+		}
+	}
+}
+
+func TestBrokenProviderDoesNotStopTheOthers(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "no-such-provider")
+	cfg, _ := testConfig(t, fmt.Sprintf("[providers.broken]\ncommand = %q\nsha256 = %q\n", missing, strings.Repeat("ab", 32)))
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	var names []string
+	for _, p := range h.Providers {
+		names = append(names, p.Name)
+	}
+	if diff := cmp.Diff([]string{"memory"}, names); diff != "" {
+		t.Errorf("loaded providers (-want +got):\n%s", diff)
+	}
+	if res := call(t, h, "memory.search", `{"query":"x"}`); res.IsError {
+		t.Errorf("memory unusable next to a broken provider: %s", text(res))
+	}
+}
+
+func TestCLIToolsListAndCall(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
+	run := func(args ...string) (string, string, error) {
+		var out, errOut bytes.Buffer
+		cmd := newRootCmd()
+		cmd.SetArgs(args)
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		err := cmd.Execute()
+		return out.String(), errOut.String(), err
+	}
+	out, _, err := run("tools", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		names = append(names, strings.SplitN(line, "\t", 2)[0])
+	}
+	if diff := cmp.Diff([]string{"memory.store", "memory.search", "tree.read_chunk"}, names); diff != "" {
+		t.Errorf("tools list names (-want +got):\n%s", diff)
+	}
+	if _, _, err := run("tools", "call", "memory.store", `{"title":"CLI note","content":"kumquat season"}`); err != nil {
+		t.Fatalf("store: %v", err)
+	}
+	out, _, err = run("tools", "call", "memory.search", `{"query":"kumquat"}`)
+	if err != nil || !strings.Contains(out, "kumquat") {
+		t.Fatalf("search: %v %q", err, out)
+	}
+	_, errOut, err := run("tools", "call", "memory.search", `{"query":"kumquat","k":0}`)
+	if exitCode(err) != 1 || !strings.Contains(errOut, `argument "k" must be between 1 and 50; got 0`) {
+		t.Errorf("rejected call: exit %d, stderr %q", exitCode(err), errOut)
+	}
+	if _, _, err := run("tools", "call", "no.such"); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Errorf("unknown tool: %v", err)
+	}
+}

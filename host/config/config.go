@@ -1,0 +1,344 @@
+package config
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// defaultTOML is the documented default configuration; Default parses it.
+//
+//go:embed default.toml
+var defaultTOML []byte
+
+// DefaultSource is Config.Source for a configuration built from the embedded
+// defaults alone.
+const DefaultSource = "embedded defaults"
+
+// Environment variables that override config keys after the file is applied.
+// An empty value counts as unset.
+const (
+	// EnvLogLevel overrides server.log_level.
+	EnvLogLevel = "OPENHUMAN_LOG_LEVEL"
+	// EnvDataDir overrides server.data_dir.
+	EnvDataDir = "OPENHUMAN_DATA_DIR"
+)
+
+// Values of server.transport.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+)
+
+// Values of autonomy.level.
+const (
+	// LevelReadOnly allows read tools only.
+	LevelReadOnly = "readonly"
+	// LevelSupervised allows reads and acts within the configured limits.
+	LevelSupervised = "supervised"
+	// LevelFull allows reads and acts.
+	LevelFull = "full"
+)
+
+// Values of autonomy.confirm_acts.
+const (
+	// ConfirmOff never asks the user before an act.
+	ConfirmOff = "off"
+	// ConfirmWhenSupported asks when the client can ask the user.
+	ConfirmWhenSupported = "when_supported"
+	// ConfirmRequired refuses acts the client cannot ask the user about.
+	ConfirmRequired = "required"
+)
+
+// appDir is the directory name under the XDG config and data homes.
+const appDir = "openhuman-host"
+
+// Config is the host's effective configuration: the embedded defaults, then a
+// config file, then environment overrides. Build it with Load, Parse or
+// Default; a Config built by hand is not validated.
+type Config struct {
+	// Server holds the [server] table: transports, timeouts, logging, storage.
+	Server ServerConfig
+	// Autonomy holds the [autonomy] table: what tools may do.
+	Autonomy AutonomyConfig
+	// Audit holds the [audit] table.
+	Audit AuditConfig
+	// Providers holds every [providers.<name>] table, enabled or not, keyed by
+	// name. The defaults list memory (enabled) and searxng (disabled).
+	Providers map[string]ProviderConfig
+	// Upstream holds the [upstream] table. Always empty in a loaded Config:
+	// this version rejects upstream servers.
+	Upstream UpstreamConfig
+	// Source is the path of the file the config was loaded from, or
+	// DefaultSource when no file was read.
+	Source string
+}
+
+// ServerConfig is the [server] table.
+type ServerConfig struct {
+	// Transport is TransportStdio (default) or TransportHTTP.
+	Transport string `toml:"transport"`
+	// Host is the address the http transport listens on: an IP address or a
+	// host name. Default "127.0.0.1".
+	Host string `toml:"host"`
+	// Port is the TCP port of the http transport, 1 to 65535. Default 9300.
+	Port int `toml:"port"`
+	// ToolTimeoutSecs bounds one tool call, in seconds, at least 1. Default 120.
+	ToolTimeoutSecs int `toml:"tool_timeout_secs"`
+	// ProviderStartTimeoutSecs bounds a provider's launch, handshake and
+	// Describe, in seconds, at least 1. Default 10.
+	ProviderStartTimeoutSecs int `toml:"provider_start_timeout_secs"`
+	// LogLevel is "trace", "debug", "info", "warn" (default), "error" or "off".
+	LogLevel string `toml:"log_level"`
+	// DataDir is an absolute path, a path starting with "~/", or "" (default)
+	// for the XDG data directory; Config.DataDir resolves it.
+	DataDir string `toml:"data_dir"`
+	// MaxRequestBodyBytes caps an HTTP request body, at least 1. Default
+	// 4194304 (4 MiB).
+	MaxRequestBodyBytes int64 `toml:"max_request_body_bytes"`
+	// SessionIdleTimeoutSecs closes an HTTP session idle this long, in
+	// seconds; 0 never closes idle sessions. Default 1800.
+	SessionIdleTimeoutSecs int `toml:"session_idle_timeout_secs"`
+	// AllowedOrigins lists the browser origins ("scheme://host[:port]") the
+	// http transport accepts besides loopback ones. Default empty: loopback
+	// origins only.
+	AllowedOrigins []string `toml:"allowed_origins"`
+}
+
+// ToolTimeout returns ToolTimeoutSecs as a duration.
+func (s ServerConfig) ToolTimeout() time.Duration {
+	return time.Duration(s.ToolTimeoutSecs) * time.Second
+}
+
+// ProviderStartTimeout returns ProviderStartTimeoutSecs as a duration.
+func (s ServerConfig) ProviderStartTimeout() time.Duration {
+	return time.Duration(s.ProviderStartTimeoutSecs) * time.Second
+}
+
+// SessionIdleTimeout returns SessionIdleTimeoutSecs as a duration; zero means
+// sessions never expire.
+func (s ServerConfig) SessionIdleTimeout() time.Duration {
+	return time.Duration(s.SessionIdleTimeoutSecs) * time.Second
+}
+
+// AutonomyConfig is the [autonomy] table.
+type AutonomyConfig struct {
+	// Level is LevelReadOnly, LevelSupervised (default) or LevelFull.
+	Level string `toml:"level"`
+	// MaxActionsPerHour caps act tool calls in any sliding hour. Nil (the
+	// default) means no limit; 0 refuses every act.
+	MaxActionsPerHour *int `toml:"max_actions_per_hour"`
+	// AllowedTools lists the tool names clients may call; empty (default)
+	// allows all.
+	AllowedTools []string `toml:"allowed_tools"`
+	// DeniedTools lists tool names clients may never call; it wins over
+	// AllowedTools. Default empty.
+	DeniedTools []string `toml:"denied_tools"`
+	// ConfirmActs is ConfirmOff (default), ConfirmWhenSupported or
+	// ConfirmRequired.
+	ConfirmActs string `toml:"confirm_acts"`
+}
+
+// AuditConfig is the [audit] table.
+type AuditConfig struct {
+	// RecordReads records read tool calls too; acts are always recorded.
+	// Default true.
+	RecordReads bool `toml:"record_reads"`
+	// RetainDays is how many days audit rows are kept; 0 (default) keeps them
+	// forever.
+	RetainDays int `toml:"retain_days"`
+	// QueueSize is how many audit rows may wait for the writer before tool
+	// calls wait too, at least 1. Default 1024.
+	QueueSize int `toml:"queue_size"`
+}
+
+// UpstreamConfig is the [upstream] table.
+type UpstreamConfig struct {
+	// Servers holds the [[upstream.servers]] entries as decoded. Any entry is
+	// a validation error in this version.
+	Servers []map[string]any `toml:"servers"`
+}
+
+// Default returns the embedded default configuration (default.toml) with
+// Source set to DefaultSource. Environment overrides are not applied. Each
+// call returns a fresh value the caller may modify.
+func Default() *Config {
+	c := &Config{Providers: map[string]ProviderConfig{}}
+	if err := decodeInto(c, defaultTOML, DefaultSource); err != nil {
+		panic(fmt.Sprintf("config: embedded defaults are invalid: %v", err))
+	}
+	c.Source = DefaultSource
+	return c
+}
+
+// Load reads the config file at path, merges it over the defaults and applies
+// the environment overrides. An empty path means DefaultPath if that file
+// exists and the embedded defaults otherwise. A file that cannot be read
+// (including an explicit path that does not exist; errors.Is(err,
+// fs.ErrNotExist) then holds) is an error; invalid content yields one *Error
+// per problem, joined.
+func Load(path string) (*Config, error) {
+	return load(path, osEnviron)
+}
+
+// Parse merges the TOML document data over the defaults and applies the
+// environment overrides, exactly as Load does for a file. source names data
+// in errors and becomes Config.Source; it is usually the file path.
+func Parse(data []byte, source string) (*Config, error) {
+	return parse(data, source, osEnviron)
+}
+
+// DefaultPath returns the config file path used when none is given:
+// $XDG_CONFIG_HOME/openhuman-host/config.toml, or
+// ~/.config/openhuman-host/config.toml when XDG_CONFIG_HOME is unset or not
+// absolute. It fails only when neither that variable nor the home directory is
+// known. The file need not exist.
+func DefaultPath() (string, error) {
+	return defaultPath(osEnviron)
+}
+
+// DataDir returns the absolute data directory: server.data_dir with a leading
+// "~/" expanded, or when it is empty $XDG_DATA_HOME/openhuman-host, falling
+// back to ~/.local/share/openhuman-host. It does not create the directory.
+// It fails when the home directory is needed and unknown, or when data_dir is
+// relative.
+func (c *Config) DataDir() (string, error) {
+	return dataDir(c.Server.DataDir, osEnviron)
+}
+
+// EnabledProviders returns the enabled providers: built-ins first in
+// BuiltinProviders order, then third-party providers sorted by name.
+func (c *Config) EnabledProviders() []ProviderConfig {
+	var out []ProviderConfig
+	for _, name := range BuiltinProviders {
+		if p, ok := c.Providers[name]; ok && p.Enabled {
+			out = append(out, p)
+		}
+	}
+	var third []string
+	for name, p := range c.Providers {
+		if p.Enabled && !IsBuiltin(name) {
+			third = append(third, name)
+		}
+	}
+	sort.Strings(third)
+	for _, name := range third {
+		out = append(out, c.Providers[name])
+	}
+	return out
+}
+
+// environ is the process environment as the loader sees it, replaceable in
+// tests.
+type environ struct {
+	// getenv returns a variable's value; empty counts as unset.
+	getenv func(string) string
+	// home returns the user's home directory.
+	home func() (string, error)
+}
+
+var osEnviron = environ{getenv: os.Getenv, home: os.UserHomeDir}
+
+func load(path string, env environ) (*Config, error) {
+	if path == "" {
+		p, err := defaultPath(env)
+		if err != nil {
+			// No home and no XDG_CONFIG_HOME: no default file can exist.
+			return withEnv(Default(), env)
+		}
+		data, err := os.ReadFile(p)
+		switch {
+		case err == nil:
+			return parse(data, p, env)
+		case errors.Is(err, fs.ErrNotExist):
+			return withEnv(Default(), env)
+		default:
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return parse(data, path, env)
+}
+
+func parse(data []byte, source string, env environ) (*Config, error) {
+	c := Default()
+	if err := decodeInto(c, data, source); err != nil {
+		return nil, err
+	}
+	c.Source = source
+	return withEnv(c, env)
+}
+
+// withEnv applies the environment overrides to c.
+func withEnv(c *Config, env environ) (*Config, error) {
+	if errs := applyEnv(c, env); len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	return c, nil
+}
+
+func defaultPath(env environ) (string, error) {
+	base, err := xdgHome(env, "XDG_CONFIG_HOME", ".config")
+	if err != nil {
+		return "", fmt.Errorf("find default config path: %w", err)
+	}
+	return filepath.Join(base, appDir, "config.toml"), nil
+}
+
+func dataDir(configured string, env environ) (string, error) {
+	if configured == "" {
+		base, err := xdgHome(env, "XDG_DATA_HOME", filepath.Join(".local", "share"))
+		if err != nil {
+			return "", fmt.Errorf("find data directory: %w; set server.data_dir", err)
+		}
+		return filepath.Join(base, appDir), nil
+	}
+	p, err := expandHome(configured, env)
+	if err != nil {
+		return "", fmt.Errorf("server.data_dir: %w", err)
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("server.data_dir: must be an absolute path or start with ~/; got %q", configured)
+	}
+	return filepath.Clean(p), nil
+}
+
+// xdgHome returns the XDG base directory named by variable, or home/fallback.
+// The XDG spec says relative values are invalid and must be ignored.
+func xdgHome(env environ, variable, fallback string) (string, error) {
+	if v := env.getenv(variable); v != "" && filepath.IsAbs(v) {
+		return filepath.Clean(v), nil
+	}
+	home, err := env.home()
+	if err != nil {
+		return "", err
+	}
+	if home == "" {
+		return "", errors.New("home directory unknown")
+	}
+	return filepath.Join(home, fallback), nil
+}
+
+// expandHome replaces a leading "~" or "~/" with the home directory.
+func expandHome(p string, env environ) (string, error) {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p, nil
+	}
+	home, err := env.home()
+	if err != nil {
+		return "", fmt.Errorf("expand ~: %w", err)
+	}
+	if home == "" {
+		return "", errors.New("expand ~: home directory unknown")
+	}
+	return filepath.Join(home, strings.TrimPrefix(p, "~")), nil
+}

@@ -1,0 +1,1290 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+const testSHA = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// lines joins TOML lines so that the line numbers in a test are the element
+// positions (1-based).
+func lines(ls ...string) string {
+	return strings.Join(ls, "\n") + "\n"
+}
+
+// wantDefault is the documented default configuration, written out.
+func wantDefault() *Config {
+	return &Config{
+		Server: ServerConfig{
+			Transport:                "stdio",
+			Host:                     "127.0.0.1",
+			Port:                     9300,
+			ToolTimeoutSecs:          120,
+			ProviderStartTimeoutSecs: 10,
+			LogLevel:                 "warn",
+			DataDir:                  "",
+			MaxRequestBodyBytes:      4194304,
+			SessionIdleTimeoutSecs:   1800,
+			AllowedOrigins:           []string{},
+		},
+		Autonomy: AutonomyConfig{
+			Level:             "supervised",
+			MaxActionsPerHour: nil,
+			AllowedTools:      []string{},
+			DeniedTools:       []string{},
+			ConfirmActs:       "off",
+		},
+		Audit: AuditConfig{RecordReads: true, RetainDays: 0, QueueSize: 1024},
+		Providers: map[string]ProviderConfig{
+			"memory":  {Name: "memory", Enabled: true},
+			"searxng": {Name: "searxng", Enabled: false},
+		},
+		Source: DefaultSource,
+	}
+}
+
+// noEnv is an environment with no variables and the home directory home
+// ("" for none).
+func noEnv(home string) environ {
+	return fakeEnv(nil, home)
+}
+
+func fakeEnv(vars map[string]string, home string) environ {
+	return environ{
+		getenv: func(k string) string { return vars[k] },
+		home: func() (string, error) {
+			if home == "" {
+				return "", errors.New("$HOME is not defined")
+			}
+			return home, nil
+		},
+	}
+}
+
+// errorStrings flattens a joined error into its parts' messages, checking
+// each part is an *Error.
+func errorStrings(t *testing.T, err error) []string {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	parts := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	}
+	var out []string
+	for _, e := range parts {
+		var ce *Error
+		if !errors.As(e, &ce) {
+			t.Errorf("error %q is a %T, want *Error", e, e)
+		}
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+func intPtr(i int) *int { return &i }
+
+func TestDefault(t *testing.T) {
+	t.Parallel()
+	got := Default()
+	if diff := cmp.Diff(wantDefault(), got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Default() mismatch (-want +got):\n%s", diff)
+	}
+	// Each call is independent: changing one result leaves the next intact.
+	got.Autonomy.AllowedTools = append(got.Autonomy.AllowedTools, "x")
+	got.Providers["memory"] = ProviderConfig{Name: "memory"}
+	if diff := cmp.Diff(wantDefault(), Default(), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("second Default() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestDefaultTOMLDocumentsEveryKey keeps default.toml in step with the
+// schema: every key appears, set or commented out, in a paragraph that opens
+// with a comment.
+func TestDefaultTOMLDocumentsEveryKey(t *testing.T) {
+	t.Parallel()
+	sections := map[string]reflect.Type{
+		"server":   reflect.TypeFor[ServerConfig](),
+		"autonomy": reflect.TypeFor[AutonomyConfig](),
+		"audit":    reflect.TypeFor[AuditConfig](),
+	}
+	text := string(defaultTOML)
+	for section, typ := range sections {
+		start := strings.Index(text, "\n["+section+"]\n")
+		if start < 0 {
+			t.Fatalf("default.toml has no [%s] table", section)
+		}
+		body := text[start+len(section)+4:]
+		if end := strings.Index(body, "\n\n["); end >= 0 {
+			body = body[:end]
+		}
+		paragraphs := strings.Split(body, "\n\n")
+		for _, key := range fieldKeys(typ) {
+			keyLine := regexp.MustCompile(`(?m)^(# )?` + regexp.QuoteMeta(key) + ` = `)
+			found := false
+			for _, para := range paragraphs {
+				if keyLine.MatchString(para) {
+					found = true
+					if !strings.HasPrefix(para, "#") {
+						t.Errorf("default.toml: [%s] %s has no comment", section, key)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("default.toml: [%s] %s is missing", section, key)
+			}
+		}
+	}
+}
+
+func TestParseMergesOverDefaults(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		doc  string
+		want func(c *Config)
+	}{
+		"empty file keeps every default": {
+			doc:  "",
+			want: func(c *Config) {},
+		},
+		"server keys override, the others keep their default": {
+			doc: lines(
+				"[server]",
+				`transport = "http"`,
+				"port = 9400",
+				`allowed_origins = ["https://inspector.example.com", "http://localhost:6274"]`,
+				`data_dir = "~/oh-data"`,
+			),
+			want: func(c *Config) {
+				c.Server.Transport = "http"
+				c.Server.Port = 9400
+				c.Server.AllowedOrigins = []string{"https://inspector.example.com", "http://localhost:6274"}
+				c.Server.DataDir = "~/oh-data"
+			},
+		},
+		"autonomy lists replace and an unlimited budget becomes zero": {
+			doc: lines(
+				"[autonomy]",
+				`level = "readonly"`,
+				"max_actions_per_hour = 0",
+				`allowed_tools = ["memory.search", "memory.recall"]`,
+				`confirm_acts = "when_supported"`,
+			),
+			want: func(c *Config) {
+				c.Autonomy.Level = "readonly"
+				c.Autonomy.MaxActionsPerHour = intPtr(0)
+				c.Autonomy.AllowedTools = []string{"memory.search", "memory.recall"}
+				c.Autonomy.ConfirmActs = "when_supported"
+			},
+		},
+		"audit with dotted keys": {
+			doc:  lines("audit.record_reads = false", "audit.retain_days = 30", "audit.queue_size = 16"),
+			want: func(c *Config) { c.Audit = AuditConfig{RecordReads: false, RetainDays: 30, QueueSize: 16} },
+		},
+		"a provider table without enabled enables its provider": {
+			doc: lines(
+				"[providers.searxng]",
+				`base_url = "http://127.0.0.1:8888"`,
+				"timeout_secs = 5",
+			),
+			want: func(c *Config) {
+				c.Providers["searxng"] = ProviderConfig{Name: "searxng", Enabled: true, Settings: map[string]any{
+					"base_url":     "http://127.0.0.1:8888",
+					"timeout_secs": int64(5),
+				}}
+			},
+		},
+		"enabled = false disables a default provider": {
+			doc: lines("[providers.memory]", "enabled = false"),
+			want: func(c *Config) {
+				c.Providers["memory"] = ProviderConfig{Name: "memory", Enabled: false}
+			},
+		},
+		"nested provider tables become nested settings": {
+			doc: lines(
+				"[providers.memory.embeddings]",
+				`base_url = "https://api.openai.com/v1"`,
+				`model = "text-embedding-3-small"`,
+				`api_key_env = "OPENAI_API_KEY"`,
+				"",
+				"[providers.agent]",
+				"llm = { model = \"gpt-4.1\", temperature = 0.2, max_tokens = 4096, stop = [\"END\"] }",
+			),
+			want: func(c *Config) {
+				c.Providers["memory"] = ProviderConfig{Name: "memory", Enabled: true, Settings: map[string]any{
+					"embeddings": map[string]any{
+						"base_url":    "https://api.openai.com/v1",
+						"model":       "text-embedding-3-small",
+						"api_key_env": "OPENAI_API_KEY",
+					},
+				}}
+				c.Providers["agent"] = ProviderConfig{Name: "agent", Enabled: true, Settings: map[string]any{
+					"llm": map[string]any{"model": "gpt-4.1", "temperature": 0.2, "max_tokens": int64(4096), "stop": []any{"END"}},
+				}}
+			},
+		},
+		"third-party provider": {
+			doc: lines(
+				"[providers.weather]",
+				`command = "/opt/weather/provider"`,
+				`args = ["--units", "metric"]`,
+				`sha256 = "`+testSHA+`"`,
+				"enabled = false",
+				`api_key_env = "WEATHER_KEY"`,
+			),
+			want: func(c *Config) {
+				c.Providers["weather"] = ProviderConfig{
+					Name:     "weather",
+					Enabled:  false,
+					Command:  "/opt/weather/provider",
+					Args:     []string{"--units", "metric"},
+					SHA256:   testSHA,
+					Settings: map[string]any{"api_key_env": "WEATHER_KEY"},
+				}
+			},
+		},
+		"empty upstream is accepted": {
+			doc:  lines("[upstream]", "servers = []"),
+			want: func(c *Config) { c.Upstream.Servers = []map[string]any{} },
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			want := wantDefault()
+			tt.want(want)
+			want.Source = "config.toml"
+			got, err := parse([]byte(tt.doc), "config.toml", noEnv("/home/u"))
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("config mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestProviderMergesOverDefaultEntry covers a default entry with settings:
+// file tables merge into them key by key and the default stays untouched.
+func TestProviderMergesOverDefaultEntry(t *testing.T) {
+	t.Parallel()
+	base := ProviderConfig{Name: "agent", Enabled: false, Settings: map[string]any{
+		"llm":     map[string]any{"model": "small", "base_url": "https://llm.example/v1"},
+		"servers": []any{map[string]any{"url": "a"}},
+		"retries": int64(2),
+	}}
+	baseCopy := cloneTable(base.Settings)
+	table := map[string]any{
+		"llm":     map[string]any{"model": "large"},
+		"servers": []any{map[string]any{"url": "b"}},
+		"verbose": true,
+	}
+	d := &decoder{source: "config.toml", ix: indexPositions(nil)}
+	got := d.provider("agent", base, table)
+	want := ProviderConfig{Name: "agent", Enabled: true, Settings: map[string]any{
+		"llm":     map[string]any{"model": "large", "base_url": "https://llm.example/v1"},
+		"servers": []any{map[string]any{"url": "b"}},
+		"retries": int64(2),
+		"verbose": true,
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("merged provider mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(baseCopy, base.Settings); diff != "" {
+		t.Errorf("default settings changed (-want +got):\n%s", diff)
+	}
+	if len(d.errs) != 0 {
+		t.Errorf("unexpected errors: %v", d.errs)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	const serverKeys = "allowed_origins, data_dir, host, log_level, max_request_body_bytes, port, provider_start_timeout_secs, session_idle_timeout_secs, tool_timeout_secs, transport"
+	tests := map[string]struct {
+		doc  string
+		want []string
+	}{
+		"unknown top-level key": {
+			doc:  lines(`log_level = "debug"`),
+			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, providers, server, upstream"},
+		},
+		"unknown top-level table": {
+			doc:  lines("[server]", "port = 9301", "", "[logging]", `level = "debug"`),
+			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, providers, server, upstream"},
+		},
+		"unknown nested key": {
+			doc:  lines("[autonomy]", `level = "full"`, "max_actions = 5"),
+			want: []string{"config.toml:3: autonomy.max_actions: unknown key; valid keys in [autonomy] are allowed_tools, confirm_acts, denied_tools, level, max_actions_per_hour"},
+		},
+		"unknown dotted key is reported once, at its first line": {
+			doc:  lines("[server]", `tls.cert = "a.pem"`, `tls.key = "a.key"`),
+			want: []string{"config.toml:2: server.tls: unknown key; valid keys in [server] are " + serverKeys},
+		},
+		"unknown key in an inline table": {
+			doc:  lines("", "audit = { record_reads = false, rotate = true }"),
+			want: []string{"config.toml:2: audit.rotate: unknown key; valid keys in [audit] are queue_size, record_reads, retain_days"},
+		},
+		"unknown key under upstream": {
+			doc:  lines("[upstream]", "timeout = 3"),
+			want: []string{"config.toml:2: upstream.timeout: unknown key; valid keys in [upstream] are servers"},
+		},
+		"bad enum value names key and line": {
+			doc: lines(
+				"# My config.",
+				"[server]",
+				`transport = "stdio"`,
+				"",
+				"[audit]",
+				"record_reads = true",
+				"",
+				"# Be careful.",
+				"[autonomy]",
+				`allowed_tools = []`,
+				"",
+				`level = "bogus"`,
+			),
+			want: []string{`config.toml:12: autonomy.level: must be one of readonly, supervised, full; got "bogus"`},
+		},
+		"other enums": {
+			doc: lines(
+				"[server]",
+				`transport = "sse"`,
+				`log_level = "verbose"`,
+				"[autonomy]",
+				`confirm_acts = "always"`,
+			),
+			want: []string{
+				`config.toml:2: server.transport: must be one of stdio, http; got "sse"`,
+				`config.toml:3: server.log_level: must be one of trace, debug, info, warn, error, off; got "verbose"`,
+				`config.toml:5: autonomy.confirm_acts: must be one of off, when_supported, required; got "always"`,
+			},
+		},
+		"port zero": {
+			doc:  lines("[server]", "port = 0"),
+			want: []string{"config.toml:2: server.port: must be between 1 and 65535; got 0"},
+		},
+		"port too large": {
+			doc:  lines("[server]", "port = 65536"),
+			want: []string{"config.toml:2: server.port: must be between 1 and 65535; got 65536"},
+		},
+		"port beyond 64 bits": {
+			doc:  lines("[server]", "", "port = 99999999999999999999"),
+			want: []string{"config.toml:3: server.port: decimal number is too large to fit in a 64-bit signed integer"},
+		},
+		"negative and zero numbers": {
+			doc: lines(
+				"[server]",
+				"tool_timeout_secs = -1",
+				"provider_start_timeout_secs = 0",
+				"max_request_body_bytes = 0",
+				"session_idle_timeout_secs = -5",
+				"[autonomy]",
+				"max_actions_per_hour = -1",
+				"[audit]",
+				"retain_days = -1",
+				"queue_size = 0",
+			),
+			want: []string{
+				"config.toml:2: server.tool_timeout_secs: must be at least 1; got -1",
+				"config.toml:3: server.provider_start_timeout_secs: must be at least 1; got 0",
+				"config.toml:4: server.max_request_body_bytes: must be at least 1; got 0",
+				"config.toml:5: server.session_idle_timeout_secs: must be at least 0; got -5",
+				"config.toml:7: autonomy.max_actions_per_hour: must be at least 0; got -1",
+				"config.toml:9: audit.retain_days: must be at least 0; got -1",
+				"config.toml:10: audit.queue_size: must be at least 1; got 0",
+			},
+		},
+		"string where an integer belongs": {
+			doc:  lines("[server]", `port = "9300"`),
+			want: []string{"config.toml:2: server.port: must be an integer; got a string"},
+		},
+		"float where an integer belongs": {
+			doc:  lines("[autonomy]", "max_actions_per_hour = 2.5"),
+			want: []string{"config.toml:2: autonomy.max_actions_per_hour: must be an integer; got a float"},
+		},
+		"integer where a string belongs": {
+			doc:  lines("[autonomy]", "level = 3"),
+			want: []string{"config.toml:2: autonomy.level: must be a string; got an integer"},
+		},
+		"string where a boolean belongs": {
+			doc:  lines("[audit]", `record_reads = "yes"`),
+			want: []string{"config.toml:2: audit.record_reads: must be a boolean; got a string"},
+		},
+		"string where an array belongs": {
+			doc:  lines("[autonomy]", `denied_tools = "memory.store"`),
+			want: []string{"config.toml:2: autonomy.denied_tools: must be an array of strings; got a string"},
+		},
+		"array element of the wrong type names the element and its line": {
+			doc:  lines("[autonomy]", "allowed_tools = [", `  "memory.search",`, "  7,", "]"),
+			want: []string{"config.toml:4: autonomy.allowed_tools[1]: must be a string; got an integer"},
+		},
+		"integer where a table belongs": {
+			doc:  lines("autonomy = 1"),
+			want: []string{"config.toml:1: autonomy: must be a table; got an integer"},
+		},
+		"bad strings": {
+			doc: lines(
+				"[server]",
+				`host = "http://localhost"`,
+				`data_dir = "data"`,
+				"allowed_origins = [",
+				`  "https://ok.example:8443",`,
+				`  "https://bad.example/path",`,
+				"]",
+				"[autonomy]",
+				`allowed_tools = ["memory.search", ""]`,
+				`denied_tools = [" memory.store"]`,
+			),
+			want: []string{
+				`config.toml:2: server.host: must be an IP address or host name, such as 127.0.0.1 or localhost; got "http://localhost"`,
+				`config.toml:3: server.data_dir: must be an absolute path, a path starting with ~/, or empty for the default; got "data"`,
+				`config.toml:6: server.allowed_origins[1]: must be an origin: http or https, a host and an optional port, such as https://example.com:8443; got "https://bad.example/path"`,
+				`config.toml:9: autonomy.allowed_tools[1]: tool names must be non-empty without surrounding spaces; got ""`,
+				`config.toml:10: autonomy.denied_tools[0]: tool names must be non-empty without surrounding spaces; got " memory.store"`,
+			},
+		},
+		"third-party provider without command or sha256": {
+			doc: lines("[providers.memory]", "enabled = true", "", "[providers.weather]", `units = "metric"`),
+			want: []string{
+				"config.toml:4: providers.weather.command: required for a third-party provider: the path of its executable (built-in providers are memory, agent, searxng)",
+				"config.toml:4: providers.weather.sha256: required for a third-party provider: the SHA-256 of its executable as 64 lowercase hex digits (the output of sha256sum)",
+			},
+		},
+		"third-party provider with a bad sha256 and an empty command": {
+			doc: lines(
+				"[providers.weather]",
+				`command = ""`,
+				`sha256 = "`+strings.ToUpper(testSHA)+`"`,
+			),
+			want: []string{
+				"config.toml:2: providers.weather.command: required for a third-party provider: the path of its executable (built-in providers are memory, agent, searxng)",
+				`config.toml:3: providers.weather.sha256: must be 64 lowercase hex digits (the output of sha256sum); got "` + strings.ToUpper(testSHA) + `"`,
+			},
+		},
+		"third-party provider keys of the wrong type": {
+			doc: lines(
+				"[providers.weather]",
+				"command = 42",
+				"sha256 = true",
+				`args = ["--units", 1]`,
+				`enabled = "yes"`,
+			),
+			want: []string{
+				"config.toml:2: providers.weather.command: must be a string; got an integer",
+				"config.toml:3: providers.weather.sha256: must be a string; got a boolean",
+				"config.toml:4: providers.weather.args[1]: must be a string; got an integer",
+				"config.toml:5: providers.weather.enabled: must be a boolean; got a string",
+			},
+		},
+		"built-in provider with command, args and sha256": {
+			doc: lines(
+				"[providers.agent]",
+				`command = "/usr/bin/agent"`,
+				`args = ["-v"]`,
+				`sha256 = "`+testSHA+`"`,
+			),
+			want: []string{
+				"config.toml:2: providers.agent.command: built-in providers (memory, agent, searxng) run inside openhuman-host and take no command; remove the key, or rename the table for a third-party provider",
+				"config.toml:3: providers.agent.args: built-in providers (memory, agent, searxng) take no args; remove the key",
+				"config.toml:4: providers.agent.sha256: built-in providers (memory, agent, searxng) take no sha256; remove the key",
+			},
+		},
+		"bad provider names": {
+			doc: lines(
+				"[providers.Weather]",
+				`command = "/opt/w"`,
+				`sha256 = "`+testSHA+`"`,
+				`[providers."9lives"]`,
+				`command = "/opt/l"`,
+				`sha256 = "`+testSHA+`"`,
+				"[providers.a123456789012345678901234567890123]",
+				`command = "/opt/a"`,
+				`sha256 = "`+testSHA+`"`,
+				`[providers."my tool"]`,
+				`command = "/opt/m"`,
+				`sha256 = "`+testSHA+`"`,
+			),
+			want: []string{
+				"config.toml:1: providers.Weather: provider names must match ^[a-z][a-z0-9_-]{0,31}$ (a lowercase letter, then up to 31 lowercase letters, digits, _ or -)",
+				"config.toml:4: providers.9lives: provider names must match ^[a-z][a-z0-9_-]{0,31}$ (a lowercase letter, then up to 31 lowercase letters, digits, _ or -)",
+				"config.toml:7: providers.a123456789012345678901234567890123: provider names must match ^[a-z][a-z0-9_-]{0,31}$ (a lowercase letter, then up to 31 lowercase letters, digits, _ or -)",
+				`config.toml:10: providers."my tool": provider names must match ^[a-z][a-z0-9_-]{0,31}$ (a lowercase letter, then up to 31 lowercase letters, digits, _ or -)`,
+			},
+		},
+		"provider that is not a table": {
+			doc:  lines("[providers]", "memory = true"),
+			want: []string{"config.toml:2: providers.memory: must be a table; got a boolean"},
+		},
+		"_env keys must name environment variables": {
+			doc: lines(
+				"[providers.agent.llm]",
+				`model = "gpt-4.1"`,
+				"api_key_env = 3",
+				"[providers.memory.embeddings]",
+				`api_key_env = "sk-not-a-variable-name"`,
+			),
+			want: []string{
+				"config.toml:3: providers.agent.llm.api_key_env: must be a string naming an environment variable; got an integer",
+				`config.toml:5: providers.memory.embeddings.api_key_env: must name an environment variable (letters, digits and _, not starting with a digit); got "sk-not-a-variable-name"`,
+			},
+		},
+		"upstream servers are refused, each at its line": {
+			doc: lines(
+				"[[upstream.servers]]",
+				`name = "github"`,
+				`command = "github-mcp"`,
+				"",
+				"[[upstream.servers]]",
+				`name = "linear"`,
+			),
+			want: []string{
+				"config.toml:1: upstream.servers[0]: upstream servers are not supported by this version; remove this [[upstream.servers]] entry",
+				"config.toml:5: upstream.servers[1]: upstream servers are not supported by this version; remove this [[upstream.servers]] entry",
+			},
+		},
+		"inline upstream servers are refused too": {
+			doc: lines("[upstream]", "servers = [", `  { name = "github" },`, "]"),
+			want: []string{
+				"config.toml:3: upstream.servers[0]: upstream servers are not supported by this version; remove this [[upstream.servers]] entry",
+			},
+		},
+		"upstream servers of the wrong type": {
+			doc:  lines("[upstream]", `servers = "github"`),
+			want: []string{"config.toml:2: upstream.servers: must be an array of tables; got a string"},
+		},
+		"syntax error names the key": {
+			doc:  lines("[autonomy]", `level = "full"`, "allowed_tools = "),
+			want: []string{"config.toml:3: autonomy.allowed_tools: unexpected character U+000A at start of value"},
+		},
+		"duplicate key": {
+			doc:  lines("[autonomy]", `level = "full"`, `level = "readonly"`),
+			want: []string{"config.toml:3: autonomy.level: key level is already defined"},
+		},
+		"unknown keys and bad values are all reported, in file order": {
+			doc: lines(
+				"[server]",
+				"port = 70000",
+				"colour = true",
+				"[autonomy]",
+				`level = "bogus"`,
+				"[providers.weather]",
+				`command = "/opt/w"`,
+			),
+			want: []string{
+				"config.toml:2: server.port: must be between 1 and 65535; got 70000",
+				"config.toml:3: server.colour: unknown key; valid keys in [server] are " + serverKeys,
+				`config.toml:5: autonomy.level: must be one of readonly, supervised, full; got "bogus"`,
+				"config.toml:6: providers.weather.sha256: required for a third-party provider: the SHA-256 of its executable as 64 lowercase hex digits (the output of sha256sum)",
+			},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, err := parse([]byte(tt.doc), "config.toml", noEnv("/home/u"))
+			if c != nil {
+				t.Errorf("parse returned a config with error %v", err)
+			}
+			if diff := cmp.Diff(tt.want, errorStrings(t, err)); diff != "" {
+				t.Errorf("errors mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestErrorFields(t *testing.T) {
+	t.Parallel()
+	_, err := parse([]byte(lines("[autonomy]", `level = "bogus"`)), "/etc/oh/config.toml", noEnv("/home/u"))
+	var got *Error
+	if !errors.As(err, &got) {
+		t.Fatalf("error %v is a %T, want *Error", err, err)
+	}
+	want := &Error{Source: "/etc/oh/config.toml", Line: 2, Key: "autonomy.level", Msg: `must be one of readonly, supervised, full; got "bogus"`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("error mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		env     map[string]string
+		doc     string
+		want    func(c *Config)
+		wantErr []string
+	}{
+		"log level": {
+			env:  map[string]string{EnvLogLevel: "debug"},
+			want: func(c *Config) { c.Server.LogLevel = "debug" },
+		},
+		"env wins over the file": {
+			env:  map[string]string{EnvLogLevel: "error", EnvDataDir: "/srv/oh"},
+			doc:  lines("[server]", `log_level = "info"`, `data_dir = "/var/lib/oh"`),
+			want: func(c *Config) { c.Server.LogLevel = "error"; c.Server.DataDir = "/srv/oh" },
+		},
+		"empty values count as unset": {
+			env:  map[string]string{EnvLogLevel: "", EnvDataDir: ""},
+			doc:  lines("[server]", `log_level = "info"`),
+			want: func(c *Config) { c.Server.LogLevel = "info" },
+		},
+		"the MCP token is not part of the config": {
+			env:  map[string]string{"OPENHUMAN_MCP_TOKEN": "s3cret"},
+			want: func(c *Config) {},
+		},
+		"invalid env values name the variable": {
+			env: map[string]string{EnvLogLevel: "loud", EnvDataDir: "relative/dir"},
+			wantErr: []string{
+				`environment variable OPENHUMAN_LOG_LEVEL: server.log_level: must be one of trace, debug, info, warn, error, off; got "loud"`,
+				`environment variable OPENHUMAN_DATA_DIR: server.data_dir: must be an absolute path, a path starting with ~/, or empty for the default; got "relative/dir"`,
+			},
+		},
+		"file errors come before env errors": {
+			env: map[string]string{EnvLogLevel: "loud"},
+			doc: lines("[audit]", "queue_size = -1"),
+			wantErr: []string{
+				"config.toml:2: audit.queue_size: must be at least 1; got -1",
+			},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parse([]byte(tt.doc), "config.toml", fakeEnv(tt.env, "/home/u"))
+			if diff := cmp.Diff(tt.wantErr, errorStrings(t, err)); diff != "" {
+				t.Errorf("errors mismatch (-want +got):\n%s", diff)
+			}
+			if tt.want == nil {
+				return
+			}
+			want := wantDefault()
+			want.Source = "config.toml"
+			tt.want(want)
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("config mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEnvOverridesFromProcess goes through the exported API and the real
+// environment, so it cannot run in parallel.
+func TestEnvOverridesFromProcess(t *testing.T) {
+	t.Setenv(EnvLogLevel, "trace")
+	t.Setenv(EnvDataDir, "~/oh")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("OPENHUMAN_TEST_KEY", "k-123")
+
+	c, err := Parse([]byte(lines("[server]", `log_level = "info"`)), "config.toml")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if got := [2]string{c.Server.LogLevel, c.Server.DataDir}; got != [2]string{"trace", "~/oh"} {
+		t.Errorf("Parse: log level and data dir = %q, want trace and ~/oh", got)
+	}
+
+	c, err = Load("")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := wantDefault()
+	want.Server.LogLevel = "trace"
+	want.Server.DataDir = "~/oh"
+	if diff := cmp.Diff(want, c, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Load(\"\") mismatch (-want +got):\n%s", diff)
+	}
+
+	t.Setenv(EnvLogLevel, "LOUD")
+	_, err = Load("")
+	wantErr := []string{`environment variable OPENHUMAN_LOG_LEVEL: server.log_level: must be one of trace, debug, info, warn, error, off; got "LOUD"`}
+	if diff := cmp.Diff(wantErr, errorStrings(t, err)); diff != "" {
+		t.Errorf("Load(\"\") errors mismatch (-want +got):\n%s", diff)
+	}
+
+	p := ProviderConfig{Settings: map[string]any{"api_key_env": "OPENHUMAN_TEST_KEY"}}
+	if diff := cmp.Diff(map[string]string{"api_key": "k-123"}, p.ResolveSecrets(nil)); diff != "" {
+		t.Errorf("ResolveSecrets(nil) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	const doc = "[server]\nport = 9555\n"
+	tests := map[string]struct {
+		// files maps paths relative to a temp dir to their contents.
+		files map[string]string
+		// path is relative to the temp dir; "" asks for the default path.
+		path string
+		// env values and home are relative to the temp dir.
+		env        map[string]string
+		home       string
+		wantSource string // relative to the temp dir, or DefaultSource
+		wantPort   int
+		wantErr    string // with the temp dir written as $DIR
+		wantNotFnd bool
+	}{
+		"explicit path": {
+			files:      map[string]string{"my.toml": doc},
+			path:       "my.toml",
+			wantSource: "my.toml",
+			wantPort:   9555,
+		},
+		"explicit path that does not exist": {
+			path:       "missing.toml",
+			wantErr:    "read config: open $DIR/missing.toml: no such file or directory",
+			wantNotFnd: true,
+		},
+		"explicit path with invalid content names the file": {
+			files:   map[string]string{"bad.toml": "[server]\nport = 0\n"},
+			path:    "bad.toml",
+			wantErr: "$DIR/bad.toml:2: server.port: must be between 1 and 65535; got 0",
+		},
+		"default path under XDG_CONFIG_HOME": {
+			files:      map[string]string{"xdg/openhuman-host/config.toml": doc},
+			env:        map[string]string{"XDG_CONFIG_HOME": "xdg"},
+			home:       "home",
+			wantSource: "xdg/openhuman-host/config.toml",
+			wantPort:   9555,
+		},
+		"default path under the home directory": {
+			files:      map[string]string{"home/.config/openhuman-host/config.toml": doc},
+			home:       "home",
+			wantSource: "home/.config/openhuman-host/config.toml",
+			wantPort:   9555,
+		},
+		"no default file means embedded defaults": {
+			files:      map[string]string{"home/.config/openhuman-host/other.toml": doc},
+			home:       "home",
+			wantSource: DefaultSource,
+			wantPort:   9300,
+		},
+		"no home and no XDG_CONFIG_HOME means embedded defaults": {
+			wantSource: DefaultSource,
+			wantPort:   9300,
+		},
+		"env overrides apply to embedded defaults": {
+			env:        map[string]string{EnvDataDir: "/srv/oh"},
+			home:       "home",
+			wantSource: DefaultSource,
+			wantPort:   9300,
+		},
+		"a default path that is a directory is an error": {
+			files:   map[string]string{"home/.config/openhuman-host/config.toml/x": ""},
+			home:    "home",
+			wantErr: "read config: read $DIR/home/.config/openhuman-host/config.toml: is a directory",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			for rel, content := range tt.files {
+				p := filepath.Join(dir, rel)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := map[string]string{}
+			for k, v := range tt.env {
+				if strings.HasPrefix(k, "XDG_") {
+					v = filepath.Join(dir, v)
+				}
+				env[k] = v
+			}
+			home := ""
+			if tt.home != "" {
+				home = filepath.Join(dir, tt.home)
+			}
+			path := ""
+			if tt.path != "" {
+				path = filepath.Join(dir, tt.path)
+			}
+			c, err := load(path, fakeEnv(env, home))
+			if tt.wantErr != "" {
+				want := strings.ReplaceAll(tt.wantErr, "$DIR", dir)
+				if err == nil || err.Error() != want {
+					t.Fatalf("load error = %v, want %s", err, want)
+				}
+				if got := errors.Is(err, fs.ErrNotExist); got != tt.wantNotFnd {
+					t.Errorf("errors.Is(err, fs.ErrNotExist) = %v, want %v", got, tt.wantNotFnd)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("load: %v", err)
+			}
+			wantSource := tt.wantSource
+			if wantSource != DefaultSource {
+				wantSource = filepath.Join(dir, wantSource)
+			}
+			want := wantDefault()
+			want.Source = wantSource
+			want.Server.Port = tt.wantPort
+			want.Server.DataDir = tt.env[EnvDataDir]
+			if diff := cmp.Diff(want, c, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("config mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPaths(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		env         map[string]string
+		home        string
+		dataDir     string
+		wantConfig  string
+		wantData    string
+		wantDataErr string
+	}{
+		"XDG variables": {
+			env:        map[string]string{"XDG_CONFIG_HOME": "/xdg/config", "XDG_DATA_HOME": "/xdg/data/"},
+			home:       "/home/u",
+			wantConfig: "/xdg/config/openhuman-host/config.toml",
+			wantData:   "/xdg/data/openhuman-host",
+		},
+		"home fallbacks": {
+			home:       "/home/u",
+			wantConfig: "/home/u/.config/openhuman-host/config.toml",
+			wantData:   "/home/u/.local/share/openhuman-host",
+		},
+		"relative XDG variables are ignored": {
+			env:        map[string]string{"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data"},
+			home:       "/home/u",
+			wantConfig: "/home/u/.config/openhuman-host/config.toml",
+			wantData:   "/home/u/.local/share/openhuman-host",
+		},
+		"configured data dir with ~": {
+			home:       "/home/u",
+			dataDir:    "~/notes/oh",
+			wantConfig: "/home/u/.config/openhuman-host/config.toml",
+			wantData:   "/home/u/notes/oh",
+		},
+		"configured absolute data dir is cleaned": {
+			env:        map[string]string{"XDG_CONFIG_HOME": "/xdg/config"},
+			dataDir:    "/srv/oh/../openhuman/",
+			wantConfig: "/xdg/config/openhuman-host/config.toml",
+			wantData:   "/srv/openhuman",
+		},
+		"configured relative data dir": {
+			home:        "/home/u",
+			dataDir:     "oh",
+			wantConfig:  "/home/u/.config/openhuman-host/config.toml",
+			wantDataErr: `server.data_dir: must be an absolute path or start with ~/; got "oh"`,
+		},
+		"no home": {
+			dataDir:     "~/oh",
+			wantDataErr: "server.data_dir: expand ~: $HOME is not defined",
+		},
+		"no home and no data dir": {
+			wantDataErr: "find data directory: $HOME is not defined; set server.data_dir",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env := fakeEnv(tt.env, tt.home)
+			gotConfig, err := defaultPath(env)
+			if tt.wantConfig == "" {
+				if err == nil {
+					t.Errorf("defaultPath = %q, want an error", gotConfig)
+				}
+			} else if err != nil || gotConfig != tt.wantConfig {
+				t.Errorf("defaultPath = %q, %v; want %q", gotConfig, err, tt.wantConfig)
+			}
+			gotData, err := dataDir(tt.dataDir, env)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if gotData != tt.wantData || gotErr != tt.wantDataErr {
+				t.Errorf("dataDir = %q, %q; want %q, %q", gotData, gotErr, tt.wantData, tt.wantDataErr)
+			}
+		})
+	}
+}
+
+// TestPathsFromProcess checks the exported functions read the real
+// environment, so it cannot run in parallel.
+func TestPathsFromProcess(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", "/xdg/config")
+	t.Setenv("XDG_DATA_HOME", "/xdg/data")
+	got, err := DefaultPath()
+	if err != nil || got != "/xdg/config/openhuman-host/config.toml" {
+		t.Errorf("DefaultPath() = %q, %v; want /xdg/config/openhuman-host/config.toml", got, err)
+	}
+	c := Default()
+	got, err = c.DataDir()
+	if err != nil || got != "/xdg/data/openhuman-host" {
+		t.Errorf("DataDir() = %q, %v; want /xdg/data/openhuman-host", got, err)
+	}
+	t.Setenv("HOME", "/home/p")
+	c.Server.DataDir = "~/oh"
+	got, err = c.DataDir()
+	if err != nil || got != "/home/p/oh" {
+		t.Errorf("DataDir() with ~/oh = %q, %v; want /home/p/oh", got, err)
+	}
+}
+
+func TestResolveSecrets(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"OPENAI_API_KEY": "sk-1", "SEARX_TOKEN": "tok-2", "DB_PASSWORD": "pw-3"}
+	getenv := func(k string) string { return env[k] }
+	tests := map[string]struct {
+		settings map[string]any
+		want     map[string]string
+	}{
+		"no settings": {
+			settings: nil,
+			want:     map[string]string{},
+		},
+		"top-level, nested, array and missing variables": {
+			settings: map[string]any{
+				"api_key_env": "OPENAI_API_KEY",
+				"model":       "gpt-4.1",
+				"llm": map[string]any{
+					"api_key_env": "OPENAI_API_KEY",
+					"auth":        map[string]any{"token_env": "SEARX_TOKEN"},
+				},
+				"databases":   []any{map[string]any{"password_env": "DB_PASSWORD"}, "not a table"},
+				"webhook_env": "UNSET_VARIABLE",
+			},
+			want: map[string]string{
+				"api_key":               "sk-1",
+				"llm.api_key":           "sk-1",
+				"llm.auth.token":        "tok-2",
+				"databases[0].password": "pw-3",
+				"webhook":               "",
+			},
+		},
+		"non-string and bare _env keys are not secrets": {
+			settings: map[string]any{"count_env": int64(3), "_env": "OPENAI_API_KEY"},
+			want:     map[string]string{},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := ProviderConfig{Name: "agent", Enabled: true, Settings: tt.settings}
+			if diff := cmp.Diff(tt.want, p.ResolveSecrets(getenv)); diff != "" {
+				t.Errorf("ResolveSecrets mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestResolveSecretsFromParsedConfig(t *testing.T) {
+	t.Parallel()
+	c, err := parse([]byte(lines(
+		"[providers.agent.llm]",
+		`base_url = "https://llm.example/v1"`,
+		`api_key_env = "OPENAI_API_KEY"`,
+	)), "config.toml", noEnv("/home/u"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Providers["agent"].ResolveSecrets(func(k string) string { return map[string]string{"OPENAI_API_KEY": "sk-9"}[k] })
+	if diff := cmp.Diff(map[string]string{"llm.api_key": "sk-9"}, got); diff != "" {
+		t.Errorf("ResolveSecrets mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestSettingsJSON(t *testing.T) {
+	t.Parallel()
+	parsed, err := parse([]byte(lines(
+		"[providers.searxng]",
+		`base_url = "http://127.0.0.1:8888"`,
+		"timeout_secs = 5",
+		"ratio = 0.5",
+		"safe = true",
+		"since = 2024-05-01",
+		`engines = ["ddg", "brave"]`,
+		"[providers.searxng.headers]",
+		`user_agent = "oh"`,
+	)), "config.toml", noEnv("/home/u"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		settings map[string]any
+		want     string
+		wantErr  string
+	}{
+		"nil settings": {
+			settings: nil,
+			want:     `{}`,
+		},
+		"decoded TOML values": {
+			settings: parsed.Providers["searxng"].Settings,
+			want:     `{"base_url":"http://127.0.0.1:8888","engines":["ddg","brave"],"headers":{"user_agent":"oh"},"ratio":0.5,"safe":true,"since":"2024-05-01","timeout_secs":5}`,
+		},
+		"NaN cannot be JSON": {
+			settings: map[string]any{"x": math.NaN()},
+			wantErr:  "provider searxng settings as JSON: json: unsupported value: NaN",
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := ProviderConfig{Name: "searxng", Settings: tt.settings}
+			got, err := p.SettingsJSON()
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if gotErr != tt.wantErr {
+				t.Fatalf("SettingsJSON error = %q, want %q", gotErr, tt.wantErr)
+			}
+			if tt.wantErr == "" && !json.Valid(got) {
+				t.Errorf("SettingsJSON = %s, not valid JSON", got)
+			}
+			if string(got) != tt.want {
+				t.Errorf("SettingsJSON = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMasked(t *testing.T) {
+	t.Parallel()
+	doc := lines(
+		"[server]",
+		`transport = "http"`,
+		"[autonomy]",
+		"max_actions_per_hour = 20",
+		`denied_tools = ["memory.store"]`,
+		"[providers.agent.llm]",
+		`model = "gpt-4.1"`,
+		`api_key_env = "OPENAI_API_KEY"`,
+		`api_key = "sk-live-123"`,
+		"[providers.weather]",
+		`command = "/opt/weather"`,
+		`sha256 = "`+testSHA+`"`,
+		`auth_token = "tok-abc"`,
+		"password = 4242",
+		`SECRET_phrase = "open sesame"`,
+		"[providers.weather.client_secrets]",
+		`id = "leaked-id"`,
+		"[[providers.weather.accounts]]",
+		`name = "work"`,
+		`refresh_token = "rt-xyz"`,
+	)
+	c, err := parse([]byte(doc), "/etc/oh/config.toml", noEnv("/home/u"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Masked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `# Effective configuration from "/etc/oh/config.toml"; secret values are masked.
+
+[server]
+transport = 'http'
+host = '127.0.0.1'
+port = 9300
+tool_timeout_secs = 120
+provider_start_timeout_secs = 10
+log_level = 'warn'
+data_dir = ''
+max_request_body_bytes = 4194304
+session_idle_timeout_secs = 1800
+allowed_origins = []
+
+[autonomy]
+level = 'supervised'
+max_actions_per_hour = 20
+allowed_tools = []
+denied_tools = ['memory.store']
+confirm_acts = 'off'
+
+[audit]
+record_reads = true
+retain_days = 0
+queue_size = 1024
+
+[providers]
+[providers.agent]
+enabled = true
+
+[providers.agent.llm]
+api_key = '********'
+api_key_env = 'OPENAI_API_KEY'
+model = 'gpt-4.1'
+
+[providers.memory]
+enabled = true
+
+[providers.searxng]
+enabled = false
+
+[providers.weather]
+SECRET_phrase = '********'
+auth_token = '********'
+client_secrets = '********'
+command = '/opt/weather'
+enabled = true
+password = '********'
+sha256 = '` + testSHA + `'
+
+[[providers.weather.accounts]]
+name = 'work'
+refresh_token = '********'
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Masked mismatch (-want +got):\n%s", diff)
+	}
+	for _, secret := range []string{"sk-live-123", "tok-abc", "4242", "open sesame", "leaked-id", "rt-xyz"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("Masked output contains the secret %q", secret)
+		}
+	}
+}
+
+// TestMaskedRoundTrip checks that the rendered config parses back to the
+// same configuration when it holds no secrets.
+func TestMaskedRoundTrip(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		doc string
+	}{
+		"defaults": {doc: ""},
+		"everything set": {doc: lines(
+			"[server]",
+			`transport = "http"`,
+			`host = "::1"`,
+			"port = 8080",
+			`allowed_origins = ["https://a.example"]`,
+			`data_dir = "/srv/oh"`,
+			"[autonomy]",
+			`level = "full"`,
+			"max_actions_per_hour = 0",
+			`allowed_tools = ["memory.search"]`,
+			`confirm_acts = "required"`,
+			"[audit]",
+			"record_reads = false",
+			"retain_days = 90",
+			"[providers.weather]",
+			`command = "/opt/weather"`,
+			`args = ["-q"]`,
+			`sha256 = "`+testSHA+`"`,
+			"retries = 3",
+			"[providers.weather.geo]",
+			`api_key_env = "GEO_KEY"`,
+			"radius = 2.5",
+		)},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			want, err := parse([]byte(tt.doc), "config.toml", noEnv("/home/u"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := want.Masked()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := parse([]byte(out), "config.toml", noEnv("/home/u"))
+			if err != nil {
+				t.Fatalf("parse(Masked()): %v\n%s", err, out)
+			}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("round trip mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEnabledProviders(t *testing.T) {
+	t.Parallel()
+	c := &Config{Providers: map[string]ProviderConfig{
+		"zeta":    {Name: "zeta", Enabled: true},
+		"searxng": {Name: "searxng", Enabled: true},
+		"alpha":   {Name: "alpha", Enabled: true},
+		"memory":  {Name: "memory", Enabled: true},
+		"beta":    {Name: "beta", Enabled: false},
+		"agent":   {Name: "agent", Enabled: false},
+	}}
+	var got []string
+	for _, p := range c.EnabledProviders() {
+		got = append(got, p.Name)
+	}
+	if diff := cmp.Diff([]string{"memory", "searxng", "alpha", "zeta"}, got); diff != "" {
+		t.Errorf("EnabledProviders mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]ProviderConfig{{Name: "memory", Enabled: true}}, Default().EnabledProviders()); diff != "" {
+		t.Errorf("default EnabledProviders mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestIsBuiltin(t *testing.T) {
+	t.Parallel()
+	tests := map[string]bool{"memory": true, "agent": true, "searxng": true, "weather": false, "Memory": false, "": false}
+	for name, want := range tests {
+		if got := IsBuiltin(name); got != want {
+			t.Errorf("IsBuiltin(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestDurations(t *testing.T) {
+	t.Parallel()
+	s := Default().Server
+	got := []string{s.ToolTimeout().String(), s.ProviderStartTimeout().String(), s.SessionIdleTimeout().String()}
+	if diff := cmp.Diff([]string{"2m0s", "10s", "30m0s"}, got); diff != "" {
+		t.Errorf("durations mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// FuzzParse checks that no document makes Parse panic, and that every
+// content error is an *Error with a key or a line.
+func FuzzParse(f *testing.F) {
+	seeds := []string{
+		"",
+		string(defaultTOML),
+		"[[server]]\nport = 1\n",
+		"server.port.x = 1\n",
+		"[providers.memory]\n[[providers.memory.x]]\na_env = 1\n",
+		"[providers.\"\"]\n\"\" = 1\n",
+		"upstream = { servers = [[{}]] }\n",
+		"audit = { queue_size = \"x\" }\n",
+		"[autonomy]\nallowed_tools = [[\"a\"]]\n",
+		"a = [1, {b = 2}]\r\n[server\n",
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		c, err := parse([]byte(doc), "f.toml", noEnv("/home/u"))
+		if err == nil {
+			if c == nil {
+				t.Fatal("nil config without error")
+			}
+			return
+		}
+		for _, s := range errorStrings(t, err) {
+			if !strings.HasPrefix(s, "f.toml") {
+				t.Errorf("error %q does not name the source", s)
+			}
+		}
+	})
+}

@@ -1,0 +1,111 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Mask replaces secret values in Config.Masked.
+const Mask = "********"
+
+// secretWords mark a key whose value is a secret.
+var secretWords = []string{"token", "secret", "password", "passwd", "api_key", "apikey", "private_key", "credential"}
+
+// isSecretKey reports whether the value of key must be masked: its name
+// contains a secret word and it is not an "_env" key, which only names a
+// variable.
+func isSecretKey(key string) bool {
+	k := strings.ToLower(key)
+	if strings.HasSuffix(k, secretEnvSuffix) {
+		return false
+	}
+	for _, w := range secretWords {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// maskedDoc is the rendered shape of a Config.
+type maskedDoc struct {
+	Server    ServerConfig              `toml:"server"`
+	Autonomy  AutonomyConfig            `toml:"autonomy"`
+	Audit     AuditConfig               `toml:"audit"`
+	Providers map[string]map[string]any `toml:"providers"`
+	Upstream  *UpstreamConfig           `toml:"upstream,omitempty"`
+}
+
+// Masked renders the effective configuration as a TOML document that Parse
+// accepts, preceded by a comment naming Source. Every value under a key
+// containing token, secret, password, api_key (and a few similar words) is
+// replaced by Mask, whatever its type, except in keys ending in "_env", which
+// only name a variable. Unset keys (such as an unlimited
+// max_actions_per_hour) are left out. It fails only if encoding fails.
+func (c *Config) Masked() (string, error) {
+	doc := maskedDoc{
+		Server:    c.Server,
+		Autonomy:  c.Autonomy,
+		Audit:     c.Audit,
+		Providers: map[string]map[string]any{},
+	}
+	for name, p := range c.Providers {
+		t := map[string]any{keyEnabled: p.Enabled}
+		for k, v := range p.Settings {
+			t[k] = v
+		}
+		if p.Command != "" {
+			t[keyCommand] = p.Command
+		}
+		if p.Args != nil {
+			t[keyArgs] = p.Args
+		}
+		if p.SHA256 != "" {
+			t[keySHA256] = p.SHA256
+		}
+		doc.Providers[name] = maskTable(t)
+	}
+	if len(c.Upstream.Servers) > 0 {
+		u := &UpstreamConfig{}
+		for _, s := range c.Upstream.Servers {
+			u.Servers = append(u.Servers, maskTable(s))
+		}
+		doc.Upstream = u
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# Effective configuration from %q; secret values are masked.\n\n", c.Source)
+	if err := toml.NewEncoder(&buf).Encode(doc); err != nil {
+		return "", fmt.Errorf("render config: %w", err)
+	}
+	return buf.String(), nil
+}
+
+// maskTable copies m with secret values replaced.
+func maskTable(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if isSecretKey(k) {
+			out[k] = Mask
+			continue
+		}
+		out[k] = maskValue(v)
+	}
+	return out
+}
+
+func maskValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return maskTable(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = maskValue(e)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,296 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// BuiltinProviders names the providers compiled into openhuman-host, in the
+// order they are started and listed. Callers must not modify it.
+var BuiltinProviders = []string{"memory", "agent", "searxng"}
+
+// IsBuiltin reports whether name is one of BuiltinProviders.
+func IsBuiltin(name string) bool {
+	return slices.Contains(BuiltinProviders, name)
+}
+
+// Keys of a [providers.<name>] table that the host reads itself; every other
+// key is a provider setting.
+const (
+	keyEnabled = "enabled"
+	keyCommand = "command"
+	keyArgs    = "args"
+	keySHA256  = "sha256"
+)
+
+// secretEnvSuffix marks a setting whose value names an environment variable.
+const secretEnvSuffix = "_env"
+
+var (
+	providerName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+	sha256Hex    = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// ProviderConfig is one [providers.<name>] table.
+type ProviderConfig struct {
+	// Name is the table's name: ^[a-z][a-z0-9_-]{0,31}$.
+	Name string
+	// Enabled starts the provider. A table in the config file without an
+	// enabled key enables its provider; the defaults enable memory only.
+	Enabled bool
+	// Command is the path of a third-party provider's executable, used as
+	// written (required for those, refused for built-ins).
+	Command string
+	// Args are extra arguments for Command; nil when absent. Built-ins take
+	// none.
+	Args []string
+	// SHA256 is the expected SHA-256 of Command's file as 64 lowercase hex
+	// digits (required for third-party providers, refused for built-ins).
+	SHA256 string
+	// Settings holds every other key of the table, nested tables included,
+	// as decoded from TOML (string, int64, float64, bool, []any,
+	// map[string]any, or a go-toml date/time); nil when there are none. Keys
+	// ending in "_env" name environment variables: see ResolveSecrets.
+	Settings map[string]any
+}
+
+// ResolveSecrets reads the environment variables that the Settings keys
+// ending in "_env" name, in nested tables and arrays of tables too. The result
+// maps each such key path without the suffix to the variable's value: for
+// llm.api_key_env = "OPENAI_API_KEY" it holds "llm.api_key" → the value of
+// OPENAI_API_KEY ("" when unset). Elements of arrays are written "items[0]".
+// Non-string "_env" values are skipped (Load rejects them). A nil getenv means
+// os.Getenv. The result is never nil.
+func (p ProviderConfig) ResolveSecrets(getenv func(string) string) map[string]string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	out := map[string]string{}
+	walkSettings("", p.Settings, func(path, key string, v any) {
+		if s, ok := v.(string); ok && isEnvKey(key) {
+			out[strings.TrimSuffix(path, secretEnvSuffix)] = getenv(s)
+		}
+	})
+	return out
+}
+
+// SettingsJSON returns Settings as a JSON object, "{}" when there are none.
+// It fails only for values JSON cannot hold, such as a NaN or infinite float.
+func (p ProviderConfig) SettingsJSON() (json.RawMessage, error) {
+	if len(p.Settings) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	b, err := json.Marshal(p.Settings)
+	if err != nil {
+		return nil, fmt.Errorf("provider %s settings as JSON: %w", p.Name, err)
+	}
+	return b, nil
+}
+
+// isEnvKey reports whether a settings key names an environment variable.
+func isEnvKey(key string) bool {
+	return len(key) > len(secretEnvSuffix) && strings.HasSuffix(key, secretEnvSuffix)
+}
+
+// walkSettings calls fn for every leaf and table value under m, with its
+// dotted path relative to m and its own key, parents before children.
+func walkSettings(prefix string, m map[string]any, fn func(path, key string, v any)) {
+	keys := slices.Sorted(maps.Keys(m))
+	for _, k := range keys {
+		path := joinKey(prefix, k)
+		fn(path, k, m[k])
+		walkValue(path, m[k], fn)
+	}
+}
+
+func walkValue(path string, v any, fn func(path, key string, v any)) {
+	switch v := v.(type) {
+	case map[string]any:
+		walkSettings(path, v, fn)
+	case []any:
+		for i, e := range v {
+			walkValue(index(path, i), e, fn)
+		}
+	}
+}
+
+// provider merges the file's table for name over base (the default entry,
+// or the zero value) and type-checks the keys the host reads.
+func (d *decoder) provider(name string, base ProviderConfig, table map[string]any) ProviderConfig {
+	prefix := joinKey("providers", name)
+	p := base
+	p.Name = name
+	p.Enabled = true
+	p.Args = slices.Clone(base.Args)
+	settings := cloneTable(base.Settings)
+	for _, k := range slices.Sorted(maps.Keys(table)) {
+		v := table[k]
+		path := joinKey(prefix, k)
+		switch k {
+		case keyEnabled:
+			b, ok := v.(bool)
+			if !ok {
+				d.fail(path, "must be a boolean; got %s", describeValue(v))
+			}
+			p.Enabled = b
+		case keyCommand:
+			s, ok := v.(string)
+			if !ok {
+				d.fail(path, "must be a string; got %s", describeValue(v))
+			}
+			p.Command = s
+		case keySHA256:
+			s, ok := v.(string)
+			if !ok {
+				d.fail(path, "must be a string; got %s", describeValue(v))
+			}
+			p.SHA256 = s
+		case keyArgs:
+			p.Args = d.stringList(path, v)
+		default:
+			if settings == nil {
+				settings = map[string]any{}
+			}
+			settings[k] = mergeValue(settings[k], v)
+		}
+	}
+	p.Settings = settings
+	return p
+}
+
+// stringList converts a decoded TOML array of strings, reporting the first
+// element that is not a string.
+func (d *decoder) stringList(path string, v any) []string {
+	arr, ok := v.([]any)
+	if !ok {
+		d.fail(path, "must be an array of strings; got %s", describeValue(v))
+		return nil
+	}
+	out := make([]string, 0, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			d.fail(index(path, i), "must be a string; got %s", describeValue(e))
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// validateProvider checks one merged provider entry.
+func (d *decoder) validateProvider(p ProviderConfig) {
+	prefix := joinKey("providers", p.Name)
+	if !providerName.MatchString(p.Name) {
+		d.fail(prefix, "provider names must match %s (a lowercase letter, then up to 31 lowercase letters, digits, _ or -)", providerName)
+	}
+	if IsBuiltin(p.Name) {
+		builtins := strings.Join(BuiltinProviders, ", ")
+		if p.Command != "" {
+			d.fail(joinKey(prefix, keyCommand), "built-in providers (%s) run inside openhuman-host and take no command; remove the key, or rename the table for a third-party provider", builtins)
+		}
+		if p.Args != nil {
+			d.fail(joinKey(prefix, keyArgs), "built-in providers (%s) take no args; remove the key", builtins)
+		}
+		if p.SHA256 != "" {
+			d.fail(joinKey(prefix, keySHA256), "built-in providers (%s) take no sha256; remove the key", builtins)
+		}
+	} else {
+		if strings.TrimSpace(p.Command) == "" {
+			d.fail(joinKey(prefix, keyCommand), "required for a third-party provider: the path of its executable (built-in providers are %s)", strings.Join(BuiltinProviders, ", "))
+		}
+		switch {
+		case p.SHA256 == "":
+			d.fail(joinKey(prefix, keySHA256), "required for a third-party provider: the SHA-256 of its executable as 64 lowercase hex digits (the output of sha256sum)")
+		case !sha256Hex.MatchString(p.SHA256):
+			d.fail(joinKey(prefix, keySHA256), "must be 64 lowercase hex digits (the output of sha256sum); got %q", p.SHA256)
+		}
+	}
+	walkSettings(prefix, p.Settings, func(path, key string, v any) {
+		if !isEnvKey(key) {
+			return
+		}
+		s, ok := v.(string)
+		switch {
+		case !ok:
+			d.fail(path, "must be a string naming an environment variable; got %s", describeValue(v))
+		case !envName.MatchString(s):
+			d.fail(path, "must name an environment variable (letters, digits and _, not starting with a digit); got %q", s)
+		}
+	})
+}
+
+// mergeValue merges a file value over a default one: tables merge key by key,
+// anything else is replaced.
+func mergeValue(base, v any) any {
+	bt, ok1 := base.(map[string]any)
+	vt, ok2 := v.(map[string]any)
+	if !ok1 || !ok2 {
+		return v
+	}
+	out := cloneTable(bt)
+	for k, x := range vt {
+		out[k] = mergeValue(out[k], x)
+	}
+	return out
+}
+
+// cloneTable deep-copies nested tables and arrays so merges never alias the
+// defaults.
+func cloneTable(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return cloneTable(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = cloneValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// describeValue names the TOML type of a decoded value.
+func describeValue(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	}
+	return "a date or time"
+}
+
+// sortedProviderNames lists the names in providers, sorted.
+func sortedProviderNames(providers map[string]ProviderConfig) []string {
+	names := slices.Collect(maps.Keys(providers))
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,140 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// logLevels are the accepted server.log_level values, quietest last.
+var logLevels = []string{"trace", "debug", "info", "warn", "error", "off"}
+
+var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+
+// validate checks the merged configuration. Values the file did not set come
+// from the defaults, which are valid, so every error points into the file.
+func (d *decoder) validate(c *Config) {
+	s := &c.Server
+	d.check("server.transport", oneOf(s.Transport, TransportStdio, TransportHTTP))
+	d.check("server.host", checkHost(s.Host))
+	d.check("server.port", between(int64(s.Port), 1, 65535))
+	d.check("server.tool_timeout_secs", atLeast(int64(s.ToolTimeoutSecs), 1))
+	d.check("server.provider_start_timeout_secs", atLeast(int64(s.ProviderStartTimeoutSecs), 1))
+	d.check("server.log_level", oneOf(s.LogLevel, logLevels...))
+	d.check("server.data_dir", checkDataDir(s.DataDir))
+	d.check("server.max_request_body_bytes", atLeast(s.MaxRequestBodyBytes, 1))
+	d.check("server.session_idle_timeout_secs", atLeast(int64(s.SessionIdleTimeoutSecs), 0))
+	for i, o := range s.AllowedOrigins {
+		d.check(index("server.allowed_origins", i), checkOrigin(o))
+	}
+
+	a := &c.Autonomy
+	d.check("autonomy.level", oneOf(a.Level, LevelReadOnly, LevelSupervised, LevelFull))
+	if a.MaxActionsPerHour != nil {
+		d.check("autonomy.max_actions_per_hour", atLeast(int64(*a.MaxActionsPerHour), 0))
+	}
+	for i, t := range a.AllowedTools {
+		d.check(index("autonomy.allowed_tools", i), checkToolName(t))
+	}
+	for i, t := range a.DeniedTools {
+		d.check(index("autonomy.denied_tools", i), checkToolName(t))
+	}
+	d.check("autonomy.confirm_acts", oneOf(a.ConfirmActs, ConfirmOff, ConfirmWhenSupported, ConfirmRequired))
+
+	d.check("audit.retain_days", atLeast(int64(c.Audit.RetainDays), 0))
+	d.check("audit.queue_size", atLeast(int64(c.Audit.QueueSize), 1))
+
+	for _, name := range sortedProviderNames(c.Providers) {
+		d.validateProvider(c.Providers[name])
+	}
+
+	for i := range c.Upstream.Servers {
+		d.fail(index("upstream.servers", i), "upstream servers are not supported by this version; remove this [[upstream.servers]] entry")
+	}
+}
+
+// check records msg, when not empty, as an error about path.
+func (d *decoder) check(path, msg string) {
+	if msg != "" {
+		d.fail(path, "%s", msg)
+	}
+}
+
+// applyEnv applies the environment overrides to c, validating them.
+func applyEnv(c *Config, env environ) []*Error {
+	var errs []*Error
+	override := func(variable, key string, check func(string) string, set func(string)) {
+		v := env.getenv(variable)
+		if v == "" {
+			return
+		}
+		if msg := check(v); msg != "" {
+			errs = append(errs, &Error{Env: variable, Key: key, Msg: msg})
+			return
+		}
+		set(v)
+	}
+	override(EnvLogLevel, "server.log_level",
+		func(v string) string { return oneOf(v, logLevels...) },
+		func(v string) { c.Server.LogLevel = v })
+	override(EnvDataDir, "server.data_dir", checkDataDir,
+		func(v string) { c.Server.DataDir = v })
+	return errs
+}
+
+// The check functions return "" for a valid value, else what is wrong.
+
+func oneOf(v string, allowed ...string) string {
+	if slices.Contains(allowed, v) {
+		return ""
+	}
+	return fmt.Sprintf("must be one of %s; got %q", strings.Join(allowed, ", "), v)
+}
+
+func between(v, lo, hi int64) string {
+	if v < lo || v > hi {
+		return fmt.Sprintf("must be between %d and %d; got %d", lo, hi, v)
+	}
+	return ""
+}
+
+func atLeast(v, lo int64) string {
+	if v < lo {
+		return fmt.Sprintf("must be at least %d; got %d", lo, v)
+	}
+	return ""
+}
+
+func checkHost(h string) string {
+	if net.ParseIP(h) != nil || hostName.MatchString(h) {
+		return ""
+	}
+	return fmt.Sprintf("must be an IP address or host name, such as 127.0.0.1 or localhost; got %q", h)
+}
+
+func checkDataDir(p string) string {
+	if p == "" || p == "~" || strings.HasPrefix(p, "~/") || filepath.IsAbs(p) {
+		return ""
+	}
+	return fmt.Sprintf("must be an absolute path, a path starting with ~/, or empty for the default; got %q", p)
+}
+
+func checkOrigin(o string) string {
+	u, err := url.Parse(o)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery {
+		return ""
+	}
+	return fmt.Sprintf("must be an origin: http or https, a host and an optional port, such as https://example.com:8443; got %q", o)
+}
+
+func checkToolName(t string) string {
+	if t == "" || strings.TrimSpace(t) != t {
+		return fmt.Sprintf("tool names must be non-empty without surrounding spaces; got %q", t)
+	}
+	return ""
+}

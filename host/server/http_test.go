@@ -1,0 +1,84 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/openhuman/openhuman-host/host/policy"
+)
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"http-test","version":"1"}}}`
+
+func TestHTTPHandlerGuards(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestServer(t, policy.Supervised, true)
+	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: "s3cret", AllowedOrigins: []string{"https://app.example.com"}}))
+	t.Cleanup(ts.Close)
+
+	tests := map[string]struct {
+		auth, origin, host string
+		want               int
+	}{
+		"no token":               {want: http.StatusUnauthorized},
+		"wrong token":            {auth: "Bearer nope", want: http.StatusUnauthorized},
+		"token of other length":  {auth: "Bearer s3cretX", want: http.StatusUnauthorized},
+		"right token":            {auth: "Bearer s3cret", want: http.StatusOK},
+		"foreign origin":         {auth: "Bearer s3cret", origin: "http://evil.example", want: http.StatusForbidden},
+		"loopback origin":        {auth: "Bearer s3cret", origin: "http://localhost:5173", want: http.StatusOK},
+		"configured origin":      {auth: "Bearer s3cret", origin: "https://app.example.com", want: http.StatusOK},
+		"origin before auth":     {origin: "http://evil.example", want: http.StatusForbidden},
+		"dns rebinding host":     {auth: "Bearer s3cret", host: "evil.example", want: http.StatusForbidden},
+		"null origin is foreign": {auth: "Bearer s3cret", origin: "null", want: http.StatusForbidden},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			req, _ := http.NewRequest(http.MethodPost, ts.URL+"/", strings.NewReader(initBody))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckBind(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		host, token string
+		force       bool
+		wantErr     bool
+	}{
+		"loopback v4":           {host: "127.0.0.1"},
+		"loopback v6":           {host: "::1"},
+		"localhost":             {host: "localhost"},
+		"all interfaces":        {host: "0.0.0.0", wantErr: true},
+		"all interfaces, token": {host: "0.0.0.0", token: "t"},
+		"lan address, forced":   {host: "192.0.2.10", force: true},
+		"lan address":           {host: "192.0.2.10", wantErr: true},
+	}
+	for name, tc := range tests {
+		err := CheckBind(tc.host, tc.token, tc.force)
+		if (err != nil) != tc.wantErr || (err != nil && !errors.Is(err, ErrInsecureBind)) {
+			t.Errorf("%s: CheckBind = %v, wantErr %v", name, err, tc.wantErr)
+		}
+	}
+}

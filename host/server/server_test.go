@@ -1,0 +1,321 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/host/catalog"
+	"github.com/openhuman/openhuman-host/host/policy"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// fakeProvider answers every tool from a function.
+type fakeProvider struct {
+	call func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error)
+}
+
+func (f *fakeProvider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	return f.call(ctx, req)
+}
+
+func (f *fakeProvider) ReadResource(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	if req.URI != "fake://doc" {
+		return nil, sdk.ErrResourceNotFound
+	}
+	return &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: req.URI, MIMEType: "text/markdown", Text: "# doc"}}}, nil
+}
+
+// memAudit keeps rows in memory.
+type memAudit struct {
+	mu   sync.Mutex
+	rows []audit.Record
+}
+
+func (m *memAudit) Record(_ context.Context, r audit.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rows = append(m.rows, r)
+	return nil
+}
+
+func (m *memAudit) all() []audit.Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]audit.Record(nil), m.rows...)
+}
+
+const searchSchema = `{"type":"object","properties":{"query":{"type":"string","maxLength":100},"k":{"type":"integer","minimum":1,"maximum":50},"tags":{"type":"array","maxItems":2,"items":{"type":"string","maxLength":4}}},"required":["query"],"additionalProperties":false}`
+
+func testCatalog() *catalog.Catalog {
+	return catalog.Build(nil, []catalog.Source{{Provider: "fake", Catalog: &sdk.Catalog{
+		Name: "fake",
+		Tools: []sdk.Tool{
+			{Name: "fake.search", Description: "search", InputSchema: json.RawMessage(searchSchema), Class: sdk.ClassRead,
+				Annotations: sdk.Annotations{ReadOnlyHint: sdk.Bool(true)}},
+			{Name: "fake.store", Description: "store", InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}},"additionalProperties":false}`), Class: sdk.ClassAct,
+				OutputSchema: json.RawMessage(`{"type":"object"}`), Annotations: sdk.Annotations{DestructiveHint: sdk.Bool(true)}},
+			{Name: "fake.slow", Description: "slow", InputSchema: json.RawMessage(`{"type":"object"}`), Class: sdk.ClassRead, Timeout: 50 * time.Millisecond},
+		},
+		Resources: []sdk.Resource{{URI: "fake://doc", Name: "doc", MIMEType: "text/markdown"}},
+	}}})
+}
+
+func defaultProvider() *fakeProvider {
+	return &fakeProvider{call: func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		switch req.Name {
+		case "fake.store":
+			return sdk.StructuredResult("stored", map[string]string{"document_id": "mcp/doc-1"})
+		case "fake.slow":
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		if strings.Contains(string(req.Arguments), "crash") {
+			return nil, errors.New("connection reset")
+		}
+		_ = req.Progress(ctx, sdk.Progress{Progress: 1, Total: 2, Message: "half"})
+		return sdk.TextResult("found " + string(req.Arguments)), nil
+	}}
+}
+
+func newTestServer(t *testing.T, level policy.Level, recordReads bool) (*Server, *memAudit) {
+	t.Helper()
+	pol, err := policy.New(policy.Options{Level: level})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &memAudit{}
+	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a, RecordReads: recordReads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, a
+}
+
+func TestCallPipeline(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		level        policy.Level
+		tool, args   string
+		wantError    bool
+		wantText     string
+		wantDecision string
+		wantRef      string
+	}{
+		"read allowed":           {tool: "fake.search", args: `{"query":"reef"}`, wantText: `found {"query":"reef"}`, wantDecision: "allowed"},
+		"act allowed":            {tool: "fake.store", args: `{"title":"t"}`, wantText: "stored", wantDecision: "allowed", wantRef: "mcp/doc-1"},
+		"k above max":            {tool: "fake.search", args: `{"query":"x","k":51}`, wantError: true, wantText: `argument "k" must be between 1 and 50; got 51`, wantDecision: "denied:invalid_arguments"},
+		"k zero":                 {tool: "fake.search", args: `{"query":"x","k":0}`, wantError: true, wantText: `argument "k" must be between 1 and 50; got 0`, wantDecision: "denied:invalid_arguments"},
+		"k wrong type":           {tool: "fake.search", args: `{"query":"x","k":"5"}`, wantError: true, wantText: `argument "k" must be of type integer; got string "5"`, wantDecision: "denied:invalid_arguments"},
+		"k fractional":           {tool: "fake.search", args: `{"query":"x","k":2.5}`, wantError: true, wantText: `argument "k" must be of type integer; got number 2.5`, wantDecision: "denied:invalid_arguments"},
+		"unknown argument":       {tool: "fake.search", args: `{"query":"x","bogus":1}`, wantError: true, wantText: `unknown argument "bogus"; fake.search takes: k, query, tags`, wantDecision: "denied:invalid_arguments"},
+		"blank required string":  {tool: "fake.search", args: `{"query":"  \t"}`, wantError: true, wantText: `argument "query" must not be blank`, wantDecision: "denied:invalid_arguments"},
+		"missing required":       {tool: "fake.search", args: `{}`, wantError: true, wantText: `missing required argument "query"`, wantDecision: "denied:invalid_arguments"},
+		"too many items":         {tool: "fake.search", args: `{"query":"x","tags":["a","b","c"]}`, wantError: true, wantText: `argument "tags" has 3 items; at most 2 allowed`, wantDecision: "denied:invalid_arguments"},
+		"item too long":          {tool: "fake.search", args: `{"query":"x","tags":["a","abcde"]}`, wantError: true, wantText: `argument "tags" item 2 is 5 characters long; at most 4 allowed`, wantDecision: "denied:invalid_arguments"},
+		"arguments not object":   {tool: "fake.search", args: `[1]`, wantError: true, wantText: `arguments must be a JSON object; fake.search takes: k, query, tags`, wantDecision: "denied:invalid_arguments"},
+		"readonly refuses acts":  {level: policy.ReadOnly, tool: "fake.store", args: `{}`, wantError: true, wantText: `level`, wantDecision: "denied:readonly"},
+		"readonly allows reads":  {level: policy.ReadOnly, tool: "fake.search", args: `{"query":"x"}`, wantText: `found {"query":"x"}`, wantDecision: "allowed"},
+		"provider failure named": {tool: "fake.search", args: `{"query":"crash"}`, wantError: true, wantText: "fake.search failed: provider fake: connection reset", wantDecision: "allowed"},
+		"tool timeout":           {tool: "fake.slow", args: `{}`, wantError: true, wantText: "fake.slow timed out after 50ms", wantDecision: "allowed"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			level := tc.level
+			if level == "" {
+				level = policy.Supervised
+			}
+			s, a := newTestServer(t, level, true)
+			res, err := s.Call(context.Background(), Call{Tool: tc.tool, Arguments: json.RawMessage(tc.args), Caller: sdk.Caller{SourceType: "mcp:test"}})
+			if err != nil {
+				t.Fatalf("Call: %v", err)
+			}
+			if res.IsError != tc.wantError {
+				t.Errorf("IsError = %v, want %v (%s)", res.IsError, tc.wantError, resultText(res))
+			}
+			if got := resultText(res); !strings.Contains(got, tc.wantText) {
+				t.Errorf("text = %q, want it to contain %q", got, tc.wantText)
+			}
+			rows := a.all()
+			if len(rows) != 1 {
+				t.Fatalf("%d audit rows, want exactly 1", len(rows))
+			}
+			r := rows[0]
+			if r.Decision != tc.wantDecision || r.Success == tc.wantError || r.Tool != tc.tool || r.Provider != "fake" || r.SourceType != "mcp:test" || r.ResultRef != tc.wantRef {
+				t.Errorf("audit row = %+v", r)
+			}
+			if tc.wantError && r.Error == "" {
+				t.Error("failed call has no error in its audit row")
+			}
+		})
+	}
+}
+
+func TestUnknownToolIsNotAudited(t *testing.T) {
+	t.Parallel()
+	s, a := newTestServer(t, policy.Supervised, true)
+	_, err := s.Call(context.Background(), Call{Tool: "no.such", Arguments: json.RawMessage(`{}`)})
+	if !errors.Is(err, ErrUnknownTool) {
+		t.Fatalf("err = %v, want ErrUnknownTool", err)
+	}
+	if n := len(a.all()); n != 0 {
+		t.Errorf("%d audit rows for an unknown tool", n)
+	}
+}
+
+func TestRecordReadsOff(t *testing.T) {
+	t.Parallel()
+	s, a := newTestServer(t, policy.Supervised, false)
+	ctx := context.Background()
+	if _, err := s.Call(ctx, Call{Tool: "fake.search", Arguments: json.RawMessage(`{"query":"x"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Call(ctx, Call{Tool: "fake.store", Arguments: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	rows := a.all()
+	if len(rows) != 1 || rows[0].Tool != "fake.store" {
+		t.Errorf("rows = %+v, want only the act", rows)
+	}
+}
+
+func TestDepthLimit(t *testing.T) {
+	t.Parallel()
+	s, a := newTestServer(t, policy.Supervised, true)
+	res, err := s.Call(context.Background(), Call{Tool: "fake.search", Arguments: json.RawMessage(`{"query":"x"}`), Caller: sdk.Caller{Depth: MaxDepth + 1}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "at most 6 deep") {
+		t.Fatalf("res = %+v, err = %v", res, err)
+	}
+	if rows := a.all(); len(rows) != 1 || rows[0].Decision != "denied:depth" {
+		t.Errorf("rows = %+v", rows)
+	}
+}
+
+// connect runs s over in-memory transports and returns a connected client
+// session.
+func connect(t *testing.T, s *Server, clientName string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := s.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "9.9"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func TestMCPSurface(t *testing.T) {
+	t.Parallel()
+	s, a := newTestServer(t, policy.Supervised, true)
+	var mu sync.Mutex
+	var progress []string
+	cs := connect(t, s, "Claude Desktop", &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress = append(progress, req.Params.Message)
+		},
+	})
+	ctx := context.Background()
+
+	init := cs.InitializeResult()
+	if init.ServerInfo.Name != Name || init.Capabilities.Tools == nil || init.Capabilities.Resources == nil || init.Capabilities.Logging == nil {
+		t.Fatalf("initialize result = %+v", init)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if diff := cmp.Diff([]string{"fake.search", "fake.slow", "fake.store"}, names, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.search", Arguments: map[string]any{"query": "reef"}, Meta: mcp.Meta{"progressToken": "p1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	// Notifications are handled asynchronously on the client side.
+	var gotProgress []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		gotProgress = append([]string(nil), progress...)
+		mu.Unlock()
+		if len(gotProgress) > 0 {
+			break
+		}
+	}
+	if diff := cmp.Diff([]string{"half"}, gotProgress); diff != "" {
+		t.Errorf("progress (-want +got):\n%s", diff)
+	}
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.store", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("store: %v %+v", err, res)
+	}
+	if diff := cmp.Diff(map[string]any{"document_id": "mcp/doc-1"}, res.StructuredContent); diff != "" {
+		t.Errorf("structured content (-want +got):\n%s", diff)
+	}
+
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "no.such_tool", Arguments: map[string]any{}})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("unknown tool error = %v, want JSON-RPC -32602", err)
+	}
+
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fake://doc"})
+	if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != "# doc" {
+		t.Errorf("read resource: %v %+v", err, read)
+	}
+
+	rows := a.all()
+	if len(rows) != 2 {
+		t.Fatalf("%d audit rows, want 2", len(rows))
+	}
+	for _, r := range rows {
+		if r.SourceType != "mcp:claude-desktop" || r.ClientName != "Claude Desktop" || r.ClientVersion != "9.9" || !strings.HasPrefix(r.SessionHash, "sha256:") {
+			t.Errorf("provenance in audit row = %+v", r)
+		}
+	}
+	if rows[0].SessionHash != rows[1].SessionHash {
+		t.Errorf("one session, two session hashes: %q %q", rows[0].SessionHash, rows[1].SessionHash)
+	}
+}
+
+func TestSourceType(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"Claude Desktop":     "mcp:claude-desktop",
+		"cursor":             "mcp:cursor",
+		"  Interop Probe!! ": "mcp:interop-probe",
+		"":                   "mcp",
+		"日本語":                "mcp",
+		"a--b__c":            "mcp:a-b-c",
+		"Visual Studio Code": "mcp:visual-studio-code",
+	}
+	for in, want := range tests {
+		if got := SourceType(in); got != want {
+			t.Errorf("SourceType(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openhuman/openhuman-host/host/policy"
+)
+
+// TestLineTransportKeepsSessionAfterBadLines drives the stdio transport
+// with raw lines: each bad line gets a JSON-RPC error and the session
+// still answers what follows.
+func TestLineTransportKeepsSessionAfterBadLines(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestServer(t, policy.Supervised, true)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.MCP().Run(ctx, &LineTransport{In: inR, Out: outW}) }()
+
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(make([]byte, 1<<20), 1<<20)
+	next := func() map[string]any {
+		t.Helper()
+		got := make(chan map[string]any, 1)
+		go func() {
+			if !lines.Scan() {
+				got <- nil
+				return
+			}
+			var m map[string]any
+			if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
+				t.Errorf("server wrote a line that is not JSON: %q", lines.Text())
+			}
+			got <- m
+		}()
+		select {
+		case m := <-got:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatal("no response within 10s")
+			return nil
+		}
+	}
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	tests := []struct {
+		name, line string
+		want       map[string]any
+	}{
+		{"invalid JSON", `{not json`, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": float64(-32700)}}},
+		{"not a JSON-RPC message", `{"id":7,"foo":1}`, map[string]any{"jsonrpc": "2.0", "id": float64(7), "error": map[string]any{"code": float64(-32600)}}},
+		{"initialize still works", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil},
+	}
+	for _, tc := range tests {
+		send(tc.line)
+		got := next()
+		if tc.want == nil {
+			if got["id"] != float64(1) || got["result"] == nil {
+				t.Errorf("%s: got %v", tc.name, got)
+			}
+			continue
+		}
+		if e, ok := got["error"].(map[string]any); ok {
+			delete(e, "message")
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send("")
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	got := next()
+	if got["id"] != float64(2) || !strings.Contains(mustJSON(t, got), "fake.search") {
+		t.Errorf("tools/list after bad lines: %v", got)
+	}
+	_ = inW.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not stop at end of input")
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

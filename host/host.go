@@ -74,6 +74,12 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", dataDir, err)
 	}
+	if c := cfg.Autonomy.ConfirmActs; c != "" && c != config.ConfirmOff {
+		// Confirmation through elicitation is not built yet; running acts
+		// unconfirmed while the config asks for confirmation would be
+		// worse than refusing to start.
+		return nil, fmt.Errorf("autonomy.confirm_acts = %q is not supported by this version; set it to %q", c, config.ConfirmOff)
+	}
 	pol, err := policy.New(policy.Options{
 		Level:             policy.Level(cfg.Autonomy.Level),
 		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,

@@ -150,6 +150,10 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	log.Info("providers loaded", "count", len(h.Providers), "tools", len(h.Server.Catalog().Tools()))
 
 	if transport == "stdio" {
+		if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			fmt.Fprintln(os.Stderr, "openhuman-host: serving MCP on stdio and waiting for a client's JSON-RPC messages (Ctrl-D stops);\n"+
+				"  add this command to an MCP client's config, or try: openhuman-host tools list")
+		}
 		err := h.Server.MCP().Run(ctx, &server.LineTransport{In: stdin, Out: os.Stdout})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("stdio session: %w", err)

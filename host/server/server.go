@@ -118,7 +118,8 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
-			Logging:   &mcp.LoggingCapabilities{},
+			//lint:ignore SA1019 logging stays supported for clients on protocol versions before 2026-07-28.
+			Logging: &mcp.LoggingCapabilities{},
 		},
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.session(req.Session) },
 	})
@@ -420,5 +421,6 @@ func (e *sessionEvents) Log(ctx context.Context, m sdk.LogMessage) error {
 	if e.session == nil {
 		return nil
 	}
+	//lint:ignore SA1019 logging stays supported for clients on protocol versions before 2026-07-28.
 	return e.session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: m.Data})
 }

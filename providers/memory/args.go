@@ -1,0 +1,132 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+)
+
+// argError is an invalid argument, reported to the model as an isError
+// result so it can correct the call.
+type argError struct {
+	msg string
+}
+
+func (e *argError) Error() string { return e.msg }
+
+func argErrorf(format string, args ...any) *argError {
+	return &argError{msg: fmt.Sprintf(format, args...)}
+}
+
+// decodeArgs decodes a tool's arguments object into dst, refusing unknown
+// arguments, wrong JSON types and trailing data. The host has validated the
+// arguments against the input schema already; this guards direct callers.
+func decodeArgs(raw json.RawMessage, dst any) *argError {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		raw = []byte("{}")
+	}
+	if raw[0] != '{' {
+		return argErrorf("arguments must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if err == nil {
+		if dec.Decode(&struct{}{}) != io.EOF {
+			return argErrorf("arguments must be a single JSON object")
+		}
+		return nil
+	}
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		return argErrorf("argument %q must be %s, not a JSON %s", typeErr.Field, describeType(typeErr.Type), typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return argErrorf("arguments are not valid JSON: %v", err)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return argErrorf("unknown argument %s; accepted arguments: %s",
+			strings.TrimPrefix(err.Error(), "json: unknown field "), strings.Join(jsonFields(dst), ", "))
+	default:
+		return argErrorf("invalid arguments: %v", err)
+	}
+}
+
+// describeType names a Go argument type in JSON terms.
+func describeType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Float64, reflect.Int:
+		return "a number"
+	case reflect.Slice:
+		return "an array of " + strings.TrimPrefix(describeType(t.Elem()), "a ") + "s"
+	default:
+		return "a " + t.Kind().String()
+	}
+}
+
+// jsonFields lists the JSON names of the fields of the struct dst points
+// to.
+func jsonFields(dst any) []string {
+	t := reflect.TypeOf(dst).Elem()
+	names := make([]string, 0, t.NumField())
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// requiredString checks a required string argument: present, not blank
+// after trimming spaces, and at most maxRunes characters. It returns the
+// trimmed value.
+func requiredString(name string, v *string, maxRunes int) (string, *argError) {
+	if v == nil {
+		return "", argErrorf("argument %q is required", name)
+	}
+	s := strings.TrimSpace(*v)
+	if s == "" {
+		return "", argErrorf("argument %q must not be blank", name)
+	}
+	if n := utf8.RuneCountInString(s); n > maxRunes {
+		return "", argErrorf("argument %q must be at most %d characters, got %d", name, maxRunes, n)
+	}
+	return s, nil
+}
+
+// intInRange checks an optional integer argument against [lo, hi] and
+// applies def when it is absent. JSON numbers such as 10.0 are integers in
+// JSON Schema and are accepted; fractions and out-of-range values are
+// refused, never clamped.
+func intInRange(name string, v *float64, lo, hi, def int) (int, *argError) {
+	if v == nil {
+		return def, nil
+	}
+	f := *v
+	if f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
+		return 0, argErrorf("argument %q must be an integer from %d to %d, got %v", name, lo, hi, f)
+	}
+	return int(f), nil
+}
+
+// quoteShort quotes s for an error message, cutting it to 64 characters.
+func quoteShort(s string) string {
+	const limit = 64
+	if utf8.RuneCountInString(s) <= limit {
+		return fmt.Sprintf("%q", s)
+	}
+	r := []rune(s)
+	return fmt.Sprintf("%q…", string(r[:limit]))
+}

@@ -1,0 +1,166 @@
+package memory
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxChunkRunes bounds a chunk's length in characters. About four
+// characters make a token in English text, so this keeps chunks near the
+// 512 tokens that embedding models and snippets work well with.
+const maxChunkRunes = 2000
+
+// boundary is a level of text structure that chunks prefer to end at,
+// coarsest first.
+type boundary int
+
+const (
+	paragraphBoundary boundary = iota
+	lineBoundary
+	sentenceBoundary
+	wordBoundary
+	runeBoundary
+)
+
+// splitChunks splits text into ordered pieces of at most limit characters
+// whose concatenation is exactly text. A piece ends at a paragraph break
+// when it can, else at a line break, then after a sentence, then after a
+// word, and only as a last resort between two characters; it never splits a
+// UTF-8 sequence. Adjacent segments are packed greedily, so short
+// paragraphs share a chunk. An empty text yields no pieces.
+func splitChunks(text string, limit int) []string {
+	if text == "" {
+		return nil
+	}
+	return splitAt(text, limit, paragraphBoundary)
+}
+
+func splitAt(text string, limit int, level boundary) []string {
+	if utf8.RuneCountInString(text) <= limit {
+		return []string{text}
+	}
+	if level == runeBoundary {
+		return cutRunes(text, limit)
+	}
+	segments := segment(text, level)
+	if len(segments) == 1 {
+		return splitAt(text, limit, level+1)
+	}
+	var (
+		out      []string
+		cur      strings.Builder
+		curRunes int
+	)
+	flush := func() {
+		if cur.Len() > 0 {
+			out = append(out, cur.String())
+			cur.Reset()
+			curRunes = 0
+		}
+	}
+	for _, s := range segments {
+		n := utf8.RuneCountInString(s)
+		if n > limit {
+			// The tail of an oversized segment may share a chunk with what
+			// follows it.
+			flush()
+			sub := splitAt(s, limit, level+1)
+			out = append(out, sub[:len(sub)-1]...)
+			tail := sub[len(sub)-1]
+			cur.WriteString(tail)
+			curRunes = utf8.RuneCountInString(tail)
+			continue
+		}
+		if curRunes+n > limit {
+			flush()
+		}
+		cur.WriteString(s)
+		curRunes += n
+	}
+	flush()
+	return out
+}
+
+// segment cuts text after every boundary of the given level; the whitespace
+// that makes a boundary stays with the segment before it.
+func segment(text string, level boundary) []string {
+	var (
+		out   []string
+		start int
+	)
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		end := i + size
+		cut := false
+		switch {
+		case unicode.IsSpace(r):
+			// Take the whole whitespace run, then decide whether it is a
+			// boundary of this level.
+			newlines := 0
+			if r == '\n' {
+				newlines++
+			}
+			for end < len(text) {
+				r2, s2 := utf8.DecodeRuneInString(text[end:])
+				if !unicode.IsSpace(r2) {
+					break
+				}
+				if r2 == '\n' {
+					newlines++
+				}
+				end += s2
+			}
+			switch level {
+			case paragraphBoundary:
+				cut = newlines >= 2
+			case lineBoundary:
+				cut = newlines >= 1
+			case sentenceBoundary:
+				cut = newlines >= 1 || endsSentence(text[start:i])
+			case wordBoundary:
+				cut = true
+			}
+		case level == sentenceBoundary && isFullWidthStop(r):
+			// CJK sentences end without a following space.
+			cut = true
+		}
+		i = end
+		if cut && i < len(text) {
+			out = append(out, text[start:i])
+			start = i
+		}
+	}
+	return append(out, text[start:])
+}
+
+// endsSentence reports whether s ends with sentence punctuation, allowing
+// closing quotes and brackets after it.
+func endsSentence(s string) bool {
+	s = strings.TrimRightFunc(s, func(r rune) bool {
+		return strings.ContainsRune(`"')]}’”»`, r)
+	})
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return strings.ContainsRune(".!?…;", r)
+}
+
+func isFullWidthStop(r rune) bool {
+	return strings.ContainsRune("。！？", r)
+}
+
+// cutRunes cuts text into pieces of limit characters (the last may be
+// shorter).
+func cutRunes(text string, limit int) []string {
+	var out []string
+	for len(text) > 0 {
+		n, i := 0, 0
+		for i < len(text) && n < limit {
+			_, size := utf8.DecodeRuneInString(text[i:])
+			i += size
+			n++
+		}
+		out = append(out, text[:i])
+		text = text[i:]
+	}
+	return out
+}

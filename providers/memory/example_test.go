@@ -1,0 +1,71 @@
+//go:build sqlite_fts5 || fts5
+
+package memory_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// Example stores a note and finds it again, as a host would through
+// CallTool.
+func Example() {
+	dir, err := os.MkdirTemp("", "memory-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	ctx := context.Background()
+	p := memory.New(nil)
+	if err := p.Configure(ctx, &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir}); err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+
+	res, err := p.CallTool(ctx, &sdk.CallToolRequest{
+		Name:      memory.ToolStore,
+		Arguments: json.RawMessage(`{"title":"Lighthouse","content":"Ingrid keeps the light on the north cape."}`),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].Text)
+
+	res, err = p.CallTool(ctx, &sdk.CallToolRequest{
+		Name:      memory.ToolSearch,
+		Arguments: json.RawMessage(`{"query":"who keeps the light","k":3}`),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].Text)
+
+	res, err = p.CallTool(ctx, &sdk.CallToolRequest{
+		Name:      memory.ToolSearch,
+		Arguments: json.RawMessage(`{"query":"Ingrid light","k":3}`),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var found struct {
+		Chunks []struct {
+			DocumentID string `json:"document_id"`
+			Snippet    string `json:"snippet"`
+		} `json:"chunks"`
+	}
+	if err := json.Unmarshal(res.StructuredContent, &found); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(found.Chunks[0].DocumentID, found.Chunks[0].Snippet)
+	// Output:
+	// Stored mcp/mcp-store-lighthouse (title "Lighthouse", 1 chunk).
+	// No chunks contain all of: who keeps the light.
+	// mcp/mcp-store-lighthouse **Ingrid** keeps the **light** on the north cape.
+}

@@ -1,0 +1,188 @@
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// testClock is a settable clock for deterministic timestamps.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newTestClock() *testClock {
+	return &testClock{t: time.UnixMilli(1_700_000_000_000).UTC()}
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// startMS is testClock's initial time in Unix milliseconds.
+const startMS = 1_700_000_000_000
+
+// openProvider configures a provider on dir and closes it at the end of the
+// test.
+func openProvider(t *testing.T, dir string, clock *testClock) *Provider {
+	t.Helper()
+	requireFTS5(t)
+	opts := &Options{}
+	if clock != nil {
+		opts.Now = clock.Now
+	}
+	p := New(opts)
+	if err := p.Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir}); err != nil {
+		t.Fatalf("Configure: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return p
+}
+
+// requireFTS5 skips tests that open a database when the binary has no
+// FTS5; TestConfigureWithoutFTS5 covers that build instead.
+func requireFTS5(t *testing.T) {
+	t.Helper()
+	if !fts5Compiled {
+		t.Skip("needs SQLite FTS5: go test -tags sqlite_fts5")
+	}
+}
+
+// newProvider configures a provider on a fresh directory with a test clock.
+func newProvider(t *testing.T) (*Provider, *testClock) {
+	t.Helper()
+	clock := newTestClock()
+	return openProvider(t, t.TempDir(), clock), clock
+}
+
+// callRaw calls a tool and checks the result's shape: a text block always,
+// and for successful results structured content that validates against the
+// tool's output schema.
+func callRaw(t *testing.T, p *Provider, name string, args any) *sdk.CallToolResult {
+	t.Helper()
+	raw, ok := args.(json.RawMessage)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(args); err != nil {
+			t.Fatalf("marshal args: %v", err)
+		}
+	}
+	res, err := p.CallTool(context.Background(), &sdk.CallToolRequest{Name: name, Arguments: raw})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if len(res.Content) == 0 || res.Content[0].Type != "text" || res.Content[0].Text == "" {
+		t.Fatalf("%s: result has no text block: %+v", name, res)
+	}
+	if res.IsError {
+		return res
+	}
+	if res.StructuredContent == nil {
+		t.Fatalf("%s: successful result has no structured content", name)
+	}
+	validateOutput(t, name, res.StructuredContent)
+	return res
+}
+
+// call calls a tool that must succeed and decodes its structured content
+// into T.
+func call[T any](t *testing.T, p *Provider, name string, args any) T {
+	t.Helper()
+	res := callRaw(t, p, name, args)
+	if res.IsError {
+		t.Fatalf("%s(%v): unexpected error result: %s", name, args, res.Content[0].Text)
+	}
+	var v T
+	if err := json.Unmarshal(res.StructuredContent, &v); err != nil {
+		t.Fatalf("%s: decode structured content: %v", name, err)
+	}
+	return v
+}
+
+// put stores a document and returns the result.
+func put(t *testing.T, p *Provider, args map[string]any) storeResult {
+	t.Helper()
+	return call[storeResult](t, p, ToolStore, args)
+}
+
+// search runs memory.search and returns its hits.
+func search(t *testing.T, p *Provider, query string, k int) []searchHit {
+	t.Helper()
+	args := map[string]any{"query": query}
+	if k != 0 {
+		args["k"] = k
+	}
+	return call[searchResult](t, p, ToolSearch, args).Chunks
+}
+
+// hitDocs lists the document ids of hits in order.
+func hitDocs(hits []searchHit) []string {
+	ids := []string{}
+	for _, h := range hits {
+		ids = append(ids, h.DocumentID)
+	}
+	return ids
+}
+
+// resolvedSchema resolves one of a tool's schemas ("input" or "output")
+// with github.com/google/jsonschema-go, the validator the host's MCP SDK
+// uses, checking that defaults match their own schemas.
+func resolvedSchema(t *testing.T, name, kind string) *jsonschema.Resolved {
+	t.Helper()
+	tl, ok := toolsByName[name]
+	if !ok {
+		t.Fatalf("no tool %q", name)
+	}
+	raw := tl.spec.InputSchema
+	if kind == "output" {
+		raw = tl.spec.OutputSchema
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("%s: decode %s schema: %v", name, kind, err)
+	}
+	r, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		t.Fatalf("%s: resolve %s schema: %v", name, kind, err)
+	}
+	return r
+}
+
+// validateOutput checks structured content against the tool's output
+// schema.
+func validateOutput(t *testing.T, name string, content json.RawMessage) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(content, &v); err != nil {
+		t.Fatalf("%s: structured content is not JSON: %v", name, err)
+	}
+	if err := resolvedSchema(t, name, "output").Validate(v); err != nil {
+		t.Fatalf("%s: structured content does not match the output schema: %v\ncontent: %s", name, err, content)
+	}
+}
+
+// sha8 is the first 8 hex digits of SHA-256(s), computed independently of
+// the code under test.
+func sha8(s string) string {
+	return fmt.Sprintf("%x", sha256.Sum256([]byte(s)))[:8]
+}

@@ -1,0 +1,81 @@
+package memory
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+const (
+	// storeKeyPrefix starts the upsert key of documents written by
+	// memory.store.
+	storeKeyPrefix = "mcp-store-"
+	// maxSlugLen bounds the slug part of a key, in bytes (slugs are ASCII).
+	maxSlugLen = 64
+	// chunkIDPrefix starts every chunk id.
+	chunkIDPrefix = "chk_"
+)
+
+// slug turns a title into lower-case ASCII letters and digits with every
+// other run of characters replaced by one "-", trimmed of dashes and cut to
+// maxSlugLen bytes; a title with no ASCII letter or digit becomes
+// "untitled".
+func slug(title string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(title) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+			continue
+		}
+		dash = true
+	}
+	s := b.String()
+	if len(s) > maxSlugLen {
+		s = strings.TrimRight(s[:maxSlugLen], "-")
+	}
+	if s == "" {
+		return "untitled"
+	}
+	return s
+}
+
+// storeKey is the upsert key memory.store uses for a title.
+func storeKey(title string) string {
+	return storeKeyPrefix + slug(title)
+}
+
+// disambiguatedKey is the key used when key already belongs to a document
+// with a different title: the first 8 hex digits of SHA-256(title) are
+// appended, so titles that slug alike never overwrite each other.
+func disambiguatedKey(key, title string) string {
+	sum := sha256.Sum256([]byte(title))
+	return key + "-" + hex.EncodeToString(sum[:4])
+}
+
+// sourceIDForNamespace is the source that memory.store writes into.
+func sourceIDForNamespace(namespace string) string {
+	return "mcp:" + namespace
+}
+
+// documentID is a document's id: namespace and key are unique together.
+func documentID(namespace, key string) string {
+	return namespace + "/" + key
+}
+
+// chunkID is a stable content hash: the same text at the same position of
+// the same document always has the same id.
+func chunkID(documentID string, seq int, content string) string {
+	h := sha256.New()
+	h.Write([]byte(documentID))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(seq)))
+	h.Write([]byte{0})
+	h.Write([]byte(content))
+	return chunkIDPrefix + hex.EncodeToString(h.Sum(nil))[:24]
+}

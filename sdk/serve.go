@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"context"
 	"os"
 	"time"
 
@@ -63,7 +64,7 @@ func Serve(p Provider, opts ...ServeOption) {
 	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: VersionedPlugins(p),
+		VersionedPlugins: VersionedPlugins(&levelFromHost{Provider: p, log: cfg.logger}),
 		GRPCServer:       plugin.DefaultGRPCServer,
 		Logger:           cfg.logger,
 	})
@@ -81,4 +82,19 @@ func watchParent(log hclog.Logger, every time.Duration) {
 			os.Exit(1)
 		}
 	}
+}
+
+// levelFromHost applies the host's log level, which arrives in Configure,
+// to the provider's logger, so a provider does not produce debug lines the
+// host would drop anyway.
+type levelFromHost struct {
+	Provider
+	log hclog.Logger
+}
+
+func (l *levelFromHost) Configure(ctx context.Context, req *ConfigureRequest) error {
+	if level := hclog.LevelFromString(req.LogLevel); level != hclog.NoLevel {
+		l.log.SetLevel(level)
+	}
+	return l.Provider.Configure(ctx, req)
 }

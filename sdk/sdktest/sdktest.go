@@ -54,13 +54,12 @@ func Start(t testing.TB, p sdk.Provider, opts *Options) *Harness {
 	if opts == nil {
 		opts = &Options{}
 	}
-	client, server := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{
+	client, _ := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{
 		sdk.PluginName: &sdk.GRPCProviderPlugin{Impl: p},
 	})
-	t.Cleanup(func() {
-		_ = client.Close()
-		server.Stop()
-	})
+	// Closing the client asks the server to shut down through go-plugin's
+	// controller service; stopping the server here as well would race.
+	t.Cleanup(func() { _ = client.Close() })
 	raw, err := client.Dispense(sdk.PluginName)
 	if err != nil {
 		t.Fatalf("dispense provider: %v", err)

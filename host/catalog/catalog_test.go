@@ -1,0 +1,138 @@
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+func tool(name string, class sdk.PolicyClass, schema string) sdk.Tool {
+	return sdk.Tool{Name: name, Description: "d", InputSchema: json.RawMessage(schema), Class: class}
+}
+
+const obj = `{"type":"object","additionalProperties":false}`
+
+func TestValidateTool(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		tool    sdk.Tool
+		wantErr string
+	}{
+		"valid read":          {tool: tool("memory.search", sdk.ClassRead, obj)},
+		"valid act":           {tool: tool("a_b-c.D9", sdk.ClassAct, obj)},
+		"empty name":          {tool: tool("", sdk.ClassRead, obj), wantErr: `name "" must match`},
+		"space in name":       {tool: tool("my tool", sdk.ClassRead, obj), wantErr: `name "my tool" must match`},
+		"name too long":       {tool: tool(strings.Repeat("x", 129), sdk.ClassRead, obj), wantErr: "must match"},
+		"slash in name":       {tool: tool("a/b", sdk.ClassRead, obj), wantErr: "must match"},
+		"no class":            {tool: tool("t", "", obj), wantErr: `policy class "" must be "read" or "act"`},
+		"unknown class":       {tool: tool("t", "write", obj), wantErr: `policy class "write"`},
+		"no schema":           {tool: tool("t", sdk.ClassRead, ""), wantErr: "no input schema"},
+		"schema not object":   {tool: tool("t", sdk.ClassRead, `{"type":"string"}`), wantErr: `must have "type": "object"`},
+		"schema invalid JSON": {tool: tool("t", sdk.ClassRead, `{"type":`), wantErr: "input schema"},
+		"unresolvable ref":    {tool: tool("t", sdk.ClassRead, `{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`), wantErr: "does not resolve"},
+		"output not object": {tool: func() sdk.Tool {
+			x := tool("t", sdk.ClassRead, obj)
+			x.OutputSchema = json.RawMessage(`{"type":"array"}`)
+			return x
+		}(), wantErr: "output schema must have"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			err := ValidateTool(tc.tool)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ErrInvalidTool) {
+				t.Fatalf("error = %v, want one containing %q wrapping ErrInvalidTool", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestBuildMergesInOrderAndRefusesCollisions(t *testing.T) {
+	t.Parallel()
+	c := Build(nil, []Source{
+		{Provider: "first", Catalog: &sdk.Catalog{
+			Tools:     []sdk.Tool{tool("shared.tool", sdk.ClassRead, obj), tool("bad tool", sdk.ClassRead, obj), tool("first.only", sdk.ClassAct, obj)},
+			Resources: []sdk.Resource{{URI: "x://a", Name: "a"}, {URI: "", Name: "empty"}},
+		}},
+		{Provider: "second", Catalog: &sdk.Catalog{
+			Tools:             []sdk.Tool{tool("shared.tool", sdk.ClassAct, obj), tool("second.only", sdk.ClassRead, obj)},
+			Resources:         []sdk.Resource{{URI: "x://a", Name: "dup"}, {URI: "x://b", Name: "b"}},
+			ResourceTemplates: []sdk.ResourceTemplate{{URITemplate: "x://{id}", Name: "t"}},
+		}},
+		{Provider: "nil catalog"},
+	})
+	type entry struct{ Name, Provider string }
+	var got []entry
+	for _, tl := range c.Tools() {
+		got = append(got, entry{tl.Name, tl.Provider})
+	}
+	want := []entry{{"shared.tool", "first"}, {"first.only", "first"}, {"second.only", "second"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	var uris []entry
+	for _, r := range c.Resources() {
+		uris = append(uris, entry{r.URI, r.Provider})
+	}
+	if diff := cmp.Diff([]entry{{"x://a", "first"}, {"x://b", "second"}}, uris); diff != "" {
+		t.Errorf("resources (-want +got):\n%s", diff)
+	}
+	if r, ok := c.Resource("x://a"); !ok || r.Name != "a" {
+		t.Errorf("Resource(x://a) = %+v, %v", r, ok)
+	}
+	if len(c.ResourceTemplates()) != 1 {
+		t.Errorf("templates = %d, want 1", len(c.ResourceTemplates()))
+	}
+	if tl, ok := c.Tool("shared.tool"); !ok || tl.Class != sdk.ClassRead {
+		t.Errorf("shared.tool = %+v, want the first provider's read tool", tl)
+	}
+	if _, ok := c.Tool("bad tool"); ok {
+		t.Error("an invalid tool was accepted")
+	}
+}
+
+func TestValidateArgumentsPassesValidInputThrough(t *testing.T) {
+	t.Parallel()
+	c := Build(nil, []Source{{Provider: "p", Catalog: &sdk.Catalog{Tools: []sdk.Tool{
+		tool("t", sdk.ClassRead, `{"type":"object","properties":{"kind":{"type":"string","enum":["a","b"]},"n":{"type":"number","exclusiveMinimum":0}},"additionalProperties":false}`),
+	}}}})
+	tl, _ := c.Tool("t")
+	tests := map[string]struct {
+		args, want, wantErr string
+	}{
+		"empty is {}":                {args: ``, want: `{}`},
+		"null is {}":                 {args: `null`, want: `{}`},
+		"kept byte for byte":         {args: ` {"kind":"a", "n": 2.5} `, want: `{"kind":"a", "n": 2.5}`},
+		"enum checked by schema":     {args: `{"kind":"c"}`, wantErr: "invalid arguments for t:"},
+		"exclusive minimum":          {args: `{"n":0}`, wantErr: `argument "n" must be greater than 0; got 0`},
+		"integer accepted as number": {args: `{"n":3}`, want: `{"n":3}`},
+		"not JSON":                   {args: `{`, wantErr: "arguments must be a JSON object"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, err := tl.ValidateArguments(json.RawMessage(tc.args))
+			if tc.wantErr != "" {
+				var ae *ArgumentError
+				if !errors.As(err, &ae) || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ErrInvalidArguments) {
+					t.Fatalf("error = %v, want an ArgumentError containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("got %s, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+}

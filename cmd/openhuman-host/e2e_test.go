@@ -296,3 +296,49 @@ func TestCLIToolsListAndCall(t *testing.T) {
 		t.Errorf("unknown tool: %v", err)
 	}
 }
+
+// TestTwoHostsShareADataDir is a running server and a one-shot CLI call on
+// the same data dir: both write, both see each other's writes.
+func TestTwoHostsShareADataDir(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, "")
+	serving := startTestHost(t, cfg)
+	defer serving.Close(context.Background())
+	cli := startTestHost(t, cfg)
+
+	const writers, each = 2, 15
+	errs := make(chan string, writers*each)
+	done := make(chan struct{})
+	for w, h := range []*host.Host{serving, cli} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range each {
+				res, err := h.Server.Call(context.Background(), storeCall(fmt.Sprintf(`{"title":"shared %d-%d","content":"quince orchard %d %d"}`, w, i, w, i)))
+				if err != nil || res.IsError {
+					errs <- fmt.Sprintf("writer %d call %d: %v %s", w, i, err, text(res))
+				}
+			}
+		}()
+	}
+	for range writers {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if err := cli.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, serving, "memory.search", `{"query":"quince orchard","k":50}`)
+	var hits struct {
+		Chunks []json.RawMessage `json:"chunks"`
+	}
+	if err := json.Unmarshal(res.StructuredContent, &hits); err != nil || len(hits.Chunks) != writers*each {
+		t.Errorf("search found %d chunks, want %d (%v)", len(hits.Chunks), writers*each, err)
+	}
+}
+
+func storeCall(args string) server.Call {
+	return server.Call{Tool: "memory.store", Arguments: json.RawMessage(args), Caller: sdk.Caller{SourceType: "cli"}}
+}

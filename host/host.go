@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -45,6 +46,9 @@ type Host struct {
 	Server *server.Server
 	// Providers lists the providers that loaded.
 	Providers []*plugins.Provider
+	// Failed lists the enabled providers that did not load, with the
+	// reason.
+	Failed []plugins.Failure
 	// Config is the effective config the host was built from.
 	Config *config.Config
 
@@ -74,12 +78,6 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", dataDir, err)
 	}
-	if c := cfg.Autonomy.ConfirmActs; c != "" && c != config.ConfirmOff {
-		// Confirmation through elicitation is not built yet; running acts
-		// unconfirmed while the config asks for confirmation would be
-		// worse than refusing to start.
-		return nil, fmt.Errorf("autonomy.confirm_acts = %q is not supported by this version; set it to %q", c, config.ConfirmOff)
-	}
 	pol, err := policy.New(policy.Options{
 		Level:             policy.Level(cfg.Autonomy.Level),
 		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,
@@ -106,17 +104,17 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		Host:         hostService,
 		StartTimeout: cfg.Server.ProviderStartTimeout(),
 	})
-	specs, err := providerSpecs(cfg, dataDir, o)
+	specs, err := providerSpecs(cfg, dataDir, o, &h.Failed)
 	if err != nil {
 		h.closeParts()
 		return nil, err
 	}
-	loaded, err := h.manager.Start(ctx, specs)
+	loaded, failed, err := h.manager.Start(ctx, specs)
 	if err != nil {
 		h.closeParts()
 		return nil, fmt.Errorf("start providers: %w", err)
 	}
-	h.Providers = loaded
+	h.Providers, h.Failed = loaded, append(h.Failed, failed...)
 	sources := make([]catalog.Source, 0, len(loaded))
 	dispatchers := make(map[string]server.Dispatcher, len(loaded))
 	for _, p := range loaded {
@@ -138,10 +136,29 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	}
 	h.Server = srv
 	hostService.srv = srv
+	warnUnmatchedPatterns(o.Logger, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)
+	warnUnmatchedPatterns(o.Logger, cat, "autonomy.denied_tools", cfg.Autonomy.DeniedTools)
 	return h, nil
 }
 
-func providerSpecs(cfg *config.Config, dataDir string, o Options) ([]plugins.Spec, error) {
+// warnUnmatchedPatterns logs allow/deny entries that match no tool: a typo
+// in a deny list would otherwise fail open without a sign.
+func warnUnmatchedPatterns(log hclog.Logger, cat *catalog.Catalog, key string, patterns []string) {
+	for _, pat := range patterns {
+		matched := false
+		for _, t := range cat.Tools() {
+			if ok, _ := path.Match(pat, t.Name); ok {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			log.Warn("pattern matches no tool of the loaded providers (tool names are case-sensitive)", "key", key, "pattern", pat)
+		}
+	}
+}
+
+func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plugins.Failure) ([]plugins.Spec, error) {
 	builtin := map[string]bool{}
 	for _, b := range o.Builtins {
 		builtin[b] = true
@@ -160,8 +177,9 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options) ([]plugins.Spe
 		}
 		if config.IsBuiltin(p.Name) {
 			if !builtin[p.Name] {
-				o.Logger.Error("built-in provider is enabled but not part of this build; skipping it", "provider", p.Name,
-					"fix", fmt.Sprintf("set [providers.%s] enabled = false", p.Name))
+				err := fmt.Errorf("built-in provider %s is not part of this build; set [providers.%s] enabled = false", p.Name, p.Name)
+				o.Logger.Error("provider failed to load; serving the others", "provider", p.Name, "error", err)
+				*failed = append(*failed, plugins.Failure{Name: p.Name, Err: err})
 				continue
 			}
 			if o.Executable == "" {

@@ -342,3 +342,55 @@ func TestTwoHostsShareADataDir(t *testing.T) {
 func storeCall(args string) server.Call {
 	return server.Call{Tool: "memory.store", Arguments: json.RawMessage(args), Caller: sdk.Caller{SourceType: "cli"}}
 }
+
+// TestHungProviderDoesNotBlockShutdown stops the provider (SIGSTOP), so it
+// answers nothing, not even go-plugin's shutdown request: Close must still
+// return promptly and leave no process behind.
+func TestHungProviderDoesNotBlockShutdown(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, "")
+	h := startTestHost(t, cfg)
+	pid := h.Providers[0].Pid()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Close(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatal("Close blocked on a hung provider for 10s")
+	}
+	for deadline := time.Now().Add(2 * time.Second); processAlive(pid) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if processAlive(pid) {
+		t.Errorf("hung provider %d survived Close", pid)
+	}
+}
+
+func TestConfigCheckReportsProviderFailures(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
+	path := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(path, []byte("[providers.memory]\nbogus = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	cmd := newRootCmd()
+	cmd.SetArgs([]string{"--config", path, "config", "check"})
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err := cmd.Execute()
+	if exitCode(err) != 1 || !strings.Contains(errOut.String(), `provider memory does not load: configure: memory provider: unknown key "bogus"`) {
+		t.Errorf("config check: exit %d, stderr %q", exitCode(err), errOut.String())
+	}
+	if !strings.Contains(out.String(), "[providers.memory]") {
+		t.Errorf("config check printed no effective config: %q", out.String())
+	}
+}

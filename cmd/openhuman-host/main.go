@@ -133,6 +133,9 @@ func runProvider(name string) error {
 	if !ok {
 		return fmt.Errorf("no built-in provider %q; this build has: %v", name, builtinNames())
 	}
+	if os.Getenv(sdk.Handshake.MagicCookieKey) != sdk.Handshake.MagicCookieValue {
+		return fmt.Errorf("\"provider %s\" is started by the host itself; run \"openhuman-host serve\" instead", name)
+	}
 	log := sdk.Logger("provider." + name)
 	sdk.Serve(mk(log), sdk.WithLogger(log))
 	return nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
 )
+
+// minTokenBytes is the token length below which serve warns.
+const minTokenBytes = 16
 
 type serveFlags struct {
 	transport    string
@@ -110,9 +114,15 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	if transport != "stdio" && transport != "http" {
 		return fmt.Errorf("--transport %q: must be stdio or http", transport)
 	}
-	token := f.authToken
-	if token == "" {
-		token = os.Getenv("OPENHUMAN_MCP_TOKEN")
+	token, tokenSource := f.authToken, "--auth-token"
+	if !cmd.Flags().Changed("auth-token") {
+		token, tokenSource = os.Getenv("OPENHUMAN_MCP_TOKEN"), "OPENHUMAN_MCP_TOKEN"
+	}
+	if token != "" && strings.TrimSpace(token) == "" {
+		return fmt.Errorf("%s is blank; set a real token (for example: openssl rand -hex 32) or leave it unset", tokenSource)
+	}
+	if token != "" && len(token) < minTokenBytes {
+		log.Warn("the bearer token is short; use at least 32 random characters", "source", tokenSource)
 	}
 	listenHost, port := cfg.Server.Host, cfg.Server.Port
 	if f.host != "" {

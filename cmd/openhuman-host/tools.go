@@ -73,7 +73,7 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 					Caller:    sdk.Caller{SourceType: "cli", ClientName: "openhuman-host", ClientVersion: hostVersion()},
 				})
 				if errors.Is(err, server.ErrUnknownTool) {
-					return fmt.Errorf("%w; run \"openhuman-host tools list\" to see the tools", err)
+					return fmt.Errorf("%w; run \"openhuman-host tools list\" to see the tools%s", err, failureNote(h))
 				}
 				if err != nil {
 					return err
@@ -85,6 +85,16 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 	call.Flags().BoolVar(&asJSON, "json", false, "print the whole result (content, structuredContent, isError) as JSON")
 	tools.AddCommand(call)
 	return tools
+}
+
+// failureNote names the providers that failed to load, for messages about
+// tools that are missing.
+func failureNote(h *host.Host) string {
+	var b strings.Builder
+	for _, f := range h.Failed {
+		fmt.Fprintf(&b, "; note: provider %s did not load: %v", f.Name, f.Err)
+	}
+	return b.String()
 }
 
 func printResult(stdout, stderr io.Writer, res *sdk.CallToolResult, asJSON bool) error {
@@ -148,8 +158,11 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 	cfgCmd := &cobra.Command{Use: "config", Short: "Inspect the configuration"}
 	cfgCmd.AddCommand(&cobra.Command{
 		Use:   "check",
-		Short: "Validate the config and print the effective config with secrets masked",
-		Args:  cobra.NoArgs,
+		Short: "Validate the config, load every enabled provider, print the effective config with secrets masked",
+		Long: "check validates the config file, then starts every enabled provider and has it check its own\n" +
+			"settings, as serve would. It prints the effective config with secrets masked and exits non-zero\n" +
+			"when the config is invalid or a provider does not load.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, _, err := loadConfig(g)
 			if err != nil {
@@ -159,8 +172,18 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprint(cmd.OutOrStdout(), text)
-			return err
+			if _, err := fmt.Fprint(cmd.OutOrStdout(), text); err != nil {
+				return err
+			}
+			return withHost(g, func(_ context.Context, h *host.Host) error {
+				for _, f := range h.Failed {
+					fmt.Fprintf(cmd.ErrOrStderr(), "provider %s does not load: %v\n", f.Name, f.Err)
+				}
+				if len(h.Failed) > 0 {
+					return &exitError{code: 1}
+				}
+				return nil
+			})
 		},
 	})
 	return cfgCmd

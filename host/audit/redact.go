@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -18,7 +19,29 @@ const (
 	maxTextRunes = 128
 	// maxListItems caps the entries kept of a tag-like list.
 	maxListItems = 50
+	// maxKeys caps the argument keys summarised one by one; argument names
+	// come from the caller, so neither their number nor their length is
+	// trusted.
+	maxKeys = 32
+	// maxKeyBytes is the longest argument name kept.
+	maxKeyBytes = 64
+	// otherKeys counts the keys not summarised one by one.
+	otherKeys = "_other_keys"
 )
+
+// plainKey reports whether an argument name is short and made of
+// [A-Za-z0-9_.-], the only names kept in a summary.
+func plainKey(k string) bool {
+	if k == "" || len(k) > maxKeyBytes || k == otherKeys {
+		return false
+	}
+	for _, r := range k {
+		if !(r == '_' || r == '.' || r == '-' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')) {
+			return false
+		}
+	}
+	return true
+}
 
 // identifierKeys are argument keys whose scalar values are kept: they identify things or are small.
 var identifierKeys = map[string]bool{
@@ -50,6 +73,9 @@ type countSummary struct {
 //     kept, at most 50 entries, each cut to 128 characters;
 //   - any other string becomes {"len":N} (N in bytes), any other array or object {"count":N}.
 //
+// Only the first 32 keys (in byte order) of at most 64 bytes of [A-Za-z0-9_.-] are summarised
+// one by one; the number of the others is stored under "_other_keys".
+//
 // Empty args or null give {}; invalid JSON gives {"invalid_json":true,"len":N} and valid JSON that is
 // not an object {"not_object":true,"len":N}, N being the size of args in bytes.
 func SummarizeArgs(args json.RawMessage) string {
@@ -66,9 +92,22 @@ func SummarizeArgs(args json.RawMessage) string {
 	if err := dec.Decode(&obj); err != nil || obj == nil {
 		return fmt.Sprintf(`{"not_object":true,"len":%d}`, len(args))
 	}
-	out := make(map[string]any, len(obj))
-	for k, v := range obj {
-		out[k] = summarizeValue(k, v)
+	out := make(map[string]any, min(len(obj), maxKeys+1))
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	other := 0
+	for _, k := range keys {
+		if len(out) >= maxKeys || !plainKey(k) {
+			other++
+			continue
+		}
+		out[k] = summarizeValue(k, obj[k])
+	}
+	if other > 0 {
+		out[otherKeys] = other
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -41,6 +42,14 @@ func TestSummarizeArgs(t *testing.T) {
 				"kind":"email","language":"en","k":10,"offset":0,"max_results":5,"since_ms":1700000000000,"until_ms":1800000000000}`,
 			want: `{"agent_id":"coder","chunk_id":"c-1","document_id":"mcp-store-notes","k":10,"kind":"email",` +
 				`"language":"en","max_results":5,"namespace":"mcp","offset":0,"since_ms":1700000000000,"until_ms":1800000000000}`,
+		},
+		"long and odd argument names are counted, not stored": {
+			args: `{"` + strings.Repeat("K", 65) + `":1,"has space":"x","ok_name":2}`,
+			want: `{"_other_keys":2,"ok_name":2}`,
+		},
+		"at most 32 names kept": {
+			args: manyKeys(40),
+			want: wantManyKeys(32, 8),
 		},
 		"numbers, booleans and null kept under any key": {
 			args: `{"depth":3.5,"flag":true,"off":false,"none":null,"big":12345678901234567890,"exp":1e3}`,
@@ -187,4 +196,20 @@ func TestSessionHash(t *testing.T) {
 			}
 		})
 	}
+}
+
+func manyKeys(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`"a%02d":%d`, i, i)
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+func wantManyKeys(kept, other int) string {
+	parts := []string{fmt.Sprintf(`"_other_keys":%d`, other)}
+	for i := range kept {
+		parts = append(parts, fmt.Sprintf(`"a%02d":%d`, i, i))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }

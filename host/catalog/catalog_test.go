@@ -105,19 +105,27 @@ func TestBuildMergesInOrderAndRefusesCollisions(t *testing.T) {
 func TestValidateArgumentsPassesValidInputThrough(t *testing.T) {
 	t.Parallel()
 	c := Build(nil, []Source{{Provider: "p", Catalog: &sdk.Catalog{Tools: []sdk.Tool{
-		tool("t", sdk.ClassRead, `{"type":"object","properties":{"kind":{"type":"string","enum":["a","b"]},"n":{"type":"number","exclusiveMinimum":0}},"additionalProperties":false}`),
+		tool("t", sdk.ClassRead, `{"type":"object","properties":{"kind":{"type":"string","enum":["a","b"]},"n":{"type":"number","exclusiveMinimum":0},`+
+			`"ns":{"type":"string","pattern":"^[a-z]+$"},"count":{"type":"integer","minimum":1,"maximum":50},`+
+			`"deep":{"type":"object","properties":{"x":{"type":"integer"}}}},"additionalProperties":false}`),
 	}}}})
 	tl, _ := c.Tool("t")
 	tests := map[string]struct {
 		args, want, wantErr string
 	}{
-		"empty is {}":                {args: ``, want: `{}`},
-		"null is {}":                 {args: `null`, want: `{}`},
-		"kept byte for byte":         {args: ` {"kind":"a", "n": 2.5} `, want: `{"kind":"a", "n": 2.5}`},
-		"enum checked by schema":     {args: `{"kind":"c"}`, wantErr: "invalid arguments for t:"},
-		"exclusive minimum":          {args: `{"n":0}`, wantErr: `argument "n" must be greater than 0; got 0`},
-		"integer accepted as number": {args: `{"n":3}`, want: `{"n":3}`},
-		"not JSON":                   {args: `{`, wantErr: "arguments must be a JSON object"},
+		"empty is {}":                         {args: ``, want: `{}`},
+		"null is {}":                          {args: `null`, want: `{}`},
+		"kept byte for byte":                  {args: ` {"kind":"a", "n": 2.5} `, want: `{"kind":"a", "n": 2.5}`},
+		"enum":                                {args: `{"kind":"c"}`, wantErr: `argument "kind" must be one of "a", "b"`},
+		"nested rule by the schema validator": {args: `{"deep":{"x":"y"}}`, wantErr: "invalid arguments for t:"},
+		"pattern":                             {args: `{"ns":"a b"}`, wantErr: `argument "ns" must match the pattern ^[a-z]+$`},
+		"whole float is integer":              {args: `{"count":10.0}`, want: `{"count":10.0}`},
+		"exponent is integer, bounds apply":   {args: `{"count":1e2}`, wantErr: `argument "count" must be between 1 and 50; got 1e2`},
+		"huge integer":                        {args: `{"count":99999999999999999999}`, wantErr: `argument "count" must be between 1 and 50; got 99999999999999999999`},
+		"string value not echoed":             {args: `{"ns":["secret body"]}`, wantErr: `argument "ns" must be of type string; got array (1 items)`},
+		"exclusive minimum":                   {args: `{"n":0}`, wantErr: `argument "n" must be greater than 0; got 0`},
+		"integer accepted as number":          {args: `{"n":3}`, want: `{"n":3}`},
+		"not JSON":                            {args: `{`, wantErr: "arguments must be a JSON object"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +26,9 @@ type ArgumentError struct {
 }
 
 func (e *ArgumentError) Error() string { return e.Message }
+
+// maxFallbackMessage caps the JSON Schema validator's message, in bytes.
+const maxFallbackMessage = 200
 
 // ErrInvalidArguments is matched by every [ArgumentError] with errors.Is.
 var ErrInvalidArguments = errors.New("invalid arguments")
@@ -63,6 +68,15 @@ func (t *Tool) ValidateArguments(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	if err := t.resolved.Validate(plain); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "validating root: ")
+		// The validator quotes values; keep the message short so little of
+		// them reaches the model and the audit log.
+		if len(msg) > maxFallbackMessage {
+			cut := maxFallbackMessage
+			for cut > 0 && !utf8.RuneStart(msg[cut]) {
+				cut--
+			}
+			msg = msg[:cut] + "..."
+		}
 		return nil, &ArgumentError{Message: fmt.Sprintf("invalid arguments for %s: %s", t.Name, msg)}
 	}
 	return trimmed, nil
@@ -135,9 +149,12 @@ func jsonType(v any) string {
 	case string:
 		return "string"
 	case json.Number:
-		// 5.0 and 1e2 are numbers here, not integers: providers decode
-		// integer arguments into Go integers, which reject them.
+		// JSON Schema counts any number with a zero fractional part as an
+		// integer: 10, 10.0 and 1e1 alike.
 		if _, err := strconv.ParseInt(x.String(), 10, 64); err == nil {
+			return "integer"
+		}
+		if f, err := strconv.ParseFloat(x.String(), 64); err == nil && f == math.Trunc(f) && !math.IsInf(f, 0) {
 			return "integer"
 		}
 		return "number"
@@ -149,13 +166,28 @@ func jsonType(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// describeValue shows a rejected value only when it is a number, boolean
+// or null: strings, arrays and objects may carry the user's content, which
+// must not reach error messages and audit rows.
 func describeValue(v any) string {
-	b, _ := json.Marshal(v)
-	s := string(b)
-	if len(s) > 40 {
-		s = s[:37] + "..."
+	switch x := v.(type) {
+	case json.Number:
+		s := x.String()
+		if len(s) > 40 {
+			s = s[:37] + "..."
+		}
+		return s
+	case bool, nil:
+		b, _ := json.Marshal(x)
+		return string(b)
+	case string:
+		return fmt.Sprintf("(%d characters)", utf8.RuneCountInString(x))
+	case []any:
+		return fmt.Sprintf("(%d items)", len(x))
+	case map[string]any:
+		return fmt.Sprintf("(%d keys)", len(x))
 	}
-	return s
+	return ""
 }
 
 func checkValue(name string, s *jsonschema.Schema, v any, required bool) error {
@@ -166,12 +198,29 @@ func checkValue(name string, s *jsonschema.Schema, v any, required bool) error {
 			return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q must be of type %s; got %s %s", name, strings.Join(types, " or "), got, describeValue(v))}
 		}
 	}
+	if len(s.Enum) > 0 && !slices.ContainsFunc(s.Enum, func(e any) bool { return sameJSON(e, v) }) {
+		allowed := make([]string, 0, len(s.Enum))
+		for _, e := range s.Enum {
+			b, _ := json.Marshal(e)
+			allowed = append(allowed, string(b))
+		}
+		return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q must be one of %s", name, strings.Join(allowed, ", "))}
+	}
 	switch x := v.(type) {
 	case string:
 		if required && strings.TrimSpace(x) == "" {
 			return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q must not be blank", name)}
 		}
-		return checkStringLength(name, "", s, x)
+		if err := checkStringLength(name, "", s, x); err != nil {
+			return err
+		}
+		if s.Pattern != "" {
+			re, err := regexp.Compile(s.Pattern)
+			if err == nil && !re.MatchString(x) {
+				return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q must match the pattern %s", name, s.Pattern)}
+			}
+		}
+		return nil
 	case json.Number:
 		f, err := x.Float64()
 		if err != nil {
@@ -198,6 +247,17 @@ func checkValue(name string, s *jsonschema.Schema, v any, required bool) error {
 		}
 	}
 	return nil
+}
+
+// sameJSON compares a schema enum value with a decoded argument value.
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	var xa, ya any
+	return json.Unmarshal(x, &xa) == nil && json.Unmarshal(y, &ya) == nil && fmt.Sprint(xa) == fmt.Sprint(ya)
 }
 
 func checkStringLength(name, which string, s *jsonschema.Schema, v string) error {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -270,6 +271,9 @@ func load(path string, env environ) (*Config, error) {
 }
 
 func parse(data []byte, source string, env environ) (*Config, error) {
+	// Some editors start UTF-8 files with a byte order mark; TOML does not
+	// allow one, but it carries no meaning, so it is dropped.
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	c := Default()
 	if err := decodeInto(c, data, source); err != nil {
 		return nil, err

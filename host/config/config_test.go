@@ -181,13 +181,12 @@ func TestParseMergesOverDefaults(t *testing.T) {
 				`level = "readonly"`,
 				"max_actions_per_hour = 0",
 				`allowed_tools = ["memory.search", "memory.recall"]`,
-				`confirm_acts = "when_supported"`,
+				`confirm_acts = "off"`,
 			),
 			want: func(c *Config) {
 				c.Autonomy.Level = "readonly"
 				c.Autonomy.MaxActionsPerHour = intPtr(0)
 				c.Autonomy.AllowedTools = []string{"memory.search", "memory.recall"}
-				c.Autonomy.ConfirmActs = "when_supported"
 			},
 		},
 		"audit with dotted keys": {
@@ -323,6 +322,22 @@ func TestParseErrors(t *testing.T) {
 			doc:  lines(`log_level = "debug"`),
 			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, providers, server, upstream"},
 		},
+		"confirmation not supported yet": {
+			doc:  lines("[autonomy]", `confirm_acts = "required"`),
+			want: []string{`config.toml:2: autonomy.confirm_acts: "required" is not supported by this version yet; set it to "off"`},
+		},
+		"durations that would overflow": {
+			doc: lines("[server]", "tool_timeout_secs = 18446744074", "provider_start_timeout_secs = 601", "session_idle_timeout_secs = 2592001"),
+			want: []string{
+				"config.toml:2: server.tool_timeout_secs: must be between 1 and 86400; got 18446744074",
+				"config.toml:3: server.provider_start_timeout_secs: must be between 1 and 600; got 601",
+				"config.toml:4: server.session_idle_timeout_secs: must be between 0 and 2592000; got 2592001",
+			},
+		},
+		"bad tool pattern": {
+			doc:  lines("[autonomy]", `denied_tools = ["tree.*", "[abc"]`),
+			want: []string{`config.toml:2: autonomy.denied_tools[1]: "[abc" is not a valid pattern (* ? [a-z] as in path.Match; tool names are case-sensitive)`},
+		},
 		"unknown top-level table": {
 			doc:  lines("[server]", "port = 9301", "", "[logging]", `level = "debug"`),
 			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, providers, server, upstream"},
@@ -400,10 +415,10 @@ func TestParseErrors(t *testing.T) {
 				"queue_size = 0",
 			),
 			want: []string{
-				"config.toml:2: server.tool_timeout_secs: must be at least 1; got -1",
-				"config.toml:3: server.provider_start_timeout_secs: must be at least 1; got 0",
+				"config.toml:2: server.tool_timeout_secs: must be between 1 and 86400; got -1",
+				"config.toml:3: server.provider_start_timeout_secs: must be between 1 and 600; got 0",
 				"config.toml:4: server.max_request_body_bytes: must be at least 1; got 0",
-				"config.toml:5: server.session_idle_timeout_secs: must be at least 0; got -5",
+				"config.toml:5: server.session_idle_timeout_secs: must be between 0 and 2592000; got -5",
 				"config.toml:7: autonomy.max_actions_per_hour: must be at least 0; got -1",
 				"config.toml:9: audit.retain_days: must be at least 0; got -1",
 				"config.toml:10: audit.queue_size: must be at least 1; got 0",
@@ -1178,7 +1193,7 @@ func TestMaskedRoundTrip(t *testing.T) {
 			`level = "full"`,
 			"max_actions_per_hour = 0",
 			`allowed_tools = ["memory.search"]`,
-			`confirm_acts = "required"`,
+			`confirm_acts = "off"`,
 			"[audit]",
 			"record_reads = false",
 			"retain_days = 90",
@@ -1287,4 +1302,15 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestParseIgnoresByteOrderMark(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte("\xef\xbb\xbf[server]\nport = 9400\n"), "config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Port != 9400 {
+		t.Errorf("port = %d, want 9400", c.Server.Port)
+	}
 }

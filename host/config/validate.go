@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -22,12 +23,12 @@ func (d *decoder) validate(c *Config) {
 	d.check("server.transport", oneOf(s.Transport, TransportStdio, TransportHTTP))
 	d.check("server.host", checkHost(s.Host))
 	d.check("server.port", between(int64(s.Port), 1, 65535))
-	d.check("server.tool_timeout_secs", atLeast(int64(s.ToolTimeoutSecs), 1))
-	d.check("server.provider_start_timeout_secs", atLeast(int64(s.ProviderStartTimeoutSecs), 1))
+	d.check("server.tool_timeout_secs", between(int64(s.ToolTimeoutSecs), 1, maxToolTimeoutSecs))
+	d.check("server.provider_start_timeout_secs", between(int64(s.ProviderStartTimeoutSecs), 1, maxProviderStartSecs))
 	d.check("server.log_level", oneOf(s.LogLevel, logLevels...))
 	d.check("server.data_dir", checkDataDir(s.DataDir))
 	d.check("server.max_request_body_bytes", atLeast(s.MaxRequestBodyBytes, 1))
-	d.check("server.session_idle_timeout_secs", atLeast(int64(s.SessionIdleTimeoutSecs), 0))
+	d.check("server.session_idle_timeout_secs", between(int64(s.SessionIdleTimeoutSecs), 0, maxSessionIdleSecs))
 	for i, o := range s.AllowedOrigins {
 		d.check(index("server.allowed_origins", i), checkOrigin(o))
 	}
@@ -44,6 +45,12 @@ func (d *decoder) validate(c *Config) {
 		d.check(index("autonomy.denied_tools", i), checkToolName(t))
 	}
 	d.check("autonomy.confirm_acts", oneOf(a.ConfirmActs, ConfirmOff, ConfirmWhenSupported, ConfirmRequired))
+	if a.ConfirmActs != ConfirmOff && oneOf(a.ConfirmActs, ConfirmWhenSupported, ConfirmRequired) == "" {
+		// Confirmation through elicitation is not built yet; running acts
+		// unconfirmed while the config asks for confirmation would be
+		// worse than refusing the config.
+		d.check("autonomy.confirm_acts", fmt.Sprintf("%q is not supported by this version yet; set it to %q", a.ConfirmActs, ConfirmOff))
+	}
 
 	d.check("audit.retain_days", atLeast(int64(c.Audit.RetainDays), 0))
 	d.check("audit.queue_size", atLeast(int64(c.Audit.QueueSize), 1))
@@ -132,9 +139,22 @@ func checkOrigin(o string) string {
 	return fmt.Sprintf("must be an origin: http or https, a host and an optional port, such as https://example.com:8443; got %q", o)
 }
 
+// checkToolName checks an allowed_tools or denied_tools entry: a tool name
+// or a path.Match glob such as "tree.*".
 func checkToolName(t string) string {
 	if t == "" || strings.TrimSpace(t) != t {
 		return fmt.Sprintf("tool names must be non-empty without surrounding spaces; got %q", t)
 	}
+	if _, err := path.Match(t, ""); err != nil {
+		return fmt.Sprintf("%q is not a valid pattern (* ? [a-z] as in path.Match; tool names are case-sensitive)", t)
+	}
 	return ""
 }
+
+// Upper bounds of the durations, so that converting them to a
+// time.Duration cannot overflow and a typo cannot make a limit endless.
+const (
+	maxToolTimeoutSecs   = 86400
+	maxProviderStartSecs = 600
+	maxSessionIdleSecs   = 30 * 86400
+)

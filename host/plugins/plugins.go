@@ -110,13 +110,22 @@ func NewManager(opts *Options) *Manager {
 	return m
 }
 
+// Failure is a provider that did not load.
+type Failure struct {
+	// Name is the provider's config name.
+	Name string
+	// Err says why, in words for the operator.
+	Err error
+}
+
 // Start launches every spec in parallel and returns the providers that
-// loaded, in the order of specs. A provider that fails to start, configure
-// or describe is logged at error level with the reason and its process is
-// stopped; Start itself fails only when ctx is done or the manager is
-// closed.
-func (m *Manager) Start(ctx context.Context, specs []Spec) ([]*Provider, error) {
+// loaded and the ones that did not, both in the order of specs. A provider
+// that fails to start, configure or describe is logged at error level with
+// the reason and its process is stopped; Start itself fails only when ctx
+// is done or the manager is closed.
+func (m *Manager) Start(ctx context.Context, specs []Spec) ([]*Provider, []Failure, error) {
 	loaded := make([]*Provider, len(specs))
+	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
 	for i, spec := range specs {
 		wg.Add(1)
@@ -125,12 +134,19 @@ func (m *Manager) Start(ctx context.Context, specs []Spec) ([]*Provider, error) 
 			p, err := m.start(ctx, spec)
 			if err != nil {
 				m.log.Error("provider failed to load; serving the others", "provider", spec.Name, "error", err)
+				errs[i] = err
 				return
 			}
 			loaded[i] = p
 		}()
 	}
 	wg.Wait()
+	var failed []Failure
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, Failure{Name: specs[i].Name, Err: err})
+		}
+	}
 	var out []*Provider
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -146,9 +162,9 @@ func (m *Manager) Start(ctx context.Context, specs []Spec) ([]*Provider, error) 
 		out = append(out, p)
 	}
 	if m.closed {
-		return nil, errors.New("provider manager closed")
+		return nil, nil, errors.New("provider manager closed")
 	}
-	return out, ctx.Err()
+	return out, failed, ctx.Err()
 }
 
 func (m *Manager) start(ctx context.Context, spec Spec) (*Provider, error) {
@@ -307,10 +323,25 @@ func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceReques
 	return p.impl.ReadResource(ctx, req)
 }
 
-// kill stops the process and everything in its process group.
+// killGrace is how long a provider gets to shut down cleanly before its
+// process group is killed.
+const killGrace = 2 * time.Second
+
+// kill stops the provider: go-plugin's graceful shutdown first, bounded by
+// killGrace because a hung provider never answers it, then SIGKILL for
+// its whole process group, so its own children die too.
 func (p *Provider) kill() {
 	pid := p.Pid()
-	p.client.Kill()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.client.Kill()
+	}()
+	select {
+	case <-done:
+	case <-time.After(killGrace):
+		p.log.Warn("provider did not shut down in time; killing it", "grace", killGrace)
+	}
 	if pid > 0 {
 		killGroup(pid)
 	}

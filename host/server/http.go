@@ -37,8 +37,8 @@ type HTTPOptions struct {
 }
 
 // HTTPHandler returns the MCP Streamable HTTP handler (MCP 2025-11-25,
-// basic/transports §Streamable HTTP), to be mounted at "/". Requests pass,
-// in order: Origin validation, bearer authentication, the go-sdk's
+// basic/transports §Streamable HTTP) at path "/" (other paths get 404).
+// Requests pass, in order: Origin validation, bearer authentication, the go-sdk's
 // DNS-rebinding (Host header) protection and body cap, then the session's
 // MCP server.
 func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
@@ -63,7 +63,18 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 		h = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
-	return originCheck(o.AllowedOrigins, h)
+	return endpointOnly(originCheck(o.AllowedOrigins, h))
+}
+
+// endpointOnly serves MCP at "/" and nothing else.
+func endpointOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.Error(w, "Not Found: the MCP endpoint is /", http.StatusNotFound)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // originCheck refuses browser requests from origins other than loopback

@@ -19,9 +19,10 @@ func TestHTTPHandlerGuards(t *testing.T) {
 	t.Cleanup(ts.Close)
 
 	tests := map[string]struct {
-		auth, origin, host string
-		want               int
+		auth, origin, host, path string
+		want                     int
 	}{
+		"other path":             {auth: "Bearer s3cret", path: "/mcp", want: http.StatusNotFound},
 		"no token":               {want: http.StatusUnauthorized},
 		"wrong token":            {auth: "Bearer nope", want: http.StatusUnauthorized},
 		"token of other length":  {auth: "Bearer s3cretX", want: http.StatusUnauthorized},
@@ -36,7 +37,11 @@ func TestHTTPHandlerGuards(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			req, _ := http.NewRequest(http.MethodPost, ts.URL+"/", strings.NewReader(initBody))
+			path := tc.path
+			if path == "" {
+				path = "/"
+			}
+			req, _ := http.NewRequest(http.MethodPost, ts.URL+path, strings.NewReader(initBody))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
 			if tc.auth != "" {

@@ -116,7 +116,7 @@ func TestCallPipeline(t *testing.T) {
 		"act allowed":            {tool: "fake.store", args: `{"title":"t"}`, wantText: "stored", wantDecision: "allowed", wantRef: "mcp/doc-1"},
 		"k above max":            {tool: "fake.search", args: `{"query":"x","k":51}`, wantError: true, wantText: `argument "k" must be between 1 and 50; got 51`, wantDecision: "denied:invalid_arguments"},
 		"k zero":                 {tool: "fake.search", args: `{"query":"x","k":0}`, wantError: true, wantText: `argument "k" must be between 1 and 50; got 0`, wantDecision: "denied:invalid_arguments"},
-		"k wrong type":           {tool: "fake.search", args: `{"query":"x","k":"5"}`, wantError: true, wantText: `argument "k" must be of type integer; got string "5"`, wantDecision: "denied:invalid_arguments"},
+		"k wrong type":           {tool: "fake.search", args: `{"query":"x","k":"5"}`, wantError: true, wantText: `argument "k" must be of type integer; got string (1 characters)`, wantDecision: "denied:invalid_arguments"},
 		"k fractional":           {tool: "fake.search", args: `{"query":"x","k":2.5}`, wantError: true, wantText: `argument "k" must be of type integer; got number 2.5`, wantDecision: "denied:invalid_arguments"},
 		"unknown argument":       {tool: "fake.search", args: `{"query":"x","bogus":1}`, wantError: true, wantText: `unknown argument "bogus"; fake.search takes: k, query, tags`, wantDecision: "denied:invalid_arguments"},
 		"blank required string":  {tool: "fake.search", args: `{"query":"  \t"}`, wantError: true, wantText: `argument "query" must not be blank`, wantDecision: "denied:invalid_arguments"},
@@ -300,6 +300,21 @@ func TestMCPSurface(t *testing.T) {
 	}
 	if rows[0].SessionHash != rows[1].SessionHash {
 		t.Errorf("one session, two session hashes: %q %q", rows[0].SessionHash, rows[1].SessionHash)
+	}
+}
+
+func TestCleanClientText(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"Claude Desktop":         "Claude Desktop",
+		"idle\x1b[31mRED\nFAKE":  "idle[31mREDFAKE",
+		strings.Repeat("n", 300): strings.Repeat("n", 128),
+		"caf\u00e9\u0000":        "caf\u00e9",
+	}
+	for in, want := range tests {
+		if got := cleanClientText(in); got != want {
+			t.Errorf("cleanClientText(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

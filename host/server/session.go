@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,8 +33,8 @@ func (s *Server) session(ss *mcp.ServerSession) *sessionInfo {
 	}
 	info := &sessionInfo{sourceType: "mcp"}
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-		info.clientName = p.ClientInfo.Name
-		info.clientVersion = p.ClientInfo.Version
+		info.clientName = cleanClientText(p.ClientInfo.Name)
+		info.clientVersion = cleanClientText(p.ClientInfo.Version)
 		info.sourceType = SourceType(p.ClientInfo.Name)
 	}
 	id := ss.ID()
@@ -52,6 +54,28 @@ func (s *Server) session(ss *mcp.ServerSession) *sessionInfo {
 		s.sessions.Delete(ss)
 	}()
 	return info
+}
+
+// maxClientText caps a client's self-reported name and version, in
+// characters.
+const maxClientText = 128
+
+// cleanClientText makes a client-supplied string safe to store and log:
+// control characters dropped, at most maxClientText characters.
+func cleanClientText(s string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			continue
+		}
+		if n == maxClientText {
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
 }
 
 // SourceType returns the audit source type of an MCP client:

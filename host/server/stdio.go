@@ -117,6 +117,14 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 		c.writeError(nil, -32700, "parse error: the line is not valid JSON; send one JSON-RPC message per line")
 		return nil, false
 	}
+	if line[0] == '[' {
+		c.writeError(nil, -32600, "invalid request: batches are not supported; send one JSON-RPC message per line")
+		return nil, false
+	}
+	if hasNullID(line) {
+		c.writeError(nil, -32600, "invalid request: the id must be a string or a number, not null")
+		return nil, false
+	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		var probe struct {
@@ -127,6 +135,21 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 		return nil, false
 	}
 	return msg, true
+}
+
+// hasNullID reports whether line is an object with "id": null, which the
+// JSON-RPC decoder would take for a notification. The full parse runs only
+// for lines that could have one.
+func hasNullID(line []byte) bool {
+	if !bytes.Contains(line, []byte("null")) || !bytes.Contains(line, []byte(`"id"`)) {
+		return false
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(line, &probe) != nil {
+		return false
+	}
+	id, ok := probe["id"]
+	return ok && string(id) == "null"
 }
 
 // writeError writes a JSON-RPC error response with the given id (null

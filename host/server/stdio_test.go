@@ -64,6 +64,8 @@ func TestLineTransportKeepsSessionAfterBadLines(t *testing.T) {
 	}{
 		{"invalid JSON", `{not json`, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": float64(-32700)}}},
 		{"not a JSON-RPC message", `{"id":7,"foo":1}`, map[string]any{"jsonrpc": "2.0", "id": float64(7), "error": map[string]any{"code": float64(-32600)}}},
+		{"batch", `[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": float64(-32600)}}},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": float64(-32600)}}},
 		{"initialize still works", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil},
 	}
 	for _, tc := range tests {

@@ -258,21 +258,31 @@ func replaceChunks(tx *gorm.DB, docID string, pieces []string, nowMS int64) erro
 
 // search returns up to k chunks matching the FTS5 expression match, best
 // first: BM25 with the title weighted above the body, ties broken by
-// recency and then id so results are stable.
+// recency and then id so results are stable. The inner query ranks every
+// match but builds no snippet; snippets, the costly part, are made for the
+// k rows returned only.
 func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, error) {
 	hits := []searchHit{}
 	err := s.db.WithContext(ctx).Raw(`
+		WITH top AS (
+			SELECT f.rowid AS pk, -bm25(chunks_fts, ?, ?) AS score
+			FROM chunks_fts f
+			JOIN chunks c ON c.pk = f.rowid
+			WHERE chunks_fts MATCH ?
+			ORDER BY score DESC, c.updated_ms DESC, c.id
+			LIMIT ?
+		)
 		SELECT c.id AS chunk_id, c.document_id, d.title, d.namespace, d.source_id, c.seq,
 			snippet(chunks_fts, 1, '**', '**', '…', ?) AS snippet,
-			-bm25(chunks_fts, ?, ?) AS score,
+			top.score AS score,
 			c.updated_ms
-		FROM chunks_fts
-		JOIN chunks c ON c.pk = chunks_fts.rowid
+		FROM top
+		JOIN chunks_fts ON chunks_fts.rowid = top.pk
+		JOIN chunks c ON c.pk = top.pk
 		JOIN documents d ON d.id = c.document_id
 		WHERE chunks_fts MATCH ?
-		ORDER BY score DESC, c.updated_ms DESC, c.id
-		LIMIT ?`,
-		snippetTokens, titleWeight, bodyWeight, match, k).Scan(&hits).Error
+		ORDER BY top.score DESC, c.updated_ms DESC, c.id`,
+		titleWeight, bodyWeight, match, k, snippetTokens, match).Scan(&hits).Error
 	if err != nil {
 		return nil, fmt.Errorf("search chunks: %w", err)
 	}

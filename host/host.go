@@ -106,12 +106,12 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	})
 	specs, err := providerSpecs(cfg, dataDir, o, &h.Failed)
 	if err != nil {
-		h.closeParts()
+		_ = h.Close(ctx)
 		return nil, err
 	}
 	loaded, failed, err := h.manager.Start(ctx, specs)
 	if err != nil {
-		h.closeParts()
+		_ = h.Close(ctx)
 		return nil, fmt.Errorf("start providers: %w", err)
 	}
 	h.Providers, h.Failed = loaded, append(h.Failed, failed...)
@@ -131,7 +131,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		ToolTimeout: cfg.Server.ToolTimeout(),
 	})
 	if err != nil {
-		h.closeParts()
+		_ = h.Close(ctx)
 		return nil, err
 	}
 	h.Server = srv
@@ -197,14 +197,6 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plug
 // Close stops the providers, flushes the audit log and closes it. It
 // waits at most until ctx is done for the flush.
 func (h *Host) Close(ctx context.Context) error {
-	return h.closeParts(ctx)
-}
-
-func (h *Host) closeParts(ctxs ...context.Context) error {
-	ctx := context.Background()
-	if len(ctxs) > 0 {
-		ctx = ctxs[0]
-	}
 	if h.manager != nil {
 		h.manager.Close()
 	}

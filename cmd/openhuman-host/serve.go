@@ -7,17 +7,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host"
-	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
 )
 
@@ -52,54 +49,6 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&f.authToken, "auth-token", "", "bearer token http clients must send (default $OPENHUMAN_MCP_TOKEN)")
 	cmd.Flags().BoolVar(&f.insecureBind, "insecure-bind", false, "allow a non-loopback http address without a token")
 	return cmd
-}
-
-// loadConfig loads the effective config and builds the root logger.
-func loadConfig(g *globalFlags) (*config.Config, hclog.Logger, error) {
-	cfg, err := config.Load(g.configPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	level := cfg.Server.LogLevel
-	if g.verbose && os.Getenv("OPENHUMAN_LOG_LEVEL") == "" {
-		level = "debug"
-		cfg.Server.LogLevel = level
-	}
-	log := hclog.New(&hclog.LoggerOptions{
-		Name:   "openhuman-host",
-		Level:  hclog.LevelFromString(level),
-		Output: os.Stderr,
-	})
-	if level == "off" {
-		log = hclog.NewNullLogger()
-	}
-	return cfg, log, nil
-}
-
-// detachStdin gives child processes /dev/null as stdin and returns the
-// real stdin for the host's own use: go-plugin hands os.Stdin to every
-// plugin it starts, and on stdio the MCP stream must reach the host alone.
-func detachStdin() (*os.File, error) {
-	real := os.Stdin
-	devNull, err := os.Open(os.DevNull)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
-	}
-	os.Stdin = devNull
-	return real, nil
-}
-
-func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger) (*host.Host, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the host executable: %w", err)
-	}
-	return host.Start(ctx, cfg, &host.Options{
-		Executable: exe,
-		Builtins:   builtinNames(),
-		Version:    hostVersion(),
-		Logger:     log,
-	})
 }
 
 func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
@@ -140,25 +89,12 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	stdin, err := detachStdin()
-	if err != nil {
-		return err
-	}
-	h, err := startHost(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := h.Close(closeCtx); err != nil {
-			log.Error("shutdown", "error", err)
-		}
-	}()
-	log.Info("providers loaded", "count", len(h.Providers), "tools", len(h.Server.Catalog().Tools()))
+	return runHost(cfg, log, func(ctx context.Context, stdin *os.File, h *host.Host) error {
+		return serveTransport(ctx, h, log, stdin, transport, net.JoinHostPort(listenHost, strconv.Itoa(port)), token)
+	})
+}
 
+func serveTransport(ctx context.Context, h *host.Host, log hclog.Logger, stdin *os.File, transport, addr, token string) error {
 	if transport == "stdio" {
 		if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			fmt.Fprintln(os.Stderr, "openhuman-host: serving MCP on stdio and waiting for a client's JSON-RPC messages (Ctrl-D stops);\n"+
@@ -170,7 +106,7 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 		}
 		return nil
 	}
-	return serveHTTP(ctx, h, log, net.JoinHostPort(listenHost, strconv.Itoa(port)), token)
+	return serveHTTP(ctx, h, log, addr, token)
 }
 
 func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token string) error {

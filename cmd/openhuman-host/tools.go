@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -125,33 +122,6 @@ func printResult(stdout, stderr io.Writer, res *sdk.CallToolResult, asJSON bool)
 		return &exitError{code: 1}
 	}
 	return nil
-}
-
-// withHost runs fn with an in-process host built from the effective config
-// and closes it afterwards, flushing the audit log before the process
-// exits.
-func withHost(g *globalFlags, fn func(context.Context, *host.Host) error) (err error) {
-	cfg, log, err := loadConfig(g)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if _, err := detachStdin(); err != nil {
-		return err
-	}
-	h, err := startHost(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if cerr := h.Close(closeCtx); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	return fn(ctx, h)
 }
 
 func newConfigCmd(g *globalFlags) *cobra.Command {

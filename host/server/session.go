@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/internal/slug"
 )
 
 // sessionInfo is what the host keeps about one MCP session: its client's
@@ -83,25 +84,9 @@ func cleanClientText(s string) string {
 // other run of characters turned into one "-" and trimmed; "mcp" when
 // nothing is left. "Claude Desktop" → "mcp:claude-desktop".
 func SourceType(clientName string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(clientName) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			dash = false
-			b.WriteRune(r)
-			continue
-		}
-		dash = true
-	}
-	if b.Len() == 0 {
+	name := slug.Cut(slug.Make(clientName), 64)
+	if name == "" {
 		return "mcp"
-	}
-	name := b.String()
-	if len(name) > 64 {
-		name = strings.TrimRight(name[:64], "-")
 	}
 	return "mcp:" + name
 }

@@ -4,7 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
-	"strings"
+
+	textslug "github.com/openhuman/openhuman-host/internal/slug"
 )
 
 const (
@@ -22,23 +23,7 @@ const (
 // maxSlugLen bytes; a title with no ASCII letter or digit becomes
 // "untitled".
 func slug(title string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(title) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			dash = false
-			b.WriteRune(r)
-			continue
-		}
-		dash = true
-	}
-	s := b.String()
-	if len(s) > maxSlugLen {
-		s = strings.TrimRight(s[:maxSlugLen], "-")
-	}
+	s := textslug.Cut(textslug.Make(title), maxSlugLen)
 	if s == "" {
 		return "untitled"
 	}

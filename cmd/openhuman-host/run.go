@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/config"
+)
+
+// loadConfig loads the effective config and builds the root logger.
+func loadConfig(g *globalFlags) (*config.Config, hclog.Logger, error) {
+	cfg, err := config.Load(g.configPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	level := cfg.Server.LogLevel
+	if g.verbose && os.Getenv("OPENHUMAN_LOG_LEVEL") == "" {
+		level = "debug"
+		cfg.Server.LogLevel = level
+	}
+	log := hclog.New(&hclog.LoggerOptions{
+		Name:   "openhuman-host",
+		Level:  hclog.LevelFromString(level),
+		Output: os.Stderr,
+	})
+	if level == "off" {
+		log = hclog.NewNullLogger()
+	}
+	return cfg, log, nil
+}
+
+// detachStdin gives child processes /dev/null as stdin and returns the
+// real stdin for the host's own use: go-plugin hands os.Stdin to every
+// plugin it starts, and on stdio the MCP stream must reach the host alone.
+func detachStdin() (*os.File, error) {
+	real := os.Stdin
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	os.Stdin = devNull
+	return real, nil
+}
+
+func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger) (*host.Host, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the host executable: %w", err)
+	}
+	return host.Start(ctx, cfg, &host.Options{
+		Executable: exe,
+		Builtins:   builtinNames(),
+		Version:    hostVersion(),
+		Logger:     log,
+	})
+}
+
+// withHost runs fn with an in-process host built from the effective config
+// and closes it afterwards, flushing the audit log before the process
+// exits.
+func withHost(g *globalFlags, fn func(context.Context, *host.Host) error) error {
+	cfg, log, err := loadConfig(g)
+	if err != nil {
+		return err
+	}
+	return runHost(cfg, log, func(ctx context.Context, _ *os.File, h *host.Host) error { return fn(ctx, h) })
+}
+
+// runHost starts the host, runs fn until it returns or SIGINT/SIGTERM
+// cancels its context, then stops the providers and flushes the audit log.
+// fn gets the process's real stdin; child processes get /dev/null.
+func runHost(cfg *config.Config, log hclog.Logger, fn func(ctx context.Context, stdin *os.File, h *host.Host) error) (err error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stdin, err := detachStdin()
+	if err != nil {
+		return err
+	}
+	h, err := startHost(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if cerr := h.Close(closeCtx); cerr != nil {
+			log.Error("shutdown", "error", cerr)
+			if err == nil {
+				err = cerr
+			}
+		}
+	}()
+	log.Info("providers loaded", "count", len(h.Providers), "failed", len(h.Failed), "tools", len(h.Server.Catalog().Tools()))
+	return fn(ctx, stdin, h)
+}

@@ -149,11 +149,20 @@ type Tool struct {
 // so the spec's default applies (destructive and open-world default to
 // true, read-only and idempotent to false).
 type Annotations struct {
-	Title           string
-	ReadOnlyHint    *bool
+	// Title is a human-readable name for the tool; optional.
+	Title string
+	// ReadOnlyHint says the tool does not change its environment.
+	// Default false.
+	ReadOnlyHint *bool
+	// DestructiveHint says the tool may destroy or overwrite data (only
+	// meaningful when not read-only). Default true.
 	DestructiveHint *bool
-	IdempotentHint  *bool
-	OpenWorldHint   *bool
+	// IdempotentHint says repeating a call with the same arguments has no
+	// further effect (only meaningful when not read-only). Default false.
+	IdempotentHint *bool
+	// OpenWorldHint says the tool reaches outside the host (the web, other
+	// services). Default true.
+	OpenWorldHint *bool
 }
 
 // Bool returns a pointer to v, for [Annotations] fields.
@@ -161,37 +170,55 @@ func Bool(v bool) *bool { return &v }
 
 // Resource describes one MCP resource.
 type Resource struct {
-	URI         string
-	Name        string
-	Title       string
+	// URI identifies the resource, for example
+	// "openhuman://prompts/identity"; unique across the host.
+	URI string
+	// Name is a short programmatic name.
+	Name string
+	// Title is a human-readable name; optional.
+	Title string
+	// Description says what the resource holds.
 	Description string
-	MIMEType    string
+	// MIMEType is the type of its contents, for example "text/markdown".
+	MIMEType string
 	// Size is the size in bytes, 0 when unknown.
 	Size int64
 }
 
 // ResourceTemplate describes an RFC 6570 URI template of resources.
 type ResourceTemplate struct {
+	// URITemplate is an RFC 6570 template such as "notes://{id}".
 	URITemplate string
-	Name        string
-	Title       string
+	// Name is a short programmatic name.
+	Name string
+	// Title is a human-readable name; optional.
+	Title string
+	// Description says what the resources hold.
 	Description string
-	MIMEType    string
+	// MIMEType is the type of their contents, when it is the same for all.
+	MIMEType string
 }
 
 // Prompt describes one MCP prompt.
 type Prompt struct {
-	Name        string
-	Title       string
+	// Name is unique across the host.
+	Name string
+	// Title is a human-readable name; optional.
+	Title string
+	// Description says what the prompt is for.
 	Description string
-	Arguments   []PromptArgument
+	// Arguments lists the prompt's arguments.
+	Arguments []PromptArgument
 }
 
 // PromptArgument describes one argument of a [Prompt].
 type PromptArgument struct {
-	Name        string
+	// Name is the argument's name.
+	Name string
+	// Description says what to pass.
 	Description string
-	Required    bool
+	// Required says the argument must be given.
+	Required bool
 }
 
 // Caller says on whose behalf a call is made.
@@ -203,8 +230,11 @@ type Caller struct {
 	// SessionHash is "sha256:" and 8 hex digits of the MCP session id;
 	// never the id itself. Empty outside sessions.
 	SessionHash string
-	// ClientName and ClientVersion come from the client's initialize.
-	ClientName    string
+	// ClientName is the client's clientInfo.name from initialize, without
+	// control characters, at most 128 characters.
+	ClientName string
+	// ClientVersion is the client's clientInfo.version, cleaned the same
+	// way.
 	ClientVersion string
 	// Depth is 0 for a client's call; each [Host.CallTool] hop adds one.
 	Depth int
@@ -237,18 +267,24 @@ type EventSink interface {
 // Progress is one progress report. Progress must increase with each report;
 // Total is 0 when unknown.
 type Progress struct {
+	// Progress is the amount done so far, in any unit.
 	Progress float64
-	Total    float64
-	Message  string
+	// Total is the amount to do, in the same unit; 0 when unknown.
+	Total float64
+	// Message describes the current step; optional.
+	Message string
 }
 
 // LogMessage is one MCP log message. Level is an MCP logging level (debug,
 // info, notice, warning, error, critical, alert, emergency); Data is any
 // JSON-encodable value.
 type LogMessage struct {
-	Level  string
+	// Level is an MCP logging level name.
+	Level string
+	// Logger names the component that logs; optional.
 	Logger string
-	Data   any
+	// Data is the message: a string or any JSON-encodable value.
+	Data any
 }
 
 // Progress reports progress to the client if it asked for progress; it is a
@@ -295,13 +331,22 @@ type CallToolResult struct {
 // MIMEType) or "resource" (an embedded resource: URI, MIMEType and Text or
 // Data).
 type Content struct {
-	Type        string
-	Text        string
-	Data        []byte
-	MIMEType    string
-	URI         string
-	Name        string
-	Title       string
+	// Type is "text", "image", "audio", "resource_link" or "resource".
+	Type string
+	// Text is the text of a text block or of an embedded text resource.
+	Text string
+	// Data holds the raw bytes of an image, audio clip or embedded blob
+	// resource (not base64: the host encodes it).
+	Data []byte
+	// MIMEType is the type of Data, of a linked or of an embedded resource.
+	MIMEType string
+	// URI is the address of a linked or embedded resource.
+	URI string
+	// Name is a linked resource's name.
+	Name string
+	// Title is a linked resource's human-readable name.
+	Title string
+	// Description says what a linked resource holds.
 	Description string
 }
 
@@ -335,20 +380,28 @@ func StructuredResult(text string, v any) (*CallToolResult, error) {
 
 // ReadResourceRequest is the argument of [Provider.ReadResource].
 type ReadResourceRequest struct {
-	URI    string
+	// URI is one of the URIs the provider advertised, or matches one of its
+	// templates.
+	URI string
+	// Caller says on whose behalf the resource is read.
 	Caller Caller
 }
 
 // ReadResourceResult holds the contents of a resource.
 type ReadResourceResult struct {
+	// Contents holds the resource's parts; usually one.
 	Contents []ResourceContents
 }
 
 // ResourceContents is one part of a resource: Text for text resources, Blob
 // for binary ones.
 type ResourceContents struct {
-	URI      string
+	// URI is the address of this part.
+	URI string
+	// MIMEType is the type of this part.
 	MIMEType string
-	Text     string
-	Blob     []byte
+	// Text is the content of a text resource.
+	Text string
+	// Blob is the content of a binary resource, as raw bytes.
+	Blob []byte
 }

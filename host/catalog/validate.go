@@ -25,6 +25,7 @@ type ArgumentError struct {
 	Message string
 }
 
+// Error returns Message.
 func (e *ArgumentError) Error() string { return e.Message }
 
 // maxFallbackMessage caps the JSON Schema validator's message, in bytes.

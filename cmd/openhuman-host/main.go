@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -53,7 +54,8 @@ func hostVersion() string {
 		v = "dev"
 	}
 	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+		// A pseudo-version already ends in the revision.
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 && !strings.HasSuffix(v, s.Value[:12]) {
 			v += "+" + s.Value[:12]
 		}
 	}

@@ -20,11 +20,15 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 	tools := &cobra.Command{
 		Use:   "tools",
 		Short: "List and call tools from the command line, through the same policy and audit as MCP clients",
+		Args:  unknownSubcommand,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	tools.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List tools, one per line: name, class, provider, description",
-		Args:  cobra.NoArgs,
+		Long: "list prints one line per tool: name, policy class, provider and description, tab-separated.\n" +
+			"It exits with status 1 when an enabled provider did not load (the reason is on stderr).",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withHost(g, func(_ context.Context, h *host.Host) error {
 				out := cmd.OutOrStdout()
@@ -33,6 +37,12 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 					if _, err := fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", t.Name, t.Class, t.Provider, desc); err != nil {
 						return err
 					}
+				}
+				for _, f := range h.Failed {
+					fmt.Fprintf(cmd.ErrOrStderr(), "provider %s did not load: %v\n", f.Name, f.Err)
+				}
+				if len(h.Failed) > 0 {
+					return &exitError{code: 1}
 				}
 				return nil
 			})
@@ -96,10 +106,7 @@ func failureNote(h *host.Host) string {
 
 func printResult(stdout, stderr io.Writer, res *sdk.CallToolResult, asJSON bool) error {
 	if asJSON {
-		out := map[string]any{"content": res.Content, "isError": res.IsError}
-		if len(res.StructuredContent) > 0 {
-			out["structuredContent"] = res.StructuredContent
-		}
+		out := server.MCPResult(res)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
@@ -125,7 +132,12 @@ func printResult(stdout, stderr io.Writer, res *sdk.CallToolResult, asJSON bool)
 }
 
 func newConfigCmd(g *globalFlags) *cobra.Command {
-	cfgCmd := &cobra.Command{Use: "config", Short: "Inspect the configuration"}
+	cfgCmd := &cobra.Command{
+		Use:   "config",
+		Short: "Inspect the configuration",
+		Args:  unknownSubcommand,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
 	cfgCmd.AddCommand(&cobra.Command{
 		Use:   "check",
 		Short: "Validate the config, load every enabled provider, print the effective config with secrets masked",
@@ -157,4 +169,21 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 		},
 	})
 	return cfgCmd
+}
+
+// unknownSubcommand rejects arguments to a command that only groups
+// subcommands, so a typo such as "tools lst" is an error, not help text
+// with exit status 0.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return errors.New(msg)
 }

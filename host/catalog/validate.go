@@ -196,7 +196,11 @@ func checkValue(name string, s *jsonschema.Schema, v any, required bool) error {
 	if types := schemaTypes(s); len(types) > 0 {
 		ok := slices.Contains(types, got) || (got == "integer" && slices.Contains(types, "number"))
 		if !ok {
-			return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q must be of type %s; got %s %s", name, strings.Join(types, " or "), got, describeValue(v))}
+			msg := fmt.Sprintf("argument %q must be of type %s; got %s", name, strings.Join(types, " or "), got)
+			if d := describeValue(v); d != "" && got != "null" {
+				msg += " " + d
+			}
+			return &ArgumentError{Argument: name, Message: msg}
 		}
 	}
 	if len(s.Enum) > 0 && !slices.ContainsFunc(s.Enum, func(e any) bool { return sameJSON(e, v) }) {

@@ -357,7 +357,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 			s.log.Error("host fault in tools/call", "tool", name, "error", err)
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error in openhuman-host; see its log"}
 		}
-		return toMCPResult(res), nil
+		return MCPResult(res), nil
 	}
 }
 
@@ -381,8 +381,10 @@ func (s *Server) resourceHandler(d Dispatcher) mcp.ResourceHandler {
 	}
 }
 
-// toMCPResult converts a provider result to the go-sdk's type.
-func toMCPResult(r *sdk.CallToolResult) *mcp.CallToolResult {
+// MCPResult converts a provider result to the go-sdk's CallToolResult,
+// which marshals to the MCP wire form (content blocks, structuredContent,
+// isError).
+func MCPResult(r *sdk.CallToolResult) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, 0, len(r.Content))}
 	for _, c := range r.Content {
 		switch c.Type {

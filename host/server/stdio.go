@@ -38,6 +38,7 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		incoming: make(chan readResult),
 		closed:   make(chan struct{}),
 	}
+	c.drained = sync.NewCond(&c.pendingMu)
 	if cl, ok := t.In.(io.Closer); ok {
 		c.in = cl
 	}
@@ -56,6 +57,13 @@ type lineConn struct {
 
 	writeMu  sync.Mutex
 	incoming chan readResult
+
+	// pending counts requests handed to the server and not answered yet,
+	// so that end of input waits for their responses: a client that
+	// writes its requests and closes stdin still gets every answer.
+	pendingMu sync.Mutex
+	pending   int
+	drained   *sync.Cond
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -96,6 +104,7 @@ func (c *lineConn) readLoop(in io.Reader) {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.EOF
+				c.waitDrained()
 			}
 			select {
 			case c.incoming <- readResult{err: err}:
@@ -179,7 +188,40 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	case <-c.closed:
 		return nil, io.EOF
 	case r := <-c.incoming:
+		if req, ok := r.msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+			c.pendingMu.Lock()
+			c.pending++
+			c.pendingMu.Unlock()
+		}
 		return r.msg, r.err
+	}
+}
+
+// answered records a response written to the client.
+func (c *lineConn) answered() {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	if c.pending > 0 {
+		c.pending--
+	}
+	if c.pending == 0 {
+		c.drained.Broadcast()
+	}
+}
+
+// waitDrained blocks until every request read so far has been answered or
+// the connection is closed. A request that never completes is bounded by
+// the tool timeout, and SIGTERM still stops the process.
+func (c *lineConn) waitDrained() {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	for c.pending > 0 {
+		select {
+		case <-c.closed:
+			return
+		default:
+		}
+		c.drained.Wait()
 	}
 }
 
@@ -191,7 +233,11 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.writeLine(data)
+	err = c.writeLine(data)
+	if _, ok := msg.(*jsonrpc.Response); ok {
+		c.answered()
+	}
+	return err
 }
 
 func (c *lineConn) writeLine(data []byte) error {
@@ -213,6 +259,9 @@ func (c *lineConn) writeLine(data []byte) error {
 func (c *lineConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
+		c.pendingMu.Lock()
+		c.drained.Broadcast()
+		c.pendingMu.Unlock()
 		if c.in != nil {
 			_ = c.in.Close()
 		}

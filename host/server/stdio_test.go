@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,4 +108,53 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestLineTransportAnswersEverythingBeforeEOF is a scripted client: it
+// writes its requests and closes stdin at once. Every request must still
+// be answered before the session ends.
+func TestLineTransportAnswersEverythingBeforeEOF(t *testing.T) {
+	t.Parallel()
+	s, a := newTestServer(t, policy.Supervised, true)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fake.store","arguments":{"title":"t"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fake.search","arguments":{"query":"q"}}}`,
+	}, "\n") + "\n"
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.MCP().Run(ctx, &LineTransport{In: strings.NewReader(in), Out: &syncWriter{w: &out}}); err != nil && ctx.Err() != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var ids []float64
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("bad output line %q", line)
+		}
+		if id, ok := m["id"].(float64); ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	if diff := cmp.Diff([]float64{1, 2, 3, 4}, ids); diff != "" {
+		t.Errorf("answered ids (-want +got):\n%s", diff)
+	}
+	if n := len(a.all()); n != 2 {
+		t.Errorf("%d audit rows, want 2", n)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	for _, tc := range []struct {
+		p    float64
+		want time.Duration
+	}{{0.5, 5}, {0.99, 10}, {0.1, 1}, {1, 10}} {
+		if got := percentile(ds, tc.p); got != tc.want {
+			t.Errorf("percentile(%v) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	if got := percentile(nil, 0.5); got != 0 {
+		t.Errorf("percentile of nothing = %v, want 0", got)
+	}
+	if got := median([]time.Duration{30, 10, 20, 100}); got != 25 {
+		t.Errorf("median = %v, want 25ns", got)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	line := []byte("4242 (open) (human)) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 9 0 1 2 3\n")
+	pid, ppid, ok := parseStat(line)
+	if !ok || pid != 4242 || ppid != 17 {
+		t.Errorf("parseStat = %d, %d, %v; want 4242, 17, true", pid, ppid, ok)
+	}
+	name, ticks, ok := parseStatCPU(line)
+	if !ok || name != "open) (human)" || ticks != 281 {
+		t.Errorf("parseStatCPU = %q, %d, %v; want \"open) (human)\", 281, true", name, ticks, ok)
+	}
+	if _, _, ok := parseStat([]byte("garbage")); ok {
+		t.Error("parseStat accepted garbage")
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	name, hwm, err := parseStatus([]byte("Name:\topenhuman-host\nVmPeak:\t  900 kB\nVmHWM:\t   40264 kB\nVmRSS:\t 30000 kB\n"))
+	if err != nil || name != "openhuman-host" || hwm != 40264 {
+		t.Errorf("parseStatus = %q, %d, %v; want openhuman-host, 40264, nil", name, hwm, err)
+	}
+	if _, _, err := parseStatus([]byte("Name:\tzombie\nState:\tZ\n")); err == nil {
+		t.Error("parseStatus without VmHWM: no error")
+	}
+}
+
+func TestVariantFlag(t *testing.T) {
+	var v variantList
+	if err := v.Set("lim:GOGC=off,GOMEMLIMIT=24MiB:-gogc=-1 -memlimit=12582912"); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Set("plain:GOGC=200"); err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != 2 || v[0].name != "lim" || len(v[0].env) != 2 || len(v[0].providerArgs) != 2 || len(v[1].providerArgs) != 0 {
+		t.Errorf("parsed %+v", v)
+	}
+	for _, bad := range []string{"", ":GOGC=1", "a b:GOGC=1", "x:GOGC", "lim:GOGC=1"} {
+		if err := v.Set(bad); err == nil {
+			t.Errorf("Set(%q) accepted", bad)
+		}
+	}
+}
+
+func TestTOMLString(t *testing.T) {
+	if got, want := tomlString("/tmp/a \"b\"\\c\n"), `"/tmp/a \"b\"\\c\u000A"`; got != want {
+		t.Errorf("tomlString = %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// procHWM is one process's peak resident set size.
+type procHWM struct {
+	Pid    int    `json:"pid"`
+	Name   string `json:"name"`
+	HWMKiB int64  `json:"vm_hwm_kib"`
+}
+
+// treeHWM returns VmHWM of pid and of every descendant of pid, parents
+// first.
+func treeHWM(pid int) ([]procHWM, error) {
+	children, err := childMap()
+	if err != nil {
+		return nil, err
+	}
+	var out []procHWM
+	queue := []int{pid}
+	for len(queue) > 0 && len(out) < 1000 {
+		p := queue[0]
+		queue = queue[1:]
+		name, hwm, err := readStatus(p)
+		if err != nil {
+			if p == pid {
+				return nil, err
+			}
+			continue // exited meanwhile
+		}
+		if p != pid && len(out) > 0 && name == out[0].Name {
+			name = label(p, name)
+		}
+		out = append(out, procHWM{Pid: p, Name: name, HWMKiB: hwm})
+		queue = append(queue, children[p]...)
+	}
+	return out, nil
+}
+
+// label names a descendant that runs the same executable as the root,
+// such as a built-in provider (`openhuman-host provider memory`), by its
+// command line.
+func label(pid int, name string) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return name + " (child)"
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	if len(args) < 2 {
+		return name + " (child)"
+	}
+	return name + " " + strings.Join(args[1:], " ")
+}
+
+// childMap maps every process id to its children's, from /proc/*/stat.
+func childMap() (map[int][]int, error) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return nil, err
+	}
+	m := map[int][]int{}
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		pid, ppid, ok := parseStat(b)
+		if ok {
+			m[ppid] = append(m[ppid], pid)
+		}
+	}
+	return m, nil
+}
+
+// parseStat reads pid and ppid from a /proc/<pid>/stat line. The command
+// name in parentheses may hold spaces and parentheses, so the fields are
+// read after its last ')'.
+func parseStat(b []byte) (pid, ppid int, ok bool) {
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 1 || end < open {
+		return 0, 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:open])))
+	if err != nil {
+		return 0, 0, false
+	}
+	fields := strings.Fields(string(b[end+1:]))
+	if len(fields) < 2 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	if err != nil {
+		return 0, 0, false
+	}
+	return pid, ppid, true
+}
+
+// readStatus returns the Name and VmHWM (KiB) of /proc/<pid>/status.
+func readStatus(pid int) (string, int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "", 0, err
+	}
+	return parseStatus(b)
+}
+
+func parseStatus(b []byte) (string, int64, error) {
+	var name string
+	hwm := int64(-1)
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch k {
+		case "Name":
+			name = v
+		case "VmHWM":
+			n, err := strconv.ParseInt(strings.TrimSuffix(v, " kB"), 10, 64)
+			if err != nil {
+				return "", 0, fmt.Errorf("VmHWM %q: %w", v, err)
+			}
+			hwm = n
+		}
+	}
+	if hwm < 0 {
+		return "", 0, fmt.Errorf("no VmHWM line (a zombie or kernel thread?)")
+	}
+	return name, hwm, nil
+}
+
+// clockTicks is the unit of utime and stime in /proc/<pid>/stat (USER_HZ,
+// 100 on Linux for every architecture Go supports).
+const clockTicks = 100
+
+// procCPU is the CPU time (user + system) one process has used so far.
+type procCPU struct {
+	pid  int
+	name string
+	cpu  time.Duration
+}
+
+// treeCPU returns the CPU time of pid and of each of its descendants,
+// parents first.
+func treeCPU(pid int) ([]procCPU, error) {
+	children, err := childMap()
+	if err != nil {
+		return nil, err
+	}
+	var out []procCPU
+	queue := []int{pid}
+	for seen := 0; len(queue) > 0 && seen < 1000; seen++ {
+		p := queue[0]
+		queue = queue[1:]
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			if p == pid {
+				return nil, err
+			}
+			continue // exited meanwhile
+		}
+		name, ticks, ok := parseStatCPU(b)
+		if !ok {
+			return nil, fmt.Errorf("/proc/%d/stat: unexpected format", p)
+		}
+		if p != pid && len(out) > 0 && name == out[0].name {
+			name = label(p, name)
+		}
+		out = append(out, procCPU{pid: p, name: name, cpu: time.Duration(ticks) * time.Second / clockTicks})
+		queue = append(queue, children[p]...)
+	}
+	return out, nil
+}
+
+// cpuDelta is the CPU time each process in after used since before, by
+// process name (processes of the same name are added up), and the total.
+func cpuDelta(before, after []procCPU) (map[string]time.Duration, time.Duration) {
+	was := map[int]time.Duration{}
+	for _, p := range before {
+		was[p.pid] = p.cpu
+	}
+	by := map[string]time.Duration{}
+	var total time.Duration
+	for _, p := range after {
+		d := p.cpu - was[p.pid]
+		by[p.name] += d
+		total += d
+	}
+	return by, total
+}
+
+// parseStatCPU returns the command name and utime + stime (fields 2, 14
+// and 15) of a /proc/<pid>/stat line.
+func parseStatCPU(b []byte) (string, int64, bool) {
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return "", 0, false
+	}
+	name := string(b[open+1 : end])
+	fields := strings.Fields(string(b[end+1:]))
+	// fields[0] is field 3 (state), so field n is fields[n-3].
+	if len(fields) < 13 {
+		return "", 0, false
+	}
+	u, err1 := strconv.ParseInt(fields[11], 10, 64)
+	s, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", 0, false
+	}
+	return name, u + s, true
+}
+
+// selfCPU is the CPU time (user + system) this process has used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/bench/internal/noop"
+)
+
+// target is one server the bench drives.
+type target struct {
+	name string
+	// tool and args are what every measured call sends.
+	tool string
+	args map[string]any
+	// command returns a fresh, unstarted command for the server.
+	command func() *exec.Cmd
+	// configPath and env are the host's config and environment; empty for
+	// the floor.
+	configPath string
+	env        []string
+	// listed is a tool `tools list` must show for the config to count as
+	// loaded; empty skips the check.
+	listed string
+	// seed prepares a freshly started server for measurement; nil for none.
+	seed func(context.Context, *running) error
+}
+
+// runtimeEnv are the variables the bench takes out of the inherited
+// environment, so that only the -host-env and -floor-env flags set them.
+var runtimeEnv = []string{"GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS", "XDG_DATA_HOME", "XDG_CONFIG_HOME"}
+
+// childEnv is the bench's environment without runtimeEnv and OPENHUMAN_*
+// variables, plus extra.
+func childEnv(extra ...string) []string {
+	var env []string
+outer:
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "OPENHUMAN_") {
+			continue
+		}
+		for _, r := range runtimeEnv {
+			if k == r {
+				continue outer
+			}
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// setupTargets writes the host configs and returns floor, host, one
+// host/NAME per -variant and, with -memory, host+memory, in that order.
+func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target, error) {
+	floor := &target{
+		name: "floor",
+		tool: noop.FloorTool,
+		args: map[string]any{},
+	}
+	floorEnv := childEnv(o.floorEnv...)
+	floor.command = func() *exec.Cmd {
+		cmd := exec.Command(floorBin)
+		cmd.Env = floorEnv
+		return cmd
+	}
+
+	audit := fmt.Sprintf("[audit]\nrecord_reads = %t\n\n", o.recordReads)
+	noopConfig := func(provArgs []string) string {
+		c := audit +
+			"[providers.memory]\nenabled = false\n\n" +
+			"[providers.bench]\n" +
+			"command = " + tomlString(provBin) + "\n" +
+			"sha256 = " + tomlString(provSHA) + "\n"
+		if len(provArgs) > 0 {
+			quoted := make([]string, len(provArgs))
+			for i, a := range provArgs {
+				quoted[i] = tomlString(a)
+			}
+			c += "args = [" + strings.Join(quoted, ", ") + "]\n"
+		}
+		return c
+	}
+	dirs := 0
+	dir := func() string {
+		dirs++
+		return filepath.Join(tmp, fmt.Sprintf("host%d", dirs))
+	}
+	host, err := hostTarget(o, dir(), "host", noopConfig(strings.Fields(o.providerArgs)), nil)
+	if err != nil {
+		return nil, err
+	}
+	host.tool, host.args, host.listed = noop.ProviderTool, map[string]any{}, noop.ProviderTool
+	targets := []*target{floor, host}
+
+	for _, v := range o.variants {
+		t, err := hostTarget(o, dir(), "host/"+v.name, noopConfig(v.providerArgs), v.env)
+		if err != nil {
+			return nil, err
+		}
+		t.tool, t.args, t.listed = noop.ProviderTool, map[string]any{}, noop.ProviderTool
+		targets = append(targets, t)
+	}
+
+	if o.memory {
+		mem, err := hostTarget(o, dir(), "host+memory", audit+"[providers.memory]\nenabled = true\n", nil)
+		if err != nil {
+			return nil, err
+		}
+		mem.tool, mem.listed = "memory.search", "memory.search"
+		mem.args = map[string]any{"query": "reef harbour", "k": 10}
+		docs := o.memoryDocs
+		mem.seed = func(ctx context.Context, r *running) error { return seedMemory(ctx, r.cs, docs) }
+		targets = append(targets, mem)
+	}
+	return targets, nil
+}
+
+// hostTarget writes config into dir and gives the host its own XDG
+// directories there; env is added to the host's environment after
+// -host-env.
+func hostTarget(o *options, dir, name, config string, env []string) (*target, error) {
+	data, conf := filepath.Join(dir, "data"), filepath.Join(dir, "config")
+	for _, d := range []string{data, conf} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	path := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		return nil, err
+	}
+	t := &target{name: name, configPath: path}
+	extra := append([]string{"XDG_DATA_HOME=" + data, "XDG_CONFIG_HOME=" + conf}, o.hostEnv...)
+	t.env = childEnv(append(extra, env...)...)
+	bin := o.hostBin
+	t.command = func() *exec.Cmd {
+		cmd := exec.Command(bin, "--config", path, "serve")
+		cmd.Env = t.env
+		return cmd
+	}
+	return t, nil
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// fileSHA256 is the lowercase hex SHA-256 of a file's contents.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// checkToolsList runs `openhuman-host --config F tools list` and fails,
+// quoting what the host printed, unless t.listed is among the tools.
+func (t *target) checkToolsList(ctx context.Context, hostBin string) error {
+	if t.listed == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hostBin, "--config", t.configPath, "tools", "list")
+	cmd.Env = t.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if name, _, _ := strings.Cut(line, "\t"); name == t.listed {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: `openhuman-host --config %s tools list` does not list %s (exit: %v)\nstdout:\n%s\nstderr:\n%s",
+		t.name, t.configPath, t.listed, err, stdout.String(), stderr.String())
+}
+
+// running is a started server with an initialized client session.
+type running struct {
+	cmd    *exec.Cmd
+	cs     *mcp.ClientSession
+	stderr *tailBuffer
+	once   sync.Once
+	err    error
+}
+
+// start launches the server, connects the go-sdk client and lists the
+// tools. The duration is from just before the launch to the tools/list
+// response: the cold start.
+func (t *target) start(ctx context.Context) (*running, time.Duration, error) {
+	cmd := t.command()
+	r := &running{cmd: cmd, stderr: &tailBuffer{max: 16 << 10}}
+	cmd.Stderr = r.stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "openhuman-bench", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 3 * time.Second}, nil)
+	if err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		return nil, 0, fmt.Errorf("%s: connect: %w%s", t.name, err, r.stderr.suffix())
+	}
+	r.cs = cs
+	lt, err := cs.ListTools(ctx, nil)
+	elapsed := time.Since(t0)
+	if err != nil {
+		_ = r.close()
+		return nil, 0, fmt.Errorf("%s: tools/list: %w%s", t.name, err, r.stderr.suffix())
+	}
+	found := false
+	for _, tool := range lt.Tools {
+		found = found || tool.Name == t.tool
+	}
+	if !found {
+		_ = r.close()
+		return nil, 0, fmt.Errorf("%s: tools/list has no %s (%d tools)%s", t.name, t.tool, len(lt.Tools), r.stderr.suffix())
+	}
+	return r, elapsed, nil
+}
+
+// close ends the session: stdin is closed and the server is waited for
+// (SIGTERM, then SIGKILL, if it lingers).
+func (r *running) close() error {
+	r.once.Do(func() { r.err = r.cs.Close() })
+	return r.err
+}
+
+// measureColdStarts launches every target o.coldRuns times, interleaved,
+// and records the median time to the first tools/list response.
+func measureColdStarts(ctx context.Context, o *options, targets []*target, res *results) error {
+	times := make([][]time.Duration, len(targets))
+	for range o.coldRuns {
+		for i, t := range targets {
+			r, d, err := t.start(ctx)
+			if err != nil {
+				return err
+			}
+			if err := r.close(); err != nil {
+				return fmt.Errorf("%s: exit after cold start: %w%s", t.name, err, r.stderr.suffix())
+			}
+			times[i] = append(times[i], d)
+		}
+	}
+	for i, t := range targets {
+		tr := res.Targets[t.name]
+		tr.ColdStarts = times[i]
+		tr.ColdStartMedian = median(times[i])
+	}
+	return nil
+}
+
+// seedWords is the vocabulary of the seeded documents.
+var seedWords = strings.Fields(`reef harbour tide coral lagoon anchor current sail north south
+	storm chart compass island shore wave kelp beacon channel depth
+	meeting budget review draft schedule invoice travel visa report notes
+	garden kitchen recipe bread coffee music river mountain forest bridge`)
+
+// seedMemory stores n documents of about 300 words through memory.store;
+// about one in four mentions the reef.
+func seedMemory(ctx context.Context, cs *mcp.ClientSession, n int) error {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range n {
+		var b strings.Builder
+		for w := range 300 {
+			if w > 0 {
+				b.WriteByte(' ')
+			}
+			word := seedWords[rng.IntN(len(seedWords))]
+			if word == "reef" && i%4 != 0 {
+				word = "shoal"
+			}
+			b.WriteString(word)
+		}
+		callCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "memory.store", Arguments: map[string]any{
+			"title":   fmt.Sprintf("Bench document %d", i),
+			"content": b.String(),
+		}})
+		cancel()
+		if err != nil {
+			return err
+		}
+		if res.IsError {
+			return fmt.Errorf("memory.store: %s", resultText(res))
+		}
+	}
+	return nil
+}
+
+// resultText joins a result's text blocks.
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// tailBuffer keeps the last max bytes written to it, for error messages.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// suffix is the captured stderr as an error-message suffix, or "".
+func (b *tailBuffer) suffix() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := strings.TrimSpace(string(b.buf))
+	if s == "" {
+		return ""
+	}
+	return "\nserver stderr:\n" + s
+}

@@ -123,6 +123,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 	db, err := gorm.Open(sqlite.Open(dsn(abs)), &gorm.Config{
 		Logger:                 logger.Discard,
 		SkipDefaultTransaction: true,
+		// Every batch runs the same INSERT; preparing it once saves the
+		// writer most of its CPU.
+		PrepareStmt: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", abs, err)

@@ -39,6 +39,9 @@ type Tool struct {
 	schema   *jsonschema.Schema
 	resolved *jsonschema.Resolved
 	required map[string]bool
+	// closed is true when the schema sets "additionalProperties": false,
+	// decided once here rather than on every call.
+	closed bool
 }
 
 // Resource is one accepted resource.
@@ -163,7 +166,8 @@ func newTool(provider string, t sdk.Tool) (*Tool, error) {
 	for _, r := range schema.Required {
 		required[r] = true
 	}
-	return &Tool{Tool: t, Provider: provider, schema: &schema, resolved: resolved, required: required}, nil
+	return &Tool{Tool: t, Provider: provider, schema: &schema, resolved: resolved, required: required,
+		closed: isFalseSchema(schema.AdditionalProperties)}, nil
 }
 
 // Tool returns the tool with the given name.

@@ -110,7 +110,7 @@ func (t *Tool) checkHostRules(args map[string]any) error {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	if isFalseSchema(t.schema.AdditionalProperties) {
+	if t.closed {
 		for _, name := range names {
 			if _, ok := t.schema.Properties[name]; !ok {
 				return &ArgumentError{Argument: name, Message: fmt.Sprintf("unknown argument %q; %s takes: %s", name, t.Name, t.argumentList())}

@@ -95,6 +95,13 @@ func (c *lineConn) readLoop(in io.Reader) {
 			tooLong = false
 			c.writeError(nil, -32600, fmt.Sprintf("message larger than %d bytes; it was skipped", MaxLineBytes))
 		} else if msg, ok := c.decode(line); ok {
+			// Counted before the hand-over, so that end of input, read
+			// right after, cannot miss it.
+			if req, isReq := msg.(*jsonrpc.Request); isReq && req.ID.IsValid() {
+				c.pendingMu.Lock()
+				c.pending++
+				c.pendingMu.Unlock()
+			}
 			select {
 			case c.incoming <- readResult{msg: msg}:
 			case <-c.closed:
@@ -188,11 +195,6 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	case <-c.closed:
 		return nil, io.EOF
 	case r := <-c.incoming:
-		if req, ok := r.msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
-			c.pendingMu.Lock()
-			c.pending++
-			c.pendingMu.Unlock()
-		}
 		return r.msg, r.err
 	}
 }

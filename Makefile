@@ -38,6 +38,8 @@ run-http: build
 test: build interop-deps
 	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_REQUIRE_INTEROP=1 \
 		$(GO) test -race -tags $(TAGS) -count=1 -timeout 20m ./...
+	@# A build without the tag must refuse to start the memory provider.
+	$(GO) test -race -count=1 -run 'TestConfigureWithoutFTS5|TestCheckFTS5' ./providers/memory/
 
 # Go tests only, without the npm-based interop tests.
 test-go:

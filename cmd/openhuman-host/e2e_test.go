@@ -278,7 +278,7 @@ func TestCLIToolsListAndCall(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		names = append(names, strings.SplitN(line, "\t", 2)[0])
 	}
-	if diff := cmp.Diff([]string{"memory.store", "memory.search", "tree.read_chunk"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"memory.store", "memory.note", "tree.tag", "memory.search", "memory.recall", "tree.read_chunk", "tree.browse", "tree.top_entities", "tree.list_sources"}, names); diff != "" {
 		t.Errorf("tools list names (-want +got):\n%s", diff)
 	}
 	if _, _, err := run("tools", "call", "memory.store", `{"title":"CLI note","content":"kumquat season"}`); err != nil {

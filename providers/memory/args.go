@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -116,7 +117,7 @@ func intInRange(name string, v *float64, lo, hi, def int) (int, *argError) {
 	}
 	f := *v
 	if f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
-		return 0, argErrorf("argument %q must be an integer from %d to %d, got %v", name, lo, hi, f)
+		return 0, argErrorf("argument %q must be an integer from %d to %d, got %s", name, lo, hi, formatNumber(f))
 	}
 	return int(f), nil
 }
@@ -129,4 +130,68 @@ func quoteShort(s string) string {
 	}
 	r := []rune(s)
 	return fmt.Sprintf("%q…", string(r[:limit]))
+}
+
+// maxSafeInteger is the largest integer a JSON number holds exactly
+// (2^53 - 1); millisecond timestamps are bounded by it.
+const maxSafeInteger = 1<<53 - 1
+
+// optionalInt64 checks an optional integer argument against [lo, hi]; nil
+// stays nil. Like intInRange it refuses fractions and out-of-range values.
+func optionalInt64(name string, v *float64, lo, hi int64) (*int64, *argError) {
+	if v == nil {
+		return nil, nil
+	}
+	f := *v
+	if f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
+		return nil, argErrorf("argument %q must be an integer from %d to %d, got %s", name, lo, hi, formatNumber(f))
+	}
+	n := int64(f)
+	return &n, nil
+}
+
+// stringList checks a list argument of at most maxItems strings, each not
+// blank after trimming spaces and at most maxRunes characters; each must
+// also pass check when it is not nil. Duplicates are dropped.
+func stringList(name string, in []string, maxItems, maxRunes int, check func(string) string) ([]string, *argError) {
+	if len(in) > maxItems {
+		return nil, argErrorf("argument %q must have at most %d items, got %d", name, maxItems, len(in))
+	}
+	out := make([]string, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for i, s := range in {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, argErrorf("argument \"%s[%d]\" must not be blank", name, i)
+		}
+		if n := utf8.RuneCountInString(s); n > maxRunes {
+			return nil, argErrorf("argument \"%s[%d]\" must be at most %d characters, got %d", name, i, maxRunes, n)
+		}
+		if check != nil {
+			if msg := check(s); msg != "" {
+				return nil, argErrorf("argument \"%s[%d]\" %s", name, i, msg)
+			}
+		}
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// optionalString checks an optional string argument: when present it must
+// not be blank and is at most maxRunes characters. It returns the trimmed
+// value, "" when absent.
+func optionalString(name string, v *string, maxRunes int) (string, *argError) {
+	if v == nil {
+		return "", nil
+	}
+	return requiredString(name, v, maxRunes)
+}
+
+// formatNumber writes a JSON number as the user wrote it, without an
+// exponent for ordinary values.
+func formatNumber(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // longText returns n paragraphs of about 600 characters each, separated by
@@ -50,7 +48,7 @@ func TestSplitChunks(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			got := splitChunks(tc.text, tc.limit)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := diff(tc.want, got); diff != "" {
 				t.Errorf("splitChunks (-want +got):\n%s", diff)
 			}
 			checkPieces(t, tc.text, got, tc.limit)

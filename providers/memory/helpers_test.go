@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -185,4 +186,13 @@ func validateOutput(t *testing.T, name string, content json.RawMessage) {
 // the code under test.
 func sha8(s string) string {
 	return fmt.Sprintf("%x", sha256.Sum256([]byte(s)))[:8]
+}
+
+// allowRefs lets cmp compare the hit types, which embed the unexported
+// chunkRef.
+var allowRefs = cmp.AllowUnexported(searchHit{}, browseHit{}, recallHit{}, chunkView{})
+
+// diff is cmp.Diff that understands the hit types.
+func diff(want, got any, opts ...cmp.Option) string {
+	return cmp.Diff(want, got, append(opts, allowRefs)...)
 }

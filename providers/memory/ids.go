@@ -14,9 +14,18 @@ const (
 	storeKeyPrefix = "mcp-store-"
 	// maxSlugLen bounds the slug part of a key, in bytes (slugs are ASCII).
 	maxSlugLen = 64
+	// noteKeyPrefix starts the key of the note memory.note writes about a
+	// chunk: mcp-note-<chunk id>.
+	noteKeyPrefix = "mcp-note-"
 	// chunkIDPrefix starts every chunk id.
 	chunkIDPrefix = "chk_"
 )
+
+// contentHash is the hex SHA-256 of a document's whole content.
+func contentHash(content string) string {
+	sum := sha256.Sum256([]byte(content))
+	return hex.EncodeToString(sum[:])
+}
 
 // slug turns a title into lower-case ASCII letters and digits with every
 // other run of characters replaced by one "-", trimmed of dashes and cut to

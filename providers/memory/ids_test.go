@@ -4,8 +4,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestSlug(t *testing.T) {
@@ -27,7 +25,7 @@ func TestSlug(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if diff := cmp.Diff(tc.want, slug(tc.title)); diff != "" {
+			if diff := diff(tc.want, slug(tc.title)); diff != "" {
 				t.Errorf("slug(%q) (-want +got):\n%s", tc.title, diff)
 			}
 		})
@@ -48,7 +46,7 @@ func TestKeys(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if diff := cmp.Diff(tc.want, tc.got); diff != "" {
+			if diff := diff(tc.want, tc.got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

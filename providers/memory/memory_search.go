@@ -21,19 +21,6 @@ type searchResult struct {
 	Chunks []searchHit `json:"chunks"`
 }
 
-// searchHit is one ranked chunk.
-type searchHit struct {
-	ChunkID    string  `json:"chunk_id" gorm:"column:chunk_id"`
-	DocumentID string  `json:"document_id" gorm:"column:document_id"`
-	Title      string  `json:"title" gorm:"column:title"`
-	Namespace  string  `json:"namespace" gorm:"column:namespace"`
-	SourceID   string  `json:"source_id" gorm:"column:source_id"`
-	Seq        int     `json:"seq" gorm:"column:seq"`
-	Snippet    string  `json:"snippet" gorm:"column:snippet"`
-	Score      float64 `json:"score" gorm:"column:score"`
-	UpdatedMS  int64   `json:"updated_ms" gorm:"column:updated_ms"`
-}
-
 func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
 	var args searchArgs
 	if aerr := decodeArgs(raw, &args); aerr != nil {
@@ -79,4 +66,43 @@ func searchText(words []string, hits []searchHit) string {
 // oneLine collapses every run of whitespace, newlines included, to a space.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+var searchTool = tool{
+	spec: sdk.Tool{
+		Name:  ToolSearch,
+		Title: "Search memory",
+		Description: "Keyword search over everything stored in memory. Returns up to k chunks, best first, " +
+			"ranked by BM25 with matches in a document's title counting more than matches in its body. " +
+			"Every word of the query must appear in a chunk (its text, its document's title or its tags); matching " +
+			"ignores case and accents, punctuation only separates words, and there are no operators. " +
+			"Use a few distinctive keywords; if nothing comes back, try fewer or other words. Each hit " +
+			"has a snippet with the matches marked **like this**; pass its chunk_id to tree.read_chunk " +
+			"for the full text. To ask a question in natural language, use memory.recall instead.",
+		InputSchema: mustJSON(objectSchema([]string{"query"}, map[string]any{
+			"query": map[string]any{
+				"type":        "string",
+				"minLength":   1,
+				"maxLength":   maxQueryRunes,
+				"description": "Words to look for; all must match.",
+			},
+			"k": kSchema("chunks"),
+		})),
+		OutputSchema: mustJSON(objectSchema([]string{"chunks"}, map[string]any{
+			"chunks": map[string]any{
+				"type": "array",
+				"items": hitSchema([]string{"snippet", "score"}, map[string]any{
+					"snippet": map[string]any{"type": "string", "description": "Excerpt of the chunk with matches marked **like this**."},
+					"score":   map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "BM25 relevance; higher is better."},
+				}),
+			},
+		})),
+		Annotations: sdk.Annotations{
+			Title:         "Search memory",
+			ReadOnlyHint:  sdk.Bool(true),
+			OpenWorldHint: sdk.Bool(false),
+		},
+		Class: sdk.ClassRead,
+	},
+	run: runSearch,
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -74,7 +73,7 @@ func TestSearch(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if diff := cmp.Diff(tc.want, hitDocs(search(t, p, tc.query, 0))); diff != "" {
+			if diff := diff(tc.want, hitDocs(search(t, p, tc.query, 0))); diff != "" {
 				t.Errorf("search %q (-want +got):\n%s", tc.query, diff)
 			}
 		})
@@ -94,17 +93,23 @@ func TestSearchResult(t *testing.T) {
 	}
 	want := searchResult{Chunks: []searchHit{
 		{
-			ChunkID:    chunkIDs(t, p, "mcp/mcp-store-zebra-facts")[0],
-			DocumentID: "mcp/mcp-store-zebra-facts", Title: "Zebra facts", Namespace: "mcp", SourceID: "mcp:mcp",
-			Seq: 0, Snippet: "Stripes may help with temperature. Herds graze together.", UpdatedMS: startMS,
+			chunkRef: chunkRef{
+				ChunkID:    chunkIDs(t, p, "mcp/mcp-store-zebra-facts")[0],
+				DocumentID: "mcp/mcp-store-zebra-facts", Title: "Zebra facts", Namespace: "mcp", SourceID: "mcp:mcp", SourceKind: "note",
+				Seq: 0, UpdatedMS: startMS,
+			},
+			Snippet: "Stripes may help with temperature. Herds graze together.",
 		},
 		{
-			ChunkID:    chunkIDs(t, p, "mcp/mcp-store-savanna-animals")[0],
-			DocumentID: "mcp/mcp-store-savanna-animals", Title: "Savanna animals", Namespace: "mcp", SourceID: "mcp:mcp",
-			Seq: 0, Snippet: "Lions, giraffes and a **zebra** share the plains with many other animals that live there all year.", UpdatedMS: startMS,
+			chunkRef: chunkRef{
+				ChunkID:    chunkIDs(t, p, "mcp/mcp-store-savanna-animals")[0],
+				DocumentID: "mcp/mcp-store-savanna-animals", Title: "Savanna animals", Namespace: "mcp", SourceID: "mcp:mcp", SourceKind: "note",
+				Seq: 0, UpdatedMS: startMS,
+			},
+			Snippet: "Lions, giraffes and a **zebra** share the plains with many other animals that live there all year.",
 		},
 	}}
-	if diff := cmp.Diff(want, res, cmpopts.IgnoreFields(searchHit{}, "Score")); diff != "" {
+	if diff := diff(want, res, cmpopts.IgnoreFields(searchHit{}, "Score")); diff != "" {
 		t.Errorf("search result (-want +got):\n%s", diff)
 	}
 	for i, h := range res.Chunks {
@@ -145,7 +150,7 @@ func TestSearchEmpty(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(want, callRaw(t, p, ToolSearch, map[string]any{"query": tc.query})); diff != "" {
+			if diff := diff(want, callRaw(t, p, ToolSearch, map[string]any{"query": tc.query})); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}
 		})

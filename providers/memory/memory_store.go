@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -50,30 +49,20 @@ func (a *storeArgs) validate() (document, *argError) {
 			return document{}, argErrorf(`argument "namespace" must match %s, got %s`, namespacePattern, quoteShort(namespace))
 		}
 	}
-	if len(a.Tags) > maxTags {
-		return document{}, argErrorf(`argument "tags" must have at most %d items, got %d`, maxTags, len(a.Tags))
-	}
-	// Tags are a set: duplicates are dropped, first occurrence wins.
-	tags := make([]string, 0, len(a.Tags))
-	seen := make(map[string]bool, len(a.Tags))
-	for i, t := range a.Tags {
-		t = strings.TrimSpace(t)
-		if t == "" {
-			return document{}, argErrorf(`argument "tags[%d]" must not be blank`, i)
-		}
-		if n := utf8.RuneCountInString(t); n > maxTagRunes {
-			return document{}, argErrorf(`argument "tags[%d]" must be at most %d characters, got %d`, i, maxTagRunes, n)
-		}
-		if !seen[t] {
-			seen[t] = true
-			tags = append(tags, t)
-		}
+	tags, aerr := validateTags("tags", a.Tags, 0)
+	if aerr != nil {
+		return document{}, aerr
 	}
 	return document{
-		Namespace: namespace,
-		Title:     title,
-		Tags:      tags,
-		Pieces:    splitChunks(content, maxChunkRunes),
+		SourceID:      sourceIDForNamespace(namespace),
+		SourceKind:    SourceKindNote,
+		SourceName:    "Stored with memory.store (namespace " + namespace + ")",
+		Namespace:     namespace,
+		KeyFromTitle:  true,
+		Title:         title,
+		Tags:          tags,
+		Pieces:        splitChunks(content, maxChunkRunes),
+		ContentSHA256: contentHash(content),
 	}, nil
 }
 
@@ -97,6 +86,7 @@ func runStore(ctx context.Context, p *Provider, st *store, raw json.RawMessage) 
 	if res.Created {
 		verb = "Stored"
 	}
+	p.afterWrite(ctx, res.Fresh)
 	p.logger.Debug("stored document", "document_id", res.DocumentID, "chunks", len(doc.Pieces), "created", res.Created)
 	return sdk.StructuredResult(
 		fmt.Sprintf("%s %s (title %s, %s).", verb, res.DocumentID, quoteShort(doc.Title), plural(len(doc.Pieces), "chunk")),
@@ -110,4 +100,64 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+var storeTool = tool{
+	spec: sdk.Tool{
+		Name:  ToolStore,
+		Title: "Store in memory",
+		Description: "Save a titled note or document to long-term memory so it can be found again later, " +
+			"in this or any future conversation, with memory.search or memory.recall. Use it for facts, " +
+			"decisions, summaries or reference text worth keeping. The content is split into chunks of about 512 " +
+			"tokens and is searchable as soon as the call returns. Storing again with the same title " +
+			"in the same namespace replaces that document's content and tags; a different title never " +
+			"overwrites another document, even if the titles look alike. Returns the document_id.",
+		InputSchema: mustJSON(objectSchema([]string{"title", "content"}, map[string]any{
+			"title": map[string]any{
+				"type":        "string",
+				"minLength":   1,
+				"maxLength":   maxTitleRunes,
+				"description": "Short, specific title; it identifies the document: the same title updates it.",
+			},
+			"content": map[string]any{
+				"type":      "string",
+				"minLength": 1,
+				// maxLength counts characters; the handler also enforces
+				// the byte limit.
+				"maxLength":   maxContentBytes,
+				"description": fmt.Sprintf("The text to remember, at most %d bytes of UTF-8.", maxContentBytes),
+			},
+			"namespace": map[string]any{
+				"type":        "string",
+				"pattern":     namespacePattern,
+				"default":     defaultNamespace,
+				"description": "Groups documents; titles are unique within a namespace. Defaults to \"mcp\".",
+			},
+			"tags": map[string]any{
+				"type":     "array",
+				"maxItems": maxTags,
+				"items": map[string]any{
+					"type":      "string",
+					"minLength": 1,
+					"maxLength": maxTagBytes,
+				},
+				"description": "Labels for the whole document (searchable like words); replaces its previous tags. At most 50, each at most 128 bytes.",
+			},
+		})),
+		OutputSchema: mustJSON(objectSchema([]string{"document_id", "namespace", "key", "chunk_count"}, map[string]any{
+			"document_id": map[string]any{"type": "string", "description": "<namespace>/<key>"},
+			"namespace":   map[string]any{"type": "string"},
+			"key":         map[string]any{"type": "string", "description": "The document's upsert key, derived from its title."},
+			"chunk_count": map[string]any{"type": "integer", "minimum": 1},
+		})),
+		Annotations: sdk.Annotations{
+			Title:           "Store in memory",
+			ReadOnlyHint:    sdk.Bool(false),
+			DestructiveHint: sdk.Bool(true),
+			IdempotentHint:  sdk.Bool(true),
+			OpenWorldHint:   sdk.Bool(false),
+		},
+		Class: sdk.ClassAct,
+	},
+	run: runStore,
 }

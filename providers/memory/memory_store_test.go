@@ -1,13 +1,14 @@
 package memory
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -24,8 +25,8 @@ func TestStore(t *testing.T) {
 			wantText: `Stored mcp/mcp-store-lighthouse (title "Lighthouse", 1 chunk).`,
 			want:     storeResult{DocumentID: "mcp/mcp-store-lighthouse", Namespace: "mcp", Key: "mcp-store-lighthouse", ChunkCount: 1},
 			wantChunk: chunkView{
-				DocumentID: "mcp/mcp-store-lighthouse", Title: "Lighthouse", Namespace: "mcp", SourceID: "mcp:mcp",
-				Content: "Ingrid keeps the light.", Tags: []string{}, CreatedMS: startMS, UpdatedMS: startMS,
+				chunkRef: chunkRef{DocumentID: "mcp/mcp-store-lighthouse", Title: "Lighthouse", Namespace: "mcp", SourceID: "mcp:mcp", SourceKind: "note", UpdatedMS: startMS},
+				Content:  "Ingrid keeps the light.", Tags: []string{}, DocumentTags: []string{}, Notes: []noteView{}, CreatedMS: startMS,
 			},
 		},
 		"namespace and tags": {
@@ -33,8 +34,8 @@ func TestStore(t *testing.T) {
 			wantText: `Stored work.team-1/mcp-store-q3-plan (title "Q3 plan", 1 chunk).`,
 			want:     storeResult{DocumentID: "work.team-1/mcp-store-q3-plan", Namespace: "work.team-1", Key: "mcp-store-q3-plan", ChunkCount: 1},
 			wantChunk: chunkView{
-				DocumentID: "work.team-1/mcp-store-q3-plan", Title: "Q3 plan", Namespace: "work.team-1", SourceID: "mcp:work.team-1",
-				Content: "Ship it.", Tags: []string{"b", "a", "c"}, CreatedMS: startMS, UpdatedMS: startMS,
+				chunkRef: chunkRef{DocumentID: "work.team-1/mcp-store-q3-plan", Title: "Q3 plan", Namespace: "work.team-1", SourceID: "mcp:work.team-1", SourceKind: "note", UpdatedMS: startMS},
+				Content:  "Ship it.", Tags: []string{}, DocumentTags: []string{"b", "a", "c"}, Notes: []noteView{}, CreatedMS: startMS,
 			},
 		},
 		"title without ASCII letters": {
@@ -42,8 +43,8 @@ func TestStore(t *testing.T) {
 			wantText: `Stored mcp/mcp-store-untitled (title "日本語", 1 chunk).`,
 			want:     storeResult{DocumentID: "mcp/mcp-store-untitled", Namespace: "mcp", Key: "mcp-store-untitled", ChunkCount: 1},
 			wantChunk: chunkView{
-				DocumentID: "mcp/mcp-store-untitled", Title: "日本語", Namespace: "mcp", SourceID: "mcp:mcp",
-				Content: "テキスト", Tags: []string{}, CreatedMS: startMS, UpdatedMS: startMS,
+				chunkRef: chunkRef{DocumentID: "mcp/mcp-store-untitled", Title: "日本語", Namespace: "mcp", SourceID: "mcp:mcp", SourceKind: "note", UpdatedMS: startMS},
+				Content:  "テキスト", Tags: []string{}, DocumentTags: []string{}, Notes: []noteView{}, CreatedMS: startMS,
 			},
 		},
 		"title trimmed, content kept verbatim": {
@@ -51,8 +52,8 @@ func TestStore(t *testing.T) {
 			wantText: `Stored mcp/mcp-store-spaced-out (title "Spaced out", 1 chunk).`,
 			want:     storeResult{DocumentID: "mcp/mcp-store-spaced-out", Namespace: "mcp", Key: "mcp-store-spaced-out", ChunkCount: 1},
 			wantChunk: chunkView{
-				DocumentID: "mcp/mcp-store-spaced-out", Title: "Spaced out", Namespace: "mcp", SourceID: "mcp:mcp",
-				Content: "\n  indented body\n", Tags: []string{}, CreatedMS: startMS, UpdatedMS: startMS,
+				chunkRef: chunkRef{DocumentID: "mcp/mcp-store-spaced-out", Title: "Spaced out", Namespace: "mcp", SourceID: "mcp:mcp", SourceKind: "note", UpdatedMS: startMS},
+				Content:  "\n  indented body\n", Tags: []string{}, DocumentTags: []string{}, Notes: []noteView{}, CreatedMS: startMS,
 			},
 		},
 	}
@@ -65,7 +66,7 @@ func TestStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := diff(want, got); diff != "" {
 				t.Errorf("store result (-want +got):\n%s", diff)
 			}
 			ids := chunkIDs(t, p, tc.want.DocumentID)
@@ -74,7 +75,7 @@ func TestStore(t *testing.T) {
 			}
 			tc.wantChunk.ChunkID = ids[0]
 			read := call[readChunkResult](t, p, ToolReadChunk, map[string]any{"chunk_id": ids[0]})
-			if diff := cmp.Diff(readChunkResult{Chunk: &tc.wantChunk}, read); diff != "" {
+			if diff := diff(readChunkResult{Chunk: &tc.wantChunk}, read); diff != "" {
 				t.Errorf("stored chunk (-want +got):\n%s", diff)
 			}
 			checkIndexInStep(t, p)
@@ -99,7 +100,7 @@ func TestStoreSameTitleReplaces(t *testing.T) {
 	clock.Advance(time.Minute)
 	second := put(t, p, map[string]any{"title": "Project Plan", "content": "charlie delta", "tags": []string{"y"}})
 	want := storeResult{DocumentID: first.DocumentID, Namespace: "mcp", Key: "mcp-store-project-plan", ChunkCount: 1}
-	if diff := cmp.Diff(want, second); diff != "" {
+	if diff := diff(want, second); diff != "" {
 		t.Errorf("second store (-want +got):\n%s", diff)
 	}
 
@@ -113,7 +114,7 @@ func TestStoreSameTitleReplaces(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, hitDocs(search(t, p, tc.query, 0))); diff != "" {
+			if diff := diff(tc.want, hitDocs(search(t, p, tc.query, 0))); diff != "" {
 				t.Errorf("search %q (-want +got):\n%s", tc.query, diff)
 			}
 		})
@@ -129,9 +130,10 @@ func TestStoreSameTitleReplaces(t *testing.T) {
 	}
 	wantDoc := documentRow{
 		ID: first.DocumentID, SourceID: "mcp:mcp", Namespace: "mcp", Key: "mcp-store-project-plan", Title: "Project Plan",
-		Tags: `["y"]`, CreatedMS: startMS, UpdatedMS: startMS + time.Minute.Milliseconds(),
+		Tags: `["y"]`, ContentSHA256: fmt.Sprintf("%x", sha256.Sum256([]byte("charlie delta"))),
+		CreatedMS: startMS, UpdatedMS: startMS + time.Minute.Milliseconds(),
 	}
-	if diff := cmp.Diff(wantDoc, doc); diff != "" {
+	if diff := diff(wantDoc, doc); diff != "" {
 		t.Errorf("document row (-want +got):\n%s", diff)
 	}
 	checkIndexInStep(t, p)
@@ -141,7 +143,7 @@ func TestStoreSameTitleReplaces(t *testing.T) {
 	newIDs := chunkIDs(t, p, first.DocumentID)
 	clock.Advance(time.Minute)
 	put(t, p, map[string]any{"title": "Project Plan", "content": "charlie delta", "tags": []string{"y"}})
-	if diff := cmp.Diff(newIDs, chunkIDs(t, p, first.DocumentID)); diff != "" {
+	if diff := diff(newIDs, chunkIDs(t, p, first.DocumentID)); diff != "" {
 		t.Errorf("chunk ids after identical store (-want +got):\n%s", diff)
 	}
 	read := call[readChunkResult](t, p, ToolReadChunk, map[string]any{"chunk_id": newIDs[0]})
@@ -168,7 +170,7 @@ func TestStoreDifferentTitleSameSlug(t *testing.T) {
 		{DocumentID: "other/mcp-store-meeting-notes", Namespace: "other", Key: "mcp-store-meeting-notes", ChunkCount: 1},
 		{DocumentID: "mcp/" + hashed, Namespace: "mcp", Key: hashed, ChunkCount: 1},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := diff(want, got); diff != "" {
 		t.Errorf("store results (-want +got):\n%s", diff)
 	}
 
@@ -183,7 +185,7 @@ func TestStoreDifferentTitleSameSlug(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, hitDocs(search(t, p, tc.query, 0))); diff != "" {
+			if diff := diff(tc.want, hitDocs(search(t, p, tc.query, 0))); diff != "" {
 				t.Errorf("search %q (-want +got):\n%s", tc.query, diff)
 			}
 		})
@@ -192,7 +194,7 @@ func TestStoreDifferentTitleSameSlug(t *testing.T) {
 	if err := p.store.db.Model(&documentRow{}).Order("id").Pluck("title", &titles).Error; err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"Meeting Notes", "meeting notes!", "meeting notes!"}, titles); diff != "" {
+	if diff := diff([]string{"Meeting Notes", "meeting notes!", "meeting notes!"}, titles); diff != "" {
 		t.Errorf("document titles (-want +got):\n%s", diff)
 	}
 }

@@ -13,6 +13,16 @@ type migration struct {
 	version    int
 	name       string
 	statements []string
+	// after, when set, runs once the statements succeeded, in the same
+	// transaction, for steps SQL cannot express (such as extracting
+	// entities from existing chunks).
+	after func(tx *gorm.DB, env migrationEnv) error
+}
+
+// migrationEnv is what Go migration steps may use.
+type migrationEnv struct {
+	nowMS      int64
+	extractors []Extractor
 }
 
 // migrations lists every schema step in order; versions start at 1 and
@@ -80,6 +90,115 @@ var migrations = []migration{
 			END`,
 		},
 	},
+	{
+		version: 2,
+		name:    "chunk tags, entities, notes, embeddings and a tags column in the FTS5 index",
+		statements: []string{
+			// note_chunk_id links a memory.note document to the chunk it
+			// annotates; a note outlives its chunk (the link becomes NULL).
+			`ALTER TABLE documents ADD COLUMN note_chunk_id TEXT REFERENCES chunks (id) ON DELETE SET NULL`,
+			`CREATE INDEX documents_note_chunk_id ON documents (note_chunk_id) WHERE note_chunk_id IS NOT NULL`,
+			// content_sha256 lets an import skip files that did not change.
+			`ALTER TABLE documents ADD COLUMN content_sha256 TEXT NOT NULL DEFAULT ''`,
+			`CREATE TABLE chunk_tags (
+				chunk_id TEXT NOT NULL REFERENCES chunks (id) ON DELETE CASCADE,
+				tag      TEXT NOT NULL,
+				position INTEGER NOT NULL,
+				PRIMARY KEY (chunk_id, tag)
+			) WITHOUT ROWID`,
+			`CREATE INDEX chunk_tags_tag ON chunk_tags (tag)`,
+			// mention_count and chunk_count follow chunk_entities through
+			// triggers, so ranking entities reads one index.
+			`CREATE TABLE entities (
+				id            TEXT PRIMARY KEY,
+				kind          TEXT NOT NULL,
+				surface       TEXT NOT NULL,
+				mention_count INTEGER NOT NULL DEFAULT 0,
+				chunk_count   INTEGER NOT NULL DEFAULT 0,
+				first_seen_ms INTEGER NOT NULL,
+				last_seen_ms  INTEGER NOT NULL
+			)`,
+			`CREATE INDEX entities_rank ON entities (mention_count DESC, last_seen_ms DESC)`,
+			`CREATE INDEX entities_kind_rank ON entities (kind, mention_count DESC, last_seen_ms DESC)`,
+			`CREATE TABLE chunk_entities (
+				chunk_pk  INTEGER NOT NULL REFERENCES chunks (pk) ON DELETE CASCADE,
+				entity_id TEXT NOT NULL REFERENCES entities (id),
+				count     INTEGER NOT NULL CHECK (count > 0),
+				PRIMARY KEY (chunk_pk, entity_id)
+			) WITHOUT ROWID`,
+			`CREATE INDEX chunk_entities_entity ON chunk_entities (entity_id, chunk_pk)`,
+			`CREATE TRIGGER chunk_entities_after_insert AFTER INSERT ON chunk_entities BEGIN
+				UPDATE entities SET mention_count = mention_count + new.count, chunk_count = chunk_count + 1
+				WHERE id = new.entity_id;
+			END`,
+			`CREATE TRIGGER chunk_entities_after_delete AFTER DELETE ON chunk_entities BEGIN
+				UPDATE entities SET mention_count = mention_count - old.count, chunk_count = chunk_count - 1
+				WHERE id = old.entity_id;
+			END`,
+			`CREATE TABLE chunk_embeddings (
+				chunk_pk   INTEGER PRIMARY KEY REFERENCES chunks (pk) ON DELETE CASCADE,
+				model      TEXT NOT NULL,
+				dims       INTEGER NOT NULL CHECK (dims > 0),
+				vector     BLOB NOT NULL,
+				created_ms INTEGER NOT NULL
+			)`,
+			`CREATE INDEX chunk_embeddings_model ON chunk_embeddings (model, dims)`,
+			// The FTS5 index gains a tags column (the document's tags and
+			// the chunk's own): FTS5 tables cannot add columns, so it is
+			// rebuilt.
+			`DROP TRIGGER chunks_fts_after_insert`,
+			`DROP TRIGGER chunks_fts_after_delete`,
+			`DROP TRIGGER chunks_fts_after_update`,
+			`DROP TRIGGER documents_fts_after_title`,
+			`DROP TABLE chunks_fts`,
+			`CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+				title,
+				content,
+				tags,
+				tokenize = 'unicode61 remove_diacritics 2'
+			)`,
+			`INSERT INTO chunks_fts (rowid, title, content, tags)
+				SELECT c.pk, d.title, c.content, ` + ftsTags("c.id", "c.document_id") + `
+				FROM chunks c JOIN documents d ON d.id = c.document_id`,
+			`CREATE TRIGGER chunks_fts_after_insert AFTER INSERT ON chunks BEGIN
+				INSERT INTO chunks_fts (rowid, title, content, tags)
+				VALUES (new.pk, (SELECT title FROM documents WHERE id = new.document_id), new.content,
+					` + ftsTags("new.id", "new.document_id") + `);
+			END`,
+			`CREATE TRIGGER chunks_fts_after_delete AFTER DELETE ON chunks BEGIN
+				DELETE FROM chunks_fts WHERE rowid = old.pk;
+			END`,
+			`CREATE TRIGGER chunks_fts_after_update AFTER UPDATE OF content, document_id ON chunks BEGIN
+				UPDATE chunks_fts
+				SET title = (SELECT title FROM documents WHERE id = new.document_id), content = new.content,
+					tags = ` + ftsTags("new.id", "new.document_id") + `
+				WHERE rowid = old.pk;
+			END`,
+			`CREATE TRIGGER documents_fts_after_title AFTER UPDATE OF title, tags ON documents BEGIN
+				UPDATE chunks_fts SET title = new.title, tags = ` + ftsTags("(SELECT id FROM chunks WHERE pk = chunks_fts.rowid)", "new.id") + `
+				WHERE rowid IN (SELECT pk FROM chunks WHERE document_id = new.id);
+			END`,
+			`CREATE TRIGGER chunk_tags_fts_after_insert AFTER INSERT ON chunk_tags BEGIN
+				UPDATE chunks_fts SET tags = ` + ftsTags("new.chunk_id", "(SELECT document_id FROM chunks WHERE id = new.chunk_id)") + `
+				WHERE rowid = (SELECT pk FROM chunks WHERE id = new.chunk_id);
+			END`,
+			`CREATE TRIGGER chunk_tags_fts_after_delete AFTER DELETE ON chunk_tags BEGIN
+				UPDATE chunks_fts SET tags = ` + ftsTags("old.chunk_id", "(SELECT document_id FROM chunks WHERE id = old.chunk_id)") + `
+				WHERE rowid = (SELECT pk FROM chunks WHERE id = old.chunk_id);
+			END`,
+		},
+		after: backfillEntities,
+	},
+}
+
+// ftsTags is the SQL expression for a chunk's tags column in chunks_fts:
+// its document's tags and its own, space-separated. chunkID and docID are
+// SQL expressions.
+func ftsTags(chunkID, docID string) string {
+	return `trim(
+		coalesce((SELECT group_concat(j.value, ' ') FROM documents dt, json_each(dt.tags) j WHERE dt.id = ` + docID + `), '')
+		|| ' ' ||
+		coalesce((SELECT group_concat(ct.tag, ' ') FROM chunk_tags ct WHERE ct.chunk_id = ` + chunkID + `), ''))`
 }
 
 // schemaVersion is the version this code writes and reads.
@@ -89,7 +208,13 @@ func schemaVersion() int { return migrations[len(migrations)-1].version }
 // immediate write transaction, so concurrent openers apply each step
 // exactly once and a failed step leaves the schema as it was. It returns
 // the steps it applied.
-func migrate(tx *gorm.DB, nowMS int64) ([]migration, error) {
+func migrate(tx *gorm.DB, env migrationEnv) ([]migration, error) {
+	return migrateSteps(tx, env, migrations)
+}
+
+// migrateSteps applies the steps of list the database has not seen; tests
+// use it to build a database of an older schema.
+func migrateSteps(tx *gorm.DB, env migrationEnv, list []migration) ([]migration, error) {
 	err := tx.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,
@@ -102,11 +227,11 @@ func migrate(tx *gorm.DB, nowMS int64) ([]migration, error) {
 	if err := tx.Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current).Error; err != nil {
 		return nil, fmt.Errorf("read schema version: %w", err)
 	}
-	if current > schemaVersion() {
-		return nil, fmt.Errorf("memory.db has schema version %d but this binary knows only up to %d; upgrade openhuman-host", current, schemaVersion())
+	if current > list[len(list)-1].version {
+		return nil, fmt.Errorf("memory.db has schema version %d but this binary knows only up to %d; upgrade openhuman-host", current, list[len(list)-1].version)
 	}
 	var applied []migration
-	for _, m := range migrations {
+	for _, m := range list {
 		if m.version <= current {
 			continue
 		}
@@ -115,8 +240,13 @@ func migrate(tx *gorm.DB, nowMS int64) ([]migration, error) {
 				return nil, fmt.Errorf("apply migration %d (%s): %w", m.version, m.name, err)
 			}
 		}
+		if m.after != nil {
+			if err := m.after(tx, env); err != nil {
+				return nil, fmt.Errorf("apply migration %d (%s): %w", m.version, m.name, err)
+			}
+		}
 		err := tx.Exec(`INSERT INTO schema_migrations (version, name, applied_ms) VALUES (?, ?, ?)`,
-			m.version, m.name, nowMS).Error
+			m.version, m.name, env.nowMS).Error
 		if err != nil {
 			return nil, fmt.Errorf("record migration %d: %w", m.version, err)
 		}

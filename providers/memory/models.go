@@ -1,11 +1,23 @@
 package memory
 
-// sourceKindNote is the kind of sources that memory.store writes into;
-// sources.kind also allows chat, email and document.
-const sourceKindNote = "note"
+// Source kinds, the values sources.kind allows.
+const (
+	// SourceKindChat is a conversation.
+	SourceKindChat = "chat"
+	// SourceKindEmail is a mailbox or thread.
+	SourceKindEmail = "email"
+	// SourceKindDocument is a file or document collection, such as what
+	// "openhuman-host memory import" loads.
+	SourceKindDocument = "document"
+	// SourceKindNote is what memory.store and memory.note write.
+	SourceKindNote = "note"
+)
+
+// sourceKinds lists the source kinds in the order errors name them.
+var sourceKinds = []string{SourceKindChat, SourceKindEmail, SourceKindDocument, SourceKindNote}
 
 // sourceRow is a row of sources: where documents come from, such as
-// mcp:<namespace> for memory.store.
+// mcp:<namespace> for memory.store or file:<directory> for an import.
 type sourceRow struct {
 	ID          string `gorm:"column:id;primaryKey"`
 	Kind        string `gorm:"column:kind"`
@@ -17,25 +29,30 @@ type sourceRow struct {
 // TableName maps sourceRow to its table.
 func (sourceRow) TableName() string { return "sources" }
 
-// documentRow is a row of documents. Tags is a JSON array of strings.
+// documentRow is a row of documents. Tags is a JSON array of strings;
+// NoteChunkID is set on the documents memory.note writes.
 type documentRow struct {
-	ID        string `gorm:"column:id;primaryKey"`
-	SourceID  string `gorm:"column:source_id"`
-	Namespace string `gorm:"column:namespace"`
-	Key       string `gorm:"column:key"`
-	Title     string `gorm:"column:title"`
-	Tags      string `gorm:"column:tags"`
-	CreatedMS int64  `gorm:"column:created_ms"`
-	UpdatedMS int64  `gorm:"column:updated_ms"`
+	ID            string  `gorm:"column:id;primaryKey"`
+	SourceID      string  `gorm:"column:source_id"`
+	Namespace     string  `gorm:"column:namespace"`
+	Key           string  `gorm:"column:key"`
+	Title         string  `gorm:"column:title"`
+	Tags          string  `gorm:"column:tags"`
+	NoteChunkID   *string `gorm:"column:note_chunk_id"`
+	ContentSHA256 string  `gorm:"column:content_sha256"`
+	CreatedMS     int64   `gorm:"column:created_ms"`
+	UpdatedMS     int64   `gorm:"column:updated_ms"`
 }
 
 // TableName maps documentRow to its table.
 func (documentRow) TableName() string { return "documents" }
 
-// chunkRow is a row of chunks. The table's integer pk, which is also the
-// chunk's rowid in chunks_fts, is assigned by SQLite and not mapped.
+// chunkRow is a row of chunks. PK, assigned by SQLite on insert, is also
+// the chunk's rowid in chunks_fts and the key of its entities and
+// embedding.
 type chunkRow struct {
-	ID         string `gorm:"column:id;primaryKey"`
+	PK         int64  `gorm:"column:pk;primaryKey;autoIncrement"`
+	ID         string `gorm:"column:id"`
 	DocumentID string `gorm:"column:document_id"`
 	Seq        int    `gorm:"column:seq"`
 	Content    string `gorm:"column:content"`

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +26,9 @@ const (
 
 // instructions is what the provider adds to the host's MCP instructions.
 const instructions = "Long-term memory: save facts, decisions and documents worth keeping with memory.store " +
-	"(same title updates them), find them again with memory.search, and read a whole chunk with tree.read_chunk."
+	"(same title updates them); find them again with memory.search (exact keywords) or memory.recall (a " +
+	"question in natural language); read a whole chunk with tree.read_chunk; annotate or tag chunks with " +
+	"memory.note and tree.tag; explore with tree.browse, tree.list_sources and tree.top_entities."
 
 // Options configure a [Provider]. A nil *Options uses every default.
 type Options struct {
@@ -35,14 +39,34 @@ type Options struct {
 	// Now returns the current time for created and updated timestamps. Nil
 	// uses time.Now.
 	Now func() time.Time
+	// Extractors find the entities of every stored chunk, in order. Nil
+	// uses DefaultExtractor alone; to add kinds, pass DefaultExtractor()
+	// together with your own.
+	Extractors []Extractor
+	// HTTPClient is used for the embeddings endpoint. Nil uses a client
+	// without a global timeout (each request is bounded by the
+	// configured timeout_secs).
+	HTTPClient *http.Client
 }
 
 // Provider is the memory provider. Create it with [New], call Configure
 // once, and Close it when done; its other methods are safe for concurrent
 // use after Configure returns.
 type Provider struct {
-	logger hclog.Logger
-	now    func() time.Time
+	logger     hclog.Logger
+	now        func() time.Time
+	extractors []Extractor
+	httpClient *http.Client
+
+	// embedder is nil when no embeddings endpoint is configured; set by
+	// Configure before any call.
+	embedder embedder
+	// kick wakes the embeddings backfill.
+	kick chan struct{}
+	// stopBackfill cancels the backfill; backfillDone closes when it
+	// returned.
+	stopBackfill context.CancelFunc
+	backfillDone chan struct{}
 
 	mu    sync.Mutex
 	store *store // nil until Configure succeeds and after Close
@@ -50,7 +74,7 @@ type Provider struct {
 
 // New returns an unconfigured memory provider.
 func New(opts *Options) *Provider {
-	p := &Provider{logger: hclog.NewNullLogger(), now: time.Now}
+	p := &Provider{logger: hclog.NewNullLogger(), now: time.Now, extractors: []Extractor{DefaultExtractor()}, kick: make(chan struct{}, 1)}
 	if opts != nil {
 		if opts.Logger != nil {
 			p.logger = opts.Logger
@@ -58,49 +82,108 @@ func New(opts *Options) *Provider {
 		if opts.Now != nil {
 			p.now = opts.Now
 		}
+		if opts.Extractors != nil {
+			p.extractors = opts.Extractors
+		}
+		p.httpClient = opts.HTTPClient
 	}
 	return p
 }
 
-// config is the [providers.memory] table. It has no keys of its own yet;
-// the host removes "enabled" before passing the table on.
-type config struct{}
+// config is the [providers.memory] table; the host removes "enabled"
+// before passing it on.
+type config struct {
+	// Embeddings configures memory.recall's embeddings endpoint; nil
+	// means keyword recall.
+	Embeddings *embeddingsConfig `json:"embeddings"`
+}
 
-// configKeys are the keys config accepts.
-var configKeys = jsonFields(&config{})
-
-// parseConfig decodes the [providers.memory] table, refusing unknown keys.
+// parseConfig decodes the [providers.memory] table, refusing unknown keys
+// at every level with the keys that are accepted.
 func parseConfig(raw json.RawMessage) (config, error) {
 	var cfg config
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return cfg, nil
 	}
+	table, err := checkTableKeys("[providers.memory]", raw, jsonFields(&cfg))
+	if err != nil {
+		return cfg, err
+	}
+	if sub, ok := table["embeddings"]; ok {
+		if kind := jsonKind(sub); kind != "an object" {
+			return cfg, fmt.Errorf("memory provider: [providers.memory] embeddings must be a table, not %s", kind)
+		}
+		if _, err := checkTableKeys("[providers.memory.embeddings]", sub, jsonFields(&embeddingsConfig{})); err != nil {
+			return cfg, err
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			want := describeType(typeErr.Type)
+			if k := typeErr.Type.Kind(); k == reflect.Struct || k == reflect.Pointer {
+				want = "a table"
+			}
+			return cfg, fmt.Errorf("memory provider: [providers.memory] %s must be %s, not a %s", typeErr.Field, want, typeErr.Value)
+		}
+		return cfg, fmt.Errorf("memory provider: [providers.memory]: %w", err)
+	}
+	if cfg.Embeddings != nil {
+		if err := cfg.Embeddings.validate(); err != nil {
+			return cfg, fmt.Errorf("memory provider: %w", err)
+		}
+	}
+	return cfg, nil
+}
+
+// jsonKind names the JSON type of raw with its article, such as "an
+// object" or "a string".
+func jsonKind(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+// checkTableKeys decodes raw as a JSON object and refuses keys not in
+// accepted, naming the table.
+func checkTableKeys(name string, raw json.RawMessage, accepted []string) (map[string]json.RawMessage, error) {
+	if kind := jsonKind(raw); kind != "an object" {
+		return nil, fmt.Errorf("memory provider: %s must be a table, not %s", name, kind)
+	}
 	var table map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &table); err != nil {
-		return cfg, fmt.Errorf("memory provider: [providers.memory] must be a table: %w", err)
+		return nil, fmt.Errorf("memory provider: %s must be a table: %w", name, err)
 	}
 	var unknown []string
 	for k := range table {
-		if !slices.Contains(configKeys, k) {
+		if !slices.Contains(accepted, k) {
 			unknown = append(unknown, fmt.Sprintf("%q", k))
 		}
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		accepted := "it accepts no keys besides enabled"
-		if len(configKeys) > 0 {
-			accepted = "accepted keys: " + strings.Join(configKeys, ", ")
-		}
-		return cfg, fmt.Errorf("memory provider: unknown key %s in [providers.memory] (%s); remove it",
-			strings.Join(unknown, ", "), accepted)
+		return nil, fmt.Errorf("memory provider: unknown key %s in %s (accepted keys: %s); remove it",
+			strings.Join(unknown, ", "), name, strings.Join(accepted, ", "))
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("memory provider: [providers.memory]: %w", err)
-	}
-	return cfg, nil
+	return table, nil
 }
 
 // Configure checks the provider's config and opens memory.db in the data
@@ -109,7 +192,8 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	if err := checkFTS5(fts5Compiled); err != nil {
 		return err
 	}
-	if _, err := parseConfig(req.Config); err != nil {
+	cfg, err := parseConfig(req.Config)
+	if err != nil {
 		return err
 	}
 	if req.DataDir == "" {
@@ -121,7 +205,13 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 		return errors.New("memory provider: already configured")
 	}
 	path := filepath.Join(req.DataDir, dbFileName)
-	st, err := openStore(ctx, path, p.now, p.logger)
+	var emb embedder
+	if cfg.Embeddings != nil {
+		if emb, err = newOpenAIEmbedder(*cfg.Embeddings, req.Secrets["embeddings.api_key"], p.httpClient); err != nil {
+			return fmt.Errorf("memory provider: %w", err)
+		}
+	}
+	st, err := openStore(ctx, path, p.now, p.extractors, p.logger)
 	if err != nil {
 		if errors.Is(err, ErrNoFTS5) {
 			return err
@@ -130,6 +220,12 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	}
 	p.store = st
 	p.logger.Debug("opened memory database", "path", path, "schema_version", schemaVersion())
+	if emb != nil {
+		p.embedder = emb
+		bctx, cancel := context.WithCancel(context.Background())
+		p.stopBackfill, p.backfillDone = cancel, make(chan struct{})
+		go p.backfill(bctx, st)
+	}
 	return nil
 }
 
@@ -178,9 +274,15 @@ func (p *Provider) Close() error {
 	p.mu.Lock()
 	st := p.store
 	p.store = nil
+	stop, done := p.stopBackfill, p.backfillDone
+	p.stopBackfill = nil
 	p.mu.Unlock()
 	if st == nil {
 		return nil
+	}
+	if stop != nil {
+		stop()
+		<-done
 	}
 	if err := st.close(); err != nil {
 		return fmt.Errorf("memory provider: close database: %w", err)

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -34,7 +33,7 @@ func TestCheckFTS5(t *testing.T) {
 			if err := checkFTS5(tc.compiled); err != nil {
 				got = err.Error()
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := diff(tc.want, got); diff != "" {
 				t.Errorf("checkFTS5 (-want +got):\n%s", diff)
 			}
 		})
@@ -54,9 +53,10 @@ func TestConfigure(t *testing.T) {
 		"empty table":                  {config: `{}`},
 		"no config":                    {config: ``},
 		"null config":                  {config: `null`},
-		"unknown key":                  {config: `{"embeddings":{"model":"x"}}`, wantErr: `memory provider: unknown key "embeddings" in [providers.memory] (it accepts no keys besides enabled); remove it`},
-		"unknown keys":                 {config: `{"b":1,"a":2}`, wantErr: `memory provider: unknown key "a", "b" in [providers.memory] (it accepts no keys besides enabled); remove it`},
-		"not a table":                  {config: `[1]`, wantErr: `memory provider: [providers.memory] must be a table: json: cannot unmarshal array into Go value of type map[string]json.RawMessage`},
+		"embeddings without base_url":  {config: `{"embeddings":{"model":"x"}}`, wantErr: `memory provider: [providers.memory.embeddings] base_url is required, e.g. base_url = "https://api.openai.com/v1"`},
+		"embeddings":                   {config: `{"embeddings":{"model":"x","base_url":"http://127.0.0.1:1/v1"}}`},
+		"unknown keys":                 {config: `{"b":1,"a":2}`, wantErr: `memory provider: unknown key "a", "b" in [providers.memory] (accepted keys: embeddings); remove it`},
+		"not a table":                  {config: `[1]`, wantErr: `memory provider: [providers.memory] must be a table, not an array`},
 		"no data dir":                  {config: `{}`, noDir: true, wantErr: `memory provider: the host gave no data directory`},
 	}
 	for name, tc := range tests {
@@ -79,7 +79,7 @@ func TestConfigure(t *testing.T) {
 			if err := p.Configure(context.Background(), req); err != nil {
 				got = err.Error()
 			}
-			if diff := cmp.Diff(tc.wantErr, got); diff != "" {
+			if diff := diff(tc.wantErr, got); diff != "" {
 				t.Errorf("Configure error (-want +got):\n%s", diff)
 			}
 			_, statErr := os.Stat(filepath.Join(dir, "memory.db"))
@@ -137,8 +137,8 @@ func TestMigrations(t *testing.T) {
 		if err := p.store.db.Raw(`SELECT version, name, applied_ms FROM schema_migrations ORDER BY version`).Scan(&got).Error; err != nil {
 			t.Fatal(err)
 		}
-		want := []row{{Version: 1, Name: migrations[0].name, AppliedMS: startMS}}
-		if diff := cmp.Diff(want, got); diff != "" {
+		want := []row{{Version: 1, Name: migrations[0].name, AppliedMS: startMS}, {Version: 2, Name: migrations[1].name, AppliedMS: startMS}}
+		if diff := diff(want, got); diff != "" {
 			t.Errorf("schema_migrations (-want +got):\n%s", diff)
 		}
 		if err := p.Close(); err != nil {
@@ -187,7 +187,7 @@ func TestPragmas(t *testing.T) {
 				t.Fatalf("%s: %v", q, err)
 			}
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
+		if diff := diff(want, got); diff != "" {
 			t.Errorf("connection %d pragmas (-want +got):\n%s", i, diff)
 		}
 	}
@@ -213,7 +213,7 @@ func TestReopen(t *testing.T) {
 
 	second := openProvider(t, dir, clock)
 	after := search(t, second, "ingrid", 0)
-	if diff := cmp.Diff(before, after); diff != "" {
+	if diff := diff(before, after); diff != "" {
 		t.Errorf("search after reopen (-before +after):\n%s", diff)
 	}
 	if len(after) != 1 || after[0].DocumentID != stored.DocumentID {
@@ -221,18 +221,23 @@ func TestReopen(t *testing.T) {
 	}
 	got := call[readChunkResult](t, second, ToolReadChunk, map[string]any{"chunk_id": after[0].ChunkID})
 	want := readChunkResult{Chunk: &chunkView{
-		ChunkID:    after[0].ChunkID,
-		DocumentID: "mcp/mcp-store-durable-fact",
-		Title:      "Durable fact",
-		Namespace:  "mcp",
-		SourceID:   "mcp:mcp",
-		Seq:        0,
-		Content:    "The lighthouse keeper is named Ingrid.",
-		Tags:       []string{"people"},
-		CreatedMS:  startMS,
-		UpdatedMS:  startMS,
+		chunkRef: chunkRef{
+			ChunkID:    after[0].ChunkID,
+			DocumentID: "mcp/mcp-store-durable-fact",
+			Title:      "Durable fact",
+			Namespace:  "mcp",
+			SourceID:   "mcp:mcp",
+			SourceKind: "note",
+			Seq:        0,
+			UpdatedMS:  startMS,
+		},
+		Content:      "The lighthouse keeper is named Ingrid.",
+		Tags:         []string{},
+		DocumentTags: []string{"people"},
+		Notes:        []noteView{},
+		CreatedMS:    startMS,
 	}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := diff(want, got); diff != "" {
 		t.Errorf("read_chunk after reopen (-want +got):\n%s", diff)
 	}
 }
@@ -315,7 +320,7 @@ func TestConcurrentProviders(t *testing.T) {
 			}
 		}
 		sort.Strings(got)
-		if diff := cmp.Diff(want, got); diff != "" {
+		if diff := diff(want, got); diff != "" {
 			t.Errorf("provider %d sees (-want +got):\n%s", i, diff)
 		}
 	}

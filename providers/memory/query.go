@@ -41,3 +41,43 @@ func matchAll(words []string) string {
 	}
 	return strings.Join(quoted, " ")
 }
+
+// matchAny builds an FTS5 MATCH expression that any of words satisfies;
+// it returns "" when words is empty.
+func matchAny(words []string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
+	}
+	return strings.Join(quoted, " OR ")
+}
+
+// contentWords drops common English function words from a question's
+// words, so that "who is joining the trip" ranks by "joining" and "trip"
+// instead of also matching every chunk that has "the". When every word is
+// a function word, all are kept.
+func contentWords(words []string) []string {
+	var out []string
+	for _, w := range words {
+		if !stopwords[strings.ToLower(w)] {
+			out = append(out, w)
+		}
+	}
+	if len(out) == 0 {
+		return words
+	}
+	return out
+}
+
+// stopwords are English function words that carry no topic.
+var stopwords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an and are as at be been but by can could did do does
+		for from had has have how i if in into is it its me my no not of on or our so than that the
+		their them then there these they this to was we were what when where which who whom why will
+		with would you your about after all also any because before between both each few more most
+		other over same should some such through under until up very just only own`) {
+		m[w] = true
+	}
+	return m
+}()

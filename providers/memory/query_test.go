@@ -2,8 +2,6 @@ package memory
 
 import (
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestQueryWords(t *testing.T) {
@@ -33,10 +31,10 @@ func TestQueryWords(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			words := queryWords(tc.query)
-			if diff := cmp.Diff(tc.wantWords, words); diff != "" {
+			if diff := diff(tc.wantWords, words); diff != "" {
 				t.Errorf("queryWords (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantMatch, matchAll(words)); diff != "" {
+			if diff := diff(tc.wantMatch, matchAll(words)); diff != "" {
 				t.Errorf("matchAll (-want +got):\n%s", diff)
 			}
 		})

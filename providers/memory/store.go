@@ -20,15 +20,10 @@ const (
 	dbFileName = "memory.db"
 	// busyTimeoutMS is how long a connection waits for another writer,
 	// possibly in another process, before failing with SQLITE_BUSY.
-	busyTimeoutMS = 5000
+	busyTimeoutMS = 30000
 	// insertBatch bounds the rows of one INSERT, well under SQLite's
 	// variable limit.
 	insertBatch = 100
-	// Search weights BM25 by column: title, then body.
-	titleWeight = 5.0
-	bodyWeight  = 1.0
-	// snippetTokens is the length of a search snippet, in tokens.
-	snippetTokens = 32
 )
 
 // errKeyCollision means both a title's key and its disambiguated key
@@ -45,6 +40,10 @@ type store struct {
 	// order and cancellable, instead of polling the file lock, so the busy
 	// timeout only has to cover writers in other processes.
 	writeSlot chan struct{}
+	// extractors find the entities of every chunk written.
+	extractors []Extractor
+	// path is the database file.
+	path string
 }
 
 // dsn returns the go-sqlite3 DSN for path. The parameters are applied by the
@@ -58,7 +57,7 @@ func dsn(path string) string {
 
 // openStore opens (creating if needed) the database at path and brings its
 // schema up to date.
-func openStore(ctx context.Context, path string, now func() time.Time, logger hclog.Logger) (*store, error) {
+func openStore(ctx context.Context, path string, now func() time.Time, extractors []Extractor, logger hclog.Logger) (*store, error) {
 	db, err := gorm.Open(sqlite.Open(dsn(path)), &gorm.Config{
 		// Statements carry memory bodies; they must never reach a log.
 		Logger:                 gormlogger.Discard,
@@ -67,7 +66,7 @@ func openStore(ctx context.Context, path string, now func() time.Time, logger hc
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &store{db: db, now: now, writeSlot: make(chan struct{}, 1)}
+	s := &store{db: db, now: now, writeSlot: make(chan struct{}, 1), extractors: extractors, path: path}
 	var fts5 bool
 	if err := db.WithContext(ctx).Raw(`SELECT sqlite_compileoption_used('ENABLE_FTS5')`).Scan(&fts5).Error; err != nil {
 		s.close()
@@ -79,7 +78,7 @@ func openStore(ctx context.Context, path string, now func() time.Time, logger hc
 	}
 	var applied []migration
 	err = s.write(ctx, func(tx *gorm.DB) error {
-		applied, err = migrate(tx, now().UnixMilli())
+		applied, err = migrate(tx, migrationEnv{nowMS: now().UnixMilli(), extractors: extractors})
 		return err
 	})
 	if err != nil {
@@ -112,92 +111,171 @@ func (s *store) close() error {
 	return sqlDB.Close()
 }
 
-// document is what memory.store writes: one document of a note source.
+// document is one document to write: where it belongs, its upsert key,
+// and its content already split into chunks.
 type document struct {
-	Namespace string
-	Title     string
-	Tags      []string
+	// ID is the document's id; empty means documentID(Namespace, key).
+	ID string
+	// SourceID, SourceKind and SourceName identify its source, which is
+	// created if missing (an existing source keeps its kind and name).
+	SourceID   string
+	SourceKind string
+	SourceName string
+	Namespace  string
+	// Key is the upsert key within Namespace. With KeyFromTitle it is
+	// ignored: the key is storeKey(Title), disambiguated when a document
+	// with another title already has it.
+	Key          string
+	KeyFromTitle bool
+	Title        string
+	Tags         []string
+	// NoteChunkID is the chunk a note annotates; empty for other
+	// documents.
+	NoteChunkID string
 	// Pieces are the chunk contents in order.
 	Pieces []string
+	// ContentSHA256 is the hex SHA-256 of the whole content.
+	ContentSHA256 string
 }
 
-// putResult says where putDocument wrote.
+// putResult says where a document was written.
 type putResult struct {
 	DocumentID string
 	Key        string
 	Created    bool
+	// Unchanged is set when putDocuments was asked to skip documents whose
+	// title, source, tags and content hash were already stored.
+	Unchanged bool
+	// Fresh are the chunks this write inserted (new or changed text).
+	Fresh []chunkRow
 }
 
-// putDocument upserts doc under its store key in one transaction: the
-// source is created or touched, the document created or updated, and its
-// chunks replaced (chunks whose id, and so content and position, did not
-// change are kept with their timestamps).
+// putDocument writes one document in its own transaction.
 func (s *store) putDocument(ctx context.Context, doc document) (putResult, error) {
-	nowMS := s.now().UnixMilli()
-	tags, err := json.Marshal(doc.Tags)
-	if err != nil {
-		return putResult{}, fmt.Errorf("encode tags: %w", err)
-	}
-	var res putResult
-	err = s.write(ctx, func(tx *gorm.DB) error {
-		src := sourceRow{
-			ID:          sourceIDForNamespace(doc.Namespace),
-			Kind:        sourceKindNote,
-			DisplayName: "Stored with memory.store (namespace " + doc.Namespace + ")",
-			CreatedMS:   nowMS,
-			UpdatedMS:   nowMS,
-		}
-		err := tx.Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "id"}},
-			DoUpdates: clause.AssignmentColumns([]string{"updated_ms"}),
-		}).Create(&src).Error
-		if err != nil {
-			return fmt.Errorf("upsert source: %w", err)
-		}
-
-		key := storeKey(doc.Title)
-		existing, err := findDocument(tx, doc.Namespace, key)
-		if err != nil {
-			return err
-		}
-		if existing != nil && existing.Title != doc.Title {
-			key = disambiguatedKey(key, doc.Title)
-			if existing, err = findDocument(tx, doc.Namespace, key); err != nil {
-				return err
-			}
-			if existing != nil && existing.Title != doc.Title {
-				return errKeyCollision
-			}
-		}
-		res = putResult{DocumentID: documentID(doc.Namespace, key), Key: key, Created: existing == nil}
-
-		if existing == nil {
-			err = tx.Create(&documentRow{
-				ID:        res.DocumentID,
-				SourceID:  src.ID,
-				Namespace: doc.Namespace,
-				Key:       key,
-				Title:     doc.Title,
-				Tags:      string(tags),
-				CreatedMS: nowMS,
-				UpdatedMS: nowMS,
-			}).Error
-		} else {
-			err = tx.Model(&documentRow{ID: existing.ID}).Updates(map[string]any{
-				"source_id":  src.ID,
-				"tags":       string(tags),
-				"updated_ms": nowMS,
-			}).Error
-		}
-		if err != nil {
-			return fmt.Errorf("write document: %w", err)
-		}
-		return replaceChunks(tx, res.DocumentID, doc.Pieces, nowMS)
-	})
+	res, err := s.putDocuments(ctx, []document{doc}, false)
 	if err != nil {
 		return putResult{}, err
 	}
-	return res, nil
+	return res[0], nil
+}
+
+// putDocuments upserts docs in one transaction: each source is created or
+// touched, each document created or updated, and its chunks replaced
+// (chunks whose id, and so content and position, did not change are kept
+// with their timestamps, entities and embeddings). With skipUnchanged, a
+// document whose stored title, source, tags and content hash equal doc's is
+// left alone.
+func (s *store) putDocuments(ctx context.Context, docs []document, skipUnchanged bool) ([]putResult, error) {
+	nowMS := s.now().UnixMilli()
+	results := make([]putResult, len(docs))
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		deleted := false
+		for i, doc := range docs {
+			res, del, err := s.putInTx(tx, doc, skipUnchanged, nowMS)
+			if err != nil {
+				return err
+			}
+			results[i] = res
+			deleted = deleted || del
+		}
+		if deleted {
+			return dropUnusedEntities(tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// putInTx writes doc inside tx and reports whether it deleted chunks.
+func (s *store) putInTx(tx *gorm.DB, doc document, skipUnchanged bool, nowMS int64) (putResult, bool, error) {
+	tags := doc.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	tagsJSON, err := json.Marshal(tags)
+	if err != nil {
+		return putResult{}, false, fmt.Errorf("encode tags: %w", err)
+	}
+	src := sourceRow{ID: doc.SourceID, Kind: doc.SourceKind, DisplayName: doc.SourceName, CreatedMS: nowMS, UpdatedMS: nowMS}
+	err = tx.Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"updated_ms"}),
+	}).Create(&src).Error
+	if err != nil {
+		return putResult{}, false, fmt.Errorf("upsert source: %w", err)
+	}
+
+	key := doc.Key
+	if doc.KeyFromTitle {
+		key = storeKey(doc.Title)
+	}
+	existing, err := findDocument(tx, doc.Namespace, key)
+	if err != nil {
+		return putResult{}, false, err
+	}
+	if doc.KeyFromTitle && existing != nil && existing.Title != doc.Title {
+		key = disambiguatedKey(key, doc.Title)
+		if existing, err = findDocument(tx, doc.Namespace, key); err != nil {
+			return putResult{}, false, err
+		}
+		if existing != nil && existing.Title != doc.Title {
+			return putResult{}, false, errKeyCollision
+		}
+	}
+	res := putResult{DocumentID: documentID(doc.Namespace, key), Key: key, Created: existing == nil}
+	if doc.ID != "" {
+		res.DocumentID = doc.ID
+	}
+	if existing != nil {
+		res.DocumentID = existing.ID
+	}
+	if skipUnchanged && existing != nil && existing.ContentSHA256 == doc.ContentSHA256 &&
+		existing.Title == doc.Title && existing.SourceID == doc.SourceID && existing.Tags == string(tagsJSON) {
+		res.Unchanged = true
+		return res, false, nil
+	}
+	var noteChunk *string
+	if doc.NoteChunkID != "" {
+		noteChunk = &doc.NoteChunkID
+	}
+	if existing == nil {
+		err = tx.Create(&documentRow{
+			ID:            res.DocumentID,
+			SourceID:      src.ID,
+			Namespace:     doc.Namespace,
+			Key:           key,
+			Title:         doc.Title,
+			Tags:          string(tagsJSON),
+			NoteChunkID:   noteChunk,
+			ContentSHA256: doc.ContentSHA256,
+			CreatedMS:     nowMS,
+			UpdatedMS:     nowMS,
+		}).Error
+	} else {
+		err = tx.Model(&documentRow{ID: existing.ID}).Updates(map[string]any{
+			"source_id":      src.ID,
+			"title":          doc.Title,
+			"tags":           string(tagsJSON),
+			"note_chunk_id":  noteChunk,
+			"content_sha256": doc.ContentSHA256,
+			"updated_ms":     nowMS,
+		}).Error
+	}
+	if err != nil {
+		return putResult{}, false, fmt.Errorf("write document: %w", err)
+	}
+	fresh, deleted, err := replaceChunks(tx, res.DocumentID, doc.Pieces, nowMS)
+	if err != nil {
+		return putResult{}, false, err
+	}
+	if err := indexEntities(tx, s.extractors, fresh); err != nil {
+		return putResult{}, false, err
+	}
+	res.Fresh = fresh
+	return res, deleted, nil
 }
 
 // findDocument returns the document with namespace and key, or nil.
@@ -212,12 +290,14 @@ func findDocument(tx *gorm.DB, namespace, key string) (*documentRow, error) {
 	return &rows[0], nil
 }
 
-// replaceChunks makes pieces the chunks of document docID. The FTS index
-// follows through the chunks triggers.
-func replaceChunks(tx *gorm.DB, docID string, pieces []string, nowMS int64) error {
+// replaceChunks makes pieces the chunks of document docID and returns the
+// rows it inserted, with their pks, and whether it deleted any. The FTS
+// index follows through the chunks triggers; the entities, tags and
+// embedding of a deleted chunk go with it.
+func replaceChunks(tx *gorm.DB, docID string, pieces []string, nowMS int64) ([]chunkRow, bool, error) {
 	var old []string
 	if err := tx.Model(&chunkRow{}).Where("document_id = ?", docID).Pluck("id", &old).Error; err != nil {
-		return fmt.Errorf("list chunks: %w", err)
+		return nil, false, fmt.Errorf("list chunks: %w", err)
 	}
 	keep := make(map[string]bool, len(pieces))
 	rows := make([]chunkRow, 0, len(pieces))
@@ -234,10 +314,11 @@ func replaceChunks(tx *gorm.DB, docID string, pieces []string, nowMS int64) erro
 			stale = append(stale, id)
 		}
 	}
+	deleted := len(stale) > 0
 	for len(stale) > 0 {
 		n := min(len(stale), insertBatch)
 		if err := tx.Where("id IN ?", stale[:n]).Delete(&chunkRow{}).Error; err != nil {
-			return fmt.Errorf("delete chunks: %w", err)
+			return nil, false, fmt.Errorf("delete chunks: %w", err)
 		}
 		stale = stale[n:]
 	}
@@ -248,73 +329,10 @@ func replaceChunks(tx *gorm.DB, docID string, pieces []string, nowMS int64) erro
 		}
 	}
 	if len(fresh) == 0 {
-		return nil
+		return nil, deleted, nil
 	}
 	if err := tx.CreateInBatches(fresh, insertBatch).Error; err != nil {
-		return fmt.Errorf("insert chunks: %w", err)
+		return nil, false, fmt.Errorf("insert chunks: %w", err)
 	}
-	return nil
-}
-
-// search returns up to k chunks matching the FTS5 expression match, best
-// first: BM25 with the title weighted above the body, ties broken by
-// recency and then id so results are stable. The inner query ranks every
-// match but builds no snippet; snippets, the costly part, are made for the
-// k rows returned only.
-func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, error) {
-	hits := []searchHit{}
-	err := s.db.WithContext(ctx).Raw(`
-		WITH top AS (
-			SELECT f.rowid AS pk, -bm25(chunks_fts, ?, ?) AS score
-			FROM chunks_fts f
-			JOIN chunks c ON c.pk = f.rowid
-			WHERE chunks_fts MATCH ?
-			ORDER BY score DESC, c.updated_ms DESC, c.id
-			LIMIT ?
-		)
-		SELECT c.id AS chunk_id, c.document_id, d.title, d.namespace, d.source_id, c.seq,
-			snippet(chunks_fts, 1, '**', '**', '…', ?) AS snippet,
-			top.score AS score,
-			c.updated_ms
-		FROM top
-		JOIN chunks_fts ON chunks_fts.rowid = top.pk
-		JOIN chunks c ON c.pk = top.pk
-		JOIN documents d ON d.id = c.document_id
-		WHERE chunks_fts MATCH ?
-		ORDER BY top.score DESC, c.updated_ms DESC, c.id`,
-		titleWeight, bodyWeight, match, k, snippetTokens, match).Scan(&hits).Error
-	if err != nil {
-		return nil, fmt.Errorf("search chunks: %w", err)
-	}
-	return hits, nil
-}
-
-// chunk returns the chunk with id and its document's details, or nil when
-// there is none.
-func (s *store) chunk(ctx context.Context, id string) (*chunkView, error) {
-	var rows []struct {
-		View     chunkView `gorm:"embedded"`
-		TagsJSON string    `gorm:"column:tags_json"`
-	}
-	err := s.db.WithContext(ctx).Raw(`
-		SELECT c.id AS chunk_id, c.document_id, d.title, d.namespace, d.source_id, c.seq, c.content,
-			d.tags AS tags_json, c.created_ms, c.updated_ms
-		FROM chunks c
-		JOIN documents d ON d.id = c.document_id
-		WHERE c.id = ?`, id).Scan(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("read chunk: %w", err)
-	}
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	v := rows[0].View
-	v.Tags = []string{}
-	if err := json.Unmarshal([]byte(rows[0].TagsJSON), &v.Tags); err != nil {
-		return nil, fmt.Errorf("decode tags of document %s: %w", v.DocumentID, err)
-	}
-	if v.Tags == nil {
-		v.Tags = []string{}
-	}
-	return &v, nil
+	return fresh, deleted, nil
 }

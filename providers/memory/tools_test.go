@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -20,8 +19,14 @@ func TestDescribe(t *testing.T) {
 	yes, no := sdk.Bool(true), sdk.Bool(false)
 	want := []summary{
 		{ToolStore, sdk.ClassAct, sdk.Annotations{Title: "Store in memory", ReadOnlyHint: no, DestructiveHint: yes, IdempotentHint: yes, OpenWorldHint: no}},
+		{ToolNote, sdk.ClassAct, sdk.Annotations{Title: "Annotate a memory chunk", ReadOnlyHint: no, DestructiveHint: yes, IdempotentHint: yes, OpenWorldHint: no}},
+		{ToolTag, sdk.ClassAct, sdk.Annotations{Title: "Tag a memory chunk", ReadOnlyHint: no, DestructiveHint: yes, IdempotentHint: yes, OpenWorldHint: no}},
 		{ToolSearch, sdk.ClassRead, sdk.Annotations{Title: "Search memory", ReadOnlyHint: yes, OpenWorldHint: no}},
+		{ToolRecall, sdk.ClassRead, sdk.Annotations{Title: "Recall from memory", ReadOnlyHint: yes, OpenWorldHint: no}},
 		{ToolReadChunk, sdk.ClassRead, sdk.Annotations{Title: "Read a memory chunk", ReadOnlyHint: yes, OpenWorldHint: no}},
+		{ToolBrowse, sdk.ClassRead, sdk.Annotations{Title: "Browse memory", ReadOnlyHint: yes, OpenWorldHint: no}},
+		{ToolTopEntities, sdk.ClassRead, sdk.Annotations{Title: "Top entities in memory", ReadOnlyHint: yes, OpenWorldHint: no}},
+		{ToolListSources, sdk.ClassRead, sdk.Annotations{Title: "List memory sources", ReadOnlyHint: yes, OpenWorldHint: no}},
 	}
 	cat, err := New(nil).Describe(context.Background())
 	if err != nil {
@@ -31,7 +36,7 @@ func TestDescribe(t *testing.T) {
 	for _, tl := range cat.Tools {
 		got = append(got, summary{tl.Name, tl.Class, tl.Annotations})
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := diff(want, got); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	if cat.Name != "memory" || cat.Version == "" || cat.Instructions == "" {
@@ -55,7 +60,7 @@ func TestToolSchemas(t *testing.T) {
 				}
 				top := map[string]any{"type": s["type"], "additionalProperties": s["additionalProperties"]}
 				want := map[string]any{"type": "object", "additionalProperties": false}
-				if diff := cmp.Diff(want, top); diff != "" {
+				if diff := diff(want, top); diff != "" {
 					t.Errorf("%s schema top level (-want +got):\n%s", kind, diff)
 				}
 			}
@@ -88,6 +93,21 @@ func TestInputSchemas(t *testing.T) {
 		"search: k fraction":        {ToolSearch, `{"query":"q","k":1.5}`, false},
 		"read_chunk: id":            {ToolReadChunk, `{"chunk_id":"chk_x"}`, true},
 		"read_chunk: none":          {ToolReadChunk, `{}`, false},
+		"recall: query":             {ToolRecall, `{"query":"q","k":3}`, true},
+		"recall: k 51":              {ToolRecall, `{"query":"q","k":51}`, false},
+		"note: both":                {ToolNote, `{"chunk_id":"c","note_text":"n"}`, true},
+		"note: empty text":          {ToolNote, `{"chunk_id":"c","note_text":""}`, false},
+		"tag: one":                  {ToolTag, `{"chunk_id":"c","tags":["a"]}`, true},
+		"tag: none":                 {ToolTag, `{"chunk_id":"c","tags":[]}`, false},
+		"tag: 129 characters":       {ToolTag, `{"chunk_id":"c","tags":["` + strings.Repeat("x", 129) + `"]}`, false},
+		"browse: nothing":           {ToolBrowse, `{}`, true},
+		"browse: everything":        {ToolBrowse, `{"source_kinds":["note"],"source_ids":["mcp:mcp"],"entity_ids":["email:a@b.c"],"since_ms":0,"until_ms":5,"query":"x","k":5,"offset":10}`, true},
+		"browse: kind not allowed":  {ToolBrowse, `{"source_kinds":["web"]}`, false},
+		"browse: negative offset":   {ToolBrowse, `{"offset":-1}`, false},
+		"entities: kind":            {ToolTopEntities, `{"kind":"email","k":50}`, true},
+		"entities: kind upper":      {ToolTopEntities, `{"kind":"Email"}`, false},
+		"sources: hint":             {ToolListSources, `{"user_email_hint":"a@b.c"}`, true},
+		"sources: nothing":          {ToolListSources, `{}`, true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -156,7 +176,7 @@ func TestArguments(t *testing.T) {
 		"store: bad namespace":      {ToolStore, `{"title":"a","content":"b","namespace":"a/b"}`, `memory.store: argument "namespace" must match ^[A-Za-z0-9_.-]{1,64}$, got "a/b"`},
 		"store: too many tags":      {ToolStore, mustMarshal(t, map[string]any{"title": "a", "content": "b", "tags": tags51}), `memory.store: argument "tags" must have at most 50 items, got 51`},
 		"store: blank tag":          {ToolStore, `{"title":"a","content":"b","tags":["x"," "]}`, `memory.store: argument "tags[1]" must not be blank`},
-		"store: tag too long":       {ToolStore, mustMarshal(t, map[string]any{"title": "a", "content": "b", "tags": []string{long(129)}}), `memory.store: argument "tags[0]" must be at most 128 characters, got 129`},
+		"store: tag too long":       {ToolStore, mustMarshal(t, map[string]any{"title": "a", "content": "b", "tags": []string{long(129)}}), `memory.store: argument "tags[0]" must be at most 128 bytes, got 258`},
 		"search: missing query":     {ToolSearch, `{}`, `memory.search: argument "query" is required`},
 		"search: null arguments":    {ToolSearch, `null`, `memory.search: argument "query" is required`},
 		"search: blank query":       {ToolSearch, `{"query":"   "}`, `memory.search: argument "query" must not be blank`},
@@ -171,12 +191,52 @@ func TestArguments(t *testing.T) {
 		"read_chunk: blank id":      {ToolReadChunk, `{"chunk_id":""}`, `tree.read_chunk: argument "chunk_id" must not be blank`},
 		"read_chunk: id too long":   {ToolReadChunk, mustMarshal(t, map[string]any{"chunk_id": long(257)}), `tree.read_chunk: argument "chunk_id" must be at most 256 characters, got 257`},
 		"read_chunk: unknown field": {ToolReadChunk, `{"chunk_id":"x","id":"y"}`, `tree.read_chunk: unknown argument "id"; accepted arguments: chunk_id`},
+
+		"recall: missing query":   {ToolRecall, `{}`, `memory.recall: argument "query" is required`},
+		"recall: blank query":     {ToolRecall, `{"query":" "}`, `memory.recall: argument "query" must not be blank`},
+		"recall: query too long":  {ToolRecall, mustMarshal(t, map[string]any{"query": long(1025)}), `memory.recall: argument "query" must be at most 1024 characters, got 1025`},
+		"recall: k above limit":   {ToolRecall, `{"query":"a","k":51}`, `memory.recall: argument "k" must be an integer from 1 to 50, got 51`},
+		"recall: k zero":          {ToolRecall, `{"query":"a","k":0}`, `memory.recall: argument "k" must be an integer from 1 to 50, got 0`},
+		"recall: k string":        {ToolRecall, `{"query":"a","k":"5"}`, `memory.recall: argument "k" must be a number, not a JSON string`},
+		"recall: unknown":         {ToolRecall, `{"query":"a","mode":"x"}`, `memory.recall: unknown argument "mode"; accepted arguments: query, k`},
+		"note: missing chunk_id":  {ToolNote, `{"note_text":"x"}`, `memory.note: argument "chunk_id" is required`},
+		"note: missing text":      {ToolNote, `{"chunk_id":"chk_x"}`, `memory.note: argument "note_text" is required`},
+		"note: blank text":        {ToolNote, `{"chunk_id":"chk_x","note_text":" \n"}`, `memory.note: argument "note_text" must not be blank`},
+		"note: text too large":    {ToolNote, mustMarshal(t, map[string]any{"chunk_id": "chk_x", "note_text": long(50_001)}), `memory.note: argument "note_text" must be at most 100000 bytes, got 100002`},
+		"note: unknown chunk":     {ToolNote, `{"chunk_id":"no-such-chunk","note_text":"x"}`, `memory.note: no chunk has id "no-such-chunk"; get chunk ids from memory.search, memory.recall or tree.browse`},
+		"note: unknown argument":  {ToolNote, `{"chunk_id":"x","note_text":"y","title":"z"}`, `memory.note: unknown argument "title"; accepted arguments: chunk_id, note_text`},
+		"tag: missing tags":       {ToolTag, `{"chunk_id":"chk_x"}`, `tree.tag: argument "tags" is required`},
+		"tag: empty tags":         {ToolTag, `{"chunk_id":"chk_x","tags":[]}`, `tree.tag: argument "tags" must have at least 1 item, got 0`},
+		"tag: too many tags":      {ToolTag, mustMarshal(t, map[string]any{"chunk_id": "chk_x", "tags": tags51}), `tree.tag: argument "tags" must have at most 50 items, got 51`},
+		"tag: tag too long":       {ToolTag, mustMarshal(t, map[string]any{"chunk_id": "chk_x", "tags": []string{"ok", strings.Repeat("x", 129)}}), `tree.tag: argument "tags[1]" must be at most 128 bytes, got 129`},
+		"tag: blank tag":          {ToolTag, `{"chunk_id":"chk_x","tags":[""]}`, `tree.tag: argument "tags[0]" must not be blank`},
+		"tag: unknown chunk":      {ToolTag, `{"chunk_id":"chk_nope","tags":["a"]}`, `tree.tag: no chunk has id "chk_nope"; get chunk ids from memory.search, memory.recall or tree.browse`},
+		"tag: missing chunk_id":   {ToolTag, `{"tags":["a"]}`, `tree.tag: argument "chunk_id" is required`},
+		"browse: k above limit":   {ToolBrowse, `{"k":51}`, `tree.browse: argument "k" must be an integer from 1 to 50, got 51`},
+		"browse: negative offset": {ToolBrowse, `{"offset":-1}`, `tree.browse: argument "offset" must be an integer from 0 to 1000000, got -1`},
+		"browse: offset too big":  {ToolBrowse, `{"offset":1000001}`, `tree.browse: argument "offset" must be an integer from 0 to 1000000, got 1000001`},
+		"browse: bad kind":        {ToolBrowse, `{"source_kinds":["Notes"]}`, `tree.browse: argument "source_kinds[0]" must be one of chat, email, document, note, got "Notes"`},
+		"browse: too many kinds":  {ToolBrowse, `{"source_kinds":["note","note","note","note","note"]}`, `tree.browse: argument "source_kinds" must have at most 4 items, got 5`},
+		"browse: blank source":    {ToolBrowse, `{"source_ids":["mcp:mcp"," "]}`, `tree.browse: argument "source_ids[1]" must not be blank`},
+		"browse: entity too long": {ToolBrowse, mustMarshal(t, map[string]any{"entity_ids": []string{long(301)}}), `tree.browse: argument "entity_ids[0]" must be at most 300 characters, got 301`},
+		"browse: since fraction":  {ToolBrowse, `{"since_ms":1.5}`, `tree.browse: argument "since_ms" must be an integer from 0 to 9007199254740991, got 1.5`},
+		"browse: until negative":  {ToolBrowse, `{"until_ms":-1}`, `tree.browse: argument "until_ms" must be an integer from 0 to 9007199254740991, got -1`},
+		"browse: empty range":     {ToolBrowse, `{"since_ms":10,"until_ms":10}`, `tree.browse: argument "since_ms" (10) must be less than "until_ms" (10)`},
+		"browse: blank query":     {ToolBrowse, `{"query":"  "}`, `tree.browse: argument "query" must not be blank`},
+		"browse: unknown":         {ToolBrowse, `{"limit":3}`, `tree.browse: unknown argument "limit"; accepted arguments: source_kinds, source_ids, entity_ids, since_ms, until_ms, query, k, offset`},
+		"entities: bad kind":      {ToolTopEntities, `{"kind":"E-mail"}`, `tree.top_entities: argument "kind" must be a kind such as email, url, handle, hashtag or date (lower-case letters, digits and _), got "E-mail"`},
+		"entities: blank kind":    {ToolTopEntities, `{"kind":""}`, `tree.top_entities: argument "kind" must not be blank`},
+		"entities: k above limit": {ToolTopEntities, `{"k":100}`, `tree.top_entities: argument "k" must be an integer from 1 to 50, got 100`},
+		"sources: bad email":      {ToolListSources, `{"user_email_hint":"ana"}`, `tree.list_sources: argument "user_email_hint" must be an email address such as ana@example.com, got "ana"`},
+		"sources: email spaces":   {ToolListSources, `{"user_email_hint":"a b@c.d"}`, `tree.list_sources: argument "user_email_hint" must be an email address such as ana@example.com, got "a b@c.d"`},
+		"sources: email too long": {ToolListSources, mustMarshal(t, map[string]any{"user_email_hint": long(250) + "@x.io"}), `tree.list_sources: argument "user_email_hint" must be at most 254 characters, got 255`},
+		"sources: unknown":        {ToolListSources, `{"email":"a@b.c"}`, `tree.list_sources: unknown argument "email"; accepted arguments: user_email_hint`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			got := callRaw(t, p, tc.tool, json.RawMessage(tc.args))
-			if diff := cmp.Diff(sdk.ErrorResult("%s", tc.want), got); diff != "" {
+			if diff := diff(sdk.ErrorResult("%s", tc.want), got); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -17,20 +18,6 @@ type readChunkArgs struct {
 // (JSON null) for an unknown id.
 type readChunkResult struct {
 	Chunk *chunkView `json:"chunk"`
-}
-
-// chunkView is one chunk with its document's details.
-type chunkView struct {
-	ChunkID    string   `json:"chunk_id" gorm:"column:chunk_id"`
-	DocumentID string   `json:"document_id" gorm:"column:document_id"`
-	Title      string   `json:"title" gorm:"column:title"`
-	Namespace  string   `json:"namespace" gorm:"column:namespace"`
-	SourceID   string   `json:"source_id" gorm:"column:source_id"`
-	Seq        int      `json:"seq" gorm:"column:seq"`
-	Content    string   `json:"content" gorm:"column:content"`
-	Tags       []string `json:"tags" gorm:"-"`
-	CreatedMS  int64    `json:"created_ms" gorm:"column:created_ms"`
-	UpdatedMS  int64    `json:"updated_ms" gorm:"column:updated_ms"`
 }
 
 func runReadChunk(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
@@ -48,10 +35,66 @@ func runReadChunk(ctx context.Context, _ *Provider, st *store, raw json.RawMessa
 	}
 	if c == nil {
 		return sdk.StructuredResult(
-			fmt.Sprintf("No chunk has id %s; chunk ids come from memory.search results.", quoteShort(id)),
+			fmt.Sprintf("No chunk has id %s; chunk ids come from memory.search, memory.recall or tree.browse.", quoteShort(id)),
 			readChunkResult{})
 	}
-	return sdk.StructuredResult(
-		fmt.Sprintf("Chunk %s, seq %d of %s (title %s):\n\n%s", c.ChunkID, c.Seq, c.DocumentID, quoteShort(oneLine(c.Title)), c.Content),
-		readChunkResult{Chunk: c})
+	var b strings.Builder
+	fmt.Fprintf(&b, "Chunk %s, seq %d of %s (title %s):\n\n%s", c.ChunkID, c.Seq, c.DocumentID, quoteShort(oneLine(c.Title)), c.Content)
+	if c.AnnotatesChunkID != "" {
+		fmt.Fprintf(&b, "\n\nThis is a note about chunk %s.", c.AnnotatesChunkID)
+	}
+	if len(c.Tags) > 0 {
+		fmt.Fprintf(&b, "\n\nTags: %s", strings.Join(c.Tags, ", "))
+	}
+	if len(c.DocumentTags) > 0 {
+		fmt.Fprintf(&b, "\n\nDocument tags: %s", strings.Join(c.DocumentTags, ", "))
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(&b, "\n\nNote (%s):\n%s", n.DocumentID, n.Text)
+	}
+	return sdk.StructuredResult(b.String(), readChunkResult{Chunk: c})
+}
+
+var readChunkTool = tool{
+	spec: sdk.Tool{
+		Name:  ToolReadChunk,
+		Title: "Read a memory chunk",
+		Description: "Read the full text of one memory chunk by its chunk_id (as returned by memory.search), " +
+			"with its document's title, namespace and tags, the chunk's own tags, the notes attached to it, and " +
+			"its position (seq) in the document. " +
+			"Use it when a search snippet is not enough. Returns chunk: null when no chunk has that id.",
+		InputSchema: mustJSON(objectSchema([]string{"chunk_id"}, map[string]any{
+			"chunk_id": chunkIDSchema(),
+		})),
+		OutputSchema: mustJSON(objectSchema([]string{"chunk"}, map[string]any{
+			"chunk": map[string]any{
+				"description": "The chunk, or null when no chunk has that id.",
+				"anyOf": []any{
+					map[string]any{"type": "null"},
+					hitSchema([]string{"content", "tags", "document_tags", "notes", "created_ms"}, map[string]any{
+						"content":       map[string]any{"type": "string"},
+						"tags":          map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The chunk's own tags, as tree.tag set them."},
+						"document_tags": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The tags of the whole document, as memory.store set them."},
+						"notes": map[string]any{
+							"type":        "array",
+							"description": "Notes memory.note attached to this chunk.",
+							"items": objectSchema([]string{"document_id", "text", "updated_ms"}, map[string]any{
+								"document_id": map[string]any{"type": "string"},
+								"text":        map[string]any{"type": "string"},
+								"updated_ms":  map[string]any{"type": "integer"},
+							}),
+						},
+						"created_ms": map[string]any{"type": "integer", "description": "When the chunk was first stored, Unix milliseconds."},
+					}),
+				},
+			},
+		})),
+		Annotations: sdk.Annotations{
+			Title:         "Read a memory chunk",
+			ReadOnlyHint:  sdk.Bool(true),
+			OpenWorldHint: sdk.Bool(false),
+		},
+		Class: sdk.ClassRead,
+	},
+	run: runReadChunk,
 }

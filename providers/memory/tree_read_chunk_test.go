@@ -3,7 +3,6 @@ package memory
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -19,17 +18,21 @@ func TestStoreSearchReadRoundTrip(t *testing.T) {
 	}
 	got := callRaw(t, p, ToolReadChunk, map[string]any{"chunk_id": hits[0].ChunkID})
 	chunk := &chunkView{
-		ChunkID: hits[0].ChunkID, DocumentID: stored.DocumentID, Title: "Router password", Namespace: "mcp", SourceID: "mcp:mcp",
-		Seq: 0, Content: "The router admin page is at 192.168.1.1.", Tags: []string{"home", "network"},
-		CreatedMS: startMS, UpdatedMS: startMS,
+		chunkRef: chunkRef{
+			ChunkID: hits[0].ChunkID, DocumentID: stored.DocumentID, Title: "Router password", Namespace: "mcp", SourceID: "mcp:mcp",
+			SourceKind: "note", Seq: 0, UpdatedMS: startMS,
+		},
+		Content: "The router admin page is at 192.168.1.1.", Tags: []string{}, DocumentTags: []string{"home", "network"},
+		Notes: []noteView{}, CreatedMS: startMS,
 	}
 	want, err := sdk.StructuredResult(
-		"Chunk "+hits[0].ChunkID+`, seq 0 of mcp/mcp-store-router-password (title "Router password"):`+"\n\nThe router admin page is at 192.168.1.1.",
+		"Chunk "+hits[0].ChunkID+`, seq 0 of mcp/mcp-store-router-password (title "Router password"):`+
+			"\n\nThe router admin page is at 192.168.1.1.\n\nDocument tags: home, network",
 		readChunkResult{Chunk: chunk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := diff(want, got); diff != "" {
 		t.Errorf("read_chunk (-want +got):\n%s", diff)
 	}
 }
@@ -42,22 +45,22 @@ func TestReadChunkUnknown(t *testing.T) {
 		id       string
 		wantText string
 	}{
-		"well-formed but unknown": {id: "chk_000000000000000000000000", wantText: `No chunk has id "chk_000000000000000000000000"; chunk ids come from memory.search results.`},
-		"not a chunk id":          {id: "mcp/mcp-store-something", wantText: `No chunk has id "mcp/mcp-store-something"; chunk ids come from memory.search results.`},
-		"surrounding spaces":      {id: "  chk_x  ", wantText: `No chunk has id "chk_x"; chunk ids come from memory.search results.`},
+		"well-formed but unknown": {id: "chk_000000000000000000000000", wantText: `No chunk has id "chk_000000000000000000000000"; chunk ids come from memory.search, memory.recall or tree.browse.`},
+		"not a chunk id":          {id: "mcp/mcp-store-something", wantText: `No chunk has id "mcp/mcp-store-something"; chunk ids come from memory.search, memory.recall or tree.browse.`},
+		"surrounding spaces":      {id: "  chk_x  ", wantText: `No chunk has id "chk_x"; chunk ids come from memory.search, memory.recall or tree.browse.`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			got := callRaw(t, p, ToolReadChunk, map[string]any{"chunk_id": tc.id})
-			if diff := cmp.Diff(`{"chunk":null}`, string(got.StructuredContent)); diff != "" {
+			if diff := diff(`{"chunk":null}`, string(got.StructuredContent)); diff != "" {
 				t.Errorf("structured content (-want +got):\n%s", diff)
 			}
 			want, err := sdk.StructuredResult(tc.wantText, readChunkResult{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := diff(want, got); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}
 		})

@@ -1,0 +1,119 @@
+package memory
+
+import (
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// entityBatch bounds the rows of one entity INSERT: 5 variables a row keeps
+// it far under SQLite's variable limit.
+const entityBatch = 200
+
+// indexEntities extracts the entities of chunks, which were just inserted
+// and carry their pks, and records them: each entity is created or has its
+// last_seen_ms moved forward, and each (chunk, entity) pair is linked with
+// its count. The entities table's counters follow through triggers.
+func indexEntities(tx *gorm.DB, extractors []Extractor, chunks []chunkRow) error {
+	type link struct {
+		pk    int64
+		id    string
+		count int
+	}
+	type seen struct {
+		e       entityCount
+		firstMS int64
+		lastMS  int64
+	}
+	var (
+		links []link
+		order []string
+		byID  = map[string]*seen{}
+	)
+	for _, c := range chunks {
+		if c.PK == 0 {
+			return fmt.Errorf("index entities: chunk %s has no pk", c.ID)
+		}
+		for _, e := range countEntities(extractors, c.Content) {
+			links = append(links, link{pk: c.PK, id: e.ID, count: e.Count})
+			if s, ok := byID[e.ID]; ok {
+				s.firstMS = min(s.firstMS, c.UpdatedMS)
+				s.lastMS = max(s.lastMS, c.UpdatedMS)
+				continue
+			}
+			byID[e.ID] = &seen{e: e, firstMS: c.UpdatedMS, lastMS: c.UpdatedMS}
+			order = append(order, e.ID)
+		}
+	}
+	for start := 0; start < len(order); start += entityBatch {
+		ids := order[start:min(start+entityBatch, len(order))]
+		var (
+			sql  strings.Builder
+			vars = make([]any, 0, 5*len(ids))
+		)
+		sql.WriteString(`INSERT INTO entities (id, kind, surface, first_seen_ms, last_seen_ms) VALUES `)
+		for i, id := range ids {
+			if i > 0 {
+				sql.WriteString(", ")
+			}
+			sql.WriteString("(?, ?, ?, ?, ?)")
+			s := byID[id]
+			vars = append(vars, id, s.e.Kind, s.e.Surface, s.firstMS, s.lastMS)
+		}
+		sql.WriteString(` ON CONFLICT (id) DO UPDATE SET
+			last_seen_ms = max(entities.last_seen_ms, excluded.last_seen_ms),
+			first_seen_ms = min(entities.first_seen_ms, excluded.first_seen_ms)`)
+		if err := tx.Exec(sql.String(), vars...).Error; err != nil {
+			return fmt.Errorf("upsert entities: %w", err)
+		}
+	}
+	for start := 0; start < len(links); start += entityBatch {
+		batch := links[start:min(start+entityBatch, len(links))]
+		var (
+			sql  strings.Builder
+			vars = make([]any, 0, 3*len(batch))
+		)
+		sql.WriteString(`INSERT INTO chunk_entities (chunk_pk, entity_id, count) VALUES `)
+		for i, l := range batch {
+			if i > 0 {
+				sql.WriteString(", ")
+			}
+			sql.WriteString("(?, ?, ?)")
+			vars = append(vars, l.pk, l.id, l.count)
+		}
+		if err := tx.Exec(sql.String(), vars...).Error; err != nil {
+			return fmt.Errorf("link entities: %w", err)
+		}
+	}
+	return nil
+}
+
+// dropUnusedEntities deletes entities that no chunk mentions any more, as
+// after chunks were deleted.
+func dropUnusedEntities(tx *gorm.DB) error {
+	if err := tx.Exec(`DELETE FROM entities WHERE mention_count <= 0`).Error; err != nil {
+		return fmt.Errorf("delete unused entities: %w", err)
+	}
+	return nil
+}
+
+// backfillEntities indexes the entities of every existing chunk; migration
+// 2 runs it for chunks stored before entities existed.
+func backfillEntities(tx *gorm.DB, env migrationEnv) error {
+	var last int64
+	for {
+		var rows []chunkRow
+		err := tx.Where("pk > ?", last).Order("pk").Limit(500).Find(&rows).Error
+		if err != nil {
+			return fmt.Errorf("read chunks: %w", err)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		if err := indexEntities(tx, env.extractors, rows); err != nil {
+			return err
+		}
+		last = rows[len(rows)-1].PK
+	}
+}

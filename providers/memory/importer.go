@@ -1,0 +1,334 @@
+package memory
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+const (
+	// importNamespace holds imported files; their keys are absolute paths
+	// and their document ids file:<path>.
+	importNamespace = "file"
+	// maxImportBytes bounds one imported file. Larger files are skipped
+	// and reported, never cut.
+	maxImportBytes = 16 << 20
+	// importBatchChunks and importBatchFiles bound one write transaction
+	// of an import, so a running server's writes wait at most for one
+	// batch.
+	importBatchChunks = 512
+	importBatchFiles  = 64
+)
+
+// importExtensions are the file types an import loads, compared without
+// regard to case.
+var importExtensions = []string{".md", ".markdown", ".txt"}
+
+// ImportSummary says what [Provider.Import] did.
+type ImportSummary struct {
+	// Files counts the files found that have an importable extension.
+	Files int
+	// Written counts the files stored because they were new or changed;
+	// Unchanged those already stored with the same content and title.
+	Written, Unchanged int
+	// Chunks counts the chunks of every imported file, written or
+	// unchanged: importing the same files again gives the same number.
+	Chunks int
+	// Skipped lists files that were not imported, with the reason.
+	Skipped []ImportSkip
+	// Elapsed is the wall-clock time of the import.
+	Elapsed time.Duration
+}
+
+// ImportSkip is a file an import did not load and why.
+type ImportSkip struct {
+	Path   string
+	Reason string
+}
+
+// ImportProgress is reported after every batch an import writes.
+type ImportProgress struct {
+	// Done counts the files handled so far, out of Total.
+	Done, Total int
+	// Chunks counts the chunks of the files handled so far.
+	Chunks int
+}
+
+// importFile is a file to import, with the source it belongs to.
+type importFile struct {
+	path    string
+	rootDir string
+}
+
+// Import loads Markdown and text files (.md, .markdown, .txt) into memory
+// as documents of source kind "document", one source per directory named
+// (file:<absolute directory>; a file named directly belongs to its
+// directory's source). Directories are walked recursively, skipping
+// hidden entries (names starting with a dot) and not following symbolic
+// links to directories. Each file's title is its first Markdown heading,
+// else its name without the extension; its document id is file:<absolute
+// path>. Importing again is idempotent: unchanged files are left alone,
+// changed files are updated in place. Files that are not valid UTF-8,
+// empty, or larger than 16 MiB are skipped and listed in the summary.
+//
+// Every path must exist; otherwise Import returns an error before writing
+// anything. progress, when not nil, is called after each batch. Writes
+// are committed in batches of at most 64 files, so an interrupted import
+// keeps the batches it finished; running it again completes it.
+func (p *Provider) Import(ctx context.Context, paths []string, progress func(ImportProgress)) (ImportSummary, error) {
+	start := time.Now()
+	p.mu.Lock()
+	st := p.store
+	p.mu.Unlock()
+	if st == nil {
+		return ImportSummary{}, errors.New("memory provider is not configured")
+	}
+	var sum ImportSummary
+	files, err := collectImportFiles(paths, &sum)
+	if err != nil {
+		return sum, err
+	}
+	sum.Files = len(files) + countNotImportable(sum.Skipped)
+
+	var (
+		batch       []document
+		batchChunks int
+		read        int // files read so far, skipped ones included
+	)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		results, err := st.putDocuments(ctx, batch, true)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		var fresh []chunkRow
+		for i, r := range results {
+			if r.Unchanged {
+				sum.Unchanged++
+			} else {
+				sum.Written++
+			}
+			sum.Chunks += len(batch[i].Pieces)
+			fresh = append(fresh, r.Fresh...)
+		}
+		p.afterWrite(ctx, fresh)
+		batch, batchChunks = batch[:0], 0
+		if progress != nil {
+			progress(ImportProgress{Done: read, Total: len(files), Chunks: sum.Chunks})
+		}
+		return nil
+	}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return sum, err
+		}
+		doc, reason := readImportFile(f)
+		read++
+		if reason != "" {
+			sum.Skipped = append(sum.Skipped, ImportSkip{Path: f.path, Reason: reason})
+			continue
+		}
+		batch = append(batch, doc)
+		batchChunks += len(doc.Pieces)
+		if len(batch) >= importBatchFiles || batchChunks >= importBatchChunks {
+			if err := flush(); err != nil {
+				return sum, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return sum, err
+	}
+	sum.Elapsed = time.Since(start)
+	p.logger.Info("imported files", "files", sum.Files, "written", sum.Written, "unchanged", sum.Unchanged,
+		"skipped", len(sum.Skipped), "chunks", sum.Chunks, "elapsed", sum.Elapsed)
+	return sum, nil
+}
+
+// notImportable is the skip reason of files with another extension named
+// directly.
+const notImportable = "not a .md, .markdown or .txt file"
+
+func countNotImportable(skips []ImportSkip) int {
+	n := 0
+	for _, s := range skips {
+		if s.Reason == notImportable {
+			n++
+		}
+	}
+	return n
+}
+
+// collectImportFiles resolves paths to the files to import, sorted by
+// path and without duplicates. Files named directly with another
+// extension are added to sum.Skipped.
+func collectImportFiles(paths []string, sum *ImportSummary) ([]importFile, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("import: name at least one file or directory")
+	}
+	seen := map[string]bool{}
+	var files []importFile
+	add := func(path, root string) {
+		if !seen[path] {
+			seen[path] = true
+			files = append(files, importFile{path: path, rootDir: root})
+		}
+	}
+	for _, arg := range paths {
+		abs, err := filepath.Abs(arg)
+		if err != nil {
+			return nil, fmt.Errorf("import: %s: %w", arg, err)
+		}
+		info, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+		if !info.IsDir() {
+			if !importable(abs) {
+				sum.Skipped = append(sum.Skipped, ImportSkip{Path: abs, Reason: notImportable})
+				continue
+			}
+			add(abs, filepath.Dir(abs))
+			continue
+		}
+		err = filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return fmt.Errorf("import: %w", err)
+			}
+			if path != abs && strings.HasPrefix(d.Name(), ".") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() && importable(path) {
+				add(path, abs)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(files, func(a, b importFile) int { return strings.Compare(a.path, b.path) })
+	return files, nil
+}
+
+// importable reports whether path has an extension an import loads.
+func importable(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return slices.Contains(importExtensions, ext)
+}
+
+// readImportFile reads f and returns the document to write, or a reason to
+// skip it.
+func readImportFile(f importFile) (document, string) {
+	info, err := os.Stat(f.path)
+	if err != nil {
+		return document{}, "cannot be read: " + err.Error()
+	}
+	if info.Size() > maxImportBytes {
+		return document{}, fmt.Sprintf("larger than %d MiB (%d bytes)", maxImportBytes>>20, info.Size())
+	}
+	data, err := os.ReadFile(f.path)
+	if err != nil {
+		return document{}, "cannot be read: " + err.Error()
+	}
+	if !utf8.Valid(data) {
+		return document{}, "not UTF-8 text"
+	}
+	content := strings.TrimPrefix(string(data), "\uFEFF")
+	if strings.TrimSpace(content) == "" {
+		return document{}, "empty"
+	}
+	return document{
+		ID:            importNamespace + ":" + f.path,
+		SourceID:      importNamespace + ":" + f.rootDir,
+		SourceKind:    SourceKindDocument,
+		SourceName:    "Files imported from " + f.rootDir,
+		Namespace:     importNamespace,
+		Key:           f.path,
+		Title:         importTitle(f.path, content),
+		Tags:          []string{},
+		Pieces:        splitChunks(content, maxChunkRunes),
+		ContentSHA256: contentHash(content),
+	}, ""
+}
+
+// importTitle is a file's first Markdown ATX heading ("# Title") within its
+// first 50 lines, else its name without the extension; at most
+// maxTitleRunes characters.
+func importTitle(path, content string) string {
+	title := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".md" || ext == ".markdown" {
+		sc := bufio.NewScanner(strings.NewReader(content))
+		sc.Buffer(make([]byte, 0, 4096), 1<<20)
+		for i := 0; i < 50 && sc.Scan(); i++ {
+			line := strings.TrimSpace(sc.Text())
+			if h := strings.TrimLeft(line, "#"); len(h) < len(line) && len(line)-len(h) <= 6 && strings.HasPrefix(h, " ") {
+				if h = strings.TrimSpace(strings.TrimRight(strings.TrimSpace(h), "#")); h != "" {
+					title = h
+					break
+				}
+			}
+		}
+	}
+	if utf8.RuneCountInString(title) > maxTitleRunes {
+		title = string([]rune(title)[:maxTitleRunes])
+	}
+	return title
+}
+
+// Stats counts what memory holds.
+type Stats struct {
+	Sources, Documents, Chunks, Entities, ChunkTags, Notes int64
+	// Embeddings counts chunks with an embedding from any model.
+	Embeddings int64
+	// SchemaVersion is the database's schema version.
+	SchemaVersion int
+	// DBBytes is the size of memory.db with its write-ahead log, in bytes.
+	DBBytes int64
+	// Path is the database file.
+	Path string
+}
+
+// Stats returns counts of what memory holds and the database's size.
+func (p *Provider) Stats(ctx context.Context) (Stats, error) {
+	p.mu.Lock()
+	st := p.store
+	p.mu.Unlock()
+	if st == nil {
+		return Stats{}, errors.New("memory provider is not configured")
+	}
+	var s Stats
+	err := st.db.WithContext(ctx).Raw(`SELECT
+		(SELECT COUNT(*) FROM sources),
+		(SELECT COUNT(*) FROM documents),
+		(SELECT COUNT(*) FROM chunks),
+		(SELECT COUNT(*) FROM entities WHERE mention_count > 0),
+		(SELECT COUNT(*) FROM chunk_tags),
+		(SELECT COUNT(*) FROM documents WHERE key LIKE 'mcp-note-%'),
+		(SELECT COUNT(*) FROM chunk_embeddings),
+		(SELECT MAX(version) FROM schema_migrations)`).Row().Scan(
+		&s.Sources, &s.Documents, &s.Chunks, &s.Entities, &s.ChunkTags, &s.Notes, &s.Embeddings, &s.SchemaVersion)
+	if err != nil {
+		return Stats{}, fmt.Errorf("memory stats: %w", err)
+	}
+	s.Path = st.path
+	for _, suffix := range []string{"", "-wal"} {
+		if info, err := os.Stat(st.path + suffix); err == nil {
+			s.DBBytes += info.Size()
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,209 @@
+package memory
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeFiles creates files under dir from a path → content map.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func countRows(t *testing.T, p *Provider, table string) int64 {
+	t.Helper()
+	var n int64
+	if err := p.store.db.Raw(`SELECT COUNT(*) FROM ` + table).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestImportThousandFilesTwice imports a folder of 1,000 Markdown files
+// twice: the second run changes nothing and reports the same chunks.
+func TestImportThousandFilesTwice(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(1, 2))
+	files := map[string]string{}
+	for i := range 1000 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "# Note %d\n\n", i)
+		for range 1 + rng.IntN(12) {
+			b.WriteString(longText(1))
+			b.WriteString("\n\n")
+		}
+		files[fmt.Sprintf("d%d/note-%04d.md", i%7, i)] = b.String()
+	}
+	writeFiles(t, dir, files)
+
+	var calls []ImportProgress
+	first, err := p.Import(t.Context(), []string{dir}, func(pr ImportProgress) { calls = append(calls, pr) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := countRows(t, p, "chunks")
+	if first.Files != 1000 || first.Written != 1000 || first.Unchanged != 0 || len(first.Skipped) != 0 || int64(first.Chunks) != chunks {
+		t.Fatalf("first import = %+v, %d chunks stored", first, chunks)
+	}
+	if chunks <= 1000 {
+		t.Fatalf("only %d chunks for 1000 multi-chunk files", chunks)
+	}
+	if len(calls) < 2 || calls[len(calls)-1] != (ImportProgress{Done: 1000, Total: 1000, Chunks: first.Chunks}) {
+		t.Errorf("progress calls: %d, last %+v", len(calls), calls[len(calls)-1])
+	}
+
+	second, err := p.Import(t.Context(), []string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Files != 1000 || second.Written != 0 || second.Unchanged != 1000 || second.Chunks != first.Chunks {
+		t.Errorf("second import = %+v, want every file unchanged and %d chunks", second, first.Chunks)
+	}
+	if got := countRows(t, p, "chunks"); got != chunks {
+		t.Errorf("chunks after second import = %d, want %d", got, chunks)
+	}
+	if got := countRows(t, p, "documents"); got != 1000 {
+		t.Errorf("documents = %d", got)
+	}
+	checkIndexInStep(t, p)
+}
+
+func TestImport(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"trip.md":            "Intro line\n\n## Lisbon trip ##\n\nFlights with ana@example.com.",
+		"plain.txt":          "# not a heading in text files\nPacking list.",
+		"sub/deeper/idea.MD": "\uFEFFNo heading here, #ideas.",
+		".hidden/secret.md":  "never imported",
+		".dot.md":            "never imported either",
+		"image.png":          "binary",
+		"empty.md":           " \n\n ",
+		"latin1.txt":         "caf\xe9",
+	})
+	sum, err := p.Import(t.Context(), []string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSkipped := []ImportSkip{
+		{Path: filepath.Join(dir, "empty.md"), Reason: "empty"},
+		{Path: filepath.Join(dir, "latin1.txt"), Reason: "not UTF-8 text"},
+	}
+	if d := diff(wantSkipped, sum.Skipped); d != "" {
+		t.Errorf("skipped (-want +got):\n%s", d)
+	}
+	if sum.Files != 5 || sum.Written != 3 || sum.Chunks != 3 {
+		t.Errorf("summary = %+v", sum)
+	}
+	trip := "file:" + filepath.Join(dir, "trip.md")
+	hits := search(t, p, "lisbon flights", 0)
+	if len(hits) != 1 || hits[0].DocumentID != trip || hits[0].Title != "Lisbon trip" || hits[0].SourceKind != "document" ||
+		hits[0].SourceID != "file:"+dir || hits[0].Namespace != "file" {
+		t.Errorf("trip hits = %+v", hits)
+	}
+	for q, title := range map[string]string{"packing": "plain", "ideas": "idea"} {
+		if hits := search(t, p, q, 0); len(hits) != 1 || hits[0].Title != title {
+			t.Errorf("search %q = %+v, want title %q", q, hits, title)
+		}
+	}
+	if hits := search(t, p, "never imported", 0); len(hits) != 0 {
+		t.Errorf("hidden files imported: %+v", hits)
+	}
+	src := call[listSourcesResult](t, p, ToolListSources, map[string]any{})
+	if len(src.Sources) != 1 || src.Sources[0].SourceID != "file:"+dir || src.Sources[0].DisplayName != "Files imported from "+dir ||
+		src.Sources[0].SourceKind != "document" || src.Sources[0].ChunkCount != 3 {
+		t.Errorf("sources = %+v", src.Sources)
+	}
+
+	// A changed file is updated in place; a file named directly joins its
+	// directory's source; other extensions named directly are reported.
+	writeFiles(t, dir, map[string]string{"trip.md": "# Lisbon trip\n\nFlights moved to May."})
+	sum, err = p.Import(t.Context(), []string{filepath.Join(dir, "trip.md"), filepath.Join(dir, "image.png")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Written != 1 || sum.Files != 2 || len(sum.Skipped) != 1 || sum.Skipped[0].Reason != notImportable {
+		t.Errorf("re-import = %+v", sum)
+	}
+	if hits := search(t, p, "may", 0); len(hits) != 1 || hits[0].DocumentID != trip {
+		t.Errorf("updated file hits = %+v", hits)
+	}
+	if hits := search(t, p, "ana", 0); len(hits) != 0 {
+		t.Errorf("old content still found: %+v", hits)
+	}
+	checkIndexInStep(t, p)
+}
+
+func TestImportErrors(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.md": "alpha"})
+	missing := filepath.Join(dir, "nope")
+	_, err := p.Import(t.Context(), []string{filepath.Join(dir, "a.md"), missing}, nil)
+	if err == nil || err.Error() != "import: stat "+missing+": no such file or directory" {
+		t.Errorf("missing path: %v", err)
+	}
+	if n := countRows(t, p, "documents"); n != 0 {
+		t.Errorf("%d documents written before the error", n)
+	}
+	if _, err := p.Import(t.Context(), nil, nil); err == nil || err.Error() != "import: name at least one file or directory" {
+		t.Errorf("no paths: %v", err)
+	}
+	if _, err := New(nil).Import(t.Context(), []string{dir}, nil); err == nil {
+		t.Error("Import before Configure: want an error")
+	}
+}
+
+func TestImportTitle(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct{ path, content, want string }{
+		"heading":          {"/x/a.md", "# Hello", "Hello"},
+		"later heading":    {"/x/a.md", "text\n\n### Third level ###", "Third level"},
+		"seven hashes":     {"/x/a.md", "####### not one", "a"},
+		"hashtag":          {"/x/a.md", "#tag only", "a"},
+		"empty heading":    {"/x/a.md", "#\n# Real", "Real"},
+		"text file":        {"/x/notes.txt", "# Not a title", "notes"},
+		"markdown ext":     {"/x/b.markdown", "  ## Indented", "Indented"},
+		"no heading":       {"/x/My File.md", "body", "My File"},
+		"heading too late": {"/x/c.md", strings.Repeat("line\n", 50) + "# Late", "c"},
+	}
+	for name, tc := range tests {
+		if got := importTitle(tc.path, tc.content); got != tc.want {
+			t.Errorf("%s: importTitle = %q, want %q", name, got, tc.want)
+		}
+	}
+}
+
+func TestStats(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	doc := put(t, p, map[string]any{"title": "S", "content": "mail ana@example.com", "tags": []string{"x"}})
+	id := firstChunk(t, p, doc.DocumentID)
+	call[tagResult](t, p, ToolTag, map[string]any{"chunk_id": id, "tags": []string{"a", "b"}})
+	call[noteResult](t, p, ToolNote, map[string]any{"chunk_id": id, "note_text": "a note"})
+	s, err := p.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Sources != 1 || s.Documents != 2 || s.Chunks != 2 || s.Entities != 1 || s.ChunkTags != 2 || s.Notes != 1 ||
+		s.Embeddings != 0 || s.SchemaVersion != 2 || s.DBBytes <= 0 || filepath.Base(s.Path) != "memory.db" {
+		t.Errorf("stats = %+v", s)
+	}
+}

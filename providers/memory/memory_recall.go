@@ -1,0 +1,233 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// Recall modes, reported in every memory.recall result.
+const (
+	// recallHybrid fuses cosine similarity over embeddings with BM25.
+	recallHybrid = "hybrid"
+	// recallKeyword ranks by BM25 over any of the query's words.
+	recallKeyword = "keyword"
+)
+
+const (
+	// rrfK is reciprocal rank fusion's constant: a chunk at rank r of a
+	// ranking scores 1/(rrfK + r). 60 is the value of the original paper
+	// (Cormack, Clarke and Büttcher, SIGIR 2009).
+	rrfK = 60
+	// recallCandidates is how many chunks each ranking contributes before
+	// fusion.
+	recallCandidates = 100
+)
+
+// recallArgs are memory.recall's arguments.
+type recallArgs struct {
+	Query *string  `json:"query"`
+	K     *float64 `json:"k"`
+}
+
+// recallResult is memory.recall's structured content.
+type recallResult struct {
+	Mode   string      `json:"mode"`
+	Chunks []recallHit `json:"chunks"`
+	// FallbackReason says why an embedder that is configured was not
+	// used for this call.
+	FallbackReason string `json:"fallback_reason,omitempty"`
+}
+
+// recallHit is one chunk of memory.recall.
+type recallHit struct {
+	chunkRef
+	Snippet string  `json:"snippet"`
+	Score   float64 `json:"score"`
+	// Similarity is the cosine similarity of the chunk's embedding to the
+	// query's, in hybrid mode, for chunks that have an embedding.
+	Similarity *float64 `json:"similarity,omitempty"`
+}
+
+var recallTool = tool{
+	spec: sdk.Tool{
+		Name:  ToolRecall,
+		Title: "Recall from memory",
+		Description: "Find the memory chunks that best answer a question or match a description in " +
+			"natural language, e.g. \"what did we decide about the launch date?\". When the operator " +
+			"configured an embeddings endpoint, chunks are ranked by meaning (cosine similarity of " +
+			"embeddings) fused with keyword relevance (mode \"hybrid\"); otherwise by keyword relevance " +
+			"over any of the question's words (mode \"keyword\"). The result says which mode ran. Use " +
+			"memory.search instead for exact keywords that must all appear.",
+		InputSchema: mustJSON(objectSchema([]string{"query"}, map[string]any{
+			"query": map[string]any{
+				"type": "string", "minLength": 1, "maxLength": maxQueryRunes,
+				"description": "A question or description of what to find.",
+			},
+			"k": kSchema("chunks"),
+		})),
+		OutputSchema: mustJSON(objectSchema([]string{"mode", "chunks"}, map[string]any{
+			"mode": map[string]any{"type": "string", "enum": []string{recallHybrid, recallKeyword}},
+			"chunks": map[string]any{
+				"type": "array",
+				"items": hitSchema([]string{"snippet", "score"}, map[string]any{
+					"snippet":    map[string]any{"type": "string", "description": "Excerpt of the chunk; keyword matches marked **like this**."},
+					"score":      map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "Relevance; higher is better. Reciprocal rank fusion in hybrid mode, BM25 in keyword mode."},
+					"similarity": map[string]any{"type": "number", "minimum": -1, "maximum": 1, "description": "Hybrid mode only: cosine similarity of the chunk to the query."},
+				}),
+			},
+			"fallback_reason": map[string]any{"type": "string", "description": "Why keyword mode ran although an embeddings endpoint is configured."},
+		})),
+		Annotations: sdk.Annotations{
+			Title:         "Recall from memory",
+			ReadOnlyHint:  sdk.Bool(true),
+			OpenWorldHint: sdk.Bool(false),
+		},
+		Class: sdk.ClassRead,
+	},
+	run: runRecall,
+}
+
+func runRecall(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
+	var args recallArgs
+	if aerr := decodeArgs(raw, &args); aerr != nil {
+		return sdk.ErrorResult("%s: %s", ToolRecall, aerr), nil
+	}
+	query, aerr := requiredString("query", args.Query, maxQueryRunes)
+	if aerr != nil {
+		return sdk.ErrorResult("%s: %s", ToolRecall, aerr), nil
+	}
+	k, aerr := intInRange("k", args.K, minK, maxK, defaultK)
+	if aerr != nil {
+		return sdk.ErrorResult("%s: %s", ToolRecall, aerr), nil
+	}
+	res, err := p.recall(ctx, st, query, k)
+	if err != nil {
+		return nil, err
+	}
+	return sdk.StructuredResult(recallText(query, res), res)
+}
+
+// recall ranks chunks for query; see memory.recall's description.
+func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (recallResult, error) {
+	res := recallResult{Mode: recallKeyword, Chunks: []recallHit{}}
+	words := queryWords(query)
+	match := matchAny(contentWords(words))
+
+	var similar []rankedPK
+	if emb := p.embedder; emb != nil {
+		vecs, err := emb.Embed(ctx, []string{query})
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			p.logger.Warn("embedding the recall query failed; ranking by keywords", "error", err)
+			res.FallbackReason = "the embeddings endpoint failed: " + redactEndpointError(err)
+		default:
+			similar, err = st.nearest(ctx, emb.Model(), vecs[0], recallCandidates)
+			if err != nil {
+				return res, err
+			}
+			res.Mode = recallHybrid
+		}
+	}
+	var keyword []rankedPK
+	if match != "" {
+		var err error
+		if keyword, err = st.rankKeyword(ctx, match, recallCandidates); err != nil {
+			return res, err
+		}
+	}
+
+	type fused struct {
+		pk         int64
+		score      float64
+		similarity *float64
+	}
+	var ranked []fused
+	if res.Mode == recallKeyword {
+		for _, r := range keyword[:min(k, len(keyword))] {
+			ranked = append(ranked, fused{pk: r.PK, score: r.Score})
+		}
+	} else {
+		byPK := map[int64]*fused{}
+		add := func(list []rankedPK, vector bool) {
+			for i, r := range list {
+				f := byPK[r.PK]
+				if f == nil {
+					f = &fused{pk: r.PK}
+					byPK[r.PK] = f
+				}
+				f.score += 1 / float64(rrfK+i+1)
+				if vector {
+					sim := r.Score
+					f.similarity = &sim
+				}
+			}
+		}
+		add(similar, true)
+		add(keyword, false)
+		for _, f := range byPK {
+			ranked = append(ranked, *f)
+		}
+		slices.SortFunc(ranked, func(a, b fused) int {
+			switch {
+			case a.score != b.score:
+				if a.score > b.score {
+					return -1
+				}
+				return 1
+			case a.pk > b.pk:
+				return -1
+			case a.pk < b.pk:
+				return 1
+			}
+			return 0
+		})
+		ranked = ranked[:min(k, len(ranked))]
+	}
+	pks := make([]int64, len(ranked))
+	for i, r := range ranked {
+		pks[i] = r.pk
+	}
+	refs, err := st.refsByPK(ctx, pks, match)
+	if err != nil {
+		return res, err
+	}
+	for _, r := range ranked {
+		ref, ok := refs[r.pk]
+		if !ok {
+			continue // deleted since it was ranked
+		}
+		res.Chunks = append(res.Chunks, recallHit{chunkRef: ref.chunkRef, Snippet: ref.Snippet, Score: r.score, Similarity: r.similarity})
+	}
+	return res, nil
+}
+
+// recallText renders a recall result one hit a line, after the mode.
+func recallText(query string, res recallResult) string {
+	var b strings.Builder
+	switch res.Mode {
+	case recallHybrid:
+		b.WriteString("Mode: hybrid (embeddings fused with keywords).")
+	default:
+		b.WriteString("Mode: keyword (any of the query's words, BM25).")
+		if res.FallbackReason != "" {
+			b.WriteString(" Embeddings were not used: " + res.FallbackReason)
+		}
+	}
+	if len(res.Chunks) == 0 {
+		fmt.Fprintf(&b, "\nNothing in memory matches %s.", quoteShort(query))
+		return b.String()
+	}
+	for i, h := range res.Chunks {
+		fmt.Fprintf(&b, "\n%d. %s score=%.4f %s (%s, seq %d): %s",
+			i+1, h.ChunkID, h.Score, quoteShort(oneLine(h.Title)), h.DocumentID, h.Seq, oneLine(h.Snippet))
+	}
+	return b.String()
+}

@@ -1,0 +1,565 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+)
+
+const (
+	// BM25 column weights: a match in a document's title counts five
+	// times one in the body, a match in its tags twice.
+	titleWeight = 5.0
+	bodyWeight  = 1.0
+	tagsWeight  = 2.0
+	// snippetTokens is the length of a search snippet, in tokens.
+	snippetTokens = 32
+	// leadRunes is the length of a snippet taken from the start of a
+	// chunk when no query marks a match, in characters.
+	leadRunes = 240
+)
+
+// rankExpr makes FTS5 rank with the column weights above; ORDER BY rank
+// then sorts inside the FTS5 module, without a join per matching row.
+var rankExpr = fmt.Sprintf("bm25(%.1f, %.1f, %.1f)", titleWeight, bodyWeight, tagsWeight)
+
+// chunkRef identifies a chunk and where it belongs. Every hit and chunk
+// view starts with these fields, flat, chunk_id first.
+type chunkRef struct {
+	ChunkID    string `json:"chunk_id"`
+	DocumentID string `json:"document_id"`
+	Title      string `json:"title"`
+	Namespace  string `json:"namespace"`
+	SourceID   string `json:"source_id"`
+	SourceKind string `json:"source_kind"`
+	Seq        int    `json:"seq"`
+	// AnnotatesChunkID is set when the chunk is part of a note written by
+	// memory.note: the chunk the note is about.
+	AnnotatesChunkID string `json:"annotates_chunk_id,omitempty"`
+	UpdatedMS        int64  `json:"updated_ms"`
+}
+
+// refRow is a row of a query that selects refColumns, and possibly a
+// snippet, a score, the content and more: gorm scans flat structs only.
+type refRow struct {
+	PK               int64   `gorm:"column:pk"`
+	ChunkID          string  `gorm:"column:chunk_id"`
+	DocumentID       string  `gorm:"column:document_id"`
+	Title            string  `gorm:"column:title"`
+	Namespace        string  `gorm:"column:namespace"`
+	SourceID         string  `gorm:"column:source_id"`
+	SourceKind       string  `gorm:"column:source_kind"`
+	Seq              int     `gorm:"column:seq"`
+	AnnotatesChunkID string  `gorm:"column:annotates_chunk_id"`
+	UpdatedMS        int64   `gorm:"column:updated_ms"`
+	Snippet          string  `gorm:"column:snippet"`
+	Score            float64 `gorm:"column:score"`
+	Content          string  `gorm:"column:content"`
+	CreatedMS        int64   `gorm:"column:created_ms"`
+	TagsJSON         string  `gorm:"column:tags_json"`
+}
+
+// ref returns the row's chunkRef.
+func (r *refRow) ref() chunkRef {
+	return chunkRef{
+		ChunkID: r.ChunkID, DocumentID: r.DocumentID, Title: r.Title, Namespace: r.Namespace, SourceID: r.SourceID,
+		SourceKind: r.SourceKind, Seq: r.Seq, AnnotatesChunkID: r.AnnotatesChunkID, UpdatedMS: r.UpdatedMS,
+	}
+}
+
+// refColumns selects a chunkRef from chunks c joined by refJoins.
+const refColumns = `c.id AS chunk_id, c.document_id, d.title, d.namespace, d.source_id, s.kind AS source_kind,
+	c.seq, COALESCE(d.note_chunk_id, '') AS annotates_chunk_id, c.updated_ms`
+
+// refJoins joins a chunk c to its document d and source s.
+const refJoins = `JOIN documents d ON d.id = c.document_id JOIN sources s ON s.id = d.source_id`
+
+// refProperties is the JSON Schema of chunkRef's fields.
+func refProperties() map[string]any {
+	return map[string]any{
+		"chunk_id":           map[string]any{"type": "string", "description": "Pass it to tree.read_chunk, memory.note or tree.tag."},
+		"document_id":        map[string]any{"type": "string"},
+		"title":              map[string]any{"type": "string", "description": "The document's title."},
+		"namespace":          map[string]any{"type": "string"},
+		"source_id":          map[string]any{"type": "string", "description": "Where the document came from, e.g. mcp:<namespace> or file:<directory>."},
+		"source_kind":        map[string]any{"type": "string", "enum": sourceKinds},
+		"seq":                map[string]any{"type": "integer", "minimum": 0, "description": "Position of the chunk in its document, from 0."},
+		"annotates_chunk_id": map[string]any{"type": "string", "description": "Only on notes written by memory.note: the chunk the note is about."},
+		"updated_ms":         map[string]any{"type": "integer", "description": "Last change of the chunk, Unix milliseconds."},
+	}
+}
+
+// refRequired lists chunkRef's always-present fields.
+var refRequired = []string{"chunk_id", "document_id", "title", "namespace", "source_id", "source_kind", "seq", "updated_ms"}
+
+// hitSchema is the JSON Schema of a hit: chunkRef's fields plus extra.
+func hitSchema(required []string, extra map[string]any) map[string]any {
+	props := refProperties()
+	for k, v := range extra {
+		props[k] = v
+	}
+	return objectSchema(append(append([]string{}, refRequired...), required...), props)
+}
+
+// searchHit is one ranked chunk of memory.search.
+type searchHit struct {
+	chunkRef
+	Snippet string  `json:"snippet"`
+	Score   float64 `json:"score"`
+}
+
+// search returns up to k chunks matching the FTS5 expression match, best
+// first by BM25 (title above tags above body), ties broken by recency and
+// then id. FTS5 ranks and cuts to k inside the module; snippets, the
+// costly part, are made for those k rows only.
+func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, error) {
+	var rows []refRow
+	err := s.db.WithContext(ctx).Raw(`
+		WITH top AS (
+			SELECT rowid AS pk, rank FROM chunks_fts
+			WHERE chunks_fts MATCH ? AND rank MATCH ?
+			ORDER BY rank
+			LIMIT ?
+		)
+		SELECT `+refColumns+`,
+			snippet(chunks_fts, 1, '**', '**', '…', ?) AS snippet,
+			-top.rank AS score
+		FROM top
+		JOIN chunks_fts ON chunks_fts.rowid = top.pk
+		JOIN chunks c ON c.pk = top.pk
+		`+refJoins+`
+		WHERE chunks_fts MATCH ?
+		ORDER BY top.rank, c.updated_ms DESC, c.id`,
+		match, rankExpr, k, snippetTokens, match).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("search chunks: %w", err)
+	}
+	hits := make([]searchHit, len(rows))
+	for i := range rows {
+		hits[i] = searchHit{chunkRef: rows[i].ref(), Snippet: rows[i].Snippet, Score: rows[i].Score}
+	}
+	return hits, nil
+}
+
+// rankedPK is a chunk's pk with a score, higher is better.
+type rankedPK struct {
+	PK    int64   `gorm:"column:pk"`
+	Score float64 `gorm:"column:score"`
+}
+
+// rankKeyword returns the pks of up to n chunks matching match, best BM25
+// first.
+func (s *store) rankKeyword(ctx context.Context, match string, n int) ([]rankedPK, error) {
+	var out []rankedPK
+	err := s.db.WithContext(ctx).Raw(`
+		SELECT rowid AS pk, -rank AS score FROM chunks_fts
+		WHERE chunks_fts MATCH ? AND rank MATCH ?
+		ORDER BY rank
+		LIMIT ?`, match, rankExpr, n).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("rank chunks: %w", err)
+	}
+	return out, nil
+}
+
+// refWithSnippet is a chunk's reference and a snippet for it.
+type refWithSnippet struct {
+	chunkRef
+	Snippet string
+}
+
+// refsByPK returns the chunks with the given pks, keyed by pk. With a
+// non-empty match, the snippets of chunks that match it mark the matches;
+// the others start at the beginning of the chunk.
+func (s *store) refsByPK(ctx context.Context, pks []int64, match string) (map[int64]refWithSnippet, error) {
+	out := make(map[int64]refWithSnippet, len(pks))
+	if len(pks) == 0 {
+		return out, nil
+	}
+	var rows []refRow
+	err := s.db.WithContext(ctx).Raw(`SELECT c.pk, `+refColumns+`, c.content FROM chunks c `+refJoins+` WHERE c.pk IN ?`, pks).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("read chunks: %w", err)
+	}
+	for i := range rows {
+		out[rows[i].PK] = refWithSnippet{chunkRef: rows[i].ref(), Snippet: leadSnippet(rows[i].Content)}
+	}
+	if match == "" {
+		return out, nil
+	}
+	var snippets []struct {
+		PK      int64  `gorm:"column:pk"`
+		Snippet string `gorm:"column:snippet"`
+	}
+	err = s.db.WithContext(ctx).Raw(`
+		SELECT rowid AS pk, snippet(chunks_fts, 1, '**', '**', '…', ?) AS snippet
+		FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ?`, snippetTokens, match, pks).Scan(&snippets).Error
+	if err != nil {
+		return nil, fmt.Errorf("make snippets: %w", err)
+	}
+	for _, sn := range snippets {
+		if r, ok := out[sn.PK]; ok {
+			r.Snippet = sn.Snippet
+			out[sn.PK] = r
+		}
+	}
+	return out, nil
+}
+
+// leadSnippet is the start of content on one line, cut at a word boundary
+// near leadRunes characters, with "…" when something was cut.
+func leadSnippet(content string) string {
+	s := oneLine(content)
+	if utf8.RuneCountInString(s) <= leadRunes {
+		return s
+	}
+	r := []rune(s)[:leadRunes]
+	cut := string(r)
+	if i := strings.LastIndexByte(cut, ' '); i > len(cut)/2 {
+		cut = cut[:i]
+	}
+	return cut + "…"
+}
+
+// browseFilter is tree.browse's filter; every set field narrows the result
+// (the fields are ANDed, the values within one list are alternatives).
+type browseFilter struct {
+	SourceKinds []string
+	SourceIDs   []string
+	EntityIDs   []string
+	// SinceMS is inclusive, UntilMS exclusive; nil means unbounded.
+	SinceMS, UntilMS *int64
+	// Match is an FTS5 expression, "" for none.
+	Match string
+}
+
+// browseHit is one chunk of tree.browse.
+type browseHit struct {
+	chunkRef
+	Snippet string `json:"snippet"`
+}
+
+// browse returns the chunks that pass f, newest first (by updated_ms,
+// then most recently inserted), offset and k applied, and how many pass
+// in all.
+func (s *store) browse(ctx context.Context, f browseFilter, k, offset int) ([]browseHit, int64, error) {
+	var (
+		where []string
+		vars  []any
+	)
+	if len(f.SourceKinds) > 0 {
+		where = append(where, "s.kind IN ?")
+		vars = append(vars, f.SourceKinds)
+	}
+	if len(f.SourceIDs) > 0 {
+		where = append(where, "d.source_id IN ?")
+		vars = append(vars, f.SourceIDs)
+	}
+	if len(f.EntityIDs) > 0 {
+		where = append(where, "c.pk IN (SELECT chunk_pk FROM chunk_entities WHERE entity_id IN ?)")
+		vars = append(vars, f.EntityIDs)
+	}
+	if f.SinceMS != nil {
+		where = append(where, "c.updated_ms >= ?")
+		vars = append(vars, *f.SinceMS)
+	}
+	if f.UntilMS != nil {
+		where = append(where, "c.updated_ms < ?")
+		vars = append(vars, *f.UntilMS)
+	}
+	if f.Match != "" {
+		where = append(where, "c.pk IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)")
+		vars = append(vars, f.Match)
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = "WHERE " + strings.Join(where, " AND ")
+	}
+	db := s.db.WithContext(ctx)
+	var total int64
+	if err := db.Raw(`SELECT COUNT(*) FROM chunks c `+refJoins+` `+cond, vars...).Scan(&total).Error; err != nil {
+		return nil, 0, fmt.Errorf("count chunks: %w", err)
+	}
+	hits := []browseHit{}
+	if total == 0 || int64(offset) >= total {
+		return hits, total, nil
+	}
+	var pks []int64
+	err := db.Raw(`SELECT c.pk FROM chunks c `+refJoins+` `+cond+` ORDER BY c.updated_ms DESC, c.pk DESC LIMIT ? OFFSET ?`,
+		append(vars, k, offset)...).Scan(&pks).Error
+	if err != nil {
+		return nil, 0, fmt.Errorf("browse chunks: %w", err)
+	}
+	refs, err := s.refsByPK(ctx, pks, f.Match)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, pk := range pks {
+		if r, ok := refs[pk]; ok {
+			hits = append(hits, browseHit{chunkRef: r.chunkRef, Snippet: r.Snippet})
+		}
+	}
+	return hits, total, nil
+}
+
+// chunkView is one chunk in full with its document's details, its own tags
+// and the notes written about it.
+type chunkView struct {
+	chunkRef
+	Content string `json:"content"`
+	// Tags is the chunk's own tag set, as tree.tag sets it.
+	Tags []string `json:"tags"`
+	// DocumentTags are the tags memory.store gave the whole document.
+	DocumentTags []string   `json:"document_tags"`
+	Notes        []noteView `json:"notes"`
+	CreatedMS    int64      `json:"created_ms"`
+}
+
+// noteView is a note about a chunk.
+type noteView struct {
+	DocumentID string `json:"document_id"`
+	Text       string `json:"text"`
+	UpdatedMS  int64  `json:"updated_ms"`
+}
+
+// chunk returns the chunk with id, or nil when there is none.
+func (s *store) chunk(ctx context.Context, id string) (*chunkView, error) {
+	db := s.db.WithContext(ctx)
+	var rows []refRow
+	err := db.Raw(`SELECT `+refColumns+`, c.content, c.created_ms, d.tags AS tags_json
+		FROM chunks c `+refJoins+` WHERE c.id = ?`, id).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("read chunk: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	r := rows[0]
+	v := &chunkView{chunkRef: r.ref(), Content: r.Content, CreatedMS: r.CreatedMS, Tags: []string{}, DocumentTags: []string{}, Notes: []noteView{}}
+	if err := json.Unmarshal([]byte(r.TagsJSON), &v.DocumentTags); err != nil {
+		return nil, fmt.Errorf("decode tags of document %s: %w", v.DocumentID, err)
+	}
+	if v.DocumentTags == nil {
+		v.DocumentTags = []string{}
+	}
+	if err := db.Raw(`SELECT tag FROM chunk_tags WHERE chunk_id = ? ORDER BY position`, id).Scan(&v.Tags).Error; err != nil {
+		return nil, fmt.Errorf("read chunk tags: %w", err)
+	}
+	var notes []struct {
+		DocumentID string `gorm:"column:document_id"`
+		Content    string `gorm:"column:content"`
+		UpdatedMS  int64  `gorm:"column:updated_ms"`
+	}
+	err = db.Raw(`SELECT d.id AS document_id, c.content, d.updated_ms
+		FROM documents d JOIN chunks c ON c.document_id = d.id
+		WHERE d.note_chunk_id = ? ORDER BY d.updated_ms DESC, d.id, c.seq`, id).Scan(&notes).Error
+	if err != nil {
+		return nil, fmt.Errorf("read notes: %w", err)
+	}
+	for _, n := range notes {
+		if l := len(v.Notes); l > 0 && v.Notes[l-1].DocumentID == n.DocumentID {
+			v.Notes[l-1].Text += n.Content
+			continue
+		}
+		v.Notes = append(v.Notes, noteView{DocumentID: n.DocumentID, Text: n.Content, UpdatedMS: n.UpdatedMS})
+	}
+	return v, nil
+}
+
+// chunkParent is a chunk's document, as memory.note needs it.
+type chunkParent struct {
+	DocumentID string `gorm:"column:document_id"`
+	Title      string `gorm:"column:title"`
+	Namespace  string `gorm:"column:namespace"`
+	SourceID   string `gorm:"column:source_id"`
+	SourceKind string `gorm:"column:source_kind"`
+	SourceName string `gorm:"column:source_name"`
+}
+
+// parentOf returns the document of chunk id inside tx, or nil when no
+// chunk has that id.
+func parentOf(tx *gorm.DB, id string) (*chunkParent, error) {
+	var rows []chunkParent
+	err := tx.Raw(`SELECT d.id AS document_id, d.title, d.namespace, d.source_id, s.kind AS source_kind, s.display_name AS source_name
+		FROM chunks c `+refJoins+` WHERE c.id = ?`, id).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("look up chunk: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	return &rows[0], nil
+}
+
+// errNoChunk means a write named a chunk that does not exist.
+var errNoChunk = fmt.Errorf("no such chunk")
+
+// setChunkTags replaces the tag set of chunk id with tags, in order. It
+// returns errNoChunk when there is no such chunk.
+func (s *store) setChunkTags(ctx context.Context, id string, tags []string) error {
+	return s.write(ctx, func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Raw(`SELECT COUNT(*) FROM chunks WHERE id = ?`, id).Scan(&n).Error; err != nil {
+			return fmt.Errorf("look up chunk: %w", err)
+		}
+		if n == 0 {
+			return errNoChunk
+		}
+		if err := tx.Exec(`DELETE FROM chunk_tags WHERE chunk_id = ?`, id).Error; err != nil {
+			return fmt.Errorf("delete tags: %w", err)
+		}
+		if len(tags) == 0 {
+			return nil
+		}
+		var (
+			sql  strings.Builder
+			vars = make([]any, 0, 3*len(tags))
+		)
+		sql.WriteString(`INSERT INTO chunk_tags (chunk_id, tag, position) VALUES `)
+		for i, t := range tags {
+			if i > 0 {
+				sql.WriteString(", ")
+			}
+			sql.WriteString("(?, ?, ?)")
+			vars = append(vars, id, t, i)
+		}
+		if err := tx.Exec(sql.String(), vars...).Error; err != nil {
+			return fmt.Errorf("insert tags: %w", err)
+		}
+		return nil
+	})
+}
+
+// putNote writes text as the note about chunk id: a document keyed
+// mcp-note-<chunk id> in the chunk's namespace and source, linked to the
+// chunk. Writing it again replaces it. It returns errNoChunk when there is
+// no such chunk.
+func (s *store) putNote(ctx context.Context, id, text string) (putResult, error) {
+	var res putResult
+	nowMS := s.now().UnixMilli()
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		parent, err := parentOf(tx, id)
+		if err != nil {
+			return err
+		}
+		if parent == nil {
+			return errNoChunk
+		}
+		doc := document{
+			SourceID:      parent.SourceID,
+			SourceKind:    parent.SourceKind,
+			SourceName:    parent.SourceName,
+			Namespace:     parent.Namespace,
+			Key:           noteKeyPrefix + id,
+			Title:         noteTitle(parent.Title),
+			NoteChunkID:   id,
+			Pieces:        splitChunks(text, maxChunkRunes),
+			ContentSHA256: contentHash(text),
+		}
+		var deleted bool
+		res, deleted, err = s.putInTx(tx, doc, false, nowMS)
+		if err != nil {
+			return err
+		}
+		if deleted {
+			return dropUnusedEntities(tx)
+		}
+		return nil
+	})
+	return res, err
+}
+
+// noteTitle is the title of a note about a chunk of a document titled
+// title.
+func noteTitle(title string) string {
+	const prefix = "Note on "
+	if utf8.RuneCountInString(title) > maxTitleRunes-len(prefix) {
+		title = string([]rune(title)[:maxTitleRunes-len(prefix)-1]) + "…"
+	}
+	return prefix + title
+}
+
+// entityRow is one entity of tree.top_entities.
+type entityRow struct {
+	EntityID   string `json:"entity_id" gorm:"column:entity_id"`
+	Kind       string `json:"kind" gorm:"column:kind"`
+	Surface    string `json:"surface" gorm:"column:surface"`
+	Count      int64  `json:"count" gorm:"column:count"`
+	ChunkCount int64  `json:"chunk_count" gorm:"column:chunk_count"`
+	LastSeenMS int64  `json:"last_seen_ms" gorm:"column:last_seen_ms"`
+}
+
+// topEntities returns up to k entities, most mentioned first, then most
+// recently seen, then by id; kind "" means every kind.
+func (s *store) topEntities(ctx context.Context, kind string, k int) ([]entityRow, error) {
+	q := `SELECT id AS entity_id, kind, surface, mention_count AS count, chunk_count, last_seen_ms FROM entities WHERE mention_count > 0`
+	vars := []any{}
+	if kind != "" {
+		q += ` AND kind = ?`
+		vars = append(vars, kind)
+	}
+	q += ` ORDER BY mention_count DESC, last_seen_ms DESC, id LIMIT ?`
+	rows := []entityRow{}
+	if err := s.db.WithContext(ctx).Raw(q, append(vars, k)...).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("rank entities: %w", err)
+	}
+	return rows, nil
+}
+
+// sourceView is one source of tree.list_sources.
+type sourceView struct {
+	SourceID     string `json:"source_id" gorm:"column:source_id"`
+	DisplayName  string `json:"display_name" gorm:"column:display_name"`
+	SourceKind   string `json:"source_kind" gorm:"column:source_kind"`
+	ChunkCount   int64  `json:"chunk_count" gorm:"column:chunk_count"`
+	MostRecentMS int64  `json:"most_recent_ms" gorm:"column:most_recent_ms"`
+	// UserMentionCount is set only when tree.list_sources got a
+	// user_email_hint.
+	UserMentionCount *int64 `json:"user_mention_count,omitempty" gorm:"-"`
+}
+
+// mentionsBySource counts, per source, the chunks that mention entity.
+func (s *store) mentionsBySource(ctx context.Context, entity string) (map[string]int64, error) {
+	var rows []struct {
+		SourceID string `gorm:"column:source_id"`
+		N        int64  `gorm:"column:n"`
+	}
+	err := s.db.WithContext(ctx).Raw(`
+		SELECT d.source_id, COUNT(*) AS n
+		FROM chunk_entities ce
+		JOIN chunks c ON c.pk = ce.chunk_pk
+		JOIN documents d ON d.id = c.document_id
+		WHERE ce.entity_id = ?
+		GROUP BY d.source_id`, entity).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("count mentions: %w", err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.SourceID] = r.N
+	}
+	return out, nil
+}
+
+// listSources returns every source with its chunk count and its most
+// recent change, most recent first.
+func (s *store) listSources(ctx context.Context) ([]sourceView, error) {
+	rows := []sourceView{}
+	err := s.db.WithContext(ctx).Raw(`
+		SELECT s.id AS source_id, s.display_name, s.kind AS source_kind,
+			COUNT(c.pk) AS chunk_count,
+			COALESCE(MAX(c.updated_ms), s.updated_ms) AS most_recent_ms
+		FROM sources s
+		LEFT JOIN documents d ON d.source_id = s.id
+		LEFT JOIN chunks c ON c.document_id = d.id
+		GROUP BY s.id
+		ORDER BY most_recent_ms DESC, s.id`).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("list sources: %w", err)
+	}
+	return rows, nil
+}

@@ -1,0 +1,183 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// browseArgs are tree.browse's arguments; integers are floats so that
+// 10.0 decodes (the checks refuse fractions).
+type browseArgs struct {
+	SourceKinds []string `json:"source_kinds"`
+	SourceIDs   []string `json:"source_ids"`
+	EntityIDs   []string `json:"entity_ids"`
+	SinceMS     *float64 `json:"since_ms"`
+	UntilMS     *float64 `json:"until_ms"`
+	Query       *string  `json:"query"`
+	K           *float64 `json:"k"`
+	Offset      *float64 `json:"offset"`
+}
+
+// browseResult is tree.browse's structured content.
+type browseResult struct {
+	Chunks []browseHit `json:"chunks"`
+	// Total counts every chunk that passes the filters, before offset and
+	// k.
+	Total  int64 `json:"total"`
+	Offset int   `json:"offset"`
+}
+
+var browseTool = tool{
+	spec: sdk.Tool{
+		Name:  ToolBrowse,
+		Title: "Browse memory",
+		Description: "List memory chunks newest first (by last change), with filters: source kinds, " +
+			"source ids (from tree.list_sources), entity ids (from tree.top_entities), a time range " +
+			"and words that must all appear. Filters combine with AND; the values inside one list are " +
+			"alternatives. Returns a page of k chunks starting at offset, and total, the number of chunks " +
+			"that pass the filters: page with offset += k while offset < total. Each chunk has a snippet " +
+			"(matches marked **like this** when query is given).",
+		InputSchema: mustJSON(objectSchema(nil, map[string]any{
+			"source_kinds": map[string]any{
+				"type":        "array",
+				"maxItems":    len(sourceKinds),
+				"items":       map[string]any{"type": "string", "enum": sourceKinds},
+				"description": "Keep chunks from sources of these kinds.",
+			},
+			"source_ids": map[string]any{
+				"type":        "array",
+				"maxItems":    maxFilterItems,
+				"items":       map[string]any{"type": "string", "minLength": 1, "maxLength": maxSourceIDRunes},
+				"description": "Keep chunks from these sources, e.g. mcp:mcp.",
+			},
+			"entity_ids": map[string]any{
+				"type":        "array",
+				"maxItems":    maxFilterItems,
+				"items":       map[string]any{"type": "string", "minLength": 1, "maxLength": maxEntityIDRunes},
+				"description": "Keep chunks that mention at least one of these entities, e.g. email:ana@example.com.",
+			},
+			"since_ms": map[string]any{
+				"type": "integer", "minimum": 0, "maximum": maxSafeInteger,
+				"description": "Keep chunks changed at or after this time, Unix milliseconds.",
+			},
+			"until_ms": map[string]any{
+				"type": "integer", "minimum": 0, "maximum": maxSafeInteger,
+				"description": "Keep chunks changed before this time, Unix milliseconds.",
+			},
+			"query": map[string]any{
+				"type": "string", "minLength": 1, "maxLength": maxQueryRunes,
+				"description": "Keep chunks that contain every word of this text (as memory.search matches).",
+			},
+			"k": kSchema("chunks"),
+			"offset": map[string]any{
+				"type": "integer", "minimum": 0, "maximum": maxOffset, "default": 0,
+				"description": "How many chunks to skip, for paging.",
+			},
+		})),
+		OutputSchema: mustJSON(objectSchema([]string{"chunks", "total", "offset"}, map[string]any{
+			"chunks": map[string]any{
+				"type": "array",
+				"items": hitSchema([]string{"snippet"}, map[string]any{
+					"snippet": map[string]any{"type": "string", "description": "The start of the chunk, or an excerpt with matches marked **like this** when query is given."},
+				}),
+			},
+			"total":  map[string]any{"type": "integer", "minimum": 0, "description": "Chunks that pass the filters, before paging."},
+			"offset": map[string]any{"type": "integer", "minimum": 0},
+		})),
+		Annotations: sdk.Annotations{
+			Title:         "Browse memory",
+			ReadOnlyHint:  sdk.Bool(true),
+			OpenWorldHint: sdk.Bool(false),
+		},
+		Class: sdk.ClassRead,
+	},
+	run: runBrowse,
+}
+
+func runBrowse(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
+	var args browseArgs
+	if aerr := decodeArgs(raw, &args); aerr != nil {
+		return sdk.ErrorResult("%s: %s", ToolBrowse, aerr), nil
+	}
+	f, k, offset, aerr := args.validate()
+	if aerr != nil {
+		return sdk.ErrorResult("%s: %s", ToolBrowse, aerr), nil
+	}
+	if args.Query != nil && f.Match == "" {
+		return sdk.StructuredResult(
+			fmt.Sprintf("No chunks: the query %s has no letters or digits to search for.", quoteShort(*args.Query)),
+			browseResult{Chunks: []browseHit{}, Offset: offset})
+	}
+	hits, total, err := st.browse(ctx, f, k, offset)
+	if err != nil {
+		return nil, err
+	}
+	return sdk.StructuredResult(browseText(hits, total, offset), browseResult{Chunks: hits, Total: total, Offset: offset})
+}
+
+// validate checks the arguments and returns the filter, k and offset.
+func (a *browseArgs) validate() (browseFilter, int, int, *argError) {
+	var f browseFilter
+	var aerr *argError
+	if f.SourceKinds, aerr = stringList("source_kinds", a.SourceKinds, len(sourceKinds), 16, func(s string) string {
+		if !slices.Contains(sourceKinds, s) {
+			return fmt.Sprintf("must be one of %s, got %s", strings.Join(sourceKinds, ", "), quoteShort(s))
+		}
+		return ""
+	}); aerr != nil {
+		return f, 0, 0, aerr
+	}
+	if f.SourceIDs, aerr = stringList("source_ids", a.SourceIDs, maxFilterItems, maxSourceIDRunes, nil); aerr != nil {
+		return f, 0, 0, aerr
+	}
+	if f.EntityIDs, aerr = stringList("entity_ids", a.EntityIDs, maxFilterItems, maxEntityIDRunes, nil); aerr != nil {
+		return f, 0, 0, aerr
+	}
+	if f.SinceMS, aerr = optionalInt64("since_ms", a.SinceMS, 0, maxSafeInteger); aerr != nil {
+		return f, 0, 0, aerr
+	}
+	if f.UntilMS, aerr = optionalInt64("until_ms", a.UntilMS, 0, maxSafeInteger); aerr != nil {
+		return f, 0, 0, aerr
+	}
+	if f.SinceMS != nil && f.UntilMS != nil && *f.SinceMS >= *f.UntilMS {
+		return f, 0, 0, argErrorf("argument \"since_ms\" (%d) must be less than \"until_ms\" (%d)", *f.SinceMS, *f.UntilMS)
+	}
+	query, aerr := optionalString("query", a.Query, maxQueryRunes)
+	if aerr != nil {
+		return f, 0, 0, aerr
+	}
+	if words := queryWords(query); len(words) > 0 {
+		f.Match = matchAll(words)
+	}
+	k, aerr := intInRange("k", a.K, minK, maxK, defaultK)
+	if aerr != nil {
+		return f, 0, 0, aerr
+	}
+	offset, aerr := intInRange("offset", a.Offset, 0, maxOffset, 0)
+	if aerr != nil {
+		return f, 0, 0, aerr
+	}
+	return f, k, offset, nil
+}
+
+// browseText renders a page of browse hits, one line each.
+func browseText(hits []browseHit, total int64, offset int) string {
+	if total == 0 {
+		return "No chunks pass these filters."
+	}
+	if len(hits) == 0 {
+		return fmt.Sprintf("No chunks at offset %d: %s pass these filters.", offset, plural(int(total), "chunk"))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Chunks %d-%d of %d, newest first:", offset+1, offset+len(hits), total)
+	for i, h := range hits {
+		fmt.Fprintf(&b, "\n%d. %s %s (%s, seq %d, updated_ms %d): %s",
+			offset+i+1, h.ChunkID, quoteShort(oneLine(h.Title)), h.DocumentID, h.Seq, h.UpdatedMS, oneLine(h.Snippet))
+	}
+	return b.String()
+}

@@ -1,0 +1,120 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// listSourcesArgs are tree.list_sources' arguments.
+type listSourcesArgs struct {
+	UserEmailHint *string `json:"user_email_hint"`
+}
+
+// listSourcesResult is tree.list_sources' structured content.
+type listSourcesResult struct {
+	Sources []sourceView `json:"sources"`
+}
+
+var listSourcesTool = tool{
+	spec: sdk.Tool{
+		Name:  ToolListSources,
+		Title: "List memory sources",
+		Description: "List where memory comes from: each source (memory.store namespaces as mcp:<namespace>, " +
+			"imported folders as file:<directory>) with a display name, its kind (chat, email, document " +
+			"or note), how many chunks it holds and when it last changed, most recent first. Give the " +
+			"user's own email address as user_email_hint to see, per source, how many chunks mention the " +
+			"user (user_mention_count); sources that mention the user most come first. Pass a source_id " +
+			"to tree.browse (source_ids) to list its chunks.",
+		InputSchema: mustJSON(objectSchema(nil, map[string]any{
+			"user_email_hint": map[string]any{
+				"type": "string", "minLength": 3, "maxLength": maxEmailRunes,
+				"description": "The user's own email address, e.g. ana@example.com.",
+			},
+		})),
+		OutputSchema: mustJSON(objectSchema([]string{"sources"}, map[string]any{
+			"sources": map[string]any{
+				"type": "array",
+				"items": objectSchema([]string{"source_id", "display_name", "source_kind", "chunk_count", "most_recent_ms"}, map[string]any{
+					"source_id":          map[string]any{"type": "string"},
+					"display_name":       map[string]any{"type": "string"},
+					"source_kind":        map[string]any{"type": "string", "enum": sourceKinds},
+					"chunk_count":        map[string]any{"type": "integer", "minimum": 0},
+					"most_recent_ms":     map[string]any{"type": "integer", "description": "Latest change in the source, Unix milliseconds."},
+					"user_mention_count": map[string]any{"type": "integer", "minimum": 0, "description": "Only with user_email_hint: chunks of this source that mention that address."},
+				}),
+			},
+		})),
+		Annotations: sdk.Annotations{
+			Title:         "List memory sources",
+			ReadOnlyHint:  sdk.Bool(true),
+			OpenWorldHint: sdk.Bool(false),
+		},
+		Class: sdk.ClassRead,
+	},
+	run: runListSources,
+}
+
+func runListSources(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
+	var args listSourcesArgs
+	if aerr := decodeArgs(raw, &args); aerr != nil {
+		return sdk.ErrorResult("%s: %s", ToolListSources, aerr), nil
+	}
+	hint, aerr := optionalString("user_email_hint", args.UserEmailHint, maxEmailRunes)
+	if aerr != nil {
+		return sdk.ErrorResult("%s: %s", ToolListSources, aerr), nil
+	}
+	if hint != "" && !looksLikeEmail(hint) {
+		return sdk.ErrorResult("%s: argument \"user_email_hint\" must be an email address such as ana@example.com, got %s",
+			ToolListSources, quoteShort(hint)), nil
+	}
+	sources, err := st.listSources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if hint != "" {
+		counts, err := st.mentionsBySource(ctx, EntityEmail+":"+strings.ToLower(hint))
+		if err != nil {
+			return nil, err
+		}
+		for i := range sources {
+			n := counts[sources[i].SourceID]
+			sources[i].UserMentionCount = &n
+		}
+		// Stable: sources without mentions keep their recency order.
+		slices.SortStableFunc(sources, func(a, b sourceView) int {
+			return int(*b.UserMentionCount - *a.UserMentionCount)
+		})
+	}
+	return sdk.StructuredResult(sourcesText(sources), listSourcesResult{Sources: sources})
+}
+
+// looksLikeEmail reports whether s has the shape local@domain with no
+// spaces.
+func looksLikeEmail(s string) bool {
+	local, domain, ok := strings.Cut(s, "@")
+	return ok && local != "" && domain != "" && !strings.ContainsAny(s, " \t\r\n") && !strings.Contains(domain, "@")
+}
+
+// sourcesText renders sources one line each.
+func sourcesText(sources []sourceView) string {
+	if len(sources) == 0 {
+		return "Memory is empty: no sources yet."
+	}
+	var b strings.Builder
+	for i, s := range sources {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%d. %s (%s, %s): %s, last change %d", i+1, s.SourceID, s.SourceKind, quoteShort(s.DisplayName),
+			plural(int(s.ChunkCount), "chunk"), s.MostRecentMS)
+		if s.UserMentionCount != nil {
+			fmt.Fprintf(&b, ", %s mention the user", plural(int(*s.UserMentionCount), "chunk"))
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,139 @@
+package memory
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// chunkText is a chunk to embed.
+type chunkText struct {
+	PK      int64  `gorm:"column:pk"`
+	ID      string `gorm:"column:id"`
+	Content string `gorm:"column:content"`
+}
+
+// missingEmbeddings returns up to limit chunks that have no embedding from
+// model, oldest first.
+func (s *store) missingEmbeddings(ctx context.Context, model string, limit int) ([]chunkText, error) {
+	var rows []chunkText
+	err := s.db.WithContext(ctx).Raw(`
+		SELECT c.pk, c.id, c.content FROM chunks c
+		LEFT JOIN chunk_embeddings e ON e.chunk_pk = c.pk
+		WHERE e.chunk_pk IS NULL OR e.model <> ?
+		ORDER BY c.pk LIMIT ?`, model, limit).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("find chunks without embeddings: %w", err)
+	}
+	return rows, nil
+}
+
+// saveEmbeddings stores vecs[i] as the embedding of chunks[i] from model,
+// replacing any other. A chunk deleted or rewritten since it was read is
+// skipped: the row is written only while the pk still holds the same
+// chunk id.
+func (s *store) saveEmbeddings(ctx context.Context, model string, chunks []chunkText, vecs [][]float32) error {
+	if len(chunks) != len(vecs) {
+		return fmt.Errorf("save embeddings: %d vectors for %d chunks", len(vecs), len(chunks))
+	}
+	nowMS := s.now().UnixMilli()
+	return s.write(ctx, func(tx *gorm.DB) error {
+		for i, c := range chunks {
+			err := tx.Exec(`
+				INSERT INTO chunk_embeddings (chunk_pk, model, dims, vector, created_ms)
+				SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM chunks WHERE pk = ? AND id = ?)
+				ON CONFLICT (chunk_pk) DO UPDATE SET
+					model = excluded.model, dims = excluded.dims, vector = excluded.vector, created_ms = excluded.created_ms`,
+				c.PK, model, len(vecs[i]), encodeVector(vecs[i]), nowMS, c.PK, c.ID).Error
+			if err != nil {
+				return fmt.Errorf("save embedding: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// nearest returns the n chunks whose embeddings from model are most
+// similar to q (a unit vector), best first, with the cosine similarity as
+// score. It reads every embedding of the model once, streaming, and keeps
+// only the best n in memory.
+func (s *store) nearest(ctx context.Context, model string, q []float32, n int) ([]rankedPK, error) {
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT chunk_pk, vector FROM chunk_embeddings WHERE model = ? AND dims = ?`, model, len(q)).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("read embeddings: %w", err)
+	}
+	defer rows.Close()
+	best := &minHeap{}
+	var (
+		pk   int64
+		blob []byte
+	)
+	for rows.Next() {
+		if err := rows.Scan(&pk, &blob); err != nil {
+			return nil, fmt.Errorf("read embedding: %w", err)
+		}
+		v, err := decodeVector(blob)
+		if err != nil || len(v) != len(q) {
+			continue // written by a broken client; the backfill does not touch it
+		}
+		score := float64(dot(q, v))
+		if best.Len() < n {
+			heap.Push(best, rankedPK{PK: pk, Score: score})
+		} else if score > (*best)[0].Score {
+			(*best)[0] = rankedPK{PK: pk, Score: score}
+			heap.Fix(best, 0)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read embeddings: %w", err)
+	}
+	out := make([]rankedPK, best.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(best).(rankedPK)
+	}
+	return out, nil
+}
+
+// minHeap keeps the best scores seen, the worst on top; ties put the
+// older (smaller) pk on top so newer chunks win.
+type minHeap []rankedPK
+
+func (h minHeap) Len() int { return len(h) }
+func (h minHeap) Less(i, j int) bool {
+	if h[i].Score != h[j].Score {
+		return h[i].Score < h[j].Score
+	}
+	return h[i].PK < h[j].PK
+}
+func (h minHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *minHeap) Push(x any)   { *h = append(*h, x.(rankedPK)) }
+func (h *minHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// embeddingStats counts chunks with an embedding from model and without.
+func (s *store) embeddingStats(ctx context.Context, model string) (with, without int64, err error) {
+	err = s.db.WithContext(ctx).Raw(`SELECT
+		(SELECT COUNT(*) FROM chunk_embeddings WHERE model = ?),
+		(SELECT COUNT(*) FROM chunks) - (SELECT COUNT(*) FROM chunk_embeddings WHERE model = ?)`, model, model).Row().Scan(&with, &without)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count embeddings: %w", err)
+	}
+	return with, without, nil
+}
+
+// redactEndpointError keeps an embedder error fit for a tool result: one
+// line, at most 300 bytes.
+func redactEndpointError(err error) string {
+	s := oneLine(err.Error())
+	if len(s) > 300 {
+		s = strings.ToValidUTF8(s[:300], "") + "…"
+	}
+	return s
+}

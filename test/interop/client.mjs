@@ -161,7 +161,14 @@ await check("tools/list: every tool is fully described", async () => {
 const tool = (name) => tools.find((t) => t.name === name);
 
 await check("tools/list: memory tools and their annotations", () => {
-  for (const name of ["memory.store", "memory.search", "tree.read_chunk"]) expect(tool(name), `${name} is not listed`);
+  const memoryTools = ["memory.store", "memory.note", "tree.tag", "memory.search", "memory.recall", "tree.read_chunk", "tree.browse", "tree.top_entities", "tree.list_sources"];
+  for (const name of memoryTools) expect(tool(name), `${name} is not listed`);
+  for (const name of ["memory.store", "memory.note", "tree.tag"]) {
+    const a = tool(name).annotations || {};
+    expect(a.readOnlyHint !== true && a.destructiveHint === true && a.idempotentHint === true, `${name} annotations ${JSON.stringify(a)}`);
+  }
+  for (const name of ["memory.search", "memory.recall", "tree.read_chunk", "tree.browse", "tree.top_entities", "tree.list_sources"])
+    expect(tool(name).annotations?.readOnlyHint === true, `${name} readOnlyHint is not true`);
   expect(tool("memory.search").annotations?.readOnlyHint === true, "memory.search readOnlyHint is not true");
   expect(tool("tree.read_chunk").annotations?.readOnlyHint === true, "tree.read_chunk readOnlyHint is not true");
   const store = tool("memory.store").annotations || {};
@@ -201,6 +208,84 @@ if (!readonly) {
     expect(chunk.chunk_id === chunkId, `asked for ${chunkId}, got ${chunk.chunk_id}`);
     expect(JSON.stringify(chunk).includes(word), `chunk does not contain ${word}`);
     expect(r.text.includes(word), `text content does not contain ${word}`);
+  });
+}
+
+if (!readonly) {
+  // The whole memory tree: entities, sources, browse, recall, tags, notes.
+  let tripChunk;
+  const trip = `Trip ${nonce}`;
+  await check("memory tree: a stored document's entities, source and chunk", async () => {
+    const r = await callTool("memory.store", {
+      title: trip,
+      namespace: `interop-${nonce}`,
+      content: `Planning ${trip} with ana.${nonce}@example.com, flights via @sky${nonce}, see https://example.org/${nonce} #travel${nonce} on 2026-12-24.`,
+    });
+    expect(!r.isError, r.text);
+    const s = await callTool("memory.search", { query: `trip ${nonce}` });
+    const hit = (s.data?.chunks || []).find((h) => h.document_id === r.data.document_id);
+    expect(hit, `search did not find ${trip}: ${s.text}`);
+    expect(hit.source_id === `mcp:interop-${nonce}` && hit.source_kind === "note", `hit: ${JSON.stringify(hit)}`);
+    tripChunk = hit.chunk_id;
+  });
+  await check("tree.top_entities: email, handle, url, hashtag and date of the document", async () => {
+    const r = await callTool("tree.top_entities", { k: 50 });
+    expect(!r.isError, r.text);
+    const ids = (r.data?.entities || []).map((e) => e.entity_id);
+    for (const want of [`email:ana.${nonce}@example.com`, `handle:@sky${nonce}`, `url:https://example.org/${nonce}`, `hashtag:#travel${nonce}`, "date:2026-12-24"])
+      expect(ids.includes(want), `${want} not in ${JSON.stringify(ids.slice(0, 12))}`);
+    const email = await callTool("tree.top_entities", { kind: "email", k: 50 });
+    expect((email.data?.entities || []).every((e) => e.kind === "email"), "kind filter let other kinds through");
+  });
+  await check("tree.list_sources: the namespace with its chunk count and the user's mentions", async () => {
+    const r = await callTool("tree.list_sources", { user_email_hint: `ANA.${nonce}@example.com` });
+    expect(!r.isError, r.text);
+    const src = (r.data?.sources || []).find((x) => x.source_id === `mcp:interop-${nonce}`);
+    expect(src, `no source mcp:interop-${nonce} in ${r.text}`);
+    expect(src.chunk_count === 1 && src.source_kind === "note" && src.user_mention_count === 1, JSON.stringify(src));
+    expect(r.data.sources[0].source_id === src.source_id, "the source that mentions the user is not first");
+  });
+  await check("tree.browse: filters ANDed, newest first, total before paging", async () => {
+    const all = await callTool("tree.browse", { k: 1 });
+    expect(!all.isError, all.text);
+    expect(typeof all.data?.total === "number" && all.data.total >= 2 && all.data.chunks.length === 1, all.text);
+    const byEntity = await callTool("tree.browse", { entity_ids: [`email:ana.${nonce}@example.com`], source_kinds: ["note"] });
+    expect(byEntity.data?.total === 1 && byEntity.data.chunks[0].chunk_id === tripChunk, byEntity.text);
+    const none = await callTool("tree.browse", { entity_ids: [`email:ana.${nonce}@example.com`], source_kinds: ["document"] });
+    expect(none.data?.total === 0 && none.data.chunks.length === 0, none.text);
+    const page2 = await callTool("tree.browse", { k: 1, offset: 1 });
+    expect(page2.data.chunks[0]?.chunk_id !== all.data.chunks[0].chunk_id, "offset did not page");
+    expect(all.data.chunks[0].updated_ms >= page2.data.chunks[0].updated_ms, "not newest first");
+  });
+  await check("memory.recall: a natural-language question finds the document, mode reported", async () => {
+    const r = await callTool("memory.recall", { query: `Who is coming on ${trip}?`, k: 5 });
+    expect(!r.isError, r.text);
+    expect(r.data?.mode === "keyword" || r.data?.mode === "hybrid", `mode ${r.data?.mode}`);
+    expect(r.data.chunks[0]?.chunk_id === tripChunk && r.data.chunks[0].score > 0, r.text);
+  });
+  await check("tree.tag: replaces the set, tags are searchable, bounds rejected", async () => {
+    const r = await callTool("tree.tag", { chunk_id: tripChunk, tags: [`alpha${nonce}`, "beta", "Beta"] });
+    expect(!r.isError, r.text);
+    expect(JSON.stringify(r.data?.tags) === JSON.stringify([`alpha${nonce}`, "beta"]), `tags ${JSON.stringify(r.data?.tags)}`);
+    const s = await callTool("memory.search", { query: `alpha${nonce}` });
+    expect(s.data?.chunks?.[0]?.chunk_id === tripChunk, `tag not searchable: ${s.text}`);
+    await callTool("tree.tag", { chunk_id: tripChunk, tags: ["gamma"] });
+    const read = await callTool("tree.read_chunk", { chunk_id: tripChunk });
+    expect(JSON.stringify(read.data?.chunk?.tags) === '["gamma"]', `tags not replaced: ${JSON.stringify(read.data?.chunk?.tags)}`);
+    await expectRejected("tree.tag", { chunk_id: tripChunk, tags: ["x".repeat(129)] }, "tags");
+    await expectRejected("tree.tag", { chunk_id: tripChunk, tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }, "tags");
+    await expectRejected("tree.tag", { chunk_id: tripChunk, tags: [] }, "tags");
+    await expectRejected("tree.tag", { chunk_id: `chk_missing_${nonce}`, tags: ["x"] }, "chunk");
+  });
+  await check("memory.note: linked to its chunk and searchable; unknown chunk rejected", async () => {
+    const r = await callTool("memory.note", { chunk_id: tripChunk, note_text: `Rebooked via wombat${nonce}.` });
+    expect(!r.isError, r.text);
+    const s = await callTool("memory.search", { query: `wombat${nonce}` });
+    const hit = s.data?.chunks?.[0];
+    expect(hit && hit.annotates_chunk_id === tripChunk, `note hit: ${s.text}`);
+    const read = await callTool("tree.read_chunk", { chunk_id: tripChunk });
+    expect(read.data?.chunk?.notes?.[0]?.text === `Rebooked via wombat${nonce}.`, `notes: ${JSON.stringify(read.data?.chunk?.notes)}`);
+    await expectRejected("memory.note", { chunk_id: `chk_missing_${nonce}`, note_text: "x" }, "chunk");
   });
 }
 

@@ -32,8 +32,17 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// With cliEnv set, the binary runs as the openhuman-host command line.
+	if os.Getenv(cliEnv) == "1" {
+		os.Args = append([]string{"openhuman-host"}, os.Args[1:]...)
+		main()
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
+
+// cliEnv makes the test binary act as the command line (see TestMain).
+const cliEnv = "OPENHUMAN_TEST_AS_CLI"
 
 func testConfig(t *testing.T, extra string) (*config.Config, string) {
 	t.Helper()

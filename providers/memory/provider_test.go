@@ -203,7 +203,11 @@ func TestReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := put(t, first, map[string]any{"title": "Durable fact", "content": "The lighthouse keeper is named Ingrid.", "tags": []string{"people"}})
-	before := search(t, first, "ingrid", 0)
+	before := search(t, first, "keeper", 0)
+	call[tagResult](t, first, ToolTag, map[string]any{"chunk_id": before[0].ChunkID, "tags": []string{"coast"}})
+	call[noteResult](t, first, ToolNote, map[string]any{"chunk_id": before[0].ChunkID, "note_text": "Mail ingrid@lighthouse.example."})
+	before = search(t, first, "keeper", 0)
+	entitiesBefore := call[topEntitiesResult](t, first, ToolTopEntities, map[string]any{})
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +216,7 @@ func TestReopen(t *testing.T) {
 	}
 
 	second := openProvider(t, dir, clock)
-	after := search(t, second, "ingrid", 0)
+	after := search(t, second, "keeper", 0)
 	if diff := diff(before, after); diff != "" {
 		t.Errorf("search after reopen (-before +after):\n%s", diff)
 	}
@@ -232,13 +236,17 @@ func TestReopen(t *testing.T) {
 			UpdatedMS:  startMS,
 		},
 		Content:      "The lighthouse keeper is named Ingrid.",
-		Tags:         []string{},
+		Tags:         []string{"coast"},
 		DocumentTags: []string{"people"},
-		Notes:        []noteView{},
+		Notes:        []noteView{{DocumentID: "mcp/mcp-note-" + after[0].ChunkID, Text: "Mail ingrid@lighthouse.example.", UpdatedMS: startMS}},
 		CreatedMS:    startMS,
 	}}
 	if diff := diff(want, got); diff != "" {
 		t.Errorf("read_chunk after reopen (-want +got):\n%s", diff)
+	}
+	entitiesAfter := call[topEntitiesResult](t, second, ToolTopEntities, map[string]any{})
+	if diff := diff(entitiesBefore, entitiesAfter); diff != "" || len(entitiesAfter.Entities) != 1 {
+		t.Errorf("entities after reopen (-before +after):\n%s", diff)
 	}
 }
 

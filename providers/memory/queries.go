@@ -166,17 +166,11 @@ func (s *store) rankKeyword(ctx context.Context, match string, n int) ([]rankedP
 	return out, nil
 }
 
-// refWithSnippet is a chunk's reference and a snippet for it.
-type refWithSnippet struct {
-	chunkRef
-	Snippet string
-}
-
 // refsByPK returns the chunks with the given pks, keyed by pk. With a
 // non-empty match, the snippets of chunks that match it mark the matches;
 // the others start at the beginning of the chunk.
-func (s *store) refsByPK(ctx context.Context, pks []int64, match string) (map[int64]refWithSnippet, error) {
-	out := make(map[int64]refWithSnippet, len(pks))
+func (s *store) refsByPK(ctx context.Context, pks []int64, match string) (map[int64]browseHit, error) {
+	out := make(map[int64]browseHit, len(pks))
 	if len(pks) == 0 {
 		return out, nil
 	}
@@ -186,7 +180,7 @@ func (s *store) refsByPK(ctx context.Context, pks []int64, match string) (map[in
 		return nil, fmt.Errorf("read chunks: %w", err)
 	}
 	for i := range rows {
-		out[rows[i].PK] = refWithSnippet{chunkRef: rows[i].ref(), Snippet: leadSnippet(rows[i].Content)}
+		out[rows[i].PK] = browseHit{chunkRef: rows[i].ref(), Snippet: leadSnippet(rows[i].Content)}
 	}
 	if match == "" {
 		return out, nil
@@ -300,7 +294,7 @@ func (s *store) browse(ctx context.Context, f browseFilter, k, offset int) ([]br
 	}
 	for _, pk := range pks {
 		if r, ok := refs[pk]; ok {
-			hits = append(hits, browseHit{chunkRef: r.chunkRef, Snippet: r.Snippet})
+			hits = append(hits, r)
 		}
 	}
 	return hits, total, nil

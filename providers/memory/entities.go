@@ -184,7 +184,7 @@ func (defaultExtractor) Extract(text string) []Mention {
 			i = f.end
 			continue
 		}
-		i += skip
+		i = min(i+skip, limit) // stop at the next claim, whatever precedes it
 	}
 	return out
 }

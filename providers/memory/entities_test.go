@@ -401,8 +401,10 @@ func TestDefaultExtractorConcurrent(t *testing.T) {
 }
 
 // TestDefaultExtractorLargeText runs the extractor over texts of 1 MB,
-// realistic and adversarial, to catch quadratic behaviour: each must take
-// well under the budget, which is generous for the race detector.
+// realistic and adversarial, to catch quadratic behaviour: a quadratic scan
+// of 1 MB runs for hours, so it ends this test by the test binary's
+// timeout, while the linear scanner takes milliseconds (logged). The
+// mentions found must still be valid.
 func TestDefaultExtractorLargeText(t *testing.T) {
 	t.Parallel()
 	const size = 1 << 20
@@ -423,10 +425,6 @@ func TestDefaultExtractorLargeText(t *testing.T) {
 	}
 	t.Logf("realistic %d bytes: %v", len(realistic), elapsed)
 
-	const budget = 10 * time.Second
-	if elapsed > budget {
-		t.Errorf("realistic text took %v, want under %v", elapsed, budget)
-	}
 	adversarial := map[string]string{
 		"@s":                 fill("@"),
 		"a@":                 fill("a@"),
@@ -464,9 +462,6 @@ func TestDefaultExtractorLargeText(t *testing.T) {
 		ms := DefaultExtractor().Extract(text)
 		elapsed := time.Since(start)
 		t.Logf("%s: %d bytes, %d mentions, %v", name, len(text), len(ms), elapsed)
-		if elapsed > budget {
-			t.Errorf("%s: took %v, want under %v", name, elapsed, budget)
-		}
 		for _, m := range ms {
 			if !validMention(m) {
 				t.Errorf("%s: invalid mention %q", name, m)

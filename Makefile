@@ -2,7 +2,8 @@
 #
 #   make run     serve MCP on stdio with the embedded default config
 #   make test    the whole suite (fetches Go modules and npm packages first)
-#   make bench   throughput/latency/RSS of the host against the go-sdk floor
+#   make bench   throughput/latency/RSS of the host against the go-sdk floor,
+#                then the memory provider at 1k, 10k and 100k chunks
 
 GO       ?= go
 # SQLite FTS5 comes from this build tag; it is set here and nowhere else.
@@ -19,7 +20,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 STATICCHECK_VERSION        := v0.8.2
 TOOLS := $(CACHE)/tools
 
-.PHONY: all build run run-http test test-go interop-deps bench lint proto inspect clean
+.PHONY: all build run run-http test test-go interop-deps bench bench-memory lint proto inspect clean
 
 all: build
 
@@ -50,6 +51,13 @@ interop-deps:
 
 bench: build
 	$(GO) run -tags $(TAGS) ./bench -host $(CURDIR)/$(BIN)
+	$(GO) run -tags $(TAGS) ./bench/memory
+
+# The memory provider's benchmark alone, in-process: import throughput,
+# memory.search and memory.recall latency and bytes per chunk as a generated
+# corpus grows: make bench-memory ARGS="-sizes 1000,10000 -json"
+bench-memory:
+	$(GO) run -tags $(TAGS) ./bench/memory $(ARGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -453,7 +453,7 @@ func TestBackfillNewModel(t *testing.T) {
 	p := openWithConfig(t, dir, map[string]any{
 		"embeddings": map[string]any{"base_url": fake.URL(), "model": "m1", "batch_size": 2},
 	}, nil)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		with, without, err := p.store.embeddingStats(t.Context(), "m1")
 		if err != nil {

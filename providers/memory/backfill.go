@@ -6,8 +6,13 @@ import (
 )
 
 const (
-	// backfillBatch is how many chunks the backfill embeds per round.
-	backfillBatch = 256
+	// backfillBatch is how many chunks the backfill embeds and saves per
+	// round: one request of the default batch size, so an interrupted
+	// process loses at most one request's work.
+	backfillBatch = 64
+	// backfillStartDelay postpones the first round, so one-shot commands
+	// (tools call, memory stats) exit before spending requests on it.
+	backfillStartDelay = 10 * time.Second
 	// backfillPoll is how often an idle backfill looks for chunks that
 	// other processes (such as an import) wrote without embeddings.
 	backfillPoll = 5 * time.Minute
@@ -38,10 +43,15 @@ func (p *Provider) afterWrite(ctx context.Context, fresh []chunkRow) {
 	}
 	if err := p.embedChunks(ctx, st, chunks); err != nil {
 		p.logger.Warn("embedding new chunks failed; the backfill will retry", "chunks", len(chunks), "error", err)
-		select {
-		case p.kick <- struct{}{}:
-		default:
-		}
+		p.kickBackfill()
+	}
+}
+
+// kickBackfill wakes the backfill without waiting.
+func (p *Provider) kickBackfill() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -55,14 +65,27 @@ func (p *Provider) embedChunks(ctx context.Context, st *store, chunks []chunkTex
 	if err != nil {
 		return err
 	}
+	if len(vecs) > 0 {
+		p.dims.Store(int64(len(vecs[0])))
+	}
 	return st.saveEmbeddings(ctx, p.embedder.Model(), chunks, vecs)
 }
 
 // backfill embeds chunks that have no embedding from the configured model
-// (stored before the embedder was configured, while it failed, or by
-// another process) until ctx is done.
+// and dimension (stored before the embedder was configured, while it
+// failed, or by another process) until ctx is done. It starts after
+// backfillStartDelay, or at once when kicked.
 func (p *Provider) backfill(ctx context.Context, st *store) {
 	defer close(p.backfillDone)
+	start := time.NewTimer(p.backfillDelay)
+	select {
+	case <-ctx.Done():
+		start.Stop()
+		return
+	case <-p.kick:
+		start.Stop()
+	case <-start.C:
+	}
 	retry := backfillRetryMin
 	for {
 		n, err := p.backfillOnce(ctx, st)
@@ -96,7 +119,7 @@ func (p *Provider) backfill(ctx context.Context, st *store) {
 // backfillOnce embeds one batch of chunks that lack an embedding and
 // returns how many it embedded.
 func (p *Provider) backfillOnce(ctx context.Context, st *store) (int, error) {
-	chunks, err := st.missingEmbeddings(ctx, p.embedder.Model(), backfillBatch)
+	chunks, err := st.missingEmbeddings(ctx, p.embedder.Model(), int(p.dims.Load()), backfillBatch)
 	if err != nil || len(chunks) == 0 {
 		return 0, err
 	}

@@ -129,11 +129,26 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 			p.logger.Warn("embedding the recall query failed; ranking by keywords", "error", err)
 			res.FallbackReason = "the embeddings endpoint failed: " + redactEndpointError(err)
 		default:
+			p.dims.Store(int64(len(vecs[0])))
 			similar, err = st.nearest(ctx, emb.Model(), vecs[0], recallCandidates)
 			if err != nil {
 				return res, err
 			}
-			res.Mode = recallHybrid
+			if len(similar) > 0 {
+				res.Mode = recallHybrid
+				break
+			}
+			with, without, err := st.embeddingStats(ctx, emb.Model(), len(vecs[0]))
+			if err != nil {
+				return res, err
+			}
+			if with == 0 && without > 0 {
+				res.FallbackReason = fmt.Sprintf("no chunk has an embedding from model %s with %d dimensions yet; the backfill is embedding %s",
+					emb.Model(), len(vecs[0]), plural(int(without), "chunk"))
+				p.kickBackfill()
+			} else {
+				res.Mode = recallHybrid
+			}
 		}
 	}
 	var keyword []rankedPK

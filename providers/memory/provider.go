@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -61,12 +62,17 @@ type Provider struct {
 	// embedder is nil when no embeddings endpoint is configured; set by
 	// Configure before any call.
 	embedder embedder
+	// dims is the dimension of the configured model's vectors, 0 until
+	// known (from the dimensions setting or the first answer).
+	dims atomic.Int64
 	// kick wakes the embeddings backfill.
 	kick chan struct{}
 	// stopBackfill cancels the backfill; backfillDone closes when it
 	// returned.
 	stopBackfill context.CancelFunc
 	backfillDone chan struct{}
+	// backfillDelay is backfillStartDelay; tests shorten it.
+	backfillDelay time.Duration
 
 	mu    sync.Mutex
 	store *store // nil until Configure succeeds and after Close
@@ -74,7 +80,7 @@ type Provider struct {
 
 // New returns an unconfigured memory provider.
 func New(opts *Options) *Provider {
-	p := &Provider{logger: hclog.NewNullLogger(), now: time.Now, extractors: []Extractor{DefaultExtractor()}, kick: make(chan struct{}, 1)}
+	p := &Provider{logger: hclog.NewNullLogger(), now: time.Now, extractors: []Extractor{DefaultExtractor()}, kick: make(chan struct{}, 1), backfillDelay: backfillStartDelay}
 	if opts != nil {
 		if opts.Logger != nil {
 			p.logger = opts.Logger
@@ -222,6 +228,7 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	p.logger.Debug("opened memory database", "path", path, "schema_version", schemaVersion())
 	if emb != nil {
 		p.embedder = emb
+		p.dims.Store(int64(cfg.Embeddings.Dimensions))
 		bctx, cancel := context.WithCancel(context.Background())
 		p.stopBackfill, p.backfillDone = cancel, make(chan struct{})
 		go p.backfill(bctx, st)

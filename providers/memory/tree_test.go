@@ -369,6 +369,7 @@ func openWithConfig(t *testing.T, dir string, cfg map[string]any, secrets map[st
 	t.Helper()
 	requireFTS5(t)
 	p := New(&Options{Now: newTestClock().Now})
+	p.backfillDelay = 0
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -455,7 +456,7 @@ func TestBackfillNewModel(t *testing.T) {
 	}, nil)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		with, without, err := p.store.embeddingStats(t.Context(), "m1")
+		with, without, err := p.store.embeddingStats(t.Context(), "m1", 32)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -490,5 +491,53 @@ func TestConfigEmbeddings(t *testing.T) {
 				t.Errorf("parseConfig(%s) = %v, want %s", tc.cfg, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestEmbeddingDimensionsChange changes the dimensions setting: vectors of
+// the old dimension are re-embedded by the backfill, and until then recall
+// says why it ranks by keywords.
+func TestEmbeddingDimensionsChange(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fake := newFakeEmbeddings(t, 16)
+	first := openWithConfig(t, dir, map[string]any{"embeddings": map[string]any{"base_url": fake.URL(), "model": "m"}}, nil)
+	for i := range 3 {
+		put(t, first, map[string]any{"title": fmt.Sprintf("Doc %d", i), "content": fmt.Sprintf("kingfisher river number %d", i)})
+	}
+	if with, without, err := first.store.embeddingStats(t.Context(), "m", 16); err != nil || with != 3 || without != 0 {
+		t.Fatalf("16-dimension embeddings: %d with, %d without, %v", with, without, err)
+	}
+	first.Close()
+
+	p := New(&Options{Now: newTestClock().Now})
+	p.backfillDelay = time.Hour // the recall below kicks it
+	raw, _ := json.Marshal(map[string]any{"embeddings": map[string]any{"base_url": fake.URL(), "model": "m", "dimensions": 8}})
+	if err := p.Configure(t.Context(), &sdk.ConfigureRequest{Config: raw, DataDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	got := call[recallResult](t, p, ToolRecall, map[string]any{"query": "kingfisher"})
+	want := "no chunk has an embedding from model m with 8 dimensions yet; the backfill is embedding 3 chunks"
+	if got.Mode != recallKeyword || got.FallbackReason != want || len(got.Chunks) != 3 {
+		t.Errorf("recall before the backfill = %q %q %d hits", got.Mode, got.FallbackReason, len(got.Chunks))
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		with, without, err := p.store.embeddingStats(t.Context(), "m", 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if with == 3 && without == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backfill to 8 dimensions: %d with, %d without", with, without)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got = call[recallResult](t, p, ToolRecall, map[string]any{"query": "kingfisher"})
+	if got.Mode != recallHybrid || got.FallbackReason != "" || len(got.Chunks) != 3 || got.Chunks[0].Similarity == nil {
+		t.Errorf("recall after the backfill = %+v", got)
 	}
 }

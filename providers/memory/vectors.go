@@ -16,15 +16,16 @@ type chunkText struct {
 	Content string `gorm:"column:content"`
 }
 
-// missingEmbeddings returns up to limit chunks that have no embedding from
-// model, oldest first.
-func (s *store) missingEmbeddings(ctx context.Context, model string, limit int) ([]chunkText, error) {
+// missingEmbeddings returns up to limit chunks, oldest first, that have no
+// embedding from model or, when dims > 0, one of another dimension (the
+// dimensions setting changed, or an endpoint once answered wrongly).
+func (s *store) missingEmbeddings(ctx context.Context, model string, dims, limit int) ([]chunkText, error) {
 	var rows []chunkText
 	err := s.db.WithContext(ctx).Raw(`
 		SELECT c.pk, c.id, c.content FROM chunks c
 		LEFT JOIN chunk_embeddings e ON e.chunk_pk = c.pk
-		WHERE e.chunk_pk IS NULL OR e.model <> ?
-		ORDER BY c.pk LIMIT ?`, model, limit).Scan(&rows).Error
+		WHERE e.chunk_pk IS NULL OR e.model <> ? OR (? > 0 AND e.dims <> ?)
+		ORDER BY c.pk LIMIT ?`, model, dims, dims, limit).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("find chunks without embeddings: %w", err)
 	}
@@ -117,11 +118,13 @@ func (h *minHeap) Pop() any {
 	return x
 }
 
-// embeddingStats counts chunks with an embedding from model and without.
-func (s *store) embeddingStats(ctx context.Context, model string) (with, without int64, err error) {
+// embeddingStats counts chunks with an embedding from model of dims
+// dimensions and chunks without one.
+func (s *store) embeddingStats(ctx context.Context, model string, dims int) (with, without int64, err error) {
 	err = s.db.WithContext(ctx).Raw(`SELECT
-		(SELECT COUNT(*) FROM chunk_embeddings WHERE model = ?),
-		(SELECT COUNT(*) FROM chunks) - (SELECT COUNT(*) FROM chunk_embeddings WHERE model = ?)`, model, model).Row().Scan(&with, &without)
+		(SELECT COUNT(*) FROM chunk_embeddings WHERE model = ? AND dims = ?),
+		(SELECT COUNT(*) FROM chunks) - (SELECT COUNT(*) FROM chunk_embeddings WHERE model = ? AND dims = ?)`,
+		model, dims, model, dims).Row().Scan(&with, &without)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count embeddings: %w", err)
 	}

@@ -8,8 +8,8 @@
 // command can share it. The model is a tree: a source (such as mcp:<namespace>)
 // holds documents (namespace, key, title, tags), and a document holds ordered
 // chunks of about 512 tokens whose ids are content hashes. Every chunk is
-// indexed in an FTS5 table (title and body, unicode61 with diacritics
-// removed) that triggers keep in step with the chunks table inside the
+// indexed in an FTS5 table (title, body and tags; the porter stemmer over
+// unicode61 with diacritics removed) that triggers keep in step with the chunks table inside the
 // writing transaction, so what memory.store writes is searchable as soon as
 // the call returns. memory.search ranks with BM25, weighting the title above
 // the body, and treats the query as plain words that must all match: FTS5

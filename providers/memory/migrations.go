@@ -155,7 +155,7 @@ var migrations = []migration{
 				title,
 				content,
 				tags,
-				tokenize = 'unicode61 remove_diacritics 2'
+				tokenize = 'porter unicode61 remove_diacritics 2'
 			)`,
 			`INSERT INTO chunks_fts (rowid, title, content, tags)
 				SELECT c.pk, d.title, c.content, ` + ftsTags("c.id", "c.document_id") + `

@@ -71,7 +71,8 @@ func TestBrowse(t *testing.T) {
 		"until exclusive":    {args: map[string]any{"until_ms": times["Bravo"]}, want: []string{ids["Alpha"]}, wantTotal: 1},
 		"range":              {args: map[string]any{"since_ms": times["Bravo"], "until_ms": times["Delta"]}, want: []string{ids["Charlie"], ids["Bravo"]}, wantTotal: 2},
 		"query":              {args: map[string]any{"query": "garden"}, want: []string{ids["Echo"], ids["Charlie"], ids["Bravo"]}, wantTotal: 3},
-		"query all words":    {args: map[string]any{"query": "garden plan"}, want: []string{ids["Charlie"]}, wantTotal: 1},
+		"query all words":    {args: map[string]any{"query": "garden spring"}, want: []string{ids["Echo"]}, wantTotal: 1},
+		"query stems":        {args: map[string]any{"query": "garden plan"}, want: []string{ids["Echo"], ids["Charlie"]}, wantTotal: 2},
 		"query and source":   {args: map[string]any{"query": "garden", "source_ids": []string{"mcp:mcp"}}, want: []string{ids["Echo"], ids["Bravo"]}, wantTotal: 2},
 		"query syntax":       {args: map[string]any{"query": `NEAR( "garden`}, want: []string{}, wantTotal: 0},
 		"query without word": {args: map[string]any{"query": `"*"`}, want: []string{}, wantTotal: 0},
@@ -89,7 +90,7 @@ func TestBrowse(t *testing.T) {
 		})
 	}
 
-	got := call[browseResult](t, p, ToolBrowse, map[string]any{"query": "garden plan", "k": 1})
+	got := call[browseResult](t, p, ToolBrowse, map[string]any{"query": "garden plan", "source_ids": []string{"mcp:work"}, "k": 1})
 	want := browseHit{
 		chunkRef: chunkRef{
 			ChunkID: firstChunk(t, p, ids["Charlie"]), DocumentID: ids["Charlie"], Title: "Charlie", Namespace: "work",
@@ -539,5 +540,22 @@ func TestEmbeddingDimensionsChange(t *testing.T) {
 	got = call[recallResult](t, p, ToolRecall, map[string]any{"query": "kingfisher"})
 	if got.Mode != recallHybrid || got.FallbackReason != "" || len(got.Chunks) != 3 || got.Chunks[0].Similarity == nil {
 		t.Errorf("recall after the backfill = %+v", got)
+	}
+}
+
+// TestStemming: English word forms match each other (FTS5's porter
+// tokenizer over unicode61), in search, recall and browse alike.
+func TestStemming(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	put(t, p, map[string]any{"title": "Harbour", "content": "The ships approved by the harbour master are handling cargo."})
+	for _, q := range []string{"ship", "approve", "handles", "SHIPPING", "masters"} {
+		if hits := search(t, p, q, 0); len(hits) != 1 {
+			t.Errorf("search %q: %d hits, want 1", q, len(hits))
+		}
+	}
+	got := call[recallResult](t, p, ToolRecall, map[string]any{"query": "Which ship was approved?"})
+	if len(got.Chunks) != 1 || !strings.Contains(got.Chunks[0].Snippet, "**ships**") {
+		t.Errorf("recall = %+v", got.Chunks)
 	}
 }

@@ -75,7 +75,8 @@ var searchTool = tool{
 		Description: "Keyword search over everything stored in memory. Returns up to k chunks, best first, " +
 			"ranked by BM25 with matches in a document's title counting more than matches in its body. " +
 			"Every word of the query must appear in a chunk (its text, its document's title or its tags); matching " +
-			"ignores case and accents, punctuation only separates words, and there are no operators. " +
+			"ignores case, accents and English word endings (ship finds ships), punctuation only " +
+			"separates words, and there are no operators. " +
 			"Use a few distinctive keywords; if nothing comes back, try fewer or other words. Each hit " +
 			"has a snippet with the matches marked **like this**; pass its chunk_id to tree.read_chunk " +
 			"for the full text. To ask a question in natural language, use memory.recall instead.",

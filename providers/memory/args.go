@@ -162,14 +162,14 @@ func stringList(name string, in []string, maxItems, maxRunes int, check func(str
 	for i, s := range in {
 		s = strings.TrimSpace(s)
 		if s == "" {
-			return nil, argErrorf("argument \"%s[%d]\" must not be blank", name, i)
+			return nil, argErrorf("argument %q item %d must not be blank", name, i+1)
 		}
 		if n := utf8.RuneCountInString(s); n > maxRunes {
-			return nil, argErrorf("argument \"%s[%d]\" must be at most %d characters, got %d", name, i, maxRunes, n)
+			return nil, argErrorf("argument %q item %d must be at most %d characters, got %d", name, i+1, maxRunes, n)
 		}
 		if check != nil {
 			if msg := check(s); msg != "" {
-				return nil, argErrorf("argument \"%s[%d]\" %s", name, i, msg)
+				return nil, argErrorf("argument %q item %d %s", name, i+1, msg)
 			}
 		}
 		if !seen[s] {

@@ -241,8 +241,8 @@ func recallText(query string, res recallResult) string {
 		return b.String()
 	}
 	for i, h := range res.Chunks {
-		fmt.Fprintf(&b, "\n%d. %s score=%.4f %s (%s, seq %d): %s",
-			i+1, h.ChunkID, h.Score, quoteShort(oneLine(h.Title)), h.DocumentID, h.Seq, oneLine(h.Snippet))
+		fmt.Fprintf(&b, "\n%d. %s score=%.3g %s%s (%s, seq %d): %s",
+			i+1, h.ChunkID, h.Score, quoteShort(oneLine(h.Title)), noteSuffix(h.chunkRef), h.DocumentID, h.Seq, oneLine(h.Snippet))
 	}
 	return b.String()
 }

@@ -57,8 +57,8 @@ func searchText(words []string, hits []searchHit) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "%d. %s score=%.3f %s (%s, seq %d): %s",
-			i+1, h.ChunkID, h.Score, quoteShort(oneLine(h.Title)), h.DocumentID, h.Seq, oneLine(h.Snippet))
+		fmt.Fprintf(&b, "%d. %s score=%.3g %s%s (%s, seq %d): %s",
+			i+1, h.ChunkID, h.Score, quoteShort(oneLine(h.Title)), noteSuffix(h.chunkRef), h.DocumentID, h.Seq, oneLine(h.Snippet))
 	}
 	return b.String()
 }

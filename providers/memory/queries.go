@@ -504,6 +504,15 @@ func (s *store) topEntities(ctx context.Context, kind string, k int) ([]entityRo
 	return rows, nil
 }
 
+// entityKinds lists the kinds of the entities memory mentions, sorted.
+func (s *store) entityKinds(ctx context.Context) ([]string, error) {
+	var kinds []string
+	if err := s.db.WithContext(ctx).Raw(`SELECT DISTINCT kind FROM entities WHERE mention_count > 0 ORDER BY kind`).Scan(&kinds).Error; err != nil {
+		return nil, fmt.Errorf("list entity kinds: %w", err)
+	}
+	return kinds, nil
+}
+
 // sourceView is one source of tree.list_sources.
 type sourceView struct {
 	SourceID     string `json:"source_id" gorm:"column:source_id"`

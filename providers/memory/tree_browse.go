@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -117,7 +118,31 @@ func runBrowse(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 	if err != nil {
 		return nil, err
 	}
-	return sdk.StructuredResult(browseText(hits, total, offset), browseResult{Chunks: hits, Total: total, Offset: offset})
+	text := browseText(hits, total, offset)
+	for _, b := range []struct {
+		name string
+		v    *int64
+	}{{"since_ms", f.SinceMS}, {"until_ms", f.UntilMS}} {
+		// Before 1973-03-03 in milliseconds is a time in seconds after
+		// 1970-01-01 by mistake, most likely.
+		if b.v != nil && *b.v > 0 && *b.v < 100_000_000_000 {
+			text += fmt.Sprintf("\nNote: %s %d is %s; times are Unix milliseconds: if you meant seconds, multiply by 1000.",
+				b.name, *b.v, formatMS(*b.v))
+		}
+	}
+	return sdk.StructuredResult(text, browseResult{Chunks: hits, Total: total, Offset: offset})
+}
+
+// normalizeEntityID lower-cases the value of entity ids whose kind the
+// default extractor stores in lower case, so email:Ana@Example.com finds
+// email:ana@example.com.
+func normalizeEntityID(id string) string {
+	kind, key, _ := strings.Cut(id, ":")
+	switch kind {
+	case EntityEmail, EntityHandle, EntityHashtag:
+		return kind + ":" + strings.ToLower(key)
+	}
+	return id
 }
 
 // validate checks the arguments and returns the filter, k and offset.
@@ -132,11 +157,24 @@ func (a *browseArgs) validate() (browseFilter, int, int, *argError) {
 	}); aerr != nil {
 		return f, 0, 0, aerr
 	}
-	if f.SourceIDs, aerr = stringList("source_ids", a.SourceIDs, maxFilterItems, maxSourceIDRunes, nil); aerr != nil {
+	if f.SourceIDs, aerr = stringList("source_ids", a.SourceIDs, maxFilterItems, maxSourceIDRunes, func(s string) string {
+		if scheme, rest, ok := strings.Cut(s, ":"); !ok || scheme == "" || rest == "" {
+			return fmt.Sprintf("must be a source id such as mcp:<namespace> or file:<folder>, as tree.list_sources returns, got %s", quoteShort(s))
+		}
+		return ""
+	}); aerr != nil {
 		return f, 0, 0, aerr
 	}
-	if f.EntityIDs, aerr = stringList("entity_ids", a.EntityIDs, maxFilterItems, maxEntityIDRunes, nil); aerr != nil {
+	if f.EntityIDs, aerr = stringList("entity_ids", a.EntityIDs, maxFilterItems, maxEntityIDRunes, func(s string) string {
+		if kind, key, ok := strings.Cut(s, ":"); !ok || !entityKindRE.MatchString(kind) || key == "" {
+			return fmt.Sprintf("must be an entity id <kind>:<value> such as email:ana@example.com, as tree.top_entities returns, got %s", quoteShort(s))
+		}
+		return ""
+	}); aerr != nil {
 		return f, 0, 0, aerr
+	}
+	for i, id := range f.EntityIDs {
+		f.EntityIDs[i] = normalizeEntityID(id)
 	}
 	if f.SinceMS, aerr = optionalInt64("since_ms", a.SinceMS, 0, maxSafeInteger); aerr != nil {
 		return f, 0, 0, aerr
@@ -168,7 +206,7 @@ func (a *browseArgs) validate() (browseFilter, int, int, *argError) {
 // browseText renders a page of browse hits, one line each.
 func browseText(hits []browseHit, total int64, offset int) string {
 	if total == 0 {
-		return "No chunks pass these filters."
+		return "No chunks pass these filters. Source ids come from tree.list_sources, entity ids from tree.top_entities."
 	}
 	if len(hits) == 0 {
 		return fmt.Sprintf("No chunks at offset %d: %s pass these filters.", offset, plural(int(total), "chunk"))
@@ -176,8 +214,24 @@ func browseText(hits []browseHit, total int64, offset int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Chunks %d-%d of %d, newest first:", offset+1, offset+len(hits), total)
 	for i, h := range hits {
-		fmt.Fprintf(&b, "\n%d. %s %s (%s, seq %d, updated_ms %d): %s",
-			offset+i+1, h.ChunkID, quoteShort(oneLine(h.Title)), h.DocumentID, h.Seq, h.UpdatedMS, oneLine(h.Snippet))
+		fmt.Fprintf(&b, "\n%d. %s %s%s (%s, seq %d, %s): %s",
+			offset+i+1, h.ChunkID, quoteShort(oneLine(h.Title)), noteSuffix(h.chunkRef), h.DocumentID, h.Seq, formatMS(h.UpdatedMS), oneLine(h.Snippet))
+	}
+	if next := int64(offset + len(hits)); next < total {
+		fmt.Fprintf(&b, "\nMore: call again with offset %d.", next)
 	}
 	return b.String()
+}
+
+// noteSuffix marks a chunk of a note in text results.
+func noteSuffix(r chunkRef) string {
+	if r.AnnotatesChunkID == "" {
+		return ""
+	}
+	return " [note on " + r.AnnotatesChunkID + "]"
+}
+
+// formatMS renders Unix milliseconds as a UTC time for text results.
+func formatMS(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04 UTC")
 }

@@ -86,15 +86,24 @@ func runTopEntities(ctx context.Context, _ *Provider, st *store, raw json.RawMes
 	if err != nil {
 		return nil, err
 	}
-	return sdk.StructuredResult(entitiesText(kind, rows), topEntitiesResult{Entities: rows})
+	if len(rows) == 0 && kind != "" {
+		kinds, err := st.entityKinds(ctx)
+		if err != nil {
+			return nil, err
+		}
+		present := "there are no entities yet"
+		if len(kinds) > 0 {
+			present = "kinds present: " + strings.Join(kinds, ", ")
+		}
+		return sdk.StructuredResult(fmt.Sprintf("No entities of kind %s in memory; %s.", quoteShort(kind), present),
+			topEntitiesResult{Entities: rows})
+	}
+	return sdk.StructuredResult(entitiesText(rows), topEntitiesResult{Entities: rows})
 }
 
 // entitiesText renders entities one line each.
-func entitiesText(kind string, rows []entityRow) string {
+func entitiesText(rows []entityRow) string {
 	if len(rows) == 0 {
-		if kind != "" {
-			return fmt.Sprintf("No entities of kind %s in memory.", quoteShort(kind))
-		}
 		return "No entities in memory yet."
 	}
 	var b strings.Builder
@@ -102,8 +111,8 @@ func entitiesText(kind string, rows []entityRow) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "%d. %s (%s) %s in %s", i+1, e.EntityID, quoteShort(e.Surface),
-			plural(int(e.Count), "mention"), plural(int(e.ChunkCount), "chunk"))
+		fmt.Fprintf(&b, "%d. %s (%s) %s in %s, last %s", i+1, e.EntityID, quoteShort(e.Surface),
+			plural(int(e.Count), "mention"), plural(int(e.ChunkCount), "chunk"), formatMS(e.LastSeenMS))
 	}
 	return b.String()
 }

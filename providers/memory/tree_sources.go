@@ -110,8 +110,8 @@ func sourcesText(sources []sourceView) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "%d. %s (%s, %s): %s, last change %d", i+1, s.SourceID, s.SourceKind, quoteShort(s.DisplayName),
-			plural(int(s.ChunkCount), "chunk"), s.MostRecentMS)
+		fmt.Fprintf(&b, "%d. %s (%s, %s): %s, last change %s", i+1, s.SourceID, s.SourceKind, quoteShort(s.DisplayName),
+			plural(int(s.ChunkCount), "chunk"), formatMS(s.MostRecentMS))
 		if s.UserMentionCount != nil {
 			fmt.Fprintf(&b, ", %s mention the user", plural(int(*s.UserMentionCount), "chunk"))
 		}

@@ -38,10 +38,10 @@ func validateTags(name string, in []string, minItems int) ([]string, *argError) 
 	for i, t := range in {
 		t = strings.TrimSpace(t)
 		if t == "" {
-			return nil, argErrorf("argument \"%s[%d]\" must not be blank", name, i)
+			return nil, argErrorf("argument %q item %d must not be blank", name, i+1)
 		}
 		if len(t) > maxTagBytes {
-			return nil, argErrorf("argument \"%s[%d]\" must be at most %d bytes, got %d", name, i, maxTagBytes, len(t))
+			return nil, argErrorf("argument %q item %d must be at most %d bytes, got %d", name, i+1, maxTagBytes, len(t))
 		}
 		if key := strings.ToLower(t); !seen[key] {
 			seen[key] = true

@@ -77,6 +77,8 @@ func TestBrowse(t *testing.T) {
 		"query syntax":       {args: map[string]any{"query": `NEAR( "garden`}, want: []string{}, wantTotal: 0},
 		"query without word": {args: map[string]any{"query": `"*"`}, want: []string{}, wantTotal: 0},
 		"unknown entity":     {args: map[string]any{"entity_ids": []string{"email:nobody@example.com"}}, want: []string{}, wantTotal: 0},
+		"entity id any case": {args: map[string]any{"entity_ids": []string{"email:Ana@Example.COM", "hashtag:#GARDEN"}},
+			want: []string{ids["Charlie"], ids["Bravo"], ids["Alpha"]}, wantTotal: 3},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -100,6 +102,14 @@ func TestBrowse(t *testing.T) {
 	}
 	if diff := diff([]browseHit{want}, got.Chunks); diff != "" {
 		t.Errorf("hit (-want +got):\n%s", diff)
+	}
+	seconds := callRaw(t, p, ToolBrowse, map[string]any{"since_ms": 1_700_000_000, "k": 5})
+	if want := "\nNote: since_ms 1700000000 is 1970-01-20 16:13 UTC; times are Unix milliseconds: if you meant seconds, multiply by 1000."; !strings.HasSuffix(seconds.Content[0].Text, want) {
+		t.Errorf("seconds hint missing: %q", seconds.Content[0].Text)
+	}
+	paged := callRaw(t, p, ToolBrowse, map[string]any{"k": 2})
+	if !strings.HasSuffix(paged.Content[0].Text, "\nMore: call again with offset 2.") {
+		t.Errorf("no next-page hint: %q", paged.Content[0].Text)
 	}
 	plain := call[browseResult](t, p, ToolBrowse, map[string]any{"k": 1})
 	if plain.Chunks[0].Snippet != "Garden plans for spring." {
@@ -149,7 +159,7 @@ func TestTopEntities(t *testing.T) {
 		t.Errorf("k 1: %+v", got.Entities)
 	}
 	none := callRaw(t, p, ToolTopEntities, map[string]any{"kind": "person"})
-	if none.Content[0].Text != `No entities of kind "person" in memory.` {
+	if none.Content[0].Text != `No entities of kind "person" in memory; kinds present: date, email, handle, url.` {
 		t.Errorf("unknown kind text = %q", none.Content[0].Text)
 	}
 

@@ -132,9 +132,17 @@ func runImport(ctx context.Context, p *memory.Provider, paths []string, stdout, 
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "imported %d files (%d new or changed, %d unchanged, %d skipped): %d chunks in %.1f s\n",
-		sum.Files, sum.Written, sum.Unchanged, len(sum.Skipped), sum.Chunks, sum.Elapsed.Seconds())
+	_, err = fmt.Fprintf(stdout, "%s found: %d imported (new or changed), %d unchanged, %d skipped; %s in memory from these files; %.1f s\n",
+		plural(sum.Files, "file"), sum.Written, sum.Unchanged, len(sum.Skipped), plural(sum.Chunks, "chunk"), sum.Elapsed.Seconds())
 	return err
+}
+
+// plural formats a count with a noun, adding "s" unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // humanBytes formats n bytes with a binary unit.

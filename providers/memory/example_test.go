@@ -65,7 +65,7 @@ func Example() {
 	}
 	fmt.Println(found.Chunks[0].DocumentID, found.Chunks[0].Snippet)
 	// Output:
-	// Stored mcp/mcp-store-lighthouse (title "Lighthouse", 1 chunk).
+	// Stored mcp/mcp-store-lighthouse (title "Lighthouse", 1 chunk; no tags). Chunk ids: chk_82b5d96ec74a8f1fc24344cc.
 	// No chunks contain all of: who keeps the light.
 	// mcp/mcp-store-lighthouse **Ingrid** keeps the **light** on the north cape.
 }

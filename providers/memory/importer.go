@@ -34,7 +34,8 @@ var importExtensions = []string{".md", ".markdown", ".txt"}
 
 // ImportSummary says what [Provider.Import] did.
 type ImportSummary struct {
-	// Files counts the files found that have an importable extension.
+	// Files counts the files found: those with an importable extension in
+	// the directories named, and every file named directly.
 	Files int
 	// Written counts the files stored because they were new or changed;
 	// Unchanged those already stored with the same content and title.
@@ -72,8 +73,8 @@ type importFile struct {
 // as documents of source kind "document", one source per directory named
 // (file:<absolute directory>; a file named directly belongs to its
 // directory's source). Directories are walked recursively, skipping
-// hidden entries (names starting with a dot) and not following symbolic
-// links to directories. Each file's title is its first Markdown heading,
+// hidden entries (names starting with a dot) and following symbolic links
+// to files but not to directories. Each file's title is its first Markdown heading,
 // else its name without the extension; its document id is file:<absolute
 // path>. Importing again is idempotent: unchanged files are left alone,
 // changed files are updated in place. Files that are not valid UTF-8,
@@ -96,7 +97,9 @@ func (p *Provider) Import(ctx context.Context, paths []string, progress func(Imp
 	if err != nil {
 		return sum, err
 	}
-	sum.Files = len(files) + countNotImportable(sum.Skipped)
+	// Files counts what was found: importable files and the links and
+	// files named directly that were skipped while looking.
+	sum.Files = len(files) + len(sum.Skipped)
 
 	var (
 		batch       []document
@@ -159,15 +162,6 @@ func (p *Provider) Import(ctx context.Context, paths []string, progress func(Imp
 // directly.
 const notImportable = "not a .md, .markdown or .txt file"
 
-func countNotImportable(skips []ImportSkip) int {
-	n := 0
-	for _, s := range skips {
-		if s.Reason == notImportable {
-			n++
-		}
-	}
-	return n
-}
 
 // collectImportFiles resolves paths to the files to import, sorted by
 // path and without duplicates. Files named directly with another
@@ -211,8 +205,17 @@ func collectImportFiles(paths []string, sum *ImportSummary) ([]importFile, error
 				}
 				return nil
 			}
-			if d.Type().IsRegular() && importable(path) {
+			switch {
+			case d.Type().IsRegular() && importable(path):
 				add(path, abs)
+			case d.Type()&fs.ModeSymlink != 0 && importable(path):
+				// A link to a file is followed; links to directories are
+				// not, so a walk never loops.
+				if info, err := os.Stat(path); err == nil && info.Mode().IsRegular() {
+					add(path, abs)
+				} else {
+					sum.Skipped = append(sum.Skipped, ImportSkip{Path: path, Reason: "a symbolic link to something other than a file"})
+				}
 			}
 			return nil
 		})

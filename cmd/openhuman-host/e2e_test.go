@@ -290,6 +290,25 @@ func TestCLIToolsListAndCall(t *testing.T) {
 	if diff := cmp.Diff([]string{"memory.store", "memory.note", "tree.tag", "memory.search", "memory.recall", "tree.read_chunk", "tree.browse", "tree.top_entities", "tree.list_sources"}, names); diff != "" {
 		t.Errorf("tools list names (-want +got):\n%s", diff)
 	}
+	out, _, err = run("tools", "list", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []struct {
+		Name        string         `json:"name"`
+		InputSchema map[string]any `json:"inputSchema"`
+		Annotations map[string]any `json:"annotations"`
+		Class       string         `json:"class"`
+		Provider    string         `json:"provider"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != len(names) {
+		t.Fatalf("tools list --json: %v, %d tools:\n%s", err, len(listed), out)
+	}
+	for i, tl := range listed {
+		if tl.Name != names[i] || tl.InputSchema["type"] != "object" || tl.Provider != "memory" || (tl.Class != "read" && tl.Class != "act") || tl.Annotations["readOnlyHint"] == nil {
+			t.Errorf("tools list --json entry %d = %+v", i, tl)
+		}
+	}
 	if _, _, err := run("tools", "call", "memory.store", `{"title":"CLI note","content":"kumquat season"}`); err != nil {
 		t.Fatalf("store: %v", err)
 	}

@@ -23,16 +23,27 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 		Args:  unknownSubcommand,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	tools.AddCommand(&cobra.Command{
+	var listJSON bool
+	list := &cobra.Command{
 		Use:   "list",
 		Short: "List tools, one per line: name, class, provider, description",
-		Long: "list prints one line per tool: name, policy class, provider and description, tab-separated.\n" +
-			"It exits with status 1 when an enabled provider did not load (the reason is on stderr).",
+		Long: "list prints one line per tool: name, policy class, provider and description, tab-separated;\n" +
+			"--json prints every tool as MCP's tools/list describes it (input and output schemas,\n" +
+			"annotations) plus its class and provider. It exits with status 1 when an enabled provider did\n" +
+			"not load (the reason is on stderr).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withHost(g, func(_ context.Context, h *host.Host) error {
 				out := cmd.OutOrStdout()
+				if listJSON {
+					if err := writeToolsJSON(out, h); err != nil {
+						return err
+					}
+				}
 				for _, t := range h.Server.Catalog().Tools() {
+					if listJSON {
+						break
+					}
 					desc, _, _ := strings.Cut(t.Description, "\n")
 					if _, err := fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", t.Name, t.Class, t.Provider, desc); err != nil {
 						return err
@@ -47,7 +58,9 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 				return nil
 			})
 		},
-	})
+	}
+	list.Flags().BoolVar(&listJSON, "json", false, "print the tools as JSON, with their schemas and annotations")
+	tools.AddCommand(list)
 	var asJSON bool
 	call := &cobra.Command{
 		Use:   "call NAME [JSON]",
@@ -186,4 +199,43 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 		msg += fmt.Sprintf("; did you mean %q?", s[0])
 	}
 	return errors.New(msg)
+}
+
+// toolJSON is one tool in "tools list --json": MCP's tools/list fields
+// (MCP 2025-11-25, Tool) plus the host's class and provider.
+type toolJSON struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  map[string]any  `json:"annotations,omitempty"`
+	Class        sdk.PolicyClass `json:"class"`
+	Provider     string          `json:"provider"`
+}
+
+// writeToolsJSON writes the catalog as an indented JSON array.
+func writeToolsJSON(w io.Writer, h *host.Host) error {
+	var list []toolJSON
+	for _, t := range h.Server.Catalog().Tools() {
+		ann := map[string]any{}
+		if t.Annotations.Title != "" {
+			ann["title"] = t.Annotations.Title
+		}
+		for k, v := range map[string]*bool{
+			"readOnlyHint": t.Annotations.ReadOnlyHint, "destructiveHint": t.Annotations.DestructiveHint,
+			"idempotentHint": t.Annotations.IdempotentHint, "openWorldHint": t.Annotations.OpenWorldHint,
+		} {
+			if v != nil {
+				ann[k] = *v
+			}
+		}
+		list = append(list, toolJSON{
+			Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+			OutputSchema: t.OutputSchema, Annotations: ann, Class: t.Class, Provider: t.Provider,
+		})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(list)
 }

@@ -107,7 +107,8 @@ func TestValidateArgumentsPassesValidInputThrough(t *testing.T) {
 	c := Build(nil, []Source{{Provider: "p", Catalog: &sdk.Catalog{Tools: []sdk.Tool{
 		tool("t", sdk.ClassRead, `{"type":"object","properties":{"kind":{"type":"string","enum":["a","b"]},"n":{"type":"number","exclusiveMinimum":0},`+
 			`"ns":{"type":"string","pattern":"^[a-z]+$"},"count":{"type":"integer","minimum":1,"maximum":50},`+
-			`"deep":{"type":"object","properties":{"x":{"type":"integer"}}}},"additionalProperties":false}`),
+			`"deep":{"type":"object","properties":{"x":{"type":"integer"}}},`+
+			`"kinds":{"type":"array","items":{"type":"string","enum":["a","b"]}}},"additionalProperties":false}`),
 	}}}})
 	tl, _ := c.Tool("t")
 	tests := map[string]struct {
@@ -126,6 +127,9 @@ func TestValidateArgumentsPassesValidInputThrough(t *testing.T) {
 		"exclusive minimum":                   {args: `{"n":0}`, wantErr: `argument "n" must be greater than 0; got 0`},
 		"integer accepted as number":          {args: `{"n":3}`, want: `{"n":3}`},
 		"not JSON":                            {args: `{`, wantErr: "arguments must be a JSON object"},
+		"item enum":                           {args: `{"kinds":["a","file"]}`, wantErr: `argument "kinds" item 2 must be one of "a", "b"`},
+		"item type":                           {args: `{"kinds":[1]}`, wantErr: `argument "kinds" item 1 must be of type string; got integer`},
+		"items valid":                         {args: `{"kinds":["b","a"]}`, want: `{"kinds":["b","a"]}`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -241,6 +241,22 @@ func checkValue(name string, s *jsonschema.Schema, v any, required bool) error {
 		}
 		if s.Items != nil {
 			for i, item := range x {
+				if types := schemaTypes(s.Items); len(types) > 0 {
+					got := jsonType(item)
+					if !slices.Contains(types, got) && (got != "integer" || !slices.Contains(types, "number")) {
+						return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q item %d must be of type %s; got %s",
+							name, i+1, strings.Join(types, " or "), got)}
+					}
+				}
+				if len(s.Items.Enum) > 0 && !slices.ContainsFunc(s.Items.Enum, func(e any) bool { return sameJSON(e, item) }) {
+					allowed := make([]string, 0, len(s.Items.Enum))
+					for _, e := range s.Items.Enum {
+						b, _ := json.Marshal(e)
+						allowed = append(allowed, string(b))
+					}
+					return &ArgumentError{Argument: name, Message: fmt.Sprintf("argument %q item %d must be one of %s",
+						name, i+1, strings.Join(allowed, ", "))}
+				}
 				str, ok := item.(string)
 				if !ok {
 					continue

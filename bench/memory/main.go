@@ -54,6 +54,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -162,7 +163,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench/memory:", err)
 		os.Exit(2)
 	}
-	if err := run(context.Background(), o, os.Stdout, os.Stderr); err != nil {
+	// An interrupt cancels the run, so the temporary directory is still
+	// removed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, o, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/memory:", err)
 		os.Exit(1)
 	}
@@ -430,7 +436,7 @@ func (b *bench) grow(ctx context.Context, gen *Generator, step int, r *sizeResul
 		if round > 1 {
 			dir += fmt.Sprintf("-%d", round)
 		}
-		files, predicted, err := b.writeFiles(gen, dir, need)
+		files, predicted, err := b.writeFiles(ctx, gen, dir, need)
 		if err != nil {
 			return err
 		}
@@ -464,10 +470,13 @@ func (b *bench) grow(ctx context.Context, gen *Generator, step int, r *sizeResul
 // writeFiles writes the generator's next documents under dir until they
 // make at least need chunks, and returns how many files and predicted
 // chunks it wrote.
-func (b *bench) writeFiles(gen *Generator, dir string, need int) (files, chunks int, err error) {
+func (b *bench) writeFiles(ctx context.Context, gen *Generator, dir string, need int) (files, chunks int, err error) {
 	start := time.Now()
 	made := map[string]bool{}
 	for chunks < need {
+		if err := ctx.Err(); err != nil {
+			return files, chunks, err
+		}
 		doc := gen.Next()
 		path := filepath.Join(dir, filepath.FromSlash(doc.Name))
 		if sub := filepath.Dir(path); !made[sub] {

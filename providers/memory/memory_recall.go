@@ -41,6 +41,10 @@ type recallResult struct {
 	// FallbackReason says why an embedder that is configured was not
 	// used for this call.
 	FallbackReason string `json:"fallback_reason,omitempty"`
+	// RankedNewest is set when more chunks matched the question's words
+	// than a keyword ranking scores: the keyword ranking covered this many
+	// most recent matches.
+	RankedNewest int `json:"ranked_newest,omitempty"`
 }
 
 // recallHit is one chunk of memory.recall.
@@ -81,6 +85,10 @@ var recallTool = tool{
 				}),
 			},
 			"fallback_reason": map[string]any{"type": "string", "description": "Why keyword mode ran although an embeddings endpoint is configured."},
+			"ranked_newest": map[string]any{
+				"type": "integer", "minimum": 1,
+				"description": "Present when more chunks matched the question's words than are ranked by keywords: the keyword ranking covered this many most recent matches.",
+			},
 		})),
 		Annotations: sdk.Annotations{
 			Title:         "Recall from memory",
@@ -153,9 +161,15 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 	}
 	var keyword []rankedPK
 	if match != "" {
-		var err error
-		if keyword, err = st.rankKeyword(ctx, match, recallCandidates); err != nil {
+		var (
+			err    error
+			capped bool
+		)
+		if keyword, capped, err = st.rankKeyword(ctx, match, recallCandidates); err != nil {
 			return res, err
+		}
+		if capped {
+			res.RankedNewest = maxRanked
 		}
 	}
 

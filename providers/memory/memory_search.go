@@ -19,6 +19,9 @@ type searchArgs struct {
 // searchResult is memory.search's structured content.
 type searchResult struct {
 	Chunks []searchHit `json:"chunks"`
+	// RankedNewest is set when more chunks matched than a search ranks:
+	// the hits are the best of this many most recent matches.
+	RankedNewest int `json:"ranked_newest,omitempty"`
 }
 
 func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
@@ -40,11 +43,17 @@ func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 			fmt.Sprintf("No results: the query %s has no letters or digits to search for.", quoteShort(query)),
 			searchResult{Chunks: []searchHit{}})
 	}
-	hits, err := st.search(ctx, matchAll(words), k)
+	hits, capped, err := st.search(ctx, matchAll(words), k)
 	if err != nil {
 		return nil, err
 	}
-	return sdk.StructuredResult(searchText(words, hits), searchResult{Chunks: hits})
+	res := searchResult{Chunks: hits}
+	text := searchText(words, hits)
+	if capped {
+		res.RankedNewest = maxRanked
+		text += fmt.Sprintf("\nMore than %d chunks match; these are the best of the %d most recent. Add a more distinctive word to search them all.", maxRanked, maxRanked)
+	}
+	return sdk.StructuredResult(text, res)
 }
 
 // searchText renders hits one line each, best first.
@@ -96,6 +105,10 @@ var searchTool = tool{
 					"snippet": map[string]any{"type": "string", "description": "Excerpt of the chunk with matches marked **like this**."},
 					"score":   map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "BM25 relevance; higher is better."},
 				}),
+			},
+			"ranked_newest": map[string]any{
+				"type": "integer", "minimum": 1,
+				"description": "Present when more chunks matched than a search ranks: the hits are the best of this many most recent matches.",
 			},
 		})),
 		Annotations: sdk.Annotations{

@@ -183,3 +183,51 @@ func TestSearchK(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchRankingCap: when more chunks match than a search ranks, the
+// newest are ranked and the result says so; a distinctive word still finds
+// old chunks.
+func TestSearchRankingCap(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	pieces := make([]string, maxRanked+100)
+	for i := range pieces {
+		pieces[i] = fmt.Sprintf("common filler number %d. ", i)
+	}
+	pieces[3] = "common and a distinctive aardvark. "
+	_, err := p.store.putDocument(t.Context(), document{
+		SourceID: "mcp:mcp", SourceKind: SourceKindNote, SourceName: "test", Namespace: "mcp",
+		Key: "bulk", Title: "Bulk", Pieces: pieces,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := callRaw(t, p, ToolSearch, map[string]any{"query": "common", "k": 3})
+	var got searchResult
+	if err := json.Unmarshal(res.StructuredContent, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.RankedNewest != maxRanked || len(got.Chunks) != 3 {
+		t.Errorf("capped search = ranked_newest %d, %d hits", got.RankedNewest, len(got.Chunks))
+	}
+	for _, h := range got.Chunks {
+		if h.Seq < 100 {
+			t.Errorf("hit seq %d is older than the newest %d matches", h.Seq, maxRanked)
+		}
+	}
+	if !strings.Contains(res.Content[0].Text, "More than 2000 chunks match; these are the best of the 2000 most recent.") {
+		t.Errorf("text does not say the ranking was capped: %q", res.Content[0].Text)
+	}
+	res = callRaw(t, p, ToolSearch, map[string]any{"query": "common aardvark"})
+	got = searchResult{}
+	if err := json.Unmarshal(res.StructuredContent, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.RankedNewest != 0 || len(got.Chunks) != 1 || got.Chunks[0].Seq != 3 {
+		t.Errorf("distinctive search = %+v", got)
+	}
+	rec := call[recallResult](t, p, ToolRecall, map[string]any{"query": "what is common?", "k": 2})
+	if rec.RankedNewest != maxRanked || len(rec.Chunks) != 2 {
+		t.Errorf("capped recall = ranked_newest %d, %d hits", rec.RankedNewest, len(rec.Chunks))
+	}
+}

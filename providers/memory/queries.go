@@ -23,9 +23,26 @@ const (
 	leadRunes = 240
 )
 
-// rankExpr makes FTS5 rank with the column weights above; ORDER BY rank
-// then sorts inside the FTS5 module, without a join per matching row.
-var rankExpr = fmt.Sprintf("bm25(%.1f, %.1f, %.1f)", titleWeight, bodyWeight, tagsWeight)
+// maxRanked bounds how many matching chunks a keyword ranking scores:
+// BM25 costs about 2 µs a match, so a word found in every chunk of a large
+// memory would cost a quarter of a second at 100k chunks. When more chunks
+// match, the most recently written maxRanked are ranked, and results say
+// so. Queries with a distinctive word match fewer and are ranked in full.
+const maxRanked = 2000
+
+// bm25Expr is FTS5's bm25 with the column weights above.
+var bm25Expr = fmt.Sprintf("bm25(chunks_fts, %.1f, %.1f, %.1f)", titleWeight, bodyWeight, tagsWeight)
+
+// candidatesCTE selects the pks of the chunks matching the first bound
+// FTS5 expression with their BM25 rank (lower is better): the most recently
+// written maxRanked of them. Walking the index newest first stops after
+// maxRanked rows, so BM25 is computed for those only.
+var candidatesCTE = `cand AS MATERIALIZED (
+			SELECT rowid AS pk, ` + bm25Expr + ` AS rank FROM chunks_fts
+			WHERE chunks_fts MATCH ?
+			ORDER BY rowid DESC
+			LIMIT ` + fmt.Sprint(maxRanked) + `
+		)`
 
 // chunkRef identifies a chunk and where it belongs. Every hit and chunk
 // view starts with these fields, flat, chunk_id first.
@@ -61,6 +78,8 @@ type refRow struct {
 	Content          string  `gorm:"column:content"`
 	CreatedMS        int64   `gorm:"column:created_ms"`
 	TagsJSON         string  `gorm:"column:tags_json"`
+	// Matched counts the ranked candidates of a search.
+	Matched int64 `gorm:"column:matched"`
 }
 
 // ref returns the row's chunkRef.
@@ -114,35 +133,39 @@ type searchHit struct {
 
 // search returns up to k chunks matching the FTS5 expression match, best
 // first by BM25 (title above tags above body), ties broken by recency and
-// then id. FTS5 ranks and cuts to k inside the module; snippets, the
-// costly part, are made for those k rows only.
-func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, error) {
+// then id, and whether the ranking was capped (more than maxRanked chunks
+// matched, so only the newest maxRanked were ranked). Snippets, the costly
+// part, are made for the k rows returned only; CROSS JOIN keeps SQLite from
+// joining every match before the cut to k.
+func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, bool, error) {
 	var rows []refRow
 	err := s.db.WithContext(ctx).Raw(`
-		WITH top AS (
-			SELECT rowid AS pk, rank FROM chunks_fts
-			WHERE chunks_fts MATCH ? AND rank MATCH ?
-			ORDER BY rank
-			LIMIT ?
+		WITH `+candidatesCTE+`,
+		top AS MATERIALIZED (
+			SELECT pk, rank FROM cand ORDER BY rank, pk DESC LIMIT ?
 		)
 		SELECT `+refColumns+`,
 			snippet(chunks_fts, 1, '**', '**', '…', ?) AS snippet,
-			-top.rank AS score
+			-top.rank AS score,
+			(SELECT COUNT(*) FROM cand) AS matched
 		FROM top
-		JOIN chunks_fts ON chunks_fts.rowid = top.pk
-		JOIN chunks c ON c.pk = top.pk
-		`+refJoins+`
+		CROSS JOIN chunks_fts ON chunks_fts.rowid = top.pk
+		CROSS JOIN chunks c ON c.pk = top.pk
+		CROSS JOIN documents d ON d.id = c.document_id
+		CROSS JOIN sources s ON s.id = d.source_id
 		WHERE chunks_fts MATCH ?
 		ORDER BY top.rank, c.updated_ms DESC, c.id`,
-		match, rankExpr, k, snippetTokens, match).Scan(&rows).Error
+		match, k, snippetTokens, match).Scan(&rows).Error
 	if err != nil {
-		return nil, fmt.Errorf("search chunks: %w", err)
+		return nil, false, fmt.Errorf("search chunks: %w", err)
 	}
 	hits := make([]searchHit, len(rows))
+	capped := false
 	for i := range rows {
 		hits[i] = searchHit{chunkRef: rows[i].ref(), Snippet: rows[i].Snippet, Score: rows[i].Score}
+		capped = capped || rows[i].Matched == maxRanked
 	}
-	return hits, nil
+	return hits, capped, nil
 }
 
 // rankedPK is a chunk's pk with a score, higher is better.
@@ -152,18 +175,25 @@ type rankedPK struct {
 }
 
 // rankKeyword returns the pks of up to n chunks matching match, best BM25
-// first.
-func (s *store) rankKeyword(ctx context.Context, match string, n int) ([]rankedPK, error) {
-	var out []rankedPK
-	err := s.db.WithContext(ctx).Raw(`
-		SELECT rowid AS pk, -rank AS score FROM chunks_fts
-		WHERE chunks_fts MATCH ? AND rank MATCH ?
-		ORDER BY rank
-		LIMIT ?`, match, rankExpr, n).Scan(&out).Error
-	if err != nil {
-		return nil, fmt.Errorf("rank chunks: %w", err)
+// first, among the newest maxRanked matches, and whether that cap applied.
+func (s *store) rankKeyword(ctx context.Context, match string, n int) ([]rankedPK, bool, error) {
+	var rows []struct {
+		PK      int64   `gorm:"column:pk"`
+		Score   float64 `gorm:"column:score"`
+		Matched int64   `gorm:"column:matched"`
 	}
-	return out, nil
+	err := s.db.WithContext(ctx).Raw(`
+		WITH `+candidatesCTE+`
+		SELECT pk, -rank AS score, (SELECT COUNT(*) FROM cand) AS matched
+		FROM cand ORDER BY rank, pk DESC LIMIT ?`, match, n).Scan(&rows).Error
+	if err != nil {
+		return nil, false, fmt.Errorf("rank chunks: %w", err)
+	}
+	out := make([]rankedPK, len(rows))
+	for i, r := range rows {
+		out[i] = rankedPK{PK: r.PK, Score: r.Score}
+	}
+	return out, len(rows) > 0 && rows[0].Matched == maxRanked, nil
 }
 
 // refsByPK returns the chunks with the given pks, keyed by pk. With a

@@ -48,8 +48,15 @@ func storeKey(title string) string {
 // with a different title: the first 8 hex digits of SHA-256(title) are
 // appended, so titles that slug alike never overwrite each other.
 func disambiguatedKey(key, title string) string {
+	return disambiguatedKeyN(key, title, 4)
+}
+
+// disambiguatedKeyN appends the first 2n hex digits of SHA-256(title) to
+// key; n is at most 32. Longer suffixes are the fallback when a shorter
+// one is taken too (a title crafted to collide).
+func disambiguatedKeyN(key, title string, n int) string {
 	sum := sha256.Sum256([]byte(title))
-	return key + "-" + hex.EncodeToString(sum[:4])
+	return key + "-" + hex.EncodeToString(sum[:n])
 }
 
 // sourceIDForNamespace is the source that memory.store writes into.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -188,16 +189,28 @@ func collectImportFiles(paths []string, sum *ImportSummary) ([]importFile, error
 			return nil, fmt.Errorf("import: %w", err)
 		}
 		if !info.IsDir() {
-			if !importable(abs) {
+			switch {
+			case !importable(abs):
 				sum.Skipped = append(sum.Skipped, ImportSkip{Path: abs, Reason: notImportable})
-				continue
+			case !info.Mode().IsRegular():
+				sum.Skipped = append(sum.Skipped, ImportSkip{Path: abs, Reason: "not a regular file"})
+			default:
+				add(abs, filepath.Dir(abs))
 			}
-			add(abs, filepath.Dir(abs))
 			continue
 		}
 		err = filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
-				return fmt.Errorf("import: %w", err)
+				if path == abs {
+					return fmt.Errorf("import: %w", err)
+				}
+				// An unreadable folder or entry is reported, and the
+				// walk goes on with the rest.
+				sum.Skipped = append(sum.Skipped, ImportSkip{Path: path, Reason: "cannot be read: " + unwrapPathError(err)})
+				if d != nil && d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
 			}
 			if path != abs && strings.HasPrefix(d.Name(), ".") {
 				if d.IsDir() {
@@ -216,6 +229,8 @@ func collectImportFiles(paths []string, sum *ImportSummary) ([]importFile, error
 				} else {
 					sum.Skipped = append(sum.Skipped, ImportSkip{Path: path, Reason: "a symbolic link to something other than a file"})
 				}
+			case !d.IsDir() && importable(path):
+				sum.Skipped = append(sum.Skipped, ImportSkip{Path: path, Reason: "not a regular file"})
 			}
 			return nil
 		})
@@ -227,6 +242,16 @@ func collectImportFiles(paths []string, sum *ImportSummary) ([]importFile, error
 	return files, nil
 }
 
+// unwrapPathError drops the operation and path that *fs.PathError adds,
+// since skip reasons are listed next to their path already.
+func unwrapPathError(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
 // importable reports whether path has an extension an import loads.
 func importable(path string) bool {
 	ext := strings.ToLower(filepath.Ext(path))
@@ -236,16 +261,28 @@ func importable(path string) bool {
 // readImportFile reads f and returns the document to write, or a reason to
 // skip it.
 func readImportFile(f importFile) (document, string) {
-	info, err := os.Stat(f.path)
+	file, err := os.Open(f.path)
 	if err != nil {
-		return document{}, "cannot be read: " + err.Error()
+		return document{}, "cannot be read: " + unwrapPathError(err)
 	}
-	if info.Size() > maxImportBytes {
+	defer file.Close()
+	info, err := file.Stat()
+	switch {
+	case err != nil:
+		return document{}, "cannot be read: " + unwrapPathError(err)
+	case !info.Mode().IsRegular():
+		return document{}, "not a regular file"
+	case info.Size() > maxImportBytes:
 		return document{}, fmt.Sprintf("larger than %d MiB (%d bytes)", maxImportBytes>>20, info.Size())
 	}
-	data, err := os.ReadFile(f.path)
+	// Read one byte past the limit: a file that grew since Stat is
+	// refused, never read whole.
+	data, err := io.ReadAll(io.LimitReader(file, maxImportBytes+1))
 	if err != nil {
-		return document{}, "cannot be read: " + err.Error()
+		return document{}, "cannot be read: " + unwrapPathError(err)
+	}
+	if len(data) > maxImportBytes {
+		return document{}, fmt.Sprintf("larger than %d MiB (it grew while being read)", maxImportBytes>>20)
 	}
 	if !utf8.Valid(data) {
 		return document{}, "not UTF-8 text"
@@ -285,6 +322,9 @@ func importTitle(path, content string) string {
 				}
 			}
 		}
+	}
+	if strings.TrimSpace(title) == "" {
+		title = filepath.Base(path)
 	}
 	if utf8.RuneCountInString(title) > maxTitleRunes {
 		title = string([]rune(title)[:maxTitleRunes])

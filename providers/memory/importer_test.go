@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -245,5 +246,57 @@ func TestImportLinksAndMoves(t *testing.T) {
 	src := call[listSourcesResult](t, p, ToolListSources, map[string]any{})
 	if len(src.Sources) != 1 || src.Sources[0].SourceID != "file:"+dir {
 		t.Errorf("sources after the move = %+v", src.Sources)
+	}
+}
+
+// TestImportOddFiles: special files named directly or found in a folder,
+// and unreadable folders, are skipped and listed; the rest is imported.
+func TestImportOddFiles(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() == 0 {
+		t.Log("running as root: unreadable folders are readable, that part is not checked")
+	}
+	p, _ := newProvider(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"ok.md": "fine text", "locked/inner.md": "locked text"})
+	fifo := filepath.Join(dir, "pipe.md")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.md")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "locked"), 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "locked"), 0o755) })
+
+	// Named directly: refused before any read (a FIFO would block, /dev/zero
+	// never ends).
+	sum, err := p.Import(t.Context(), []string{fifo, zero}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ImportSkip{{Path: fifo, Reason: "not a regular file"}, {Path: zero, Reason: "not a regular file"}}
+	if d := diff(want, sum.Skipped); d != "" {
+		t.Errorf("named directly, skipped (-want +got):\n%s", d)
+	}
+	sum, err = p.Import(t.Context(), []string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, s := range sum.Skipped {
+		reasons[filepath.Base(s.Path)] = s.Reason
+	}
+	if reasons["pipe.md"] != "not a regular file" || reasons["zero.md"] != "a symbolic link to something other than a file" {
+		t.Errorf("in a folder, skipped = %+v", sum.Skipped)
+	}
+	if os.Geteuid() != 0 && reasons["locked"] != "cannot be read: permission denied" {
+		t.Errorf("unreadable folder not reported: %+v", sum.Skipped)
+	}
+	if hits := search(t, p, "fine", 0); len(hits) != 1 {
+		t.Errorf("the readable file was not imported: %+v", hits)
 	}
 }

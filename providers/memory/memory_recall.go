@@ -194,7 +194,9 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 				}
 				f.score += 1 / float64(rrfK+i+1)
 				if vector {
-					sim := r.Score
+					// float32 rounding can put a unit vector's dot product
+					// just outside [-1, 1].
+					sim := max(-1, min(1, r.Score))
 					f.similarity = &sim
 				}
 			}

@@ -300,3 +300,23 @@ func TestStoreKeepsTagsWhenOmitted(t *testing.T) {
 		t.Errorf("tags still searchable after []: %+v", hits)
 	}
 }
+
+// TestStoreCraftedCollision: a title made to look like another title's
+// disambiguated key does not make that title unstorable.
+func TestStoreCraftedCollision(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	crafted := put(t, p, map[string]any{"title": "coll " + sha8("Coll"), "content": "crafted"})
+	plain := put(t, p, map[string]any{"title": "coll", "content": "plain"})
+	upper := put(t, p, map[string]any{"title": "Coll", "content": "upper"})
+	full := fmt.Sprintf("%x", sha256.Sum256([]byte("Coll")))
+	want := []string{"mcp/mcp-store-coll-" + sha8("Coll"), "mcp/mcp-store-coll", "mcp/mcp-store-coll-" + full[:16]}
+	if d := diff(want, []string{crafted.DocumentID, plain.DocumentID, upper.DocumentID}); d != "" {
+		t.Errorf("document ids (-want +got):\n%s", d)
+	}
+	for q, id := range map[string]string{"crafted": want[0], "plain": want[1], "upper": want[2]} {
+		if hits := search(t, p, q, 0); len(hits) != 1 || hits[0].DocumentID != id {
+			t.Errorf("search %q = %+v, want %s", q, hits, id)
+		}
+	}
+}

@@ -10,11 +10,16 @@ import (
 // combining marks kept inside their word. Everything else, including every
 // character FTS5 gives a meaning to (quotes, parentheses, *, :, ^, -, +),
 // separates words, so user input can never be read as query syntax. Runs of
-// marks alone are dropped: they index as nothing.
+// marks alone are dropped: they index as nothing. Repeated words, compared
+// without regard to case, are kept once.
 func queryWords(text string) []string {
 	var words []string
+	seen := map[string]bool{}
 	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !isWordRune(r) }) {
-		if strings.IndexFunc(w, isWordBase) >= 0 {
+		// A repeated word adds nothing to the match but costs a pass
+		// over its index entries, so it is kept once.
+		if key := strings.ToLower(w); strings.IndexFunc(w, isWordBase) >= 0 && !seen[key] {
+			seen[key] = true
 			words = append(words, w)
 		}
 	}

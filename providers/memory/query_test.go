@@ -26,6 +26,7 @@ func TestQueryWords(t *testing.T) {
 		"cjk":                 {query: "東京タワー、夜", wantWords: []string{"東京タワー", "夜"}, wantMatch: `"東京タワー" "夜"`},
 		"digits and dots":     {query: "v1.2.3", wantWords: []string{"v1", "2", "3"}, wantMatch: `"v1" "2" "3"`},
 		"only punctuation":    {query: `"" () -- ::`, wantWords: nil, wantMatch: ""},
+		"repeats kept once":   {query: "tide Tide TIDE moon tide", wantWords: []string{"tide", "moon"}, wantMatch: `"tide" "moon"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -76,11 +76,20 @@ func openStore(ctx context.Context, path string, now func() time.Time, extractor
 		s.close()
 		return nil, err
 	}
+	// A database already at this version needs no write lock: another
+	// process may hold it for a while (an import batch), and opening must
+	// not wait for it.
+	var current int
+	err = db.WithContext(ctx).Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current).Error
 	var applied []migration
-	err = s.write(ctx, func(tx *gorm.DB) error {
-		applied, err = migrate(tx, migrationEnv{nowMS: now().UnixMilli(), extractors: extractors})
-		return err
-	})
+	if err != nil || current < schemaVersion() {
+		err = s.write(ctx, func(tx *gorm.DB) error {
+			applied, err = migrate(tx, migrationEnv{nowMS: now().UnixMilli(), extractors: extractors})
+			return err
+		})
+	} else if current > schemaVersion() {
+		err = fmt.Errorf("memory.db has schema version %d but this binary knows only up to %d; upgrade openhuman-host", current, schemaVersion())
+	}
 	if err != nil {
 		s.close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
@@ -215,9 +224,17 @@ func (s *store) putInTx(tx *gorm.DB, doc document, skipUnchanged bool, nowMS int
 		return putResult{}, false, err
 	}
 	if doc.KeyFromTitle && existing != nil && existing.Title != doc.Title {
-		key = disambiguatedKey(key, doc.Title)
-		if existing, err = findDocument(tx, doc.Namespace, key); err != nil {
-			return putResult{}, false, err
+		// The 8-digit suffix first, as documented; 16, 32 and 64 digits
+		// only if a title was made to collide with it.
+		base := key
+		for _, n := range []int{4, 8, 16, 32} {
+			key = disambiguatedKeyN(base, doc.Title, n)
+			if existing, err = findDocument(tx, doc.Namespace, key); err != nil {
+				return putResult{}, false, err
+			}
+			if existing == nil || existing.Title == doc.Title {
+				break
+			}
 		}
 		if existing != nil && existing.Title != doc.Title {
 			return putResult{}, false, errKeyCollision

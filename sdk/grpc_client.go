@@ -31,7 +31,7 @@ func (c *grpcProviderClient) Configure(ctx context.Context, req *ConfigureReques
 		id := c.broker.NextId()
 		host := req.Host
 		go c.broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
-			s := grpc.NewServer(opts...)
+			s := grpc.NewServer(append(opts, GRPCServerOptions()...)...)
 			providerv1.RegisterHostServer(s, &grpcHostServer{impl: host})
 			return s
 		})

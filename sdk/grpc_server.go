@@ -36,7 +36,7 @@ func (s *grpcProviderServer) Configure(ctx context.Context, req *providerv1.Conf
 		creq.Config = []byte("{}")
 	}
 	if id := req.GetHostBrokerId(); id != 0 && s.broker != nil {
-		conn, err := s.broker.Dial(id)
+		conn, err := s.broker.DialWithOptions(id, GRPCDialOptions()...)
 		if err != nil {
 			return nil, status.Errorf(codes.Unavailable, "dial host service: %v", err)
 		}

@@ -45,6 +45,26 @@ type GRPCProviderPlugin struct {
 	Impl Provider
 }
 
+// MaxMessageBytes bounds one gRPC message between the host and a provider
+// in either direction, in bytes: 64 MiB, well above the largest tool call
+// or result an MCP client can send through the host (a 16 MiB stdio line),
+// so the transport is never what refuses an argument. gRPC's own default,
+// 4 MiB, would refuse a 1 MB memory.store whose text JSON-escapes to more.
+const MaxMessageBytes = 64 << 20
+
+// GRPCServerOptions are the server options the SDK and the host use for
+// every gRPC server between them (message size limits).
+func GRPCServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes)}
+}
+
+// GRPCDialOptions are the dial options the SDK and the host use for every
+// gRPC connection between them (message size limits).
+func GRPCDialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithDefaultCallOptions(
+		grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes))}
+}
+
 // GRPCServer registers the provider service; it implements
 // [plugin.GRPCPlugin].
 func (p *GRPCProviderPlugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error {

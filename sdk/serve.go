@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 )
 
 // ServeOption configures [Serve].
@@ -65,8 +66,10 @@ func Serve(p Provider, opts ...ServeOption) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: VersionedPlugins(&levelFromHost{Provider: p, log: cfg.logger}),
-		GRPCServer:       plugin.DefaultGRPCServer,
-		Logger:           cfg.logger,
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return plugin.DefaultGRPCServer(append(opts, GRPCServerOptions()...))
+		},
+		Logger: cfg.logger,
 	})
 }
 

@@ -132,3 +132,28 @@ func TestServerAndCLIShareMemory(t *testing.T) {
 		t.Errorf("foreign key violations: %d, %v", fk, err)
 	}
 }
+
+// TestLargeArgumentsReachProvider stores the largest content memory.store
+// accepts, made of characters JSON escapes six-fold, through a real
+// provider process: the gRPC link must not be what refuses it.
+func TestLargeArgumentsReachProvider(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, "")
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	content := "start " + strings.Repeat("\u0001", 1_000_000-len("start "))
+	args, err := json.Marshal(map[string]any{"title": "Escaped", "content": content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(args) < 5_000_000 {
+		t.Fatalf("arguments are only %d bytes", len(args))
+	}
+	if res := call(t, h, "memory.store", string(args)); res.IsError {
+		t.Fatalf("store: %s", text(res))
+	}
+	res := call(t, h, "memory.search", `{"query":"start"}`)
+	if res.IsError || !strings.Contains(string(res.StructuredContent), "mcp-store-escaped") {
+		t.Errorf("search after a large store: %s", text(res))
+	}
+}

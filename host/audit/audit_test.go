@@ -705,3 +705,31 @@ func TestStats(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenConcurrentlyOnNewFile opens one new audit.db from many
+// connections at once, as parallel CLI calls on a fresh data dir do: every
+// open succeeds and the table exists once.
+func TestOpenConcurrentlyOnNewFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "audit.db")
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			l, err := Open(context.Background(), path, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := l.Close(context.Background()); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

@@ -134,7 +134,11 @@ func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", abs, err)
 	}
-	if err := db.WithContext(ctx).AutoMigrate(&Record{}); err != nil {
+	// Inside one immediate transaction, so that processes opening a new
+	// data dir at once (parallel CLI calls) migrate one after the other
+	// instead of racing to create the table.
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return tx.AutoMigrate(&Record{}) })
+	if err != nil {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("audit: open %s: migrate table %s: %w", abs, Table, err)
 	}

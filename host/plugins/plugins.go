@@ -200,6 +200,7 @@ func (m *Manager) start(ctx context.Context, spec Spec) (*Provider, error) {
 		Logger:           log,
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
+		GRPCDialOptions:  sdk.GRPCDialOptions(),
 	})
 	p := &Provider{Name: spec.Name, client: client, log: log}
 	fail := func(err error) (*Provider, error) {

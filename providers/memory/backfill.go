@@ -20,7 +20,36 @@ const (
 	// doubling up to backfillRetryMax.
 	backfillRetryMin = 30 * time.Second
 	backfillRetryMax = 10 * time.Minute
+	// syncEmbedBudget bounds the embedding a tool call waits for (the new
+	// chunks of a store, a recall's question), whatever timeout_secs
+	// allows: a slow endpoint must not make a committed write look failed
+	// or a recall time out instead of falling back.
+	syncEmbedBudget = 10 * time.Second
+	// endpointPause is how long tool calls stop waiting for the endpoint
+	// after it failed them; the backfill keeps trying meanwhile.
+	endpointPause = time.Minute
 )
+
+// endpointFailed records that the embeddings endpoint failed a tool call:
+// for endpointPause, calls go without embeddings at once.
+func (p *Provider) endpointFailed(err error) {
+	p.endpointDown.Store(&endpointFailure{until: time.Now().Add(endpointPause), reason: redactEndpointError(err)})
+}
+
+// endpointFailure is the last failure of the embeddings endpoint.
+type endpointFailure struct {
+	until  time.Time
+	reason string
+}
+
+// endpointPaused returns why tool calls should not wait for the endpoint
+// now, or "".
+func (p *Provider) endpointPaused() string {
+	if f := p.endpointDown.Load(); f != nil && time.Now().Before(f.until) {
+		return f.reason
+	}
+	return ""
+}
 
 // afterWrite embeds the chunks a write just inserted, when an embedder is
 // configured, so they are found by meaning at once. A failure is logged
@@ -41,9 +70,17 @@ func (p *Provider) afterWrite(ctx context.Context, fresh []chunkRow) {
 	for i, c := range fresh {
 		chunks[i] = chunkText{PK: c.PK, ID: c.ID, Content: c.Content}
 	}
-	if err := p.embedChunks(ctx, st, chunks); err != nil {
+	if p.endpointPaused() != "" {
+		return // the backfill embeds them once the endpoint answers again
+	}
+	ectx, cancel := context.WithTimeout(ctx, syncEmbedBudget)
+	defer cancel()
+	if err := p.embedChunks(ectx, st, chunks); err != nil {
+		if ctx.Err() != nil {
+			return // the call itself ended; the backfill will embed them
+		}
+		p.endpointFailed(err)
 		p.logger.Warn("embedding new chunks failed; the backfill will retry", "chunks", len(chunks), "error", err)
-		p.kickBackfill()
 	}
 }
 
@@ -94,11 +131,12 @@ func (p *Provider) backfill(ctx context.Context, st *store) {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			p.logger.Warn("embeddings backfill failed; retrying", "in", retry, "error", err)
+			p.logger.Warn("embeddings backfill failed; retrying", "in", retry.String(), "error", err)
 			wait = retry
 			retry = min(2*retry, backfillRetryMax)
 		case n > 0:
 			retry = backfillRetryMin
+			p.endpointDown.Store(nil)
 			continue
 		default:
 			retry = backfillRetryMin
@@ -119,13 +157,62 @@ func (p *Provider) backfill(ctx context.Context, st *store) {
 // backfillOnce embeds one batch of chunks that lack an embedding and
 // returns how many it embedded.
 func (p *Provider) backfillOnce(ctx context.Context, st *store) (int, error) {
-	chunks, err := st.missingEmbeddings(ctx, p.embedder.Model(), int(p.dims.Load()), backfillBatch)
+	chunks, err := st.missingEmbeddings(ctx, p.embedder.Model(), int(p.dims.Load()), backfillBatch, p.quarantined())
 	if err != nil || len(chunks) == 0 {
 		return 0, err
 	}
-	if err := p.embedChunks(ctx, st, chunks); err != nil {
+	err = p.embedChunks(ctx, st, chunks)
+	if err == nil {
+		p.logger.Debug("backfilled embeddings", "chunks", len(chunks))
+		return len(chunks), nil
+	}
+	if len(chunks) == 1 || ctx.Err() != nil {
 		return 0, err
 	}
-	p.logger.Debug("backfilled embeddings", "chunks", len(chunks))
-	return len(chunks), nil
+	// One text the endpoint refuses (too long for the model, say) must
+	// not hold back the others: embed them one by one. If some succeed,
+	// the endpoint works and the ones that fail are set aside for the life
+	// of the process; if none does, the endpoint is the problem.
+	var done int
+	var failed []int64
+	for _, c := range chunks {
+		if ctx.Err() != nil {
+			return done, ctx.Err()
+		}
+		if p.embedChunks(ctx, st, []chunkText{c}) != nil {
+			failed = append(failed, c.PK)
+		} else {
+			done++
+		}
+	}
+	if done == 0 {
+		return 0, err
+	}
+	p.quarantine(failed)
+	p.logger.Warn("the embeddings endpoint refused some chunks; they stay without embeddings until restart",
+		"chunks", len(failed), "error", err)
+	return done, nil
+}
+
+// quarantine sets chunks aside from the backfill.
+func (p *Provider) quarantine(pks []int64) {
+	p.quarantineMu.Lock()
+	defer p.quarantineMu.Unlock()
+	if p.skipped == nil {
+		p.skipped = map[int64]bool{}
+	}
+	for _, pk := range pks {
+		p.skipped[pk] = true
+	}
+}
+
+// quarantined lists the chunks set aside from the backfill.
+func (p *Provider) quarantined() []int64 {
+	p.quarantineMu.Lock()
+	defer p.quarantineMu.Unlock()
+	out := make([]int64, 0, len(p.skipped))
+	for pk := range p.skipped {
+		out = append(out, pk)
+	}
+	return out
 }

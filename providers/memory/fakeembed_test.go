@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode"
 )
 
@@ -64,6 +65,25 @@ type fakeEmbeddings struct {
 	failureStatus int
 	mode          fakeMode
 	synonyms      map[string]string
+	refuse        string // inputs containing it get a 400 context_length_exceeded
+	delay         time.Duration
+}
+
+// Refuse makes the server answer 400 context_length_exceeded to any
+// request with an input containing substr, as a real endpoint does for a
+// text longer than its model takes; "" turns it off.
+func (f *fakeEmbeddings) Refuse(substr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refuse = substr
+}
+
+// SetDelay makes every request wait d (or until the client hangs up)
+// before it is answered.
+func (f *fakeEmbeddings) SetDelay(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.delay = d
 }
 
 // newFakeEmbeddings starts a fake endpoint whose vectors have dims
@@ -248,6 +268,24 @@ func (f *fakeEmbeddings) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	inputs, msg := fakeInputs(req.Input)
+	f.mu.Lock()
+	refuse, delay := f.refuse, f.delay
+	f.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		case <-f.done:
+			return
+		}
+	}
+	for _, in := range inputs {
+		if refuse != "" && strings.Contains(in, refuse) {
+			fakeError(w, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded", "input too long")
+			return
+		}
+	}
 	switch {
 	case msg != "":
 		fakeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_input", msg)

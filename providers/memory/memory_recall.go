@@ -127,13 +127,18 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 	match := matchAny(contentWords(words))
 
 	var similar []rankedPK
-	if emb := p.embedder; emb != nil {
-		vecs, err := emb.Embed(ctx, []string{query})
+	if emb := p.embedder; emb != nil && p.endpointPaused() != "" {
+		res.FallbackReason = "the embeddings endpoint failed less than a minute ago: " + p.endpointPaused()
+	} else if emb != nil {
+		ectx, cancel := context.WithTimeout(ctx, syncEmbedBudget)
+		vecs, err := emb.Embed(ectx, []string{query})
+		cancel()
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
+			p.endpointFailed(err)
 			p.logger.Warn("embedding the recall query failed; ranking by keywords", "error", err)
 			res.FallbackReason = "the embeddings endpoint failed: " + redactEndpointError(err)
 		default:

@@ -73,6 +73,12 @@ type Provider struct {
 	backfillDone chan struct{}
 	// backfillDelay is backfillStartDelay; tests shorten it.
 	backfillDelay time.Duration
+	// endpointDown is the endpoint's last failure of a tool call.
+	endpointDown atomic.Pointer[endpointFailure]
+	// skipped are chunks the endpoint refused alone; the backfill leaves
+	// them until the process restarts.
+	quarantineMu sync.Mutex
+	skipped      map[int64]bool
 
 	mu    sync.Mutex
 	store *store // nil until Configure succeeds and after Close

@@ -569,3 +569,65 @@ func TestStemming(t *testing.T) {
 		t.Errorf("recall = %+v", got.Chunks)
 	}
 }
+
+// TestBackfillQuarantine: one chunk the endpoint refuses does not keep
+// the backfill from embedding the others.
+func TestBackfillQuarantine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	plain := openWithConfig(t, dir, map[string]any{}, nil)
+	put(t, plain, map[string]any{"title": "Poison", "content": "POISON text the model refuses"})
+	for i := range 3 {
+		put(t, plain, map[string]any{"title": fmt.Sprintf("Fine %d", i), "content": fmt.Sprintf("fine text %d", i)})
+	}
+	plain.Close()
+
+	fake := newFakeEmbeddings(t, 16)
+	fake.Refuse("POISON")
+	p := New(&Options{Now: newTestClock().Now})
+	p.backfillDelay = time.Hour // driven by hand below
+	raw, _ := json.Marshal(map[string]any{"embeddings": map[string]any{"base_url": fake.URL(), "model": "m"}})
+	if err := p.Configure(t.Context(), &sdk.ConfigureRequest{Config: raw, DataDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	n, err := p.backfillOnce(t.Context(), p.store)
+	if err != nil || n != 3 {
+		t.Fatalf("backfillOnce = %d, %v; want the 3 fine chunks", n, err)
+	}
+	if n, err := p.backfillOnce(t.Context(), p.store); err != nil || n != 0 {
+		t.Errorf("second round = %d, %v; want nothing (the refused chunk is set aside)", n, err)
+	}
+	// With the endpoint down, nothing is set aside: the error is returned.
+	fake.SetFailure(503)
+	put(t, p, map[string]any{"title": "Later", "content": "later text"})
+	put(t, p, map[string]any{"title": "Later 2", "content": "later text 2"})
+	if _, err := p.backfillOnce(t.Context(), p.store); err == nil {
+		t.Error("backfill with the endpoint down: want an error")
+	}
+	fake.SetFailure(0)
+	if n, err := p.backfillOnce(t.Context(), p.store); err != nil || n != 2 {
+		t.Errorf("after recovery = %d, %v; want the 2 later chunks", n, err)
+	}
+}
+
+// TestSlowEndpoint: a store whose embedding outlasts the budget still
+// succeeds at once, and recall falls back instead of timing out.
+func TestSlowEndpoint(t *testing.T) {
+	t.Parallel()
+	fake := newFakeEmbeddings(t, 16)
+	p := openWithConfig(t, t.TempDir(), map[string]any{
+		"embeddings": map[string]any{"base_url": fake.URL(), "model": "m", "timeout_secs": 600},
+	}, nil)
+	fake.SetDelay(time.Hour)
+	start := time.Now()
+	put(t, p, map[string]any{"title": "Slow", "content": "a slow endpoint"})
+	got := call[recallResult](t, p, ToolRecall, map[string]any{"query": "slow endpoint"})
+	if got.Mode != recallKeyword || !strings.Contains(got.FallbackReason, "less than a minute ago") || len(got.Chunks) != 1 {
+		t.Errorf("recall with a slow endpoint = %+v", got)
+	}
+	// Both calls together waited for at most one budget.
+	if d := time.Since(start); d > syncEmbedBudget+5*time.Second {
+		t.Logf("store and recall took %v", d)
+	}
+}

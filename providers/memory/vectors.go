@@ -16,16 +16,21 @@ type chunkText struct {
 	Content string `gorm:"column:content"`
 }
 
-// missingEmbeddings returns up to limit chunks, oldest first, that have no
-// embedding from model or, when dims > 0, one of another dimension (the
-// dimensions setting changed, or an endpoint once answered wrongly).
-func (s *store) missingEmbeddings(ctx context.Context, model string, dims, limit int) ([]chunkText, error) {
+// missingEmbeddings returns up to limit chunks, oldest first and not in
+// skip, that have no embedding from model or, when dims > 0, one of
+// another dimension (the dimensions setting changed, or an endpoint once
+// answered wrongly).
+func (s *store) missingEmbeddings(ctx context.Context, model string, dims, limit int, skip []int64) ([]chunkText, error) {
 	var rows []chunkText
-	err := s.db.WithContext(ctx).Raw(`
-		SELECT c.pk, c.id, c.content FROM chunks c
+	q := `SELECT c.pk, c.id, c.content FROM chunks c
 		LEFT JOIN chunk_embeddings e ON e.chunk_pk = c.pk
-		WHERE e.chunk_pk IS NULL OR e.model <> ? OR (? > 0 AND e.dims <> ?)
-		ORDER BY c.pk LIMIT ?`, model, dims, dims, limit).Scan(&rows).Error
+		WHERE (e.chunk_pk IS NULL OR e.model <> ? OR (? > 0 AND e.dims <> ?))`
+	vars := []any{model, dims, dims}
+	if len(skip) > 0 {
+		q += ` AND c.pk NOT IN ?`
+		vars = append(vars, skip)
+	}
+	err := s.db.WithContext(ctx).Raw(q+` ORDER BY c.pk LIMIT ?`, append(vars, limit)...).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("find chunks without embeddings: %w", err)
 	}

@@ -129,6 +129,10 @@ func runImport(ctx context.Context, p *memory.Provider, paths []string, stdout, 
 	for _, s := range sum.Skipped {
 		fmt.Fprintf(stderr, "skipped %s: %s\n", s.Path, s.Reason)
 	}
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("import interrupted after %d files (%s); what was written is kept: run the same command again to finish",
+			sum.Written+sum.Unchanged, plural(sum.Chunks, "chunk"))
+	}
 	if err != nil {
 		return err
 	}

@@ -163,7 +163,6 @@ func (p *Provider) Import(ctx context.Context, paths []string, progress func(Imp
 // directly.
 const notImportable = "not a .md, .markdown or .txt file"
 
-
 // collectImportFiles resolves paths to the files to import, sorted by
 // path and without duplicates. Files named directly with another
 // extension are added to sum.Skipped.

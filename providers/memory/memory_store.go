@@ -127,7 +127,7 @@ var storeTool = tool{
 			"decisions, summaries or reference text worth keeping. The content is split into chunks of about 512 " +
 			"tokens and is searchable as soon as the call returns. Storing again with the same title " +
 			"in the same namespace replaces that document's content (and its tags, when tags are given); a " +
-				"different title never " +
+			"different title never " +
 			"overwrites another document, even if the titles look alike. Returns the document_id.",
 		InputSchema: mustJSON(objectSchema([]string{"title", "content"}, map[string]any{
 			"title": map[string]any{

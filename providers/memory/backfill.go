@@ -79,7 +79,11 @@ func (p *Provider) afterWrite(ctx context.Context, fresh []chunkRow) {
 		if ctx.Err() != nil {
 			return // the call itself ended; the backfill will embed them
 		}
-		p.endpointFailed(err)
+		if !isTextRefusal(err) {
+			// A refused text says nothing about the endpoint; the
+			// backfill sets it aside and embeds the rest.
+			p.endpointFailed(err)
+		}
 		p.logger.Warn("embedding new chunks failed; the backfill will retry", "chunks", len(chunks), "error", err)
 	}
 }
@@ -111,16 +115,16 @@ func (p *Provider) embedChunks(ctx context.Context, st *store, chunks []chunkTex
 // backfill embeds chunks that have no embedding from the configured model
 // and dimension (stored before the embedder was configured, while it
 // failed, or by another process) until ctx is done. It starts after
-// backfillStartDelay, or at once when kicked.
+// backfillStartDelay; later, a kick ends a wait early.
 func (p *Provider) backfill(ctx context.Context, st *store) {
 	defer close(p.backfillDone)
+	// Kicks do not shorten the start delay: a one-shot command that
+	// kicks would spend requests it cannot finish.
 	start := time.NewTimer(p.backfillDelay)
 	select {
 	case <-ctx.Done():
 		start.Stop()
 		return
-	case <-p.kick:
-		start.Stop()
 	case <-start.C:
 	}
 	retry := backfillRetryMin
@@ -166,11 +170,11 @@ func (p *Provider) backfillOnce(ctx context.Context, st *store) (int, error) {
 		p.logger.Debug("backfilled embeddings", "chunks", len(chunks))
 		return len(chunks), nil
 	}
-	if len(chunks) == 1 || ctx.Err() != nil {
+	if len(chunks) == 1 || ctx.Err() != nil || !isTextRefusal(err) {
 		return 0, err
 	}
-	// One text the endpoint refuses (too long for the model, say) must
-	// not hold back the others: embed them one by one. If some succeed,
+	// One text the endpoint refuses (too long for the model, say: a 400,
+	// 413 or 422) must not hold back the others: embed them one by one. If some succeed,
 	// the endpoint works and the ones that fail are set aside for the life
 	// of the process; if none does, the endpoint is the problem.
 	var done int

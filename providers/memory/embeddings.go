@@ -315,8 +315,8 @@ func (e *openAIEmbedder) requestError(ctx context.Context, n int, err error) err
 			msg = fmt.Sprintf("embeddings endpoint %s failed: %s after %d attempts; try again later",
 				endpoint, status, attempts)
 		case code >= 400:
-			msg = fmt.Sprintf("embeddings endpoint %s rejected a batch of %d texts: %s; check %s model, dimensions and batch_size",
-				endpoint, n, status, embeddingsTable)
+			msg = fmt.Sprintf("embeddings endpoint %s rejected a batch of %s: %s; check %s model, dimensions and batch_size",
+				endpoint, plural(n, "text"), status, embeddingsTable)
 		default:
 			msg = fmt.Sprintf("embeddings endpoint %s answered %s", endpoint, status)
 		}
@@ -335,6 +335,22 @@ func (e *openAIEmbedder) requestError(ctx context.Context, n int, err error) err
 			endpoint, attempts, embeddingsTable, err)
 	}
 	return fmt.Errorf("embeddings endpoint %s returned an unusable answer: %w", endpoint, err)
+}
+
+// isTextRefusal reports whether err is the endpoint refusing the texts it
+// was given (400, 413 or 422: too long for the model, say) rather than
+// being unreachable, unauthorised, rate limited or failing: other texts may
+// still embed.
+func isTextRefusal(err error) bool {
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.StatusCode {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
 }
 
 // apiErrorCode returns the API's error code, or its type when it has no

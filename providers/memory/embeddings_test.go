@@ -574,19 +574,19 @@ func TestEmbedBadAnswers(t *testing.T) {
 				{status: 400, body: `{"error":{"message":"confidential text too long","type":"invalid_request_error","code":"context_length_exceeded"}}`},
 			},
 			texts: 2, batch: 1, requests: 2,
-			wantErr: "embeddings endpoint URL rejected a batch of 1 texts: 400 Bad Request (context_length_exceeded); check [providers.memory.embeddings] model, dimensions and batch_size",
+			wantErr: "embeddings endpoint URL rejected a batch of 1 text: 400 Bad Request (context_length_exceeded); check [providers.memory.embeddings] model, dimensions and batch_size",
 		},
 		{
 			name:    "free text code is dropped",
 			answers: []rawAnswer{{status: 400, body: `{"error":{"message":"bad","code":"input 'confidential' is bad"}}`}},
 			texts:   1,
-			wantErr: "embeddings endpoint URL rejected a batch of 1 texts: 400 Bad Request; check [providers.memory.embeddings] model, dimensions and batch_size",
+			wantErr: "embeddings endpoint URL rejected a batch of 1 text: 400 Bad Request; check [providers.memory.embeddings] model, dimensions and batch_size",
 		},
 		{
 			name:    "error type when no code",
 			answers: []rawAnswer{{status: 422, body: `{"error":{"message":"bad","type":"invalid_request_error"}}`}},
 			texts:   1,
-			wantErr: "embeddings endpoint URL rejected a batch of 1 texts: 422 Unprocessable Entity (invalid_request_error); check [providers.memory.embeddings] model, dimensions and batch_size",
+			wantErr: "embeddings endpoint URL rejected a batch of 1 text: 422 Unprocessable Entity (invalid_request_error); check [providers.memory.embeddings] model, dimensions and batch_size",
 		},
 		{
 			name:    "unusual status",
@@ -600,7 +600,7 @@ func TestEmbedBadAnswers(t *testing.T) {
 			name:    "unknown status code",
 			answers: []rawAnswer{{status: 499, body: `{"error":{"message":"x"}}`}},
 			texts:   1,
-			wantErr: "embeddings endpoint URL rejected a batch of 1 texts: 499; check [providers.memory.embeddings] model, dimensions and batch_size",
+			wantErr: "embeddings endpoint URL rejected a batch of 1 text: 499; check [providers.memory.embeddings] model, dimensions and batch_size",
 		},
 		{
 			name:       "not JSON",

@@ -41,6 +41,10 @@ type recallResult struct {
 	// FallbackReason says why an embedder that is configured was not
 	// used for this call.
 	FallbackReason string `json:"fallback_reason,omitempty"`
+	// WithoutEmbedding counts, in hybrid mode, the chunks that have no
+	// embedding of the configured model yet (the backfill is on it): they
+	// are ranked by keywords only.
+	WithoutEmbedding int64 `json:"without_embedding,omitempty"`
 	// RankedNewest is set when more chunks matched the question's words
 	// than a keyword ranking scores: the keyword ranking covered this many
 	// most recent matches.
@@ -88,6 +92,10 @@ var recallTool = tool{
 			"ranked_newest": map[string]any{
 				"type": "integer", "minimum": 1,
 				"description": "Present when more chunks matched the question's words than are ranked by keywords: the keyword ranking covered this many most recent matches.",
+			},
+			"without_embedding": map[string]any{
+				"type": "integer", "minimum": 1,
+				"description": "Hybrid mode: chunks that have no embedding yet and are ranked by keywords only.",
 			},
 		})),
 		Annotations: sdk.Annotations{
@@ -138,7 +146,9 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
-			p.endpointFailed(err)
+			if !isTextRefusal(err) {
+				p.endpointFailed(err)
+			}
 			p.logger.Warn("embedding the recall query failed; ranking by keywords", "error", err)
 			res.FallbackReason = "the embeddings endpoint failed: " + redactEndpointError(err)
 		default:
@@ -147,13 +157,14 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 			if err != nil {
 				return res, err
 			}
-			if len(similar) > 0 {
-				res.Mode = recallHybrid
-				break
-			}
 			with, without, err := st.embeddingStats(ctx, emb.Model(), len(vecs[0]))
 			if err != nil {
 				return res, err
+			}
+			if len(similar) > 0 {
+				res.Mode = recallHybrid
+				res.WithoutEmbedding = without
+				break
 			}
 			if with == 0 && without > 0 {
 				res.FallbackReason = fmt.Sprintf("no chunk has an embedding from model %s with %d dimensions yet; the backfill is embedding %s",
@@ -256,6 +267,16 @@ func recallText(query string, res recallResult) string {
 		if res.FallbackReason != "" {
 			b.WriteString(" Embeddings were not used: " + res.FallbackReason)
 		}
+	}
+	if res.WithoutEmbedding > 0 {
+		verb := "have"
+		if res.WithoutEmbedding == 1 {
+			verb = "has"
+		}
+		fmt.Fprintf(&b, " %s %s no embedding yet and can be found by keywords only.", plural(int(res.WithoutEmbedding), "chunk"), verb)
+	}
+	if res.RankedNewest > 0 {
+		fmt.Fprintf(&b, " More than %d chunks share the question's words; the keyword ranking covered the %d most recent.", res.RankedNewest, res.RankedNewest)
 	}
 	if len(res.Chunks) == 0 {
 		fmt.Fprintf(&b, "\nNothing in memory matches %s.", quoteShort(query))

@@ -35,14 +35,16 @@ var bm25Expr = fmt.Sprintf("bm25(chunks_fts, %.1f, %.1f, %.1f)", titleWeight, bo
 
 // candidatesCTE selects the pks of the chunks matching the first bound
 // FTS5 expression with their BM25 rank (lower is better): the most recently
-// written maxRanked of them. Walking the index newest first stops after
-// maxRanked rows, so BM25 is computed for those only.
-var candidatesCTE = `cand AS MATERIALIZED (
+// written maxRanked of them (cand). Walking the index newest first stops
+// after maxRanked + 1 rows (walk), so BM25 is computed for those only and
+// COUNT(*) FROM walk > maxRanked tells that more chunks match.
+var candidatesCTE = `walk AS MATERIALIZED (
 			SELECT rowid AS pk, ` + bm25Expr + ` AS rank FROM chunks_fts
 			WHERE chunks_fts MATCH ?
 			ORDER BY rowid DESC
-			LIMIT ` + fmt.Sprint(maxRanked) + `
-		)`
+			LIMIT ` + fmt.Sprint(maxRanked+1) + `
+		),
+		cand AS (SELECT pk, rank FROM walk ORDER BY pk DESC LIMIT ` + fmt.Sprint(maxRanked) + `)`
 
 // chunkRef identifies a chunk and where it belongs. Every hit and chunk
 // view starts with these fields, flat, chunk_id first.
@@ -147,7 +149,7 @@ func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, b
 		SELECT `+refColumns+`,
 			snippet(chunks_fts, 1, '**', '**', '…', ?) AS snippet,
 			-top.rank AS score,
-			(SELECT COUNT(*) FROM cand) AS matched
+			(SELECT COUNT(*) FROM walk) AS matched
 		FROM top
 		CROSS JOIN chunks_fts ON chunks_fts.rowid = top.pk
 		CROSS JOIN chunks c ON c.pk = top.pk
@@ -163,7 +165,7 @@ func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, b
 	capped := false
 	for i := range rows {
 		hits[i] = searchHit{chunkRef: rows[i].ref(), Snippet: rows[i].Snippet, Score: rows[i].Score}
-		capped = capped || rows[i].Matched == maxRanked
+		capped = capped || rows[i].Matched > maxRanked
 	}
 	return hits, capped, nil
 }
@@ -184,7 +186,7 @@ func (s *store) rankKeyword(ctx context.Context, match string, n int) ([]rankedP
 	}
 	err := s.db.WithContext(ctx).Raw(`
 		WITH `+candidatesCTE+`
-		SELECT pk, -rank AS score, (SELECT COUNT(*) FROM cand) AS matched
+		SELECT pk, -rank AS score, (SELECT COUNT(*) FROM walk) AS matched
 		FROM cand ORDER BY rank, pk DESC LIMIT ?`, match, n).Scan(&rows).Error
 	if err != nil {
 		return nil, false, fmt.Errorf("rank chunks: %w", err)
@@ -193,7 +195,7 @@ func (s *store) rankKeyword(ctx context.Context, match string, n int) ([]rankedP
 	for i, r := range rows {
 		out[i] = rankedPK{PK: r.PK, Score: r.Score}
 	}
-	return out, len(rows) > 0 && rows[0].Matched == maxRanked, nil
+	return out, len(rows) > 0 && rows[0].Matched > maxRanked, nil
 }
 
 // refsByPK returns the chunks with the given pks, keyed by pk. With a

@@ -133,16 +133,44 @@ func runBrowse(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 	return sdk.StructuredResult(text, browseResult{Chunks: hits, Total: total, Offset: offset})
 }
 
-// normalizeEntityID lower-cases the value of entity ids whose kind the
-// default extractor stores in lower case, so email:Ana@Example.com finds
-// email:ana@example.com.
+// normalizeEntityID writes an entity id the way the default extractor
+// stores it: emails, handles and hashtags in lower case (with their @ or #),
+// URLs with a lower-case scheme and host, so email:Ana@Example.com finds
+// email:ana@example.com and hashtag:launch finds hashtag:#launch.
 func normalizeEntityID(id string) string {
 	kind, key, _ := strings.Cut(id, ":")
 	switch kind {
-	case EntityEmail, EntityHandle, EntityHashtag:
+	case EntityEmail:
 		return kind + ":" + strings.ToLower(key)
+	case EntityHandle:
+		return kind + ":@" + strings.ToLower(strings.TrimPrefix(key, "@"))
+	case EntityHashtag:
+		return kind + ":#" + strings.ToLower(strings.TrimPrefix(key, "#"))
+	case EntityURL:
+		// Scheme and host are stored in lower case; the path is kept.
+		if scheme, rest, ok := strings.Cut(key, "://"); ok {
+			end := strings.IndexAny(rest, "/?#")
+			if end < 0 {
+				end = len(rest)
+			}
+			return kind + ":" + strings.ToLower(scheme) + "://" + strings.ToLower(rest[:end]) + rest[end:]
+		}
 	}
 	return id
+}
+
+// normalizeSourceID lower-cases a source id's scheme (mcp, file) and drops
+// a trailing slash from a file: folder, as sources are stored.
+func normalizeSourceID(id string) string {
+	scheme, rest, _ := strings.Cut(id, ":")
+	scheme = strings.ToLower(scheme)
+	if scheme == "file" && len(rest) > 1 {
+		rest = strings.TrimRight(rest, "/")
+		if rest == "" {
+			rest = "/"
+		}
+	}
+	return scheme + ":" + rest
 }
 
 // validate checks the arguments and returns the filter, k and offset.
@@ -175,6 +203,9 @@ func (a *browseArgs) validate() (browseFilter, int, int, *argError) {
 	}
 	for i, id := range f.EntityIDs {
 		f.EntityIDs[i] = normalizeEntityID(id)
+	}
+	for i, id := range f.SourceIDs {
+		f.SourceIDs[i] = normalizeSourceID(id)
 	}
 	if f.SinceMS, aerr = optionalInt64("since_ms", a.SinceMS, 0, maxSafeInteger); aerr != nil {
 		return f, 0, 0, aerr

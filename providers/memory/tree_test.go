@@ -522,7 +522,7 @@ func TestEmbeddingDimensionsChange(t *testing.T) {
 	first.Close()
 
 	p := New(&Options{Now: newTestClock().Now})
-	p.backfillDelay = time.Hour // the recall below kicks it
+	p.backfillDelay = time.Hour // run by hand below
 	raw, _ := json.Marshal(map[string]any{"embeddings": map[string]any{"base_url": fake.URL(), "model": "m", "dimensions": 8}})
 	if err := p.Configure(t.Context(), &sdk.ConfigureRequest{Config: raw, DataDir: dir}); err != nil {
 		t.Fatal(err)
@@ -533,19 +533,8 @@ func TestEmbeddingDimensionsChange(t *testing.T) {
 	if got.Mode != recallKeyword || got.FallbackReason != want || len(got.Chunks) != 3 {
 		t.Errorf("recall before the backfill = %q %q %d hits", got.Mode, got.FallbackReason, len(got.Chunks))
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		with, without, err := p.store.embeddingStats(t.Context(), "m", 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if with == 3 && without == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backfill to 8 dimensions: %d with, %d without", with, without)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if n, err := p.backfillOnce(t.Context(), p.store); err != nil || n != 3 {
+		t.Fatalf("backfill to 8 dimensions = %d, %v; want 3 chunks", n, err)
 	}
 	got = call[recallResult](t, p, ToolRecall, map[string]any{"query": "kingfisher"})
 	if got.Mode != recallHybrid || got.FallbackReason != "" || len(got.Chunks) != 3 || got.Chunks[0].Similarity == nil {
@@ -629,5 +618,90 @@ func TestSlowEndpoint(t *testing.T) {
 	// Both calls together waited for at most one budget.
 	if d := time.Since(start); d > syncEmbedBudget+5*time.Second {
 		t.Logf("store and recall took %v", d)
+	}
+}
+
+// TestRefusedTextDoesNotPauseEndpoint: a text the endpoint refuses (400)
+// says nothing about the endpoint, so other calls keep embedding; an
+// endpoint that is down is not retried text by text.
+func TestRefusedTextDoesNotPauseEndpoint(t *testing.T) {
+	t.Parallel()
+	fake := newFakeEmbeddings(t, 16)
+	fake.Refuse("POISON")
+	p := openWithConfig(t, t.TempDir(), map[string]any{"embeddings": map[string]any{"base_url": fake.URL(), "model": "m"}}, nil)
+	put(t, p, map[string]any{"title": "Bad", "content": "POISON text"})
+	put(t, p, map[string]any{"title": "Good", "content": "good text"})
+	got := call[recallResult](t, p, ToolRecall, map[string]any{"query": "good text"})
+	if got.Mode != recallHybrid || got.FallbackReason != "" || got.WithoutEmbedding != 1 {
+		t.Errorf("recall after a refused text = mode %q, reason %q, without_embedding %d", got.Mode, got.FallbackReason, got.WithoutEmbedding)
+	}
+	res := callRaw(t, p, ToolRecall, map[string]any{"query": "good text"})
+	if !strings.Contains(res.Content[0].Text, "1 chunk has no embedding yet and can be found by keywords only.") {
+		t.Errorf("text = %q", res.Content[0].Text)
+	}
+
+	// Down: one batch request per round, no retries text by text.
+	fake.Refuse("")
+	fake.SetFailure(503)
+	for i := range 3 {
+		put(t, p, map[string]any{"title": fmt.Sprintf("Down %d", i), "content": fmt.Sprintf("down text %d", i)})
+	}
+	before := fake.Requests()
+	if _, err := p.backfillOnce(t.Context(), p.store); err == nil {
+		t.Fatal("backfill with the endpoint down: want an error")
+	}
+	// The client retries a 503 twice: three requests for one batch.
+	if n := fake.Requests() - before; n != 3 {
+		t.Errorf("backfill sent %d requests with the endpoint down, want 3 (one batch, retried)", n)
+	}
+}
+
+// TestRankingCapBoundary: exactly maxRanked matches are ranked in full.
+func TestRankingCapBoundary(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	pieces := make([]string, maxRanked)
+	for i := range pieces {
+		pieces[i] = fmt.Sprintf("boundary word %d. ", i)
+	}
+	if _, err := p.store.putDocument(t.Context(), document{SourceID: "mcp:mcp", SourceKind: SourceKindNote, SourceName: "t",
+		Namespace: "mcp", Key: "b", Title: "B", Pieces: pieces}); err != nil {
+		t.Fatal(err)
+	}
+	var got searchResult
+	if err := json.Unmarshal(callRaw(t, p, ToolSearch, map[string]any{"query": "boundary"}).StructuredContent, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.RankedNewest != 0 {
+		t.Errorf("exactly %d matches reported as capped", maxRanked)
+	}
+}
+
+func TestNormalizeIDs(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"email:Ana@Example.COM":        "email:ana@example.com",
+		"hashtag:Launch":               "hashtag:#launch",
+		"hashtag:#Launch":              "hashtag:#launch",
+		"handle:SkyWays":               "handle:@skyways",
+		"url:HTTPS://Example.COM/Path": "url:https://example.com/Path",
+		"url:https://Example.com?Q=1":  "url:https://example.com?Q=1",
+		"date:2026-11-30":              "date:2026-11-30",
+		"person:Ana":                   "person:Ana",
+	} {
+		if got := normalizeEntityID(in); got != want {
+			t.Errorf("normalizeEntityID(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"MCP:Work":   "mcp:Work",
+		"file:/a/b/": "file:/a/b",
+		"file:/":     "file:/",
+		"File:/x//":  "file:/x",
+		"mcp:team/":  "mcp:team/",
+	} {
+		if got := normalizeSourceID(in); got != want {
+			t.Errorf("normalizeSourceID(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -421,4 +421,7 @@ func TestConfigCheckReportsProviderFailures(t *testing.T) {
 	if !strings.Contains(out.String(), "[providers.memory]") {
 		t.Errorf("config check printed no effective config: %q", out.String())
 	}
+	if want := "\n# data directory in effect: " + filepath.Join(dir, "data", "openhuman-host") + "\n"; !strings.HasSuffix(out.String(), want) {
+		t.Errorf("config check does not end with %q: %q", want, out.String())
+	}
 }

@@ -170,6 +170,12 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 			if _, err := fmt.Fprint(cmd.OutOrStdout(), text); err != nil {
 				return err
 			}
+			if dir, err := cfg.DataDir(); err == nil {
+				// data_dir may be empty in the file; say where data really goes.
+				if _, err := fmt.Fprintf(cmd.OutOrStdout(), "\n# data directory in effect: %s\n", dir); err != nil {
+					return err
+				}
+			}
 			return withHost(g, func(_ context.Context, h *host.Host) error {
 				for _, f := range h.Failed {
 					fmt.Fprintf(cmd.ErrOrStderr(), "provider %s does not load: %v\n", f.Name, f.Err)

@@ -122,7 +122,12 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		dispatchers[p.Name] = p
 	}
 	cat := catalog.Build(o.Logger.Named("catalog"), sources)
+	notLoaded := make(map[string]string, len(h.Failed))
+	for _, f := range h.Failed {
+		notLoaded[f.Name] = f.Err.Error()
+	}
 	srv, err := server.New(cat, dispatchers, &server.Options{
+		NotLoaded:   notLoaded,
 		Version:     o.Version,
 		Logger:      o.Logger,
 		Policy:      pol,

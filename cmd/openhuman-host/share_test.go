@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	gormlogger "gorm.io/gorm/logger"
 
 	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/host/server"
 )
 
 // TestServerAndCLIShareMemory runs a server and command-line processes on
@@ -155,5 +157,20 @@ func TestLargeArgumentsReachProvider(t *testing.T) {
 	res := call(t, h, "memory.search", `{"query":"start"}`)
 	if res.IsError || !strings.Contains(string(res.StructuredContent), "mcp-store-escaped") {
 		t.Errorf("search after a large store: %s", text(res))
+	}
+}
+
+// TestUnknownToolNamesProvidersThatDidNotLoad: a tool whose provider failed
+// to load is unknown to the server, and the error says which provider did
+// not load and why, instead of a bare "unknown tool".
+func TestUnknownToolNamesProvidersThatDidNotLoad(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, "[providers.memory]\nbogus = 1\n")
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	_, err := h.Server.Call(context.Background(), server.Call{Tool: "memory.search", Arguments: json.RawMessage(`{"query":"x"}`)})
+	want := `unknown tool "memory.search"; it may belong to a provider that did not load: memory (configure: memory provider: unknown key "bogus" in [providers.memory] (accepted keys: embeddings); remove it); fix the config and restart the server`
+	if !errors.Is(err, server.ErrUnknownTool) || err.Error() != want {
+		t.Errorf("error = %v\nwant %s", err, want)
 	}
 }

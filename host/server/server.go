@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,6 +70,9 @@ type Options struct {
 	// ToolTimeout is the deadline of a call to a tool that sets none.
 	// Default [DefaultToolTimeout].
 	ToolTimeout time.Duration
+	// NotLoaded maps the providers that failed to load to the reason; an
+	// unknown tool's error names them, since the tool may be theirs.
+	NotLoaded map[string]string
 }
 
 // Server is the host's MCP server.
@@ -84,6 +88,30 @@ type Server struct {
 // ErrUnknownTool is returned by [Server.Call] for a tool that is not in the
 // catalog; MCP clients get JSON-RPC -32602 for it.
 var ErrUnknownTool = errors.New("unknown tool")
+
+// unknownTool is the error for a tool not in the catalog. When providers
+// failed to load it names them with their reasons (each cut to 300 bytes),
+// so a client sees why a tool it expects is missing.
+func (s *Server) unknownTool(name string) error {
+	if len(s.opts.NotLoaded) == 0 {
+		return fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	names := make([]string, 0, len(s.opts.NotLoaded))
+	for n := range s.opts.NotLoaded {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		reason := s.opts.NotLoaded[n]
+		if len(reason) > 300 {
+			reason = strings.ToValidUTF8(reason[:300], "") + "…"
+		}
+		parts[i] = n + " (" + reason + ")"
+	}
+	return fmt.Errorf("%w %q; it may belong to a provider that did not load: %s; fix the config and restart the server",
+		ErrUnknownTool, name, strings.Join(parts, "; "))
+}
 
 // New builds a server that serves cat, dispatching each tool to
 // providers[tool.Provider]. Tools and resources whose provider is missing
@@ -218,7 +246,7 @@ type Call struct {
 func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) {
 	t, ok := s.catalog.Tool(c.Tool)
 	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTool, c.Tool)
+		return nil, s.unknownTool(c.Tool)
 	}
 	d, ok := s.providers[t.Provider]
 	if !ok {

@@ -48,45 +48,37 @@ func indexEntities(tx *gorm.DB, extractors []Extractor, chunks []chunkRow) error
 	}
 	for start := 0; start < len(order); start += entityBatch {
 		ids := order[start:min(start+entityBatch, len(order))]
-		var (
-			sql  strings.Builder
-			vars = make([]any, 0, 5*len(ids))
-		)
-		sql.WriteString(`INSERT INTO entities (id, kind, surface, first_seen_ms, last_seen_ms) VALUES `)
-		for i, id := range ids {
-			if i > 0 {
-				sql.WriteString(", ")
-			}
-			sql.WriteString("(?, ?, ?, ?, ?)")
+		vars := make([]any, 0, 5*len(ids))
+		for _, id := range ids {
 			s := byID[id]
 			vars = append(vars, id, s.e.Kind, s.e.Surface, s.firstMS, s.lastMS)
 		}
-		sql.WriteString(` ON CONFLICT (id) DO UPDATE SET
+		err := tx.Exec(`INSERT INTO entities (id, kind, surface, first_seen_ms, last_seen_ms) VALUES `+valueTuples(len(ids), 5)+`
+			ON CONFLICT (id) DO UPDATE SET
 			last_seen_ms = max(entities.last_seen_ms, excluded.last_seen_ms),
-			first_seen_ms = min(entities.first_seen_ms, excluded.first_seen_ms)`)
-		if err := tx.Exec(sql.String(), vars...).Error; err != nil {
+			first_seen_ms = min(entities.first_seen_ms, excluded.first_seen_ms)`, vars...).Error
+		if err != nil {
 			return fmt.Errorf("upsert entities: %w", err)
 		}
 	}
 	for start := 0; start < len(links); start += entityBatch {
 		batch := links[start:min(start+entityBatch, len(links))]
-		var (
-			sql  strings.Builder
-			vars = make([]any, 0, 3*len(batch))
-		)
-		sql.WriteString(`INSERT INTO chunk_entities (chunk_pk, entity_id, count) VALUES `)
-		for i, l := range batch {
-			if i > 0 {
-				sql.WriteString(", ")
-			}
-			sql.WriteString("(?, ?, ?)")
+		vars := make([]any, 0, 3*len(batch))
+		for _, l := range batch {
 			vars = append(vars, l.pk, l.id, l.count)
 		}
-		if err := tx.Exec(sql.String(), vars...).Error; err != nil {
+		if err := tx.Exec(`INSERT INTO chunk_entities (chunk_pk, entity_id, count) VALUES `+valueTuples(len(batch), 3), vars...).Error; err != nil {
 			return fmt.Errorf("link entities: %w", err)
 		}
 	}
 	return nil
+}
+
+// valueTuples returns the VALUES list of a multi-row INSERT: rows
+// parenthesised groups of cols placeholders, comma-separated.
+func valueTuples(rows, cols int) string {
+	tuple := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	return strings.Repeat(tuple+", ", rows-1) + tuple
 }
 
 // dropUnusedEntities deletes entities that no chunk mentions any more, as

@@ -48,14 +48,8 @@ var noteTool = tool{
 			"replaced":    map[string]any{"type": "boolean", "description": "True when the chunk had a note that this one replaced."},
 			"chunk_count": map[string]any{"type": "integer", "minimum": 1},
 		})),
-		Annotations: sdk.Annotations{
-			Title:           "Annotate a memory chunk",
-			ReadOnlyHint:    sdk.Bool(false),
-			DestructiveHint: sdk.Bool(true),
-			IdempotentHint:  sdk.Bool(true),
-			OpenWorldHint:   sdk.Bool(false),
-		},
-		Class: sdk.ClassAct,
+		Annotations: actAnnotations("Annotate a memory chunk"),
+		Class:       sdk.ClassAct,
 	},
 	run: runNote,
 }

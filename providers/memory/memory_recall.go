@@ -98,12 +98,8 @@ var recallTool = tool{
 				"description": "Hybrid mode: chunks that have no embedding yet and are ranked by keywords only.",
 			},
 		})),
-		Annotations: sdk.Annotations{
-			Title:         "Recall from memory",
-			ReadOnlyHint:  sdk.Bool(true),
-			OpenWorldHint: sdk.Bool(false),
-		},
-		Class: sdk.ClassRead,
+		Annotations: readAnnotations("Recall from memory"),
+		Class:       sdk.ClassRead,
 	},
 	run: runRecall,
 }

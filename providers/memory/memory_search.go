@@ -111,12 +111,8 @@ var searchTool = tool{
 				"description": "Present when more chunks matched than a search ranks: the hits are the best of this many most recent matches.",
 			},
 		})),
-		Annotations: sdk.Annotations{
-			Title:         "Search memory",
-			ReadOnlyHint:  sdk.Bool(true),
-			OpenWorldHint: sdk.Bool(false),
-		},
-		Class: sdk.ClassRead,
+		Annotations: readAnnotations("Search memory"),
+		Class:       sdk.ClassRead,
 	},
 	run: runSearch,
 }

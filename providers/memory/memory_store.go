@@ -169,14 +169,8 @@ var storeTool = tool{
 			"chunk_ids":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The document's chunks in order, for tree.read_chunk, memory.note and tree.tag."},
 			"tags":        map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The document's tags after this call."},
 		})),
-		Annotations: sdk.Annotations{
-			Title:           "Store in memory",
-			ReadOnlyHint:    sdk.Bool(false),
-			DestructiveHint: sdk.Bool(true),
-			IdempotentHint:  sdk.Bool(true),
-			OpenWorldHint:   sdk.Bool(false),
-		},
-		Class: sdk.ClassAct,
+		Annotations: actAnnotations("Store in memory"),
+		Class:       sdk.ClassAct,
 	},
 	run: runStore,
 }

@@ -441,19 +441,11 @@ func (s *store) setChunkTags(ctx context.Context, id string, tags []string) erro
 		if len(tags) == 0 {
 			return nil
 		}
-		var (
-			sql  strings.Builder
-			vars = make([]any, 0, 3*len(tags))
-		)
-		sql.WriteString(`INSERT INTO chunk_tags (chunk_id, tag, position) VALUES `)
+		vars := make([]any, 0, 3*len(tags))
 		for i, t := range tags {
-			if i > 0 {
-				sql.WriteString(", ")
-			}
-			sql.WriteString("(?, ?, ?)")
 			vars = append(vars, id, t, i)
 		}
-		if err := tx.Exec(sql.String(), vars...).Error; err != nil {
+		if err := tx.Exec(`INSERT INTO chunk_tags (chunk_id, tag, position) VALUES `+valueTuples(len(tags), 3), vars...).Error; err != nil {
 			return fmt.Errorf("insert tags: %w", err)
 		}
 		return nil

@@ -132,3 +132,22 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return b
 }
+
+// readAnnotations are the annotations of a memory tool that only reads:
+// read-only, closed world.
+func readAnnotations(title string) sdk.Annotations {
+	return sdk.Annotations{Title: title, ReadOnlyHint: sdk.Bool(true), OpenWorldHint: sdk.Bool(false)}
+}
+
+// actAnnotations are the annotations of a memory tool that writes: it
+// replaces what it writes (destructive), writing the same again changes
+// nothing more (idempotent), closed world.
+func actAnnotations(title string) sdk.Annotations {
+	return sdk.Annotations{
+		Title:           title,
+		ReadOnlyHint:    sdk.Bool(false),
+		DestructiveHint: sdk.Bool(true),
+		IdempotentHint:  sdk.Bool(true),
+		OpenWorldHint:   sdk.Bool(false),
+	}
+}

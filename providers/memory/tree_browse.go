@@ -90,12 +90,8 @@ var browseTool = tool{
 			"total":  map[string]any{"type": "integer", "minimum": 0, "description": "Chunks that pass the filters, before paging."},
 			"offset": map[string]any{"type": "integer", "minimum": 0},
 		})),
-		Annotations: sdk.Annotations{
-			Title:         "Browse memory",
-			ReadOnlyHint:  sdk.Bool(true),
-			OpenWorldHint: sdk.Bool(false),
-		},
-		Class: sdk.ClassRead,
+		Annotations: readAnnotations("Browse memory"),
+		Class:       sdk.ClassRead,
 	},
 	run: runBrowse,
 }

@@ -55,12 +55,8 @@ var topEntitiesTool = tool{
 				}),
 			},
 		})),
-		Annotations: sdk.Annotations{
-			Title:         "Top entities in memory",
-			ReadOnlyHint:  sdk.Bool(true),
-			OpenWorldHint: sdk.Bool(false),
-		},
-		Class: sdk.ClassRead,
+		Annotations: readAnnotations("Top entities in memory"),
+		Class:       sdk.ClassRead,
 	},
 	run: runTopEntities,
 }

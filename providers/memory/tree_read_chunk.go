@@ -89,12 +89,8 @@ var readChunkTool = tool{
 				},
 			},
 		})),
-		Annotations: sdk.Annotations{
-			Title:         "Read a memory chunk",
-			ReadOnlyHint:  sdk.Bool(true),
-			OpenWorldHint: sdk.Bool(false),
-		},
-		Class: sdk.ClassRead,
+		Annotations: readAnnotations("Read a memory chunk"),
+		Class:       sdk.ClassRead,
 	},
 	run: runReadChunk,
 }

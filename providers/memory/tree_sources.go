@@ -49,12 +49,8 @@ var listSourcesTool = tool{
 				}),
 			},
 		})),
-		Annotations: sdk.Annotations{
-			Title:         "List memory sources",
-			ReadOnlyHint:  sdk.Bool(true),
-			OpenWorldHint: sdk.Bool(false),
-		},
-		Class: sdk.ClassRead,
+		Annotations: readAnnotations("List memory sources"),
+		Class:       sdk.ClassRead,
 	},
 	run: runListSources,
 }

@@ -77,14 +77,8 @@ var tagTool = tool{
 			"chunk_id": map[string]any{"type": "string"},
 			"tags":     map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The tag set now stored."},
 		})),
-		Annotations: sdk.Annotations{
-			Title:           "Tag a memory chunk",
-			ReadOnlyHint:    sdk.Bool(false),
-			DestructiveHint: sdk.Bool(true),
-			IdempotentHint:  sdk.Bool(true),
-			OpenWorldHint:   sdk.Bool(false),
-		},
-		Class: sdk.ClassAct,
+		Annotations: actAnnotations("Tag a memory chunk"),
+		Class:       sdk.ClassAct,
 	},
 	run: runTag,
 }

@@ -57,25 +57,25 @@ var noteTool = tool{
 func runNote(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
 	var args noteArgs
 	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolNote, aerr), nil
+		return nil, aerr
 	}
 	id, aerr := requiredString("chunk_id", args.ChunkID, maxChunkIDRunes)
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolNote, aerr), nil
+		return nil, aerr
 	}
 	if args.NoteText == nil {
-		return sdk.ErrorResult(`%s: argument "note_text" is required`, ToolNote), nil
+		return nil, argErrorf(`argument "note_text" is required`)
 	}
 	text := *args.NoteText
 	if strings.TrimSpace(text) == "" {
-		return sdk.ErrorResult(`%s: argument "note_text" must not be blank`, ToolNote), nil
+		return nil, argErrorf(`argument "note_text" must not be blank`)
 	}
 	if len(text) > maxNoteBytes {
-		return sdk.ErrorResult(`%s: argument "note_text" must be at most %d bytes, got %d`, ToolNote, maxNoteBytes, len(text)), nil
+		return nil, argErrorf(`argument "note_text" must be at most %d bytes, got %d`, maxNoteBytes, len(text))
 	}
 	res, err := st.putNote(ctx, id, text)
 	if errors.Is(err, errNoChunk) {
-		return sdk.ErrorResult("%s: no chunk has id %s; get chunk ids from memory.search, memory.recall or tree.browse", ToolNote, quoteShort(id)), nil
+		return nil, argErrorf("no chunk has id %s; get chunk ids from memory.search, memory.recall or tree.browse", quoteShort(id))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store note: %w", err)

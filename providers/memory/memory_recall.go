@@ -107,15 +107,15 @@ var recallTool = tool{
 func runRecall(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
 	var args recallArgs
 	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolRecall, aerr), nil
+		return nil, aerr
 	}
 	query, aerr := requiredString("query", args.Query, maxQueryRunes)
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolRecall, aerr), nil
+		return nil, aerr
 	}
 	k, aerr := intInRange("k", args.K, minK, maxK, defaultK)
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolRecall, aerr), nil
+		return nil, aerr
 	}
 	res, err := p.recall(ctx, st, query, k)
 	if err != nil {

@@ -27,15 +27,15 @@ type searchResult struct {
 func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
 	var args searchArgs
 	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolSearch, aerr), nil
+		return nil, aerr
 	}
 	query, aerr := requiredString("query", args.Query, maxQueryRunes)
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolSearch, aerr), nil
+		return nil, aerr
 	}
 	k, aerr := intInRange("k", args.K, minK, maxK, defaultK)
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolSearch, aerr), nil
+		return nil, aerr
 	}
 	words := queryWords(query)
 	if len(words) == 0 {

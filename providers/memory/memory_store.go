@@ -77,15 +77,15 @@ func (a *storeArgs) validate() (document, *argError) {
 func runStore(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
 	var args storeArgs
 	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolStore, aerr), nil
+		return nil, aerr
 	}
 	doc, aerr := args.validate()
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolStore, aerr), nil
+		return nil, aerr
 	}
 	res, err := st.putDocument(ctx, doc)
 	if errors.Is(err, errKeyCollision) {
-		return sdk.ErrorResult("%s: another document already uses the key for this title; choose a different title", ToolStore), nil
+		return nil, argErrorf("another document already uses the key for this title; choose a different title")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store document: %w", err)

@@ -269,6 +269,12 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 		return nil, errors.New("memory provider is not configured")
 	}
 	res, err := t.run(ctx, p, st, req.Arguments)
+	var aerr *argError
+	if errors.As(err, &aerr) {
+		// Bad input is the model's to fix: an isError result naming the
+		// tool, not a failure of the call.
+		return sdk.ErrorResult("%s: %s", req.Name, aerr), nil
+	}
 	if err != nil {
 		p.logger.Error("tool failed", "tool", req.Name, "error", err)
 		return nil, fmt.Errorf("%s: %w", req.Name, err)

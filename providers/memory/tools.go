@@ -79,8 +79,10 @@ const namespacePattern = `^[A-Za-z0-9_.-]{1,64}$`
 
 var namespaceRE = regexp.MustCompile(namespacePattern)
 
-// handler runs one tool against an open store. Argument problems come back
-// as isError results; a returned error is an internal failure.
+// handler runs one tool against an open store. Argument problems and
+// references to things that do not exist are returned as *argError, which
+// CallTool turns into an isError result naming the tool; any other error is
+// an internal failure.
 type handler func(ctx context.Context, p *Provider, st *store, args json.RawMessage) (*sdk.CallToolResult, error)
 
 // tool pairs a catalog entry with its handler.

@@ -99,11 +99,11 @@ var browseTool = tool{
 func runBrowse(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
 	var args browseArgs
 	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolBrowse, aerr), nil
+		return nil, aerr
 	}
 	f, k, offset, aerr := args.validate()
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolBrowse, aerr), nil
+		return nil, aerr
 	}
 	if args.Query != nil && f.Match == "" {
 		return sdk.StructuredResult(

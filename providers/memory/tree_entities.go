@@ -64,19 +64,19 @@ var topEntitiesTool = tool{
 func runTopEntities(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
 	var args topEntitiesArgs
 	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolTopEntities, aerr), nil
+		return nil, aerr
 	}
 	kind, aerr := optionalString("kind", args.Kind, 32)
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolTopEntities, aerr), nil
+		return nil, aerr
 	}
 	if kind != "" && !entityKindRE.MatchString(kind) {
-		return sdk.ErrorResult("%s: argument \"kind\" must be a kind such as email, url, handle, hashtag or date (lower-case letters, digits and _), got %s",
-			ToolTopEntities, quoteShort(kind)), nil
+		return nil, argErrorf("argument \"kind\" must be a kind such as email, url, handle, hashtag or date (lower-case letters, digits and _), got %s",
+			quoteShort(kind))
 	}
 	k, aerr := intInRange("k", args.K, minK, maxK, defaultK)
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolTopEntities, aerr), nil
+		return nil, aerr
 	}
 	rows, err := st.topEntities(ctx, kind, k)
 	if err != nil {

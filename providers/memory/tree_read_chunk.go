@@ -23,11 +23,11 @@ type readChunkResult struct {
 func runReadChunk(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
 	var args readChunkArgs
 	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolReadChunk, aerr), nil
+		return nil, aerr
 	}
 	id, aerr := requiredString("chunk_id", args.ChunkID, maxChunkIDRunes)
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolReadChunk, aerr), nil
+		return nil, aerr
 	}
 	c, err := st.chunk(ctx, id)
 	if err != nil {

@@ -58,15 +58,15 @@ var listSourcesTool = tool{
 func runListSources(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
 	var args listSourcesArgs
 	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolListSources, aerr), nil
+		return nil, aerr
 	}
 	hint, aerr := optionalString("user_email_hint", args.UserEmailHint, maxEmailRunes)
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolListSources, aerr), nil
+		return nil, aerr
 	}
 	if hint != "" && !looksLikeEmail(hint) {
-		return sdk.ErrorResult("%s: argument \"user_email_hint\" must be an email address such as ana@example.com, got %s",
-			ToolListSources, quoteShort(hint)), nil
+		return nil, argErrorf("argument \"user_email_hint\" must be an email address such as ana@example.com, got %s",
+			quoteShort(hint))
 	}
 	sources, err := st.listSources(ctx)
 	if err != nil {

@@ -86,22 +86,22 @@ var tagTool = tool{
 func runTag(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
 	var args tagArgs
 	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolTag, aerr), nil
+		return nil, aerr
 	}
 	id, aerr := requiredString("chunk_id", args.ChunkID, maxChunkIDRunes)
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolTag, aerr), nil
+		return nil, aerr
 	}
 	if args.Tags == nil {
-		return sdk.ErrorResult(`%s: argument "tags" is required`, ToolTag), nil
+		return nil, argErrorf(`argument "tags" is required`)
 	}
 	tags, aerr := validateTags("tags", args.Tags, 1)
 	if aerr != nil {
-		return sdk.ErrorResult("%s: %s", ToolTag, aerr), nil
+		return nil, aerr
 	}
 	err := st.setChunkTags(ctx, id, tags)
 	if errors.Is(err, errNoChunk) {
-		return sdk.ErrorResult("%s: no chunk has id %s; get chunk ids from memory.search, memory.recall or tree.browse", ToolTag, quoteShort(id)), nil
+		return nil, argErrorf("no chunk has id %s; get chunk ids from memory.search, memory.recall or tree.browse", quoteShort(id))
 	}
 	if err != nil {
 		return nil, err

@@ -28,12 +28,6 @@ const (
 	recallCandidates = 100
 )
 
-// recallArgs are memory.recall's arguments.
-type recallArgs struct {
-	Query *string  `json:"query"`
-	K     *float64 `json:"k"`
-}
-
 // recallResult is memory.recall's structured content.
 type recallResult struct {
 	Mode   string      `json:"mode"`
@@ -105,17 +99,9 @@ var recallTool = tool{
 }
 
 func runRecall(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	var args recallArgs
-	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return nil, aerr
-	}
-	query, aerr := requiredString("query", args.Query, maxQueryRunes)
-	if aerr != nil {
-		return nil, aerr
-	}
-	k, aerr := intInRange("k", args.K, minK, maxK, defaultK)
-	if aerr != nil {
-		return nil, aerr
+	query, k, err := parseQueryArgs(raw)
+	if err != nil {
+		return nil, err
 	}
 	res, err := p.recall(ctx, st, query, k)
 	if err != nil {

@@ -9,11 +9,29 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// searchArgs are memory.search's arguments. K is a float so that 10.0, an
-// integer in JSON Schema, decodes; intInRange refuses fractions.
-type searchArgs struct {
+// queryArgs are the arguments of memory.search and memory.recall. K is a
+// float so that 10.0, an integer in JSON Schema, decodes; intInRange
+// refuses fractions.
+type queryArgs struct {
 	Query *string  `json:"query"`
 	K     *float64 `json:"k"`
+}
+
+// parseQueryArgs decodes and checks a query and k.
+func parseQueryArgs(raw json.RawMessage) (string, int, error) {
+	var args queryArgs
+	if aerr := decodeArgs(raw, &args); aerr != nil {
+		return "", 0, aerr
+	}
+	query, aerr := requiredString("query", args.Query, maxQueryRunes)
+	if aerr != nil {
+		return "", 0, aerr
+	}
+	k, aerr := intInRange("k", args.K, minK, maxK, defaultK)
+	if aerr != nil {
+		return "", 0, aerr
+	}
+	return query, k, nil
 }
 
 // searchResult is memory.search's structured content.
@@ -25,17 +43,9 @@ type searchResult struct {
 }
 
 func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	var args searchArgs
-	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return nil, aerr
-	}
-	query, aerr := requiredString("query", args.Query, maxQueryRunes)
-	if aerr != nil {
-		return nil, aerr
-	}
-	k, aerr := intInRange("k", args.K, minK, maxK, defaultK)
-	if aerr != nil {
-		return nil, aerr
+	query, k, err := parseQueryArgs(raw)
+	if err != nil {
+		return nil, err
 	}
 	words := queryWords(query)
 	if len(words) == 0 {

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openhuman/openhuman-host/host/audit"
+)
+
+// maxAuditLimit bounds "audit list --limit".
+const maxAuditLimit = 10_000
+
+func newAuditCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Read the audit log: every tool call, who made it, and what the policy decided",
+		Args:  unknownSubcommand,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	var (
+		since, tool, client string
+		failed, asJSON      bool
+		limit               int
+	)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List audit records, newest first",
+		Long: "list prints one line per tool call, newest first: time (UTC), source, tool, decision,\n" +
+			"outcome, duration and error. Arguments are stored summarised (bodies as lengths), never raw;\n" +
+			"--json prints whole records, one JSON object per line.",
+		Example: "  openhuman-host audit list --since 24h --failed\n" +
+			"  openhuman-host audit list --tool memory.store --client mcp:claude-desktop --json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 || limit > maxAuditLimit {
+				return fmt.Errorf("--limit must be from 1 to %d, got %d", maxAuditLimit, limit)
+			}
+			from, err := parseSince(since, time.Now())
+			if err != nil {
+				return err
+			}
+			return withAudit(g, func(ctx context.Context, log *audit.Log) error {
+				rows, err := log.List(ctx, audit.Query{Since: from, Tool: tool, Client: client, FailedOnly: failed, Limit: limit})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeRecordsJSON(cmd.OutOrStdout(), rows)
+				}
+				return writeRecords(cmd.OutOrStdout(), rows)
+			})
+		},
+	}
+	list.Flags().StringVar(&since, "since", "", "only records at or after: a duration ago (90m, 24h, 7d) or a time (2026-11-30, 2026-11-30T08:00:00Z)")
+	list.Flags().StringVar(&tool, "tool", "", "only this tool, such as memory.store")
+	list.Flags().StringVar(&client, "client", "", "only this source type or client name, such as mcp:claude-desktop or cli")
+	list.Flags().BoolVar(&failed, "failed", false, "only calls that failed or were denied")
+	list.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("at most this many records, 1 to %d", maxAuditLimit))
+	list.Flags().BoolVar(&asJSON, "json", false, "print whole records as JSON, one per line")
+
+	var statsSince string
+	stats := &cobra.Command{
+		Use:   "stats",
+		Short: "Per tool: calls, failures, denials and durations",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			from, err := parseSince(statsSince, time.Now())
+			if err != nil {
+				return err
+			}
+			return withAudit(g, func(ctx context.Context, log *audit.Log) error {
+				rows, err := log.Stats(ctx, from)
+				if err != nil {
+					return err
+				}
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "TOOL\tCALLS\tFAILED\tDENIED\tP50\tMAX")
+				for _, s := range rows {
+					fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%s\n", s.Tool, s.Calls, s.Failures, s.Denied,
+						time.Duration(s.P50Us)*time.Microsecond, time.Duration(s.MaxUs)*time.Microsecond)
+				}
+				return w.Flush()
+			})
+		},
+	}
+	stats.Flags().StringVar(&statsSince, "since", "", "only records at or after: a duration ago (24h, 7d) or a time")
+	cmd.AddCommand(list, stats)
+	return cmd
+}
+
+// withAudit opens the audit log of the effective config's data directory,
+// runs fn and closes it.
+func withAudit(g *globalFlags, fn func(context.Context, *audit.Log) error) error {
+	cfg, _, err := loadConfig(g)
+	if err != nil {
+		return err
+	}
+	dataDir, err := cfg.DataDir()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	log, err := audit.Open(ctx, filepath.Join(dataDir, "audit.db"), &audit.Options{RetainDays: cfg.Audit.RetainDays})
+	if err != nil {
+		return err
+	}
+	defer log.Close(ctx)
+	return fn(ctx, log)
+}
+
+// parseSince reads --since: "" (no bound), a duration before now such as
+// 90m, 24h or 7d (days are 24 h), an RFC 3339 time, or a date (midnight
+// UTC). Negative durations and times in the future are refused.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("--since %q: give how long ago as a positive duration, such as 24h", s)
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			if t.After(now) {
+				return time.Time{}, fmt.Errorf("--since %q is in the future", s)
+			}
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--since %q: give a duration ago (90m, 24h, 7d) or a time (2026-11-30 or 2026-11-30T08:00:00Z)", s)
+}
+
+// writeRecords prints records as aligned columns.
+func writeRecords(out io.Writer, rows []audit.Record) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TIME (UTC)\tSOURCE\tTOOL\tDECISION\tOUTCOME\tDURATION\tERROR")
+	for _, r := range rows {
+		outcome := "ok"
+		if !r.Success {
+			outcome = "failed"
+		}
+		errText := strings.Join(strings.Fields(r.Error), " ")
+		if len(errText) > 120 {
+			errText = strings.ToValidUTF8(errText[:120], "") + "…"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", time.UnixMilli(r.TimeMs).UTC().Format("2006-01-02 15:04:05"),
+			r.SourceType, r.Tool, r.Decision, outcome, time.Duration(r.DurationUs)*time.Microsecond, errText)
+	}
+	return w.Flush()
+}
+
+// writeRecordsJSON prints records as JSON lines.
+func writeRecordsJSON(out io.Writer, rows []audit.Record) error {
+	enc := json.NewEncoder(out)
+	for _, r := range rows {
+		if err := enc.Encode(recordJSON(r)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordJSON is an audit record with snake_case keys and its summary as
+// JSON, not a string.
+func recordJSON(r audit.Record) map[string]any {
+	return map[string]any{
+		"id":             r.ID,
+		"time":           time.UnixMilli(r.TimeMs).UTC().Format(time.RFC3339Nano),
+		"time_ms":        r.TimeMs,
+		"session_hash":   r.SessionHash,
+		"source_type":    r.SourceType,
+		"client_name":    r.ClientName,
+		"client_version": r.ClientVersion,
+		"tool":           r.Tool,
+		"provider":       r.Provider,
+		"class":          r.Class,
+		"decision":       r.Decision,
+		"success":        r.Success,
+		"error":          r.Error,
+		"duration_us":    r.DurationUs,
+		"args_summary":   json.RawMessage(orEmptyObject(r.ArgsSummary)),
+		"result_ref":     r.ResultRef,
+	}
+}
+
+// orEmptyObject returns s, or "{}" when s is not JSON.
+func orEmptyObject(s string) string {
+	if json.Valid([]byte(s)) {
+		return s
+	}
+	return "{}"
+}

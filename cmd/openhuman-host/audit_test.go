@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseSince(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		in      string
+		want    time.Time
+		wantErr string
+	}{
+		"empty":         {in: "", want: time.Time{}},
+		"minutes":       {in: "90m", want: now.Add(-90 * time.Minute)},
+		"hours":         {in: "24h", want: now.Add(-24 * time.Hour)},
+		"days":          {in: "7d", want: now.Add(-7 * 24 * time.Hour)},
+		"date":          {in: "2026-11-29", want: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)},
+		"RFC 3339":      {in: "2026-11-30T08:00:00Z", want: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)},
+		"negative":      {in: "-1h", wantErr: `--since "-1h": give how long ago as a positive duration, such as 24h`},
+		"future":        {in: "2027-01-01", wantErr: `--since "2027-01-01" is in the future`},
+		"not a time":    {in: "yesterday", wantErr: `--since "yesterday": give a duration ago (90m, 24h, 7d) or a time (2026-11-30 or 2026-11-30T08:00:00Z)`},
+		"negative days": {in: "-2d", wantErr: `--since "-2d": give a duration ago (90m, 24h, 7d) or a time (2026-11-30 or 2026-11-30T08:00:00Z)`},
+	}
+	for name, tc := range tests {
+		got, err := parseSince(tc.in, now)
+		switch {
+		case tc.wantErr != "":
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("%s: parseSince(%q) error = %v, want %s", name, tc.in, err, tc.wantErr)
+			}
+		case err != nil || !got.Equal(tc.want):
+			t.Errorf("%s: parseSince(%q) = %v, %v; want %v", name, tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestCLIAuditListAndStats(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		cmd := newRootCmd()
+		cmd.SetArgs(args)
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	if _, err := run("tools", "call", "memory.store", `{"title":"Audit trail","content":"private body text"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run("tools", "call", "memory.search", `{"query":"x","k":99}`); err == nil {
+		t.Fatal("k 99 accepted")
+	}
+	out, err := run("audit", "list", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("audit list --json: %d lines:\n%s", len(lines), out)
+	}
+	var newest, oldest map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &newest); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &oldest); err != nil {
+		t.Fatal(err)
+	}
+	if newest["tool"] != "memory.search" || newest["decision"] != "denied:invalid_arguments" || newest["success"] != false || newest["source_type"] != "cli" {
+		t.Errorf("newest record = %v", newest)
+	}
+	if oldest["tool"] != "memory.store" || oldest["decision"] != "allowed" || oldest["success"] != true {
+		t.Errorf("oldest record = %v", oldest)
+	}
+	if strings.Contains(out, "private body text") {
+		t.Error("the audit log holds a raw body")
+	}
+	if sum, _ := json.Marshal(oldest["args_summary"]); string(sum) != `{"content":{"len":17},"title":"Audit trail"}` {
+		t.Errorf("args_summary = %s", sum)
+	}
+	for args, want := range map[string]int{"--failed": 1, "--tool memory.store": 1, "--client cli": 2, "--client mcp:other": 0, "--since 1h": 2, "--limit 1": 1} {
+		out, err := run(append([]string{"audit", "list"}, strings.Fields(args)...)...)
+		if err != nil {
+			t.Fatalf("audit list %s: %v", args, err)
+		}
+		if got := len(strings.Split(strings.TrimSpace(out), "\n")) - 1; got != want {
+			t.Errorf("audit list %s: %d records, want %d:\n%s", args, got, want, out)
+		}
+	}
+	if _, err := run("audit", "list", "--limit", "0"); err == nil || err.Error() != "--limit must be from 1 to 10000, got 0" {
+		t.Errorf("--limit 0: %v", err)
+	}
+	out, err = run("audit", "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string][]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(l)
+		fields[f[0]] = f[1:4]
+	}
+	if strings.Join(fields["memory.search"], " ") != "1 0 1" || strings.Join(fields["memory.store"], " ") != "1 0 0" {
+		t.Errorf("audit stats:\n%s", out)
+	}
+}

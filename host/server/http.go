@@ -61,10 +61,44 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 			}
 			return &auth.TokenInfo{UserID: "token"}, nil
 		}
-		h = auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+		h = bearerChallenge(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h))
 	}
 	return endpointOnly(originCheck(o.AllowedOrigins, h))
 }
+
+// bearerChallenge makes every 401 carry a WWW-Authenticate challenge
+// (RFC 6750 §3, as MCP 2025-11-25 basic/authorization asks): the go-sdk's
+// middleware adds one only when it has resource metadata or scopes to
+// name.
+func bearerChallenge(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&challengeWriter{ResponseWriter: w}, r)
+	})
+}
+
+// challengeWriter adds the challenge when a 401 is written. It forwards
+// Flush and Unwrap, so streamed (SSE) responses work through it.
+type challengeWriter struct {
+	http.ResponseWriter
+}
+
+// WriteHeader adds WWW-Authenticate: Bearer to a 401 that has none.
+func (c *challengeWriter) WriteHeader(code int) {
+	if code == http.StatusUnauthorized && c.Header().Get("WWW-Authenticate") == "" {
+		c.Header().Set("WWW-Authenticate", `Bearer realm="openhuman-host"`)
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+// Flush flushes the underlying writer when it can.
+func (c *challengeWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap returns the underlying writer for http.ResponseController.
+func (c *challengeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // endpointOnly serves MCP at "/" and nothing else.
 func endpointOnly(next http.Handler) http.Handler {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,6 +62,9 @@ func TestHTTPHandlerGuards(t *testing.T) {
 			if resp.StatusCode != tc.want {
 				t.Errorf("status = %d, want %d", resp.StatusCode, tc.want)
 			}
+			if got := resp.Header.Get("WWW-Authenticate"); (resp.StatusCode == http.StatusUnauthorized) != (got == `Bearer realm="openhuman-host"`) {
+				t.Errorf("status %d with WWW-Authenticate %q", resp.StatusCode, got)
+			}
 		})
 	}
 }
@@ -85,5 +89,56 @@ func TestCheckBind(t *testing.T) {
 		if (err != nil) != tc.wantErr || (err != nil && !errors.Is(err, ErrInsecureBind)) {
 			t.Errorf("%s: CheckBind = %v, wantErr %v", name, err, tc.wantErr)
 		}
+	}
+}
+
+// TestHTTPSessions: an oversize body is 413, an unknown session 404, and
+// DELETE ends a session, after which its id is unknown.
+func TestHTTPSessions(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestServer(t, policy.Supervised, true)
+	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: "s3cret", MaxBodyBytes: 4096}))
+	t.Cleanup(ts.Close)
+	do := func(method, session, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, ts.URL+"/", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer s3cret")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp
+	}
+	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 5000) + `"}}`
+	if resp := do(http.MethodPost, "", big); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversize body: status %d, want 413", resp.StatusCode)
+	}
+	const list = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if resp := do(http.MethodPost, "no-such-session", list); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown session: status %d, want 404", resp.StatusCode)
+	}
+	resp := do(http.MethodPost, "", initBody)
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize: status %d, session %q", resp.StatusCode, id)
+	}
+	if resp := do(http.MethodPost, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: status %d", resp.StatusCode)
+	}
+	if resp := do(http.MethodPost, id, list); resp.StatusCode != http.StatusOK {
+		t.Errorf("tools/list in the session: status %d", resp.StatusCode)
+	}
+	if resp := do(http.MethodDelete, id, ""); resp.StatusCode/100 != 2 {
+		t.Errorf("DELETE: status %d, want 2xx", resp.StatusCode)
+	}
+	if resp := do(http.MethodPost, id, list); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("after DELETE: status %d, want 404", resp.StatusCode)
 	}
 }

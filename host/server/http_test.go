@@ -1,12 +1,17 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host/policy"
 )
@@ -141,4 +146,79 @@ func TestHTTPSessions(t *testing.T) {
 	if resp := do(http.MethodPost, id, list); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("after DELETE: status %d, want 404", resp.StatusCode)
 	}
+}
+
+// TestHTTPProvenanceAndOneRowPerCall: over Streamable HTTP, ten sessions of
+// a client named "Claude Desktop" make 100 calls at once: exactly 100 audit
+// rows, each with source type mcp:claude-desktop, the client's name and
+// version, and its own session's hash (ten distinct hashes).
+func TestHTTPProvenanceAndOneRowPerCall(t *testing.T) {
+	t.Parallel()
+	s, a := newTestServer(t, policy.Supervised, true)
+	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: "s3cret"}))
+	t.Cleanup(ts.Close)
+	client := &http.Client{Transport: &bearer{token: "s3cret", next: http.DefaultTransport}}
+	ctx := context.Background()
+	const sessions, perSession = 10, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions*perSession+sessions)
+	for range sessions {
+		wg.Go(func() {
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "Claude Desktop", Version: "9.9"}, nil).
+				Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/", HTTPClient: client}, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cs.Close()
+			var calls sync.WaitGroup
+			for i := range perSession {
+				calls.Go(func() {
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake.store", Arguments: map[string]any{"title": fmt.Sprint(i)}})
+					if err != nil {
+						errs <- err
+					} else if res.IsError {
+						errs <- fmt.Errorf("call %d: isError", i)
+					}
+				})
+			}
+			calls.Wait()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	rows := a.all()
+	if len(rows) != sessions*perSession {
+		t.Fatalf("%d audit rows for %d calls", len(rows), sessions*perSession)
+	}
+	hashes := map[string]int{}
+	for _, r := range rows {
+		if r.SourceType != "mcp:claude-desktop" || r.ClientName != "Claude Desktop" || r.ClientVersion != "9.9" || !strings.HasPrefix(r.SessionHash, "sha256:") {
+			t.Fatalf("row = %+v", r)
+		}
+		hashes[r.SessionHash]++
+	}
+	if len(hashes) != sessions {
+		t.Errorf("%d distinct session hashes, want %d", len(hashes), sessions)
+	}
+	for h, n := range hashes {
+		if n != perSession {
+			t.Errorf("session %s has %d rows, want %d", h, n, perSession)
+		}
+	}
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }

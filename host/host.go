@@ -128,6 +128,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	}
 	srv, err := server.New(cat, dispatchers, &server.Options{
 		NotLoaded:   notLoaded,
+		ConfirmActs: cfg.Autonomy.ConfirmActs,
 		Version:     o.Version,
 		Logger:      o.Logger,
 		Policy:      pol,

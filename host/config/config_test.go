@@ -322,10 +322,6 @@ func TestParseErrors(t *testing.T) {
 			doc:  lines(`log_level = "debug"`),
 			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, providers, server, upstream"},
 		},
-		"confirmation not supported yet": {
-			doc:  lines("[autonomy]", `confirm_acts = "required"`),
-			want: []string{`config.toml:2: autonomy.confirm_acts: "required" is not supported by this version yet; set it to "off"`},
-		},
 		"durations that would overflow": {
 			doc: lines("[server]", "tool_timeout_secs = 18446744074", "provider_start_timeout_secs = 601", "session_idle_timeout_secs = 2592001"),
 			want: []string{

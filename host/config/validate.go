@@ -45,12 +45,6 @@ func (d *decoder) validate(c *Config) {
 		d.check(index("autonomy.denied_tools", i), checkToolName(t))
 	}
 	d.check("autonomy.confirm_acts", oneOf(a.ConfirmActs, ConfirmOff, ConfirmWhenSupported, ConfirmRequired))
-	if a.ConfirmActs != ConfirmOff && oneOf(a.ConfirmActs, ConfirmWhenSupported, ConfirmRequired) == "" {
-		// Confirmation through elicitation is not built yet; running acts
-		// unconfirmed while the config asks for confirmation would be
-		// worse than refusing the config.
-		d.check("autonomy.confirm_acts", fmt.Sprintf("%q is not supported by this version yet; set it to %q", a.ConfirmActs, ConfirmOff))
-	}
 
 	d.check("audit.retain_days", atLeast(int64(c.Audit.RetainDays), 0))
 	d.check("audit.queue_size", atLeast(int64(c.Audit.QueueSize), 1))

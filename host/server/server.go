@@ -73,7 +73,26 @@ type Options struct {
 	// NotLoaded maps the providers that failed to load to the reason; an
 	// unknown tool's error names them, since the tool may be theirs.
 	NotLoaded map[string]string
+	// ConfirmActs is [autonomy] confirm_acts: ConfirmOff (default, "")
+	// runs act tools unasked; ConfirmWhenSupported asks the user, through
+	// the client's elicitation (MCP 2025-11-25, client/elicitation),
+	// before each act tool in supervised mode when the client can ask;
+	// ConfirmRequired also refuses acts from callers that cannot ask.
+	// Command-line calls count as confirmed: a person typed them.
+	ConfirmActs string
 }
+
+// Values of [Options.ConfirmActs], as in [autonomy] confirm_acts.
+const (
+	ConfirmOff           = "off"
+	ConfirmWhenSupported = "when_supported"
+	ConfirmRequired      = "required"
+)
+
+// Confirmer asks the user whether a call may run, showing message; it
+// returns true only on an explicit yes. An error means the question could
+// not be asked or answered.
+type Confirmer func(ctx context.Context, message string) (bool, error)
 
 // Server is the host's MCP server.
 type Server struct {
@@ -235,6 +254,9 @@ type Call struct {
 	Caller sdk.Caller
 	// Events receives the tool's progress and log events; nil drops them.
 	Events sdk.EventSink
+	// Confirm asks the user to confirm an act tool; nil when the caller
+	// cannot be asked (see [Options.ConfirmActs]).
+	Confirm Confirmer
 }
 
 // Call runs the tools/call pipeline of DESIGN §4 for c: lookup, argument
@@ -301,6 +323,9 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 		rec.Decision = "denied:policy"
 		return sdk.ErrorResult("%s refused by the security policy: %v", t.Name, err)
 	}
+	if refusal := s.confirm(ctx, t, c, rec); refusal != nil {
+		return refusal
+	}
 	timeout := s.opts.ToolTimeout
 	if t.Timeout > 0 {
 		timeout = t.Timeout
@@ -328,6 +353,57 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 		msg = fmt.Sprintf("provider %s: %s", t.Provider, msg)
 	}
 	return sdk.ErrorResult("%s failed: %s", t.Name, msg)
+}
+
+// confirm applies [Options.ConfirmActs] to an act tool the policy allowed
+// in supervised mode: it asks the user through c.Confirm, and returns the
+// refusal to send (recording its reason in rec) or nil to go on.
+func (s *Server) confirm(ctx context.Context, t *catalog.Tool, c Call, rec *audit.Record) *sdk.CallToolResult {
+	mode := s.opts.ConfirmActs
+	if mode == "" || mode == ConfirmOff || t.Class != sdk.ClassAct || s.opts.Policy.Level() != policy.Supervised ||
+		c.Caller.SourceType == "cli" {
+		return nil
+	}
+	if c.Confirm == nil {
+		if mode != ConfirmRequired {
+			return nil
+		}
+		rec.Decision = "denied:confirmation_unavailable"
+		return sdk.ErrorResult("%s refused: [autonomy] confirm_acts = %q needs a client that can ask you to confirm act tools (MCP elicitation during a call, "+
+			"protocol versions up to %s), and this one cannot; use such a client, or set confirm_acts = %q (ask when the client can) or %q",
+			t.Name, ConfirmRequired, lastInRequestElicitation, ConfirmWhenSupported, ConfirmOff)
+	}
+	msg := fmt.Sprintf("Allow %s to run %s?\n%s\nArguments: %s", nonEmpty(c.Caller.ClientName, c.Caller.SourceType), t.Name,
+		firstLine(t.Description), rec.ArgsSummary)
+	ok, err := c.Confirm(ctx, msg)
+	switch {
+	case err != nil:
+		rec.Decision = "denied:not_confirmed"
+		return sdk.ErrorResult("%s was not run: asking you to confirm it failed (%v); [autonomy] confirm_acts = %q asks before act tools, %q stops asking",
+			t.Name, err, mode, ConfirmOff)
+	case !ok:
+		rec.Decision = "denied:not_confirmed"
+		return sdk.ErrorResult("%s was not run: you did not confirm it. [autonomy] confirm_acts = %q asks before every act tool; set it to %q to stop asking",
+			t.Name, mode, ConfirmOff)
+	}
+	return nil
+}
+
+// nonEmpty returns a, or b when a is empty.
+func nonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// firstLine is the first line of s, at most 200 bytes.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "…"
+	}
+	return s
 }
 
 func resultText(r *sdk.CallToolResult) string {
@@ -372,12 +448,16 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		if token != nil {
 			caller.ProgressToken, _ = json.Marshal(token)
 		}
-		res, err := s.Call(ctx, Call{
+		call := Call{
 			Tool:      name,
 			Arguments: req.Params.Arguments,
 			Caller:    caller,
 			Events:    &sessionEvents{session: req.Session, token: token},
-		})
+		}
+		if canConfirm(req.Session.InitializeParams()) {
+			call.Confirm = elicitConfirm(req.Session)
+		}
+		res, err := s.Call(ctx, call)
 		if errors.Is(err, ErrUnknownTool) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
@@ -453,4 +533,40 @@ func (e *sessionEvents) Log(ctx context.Context, m sdk.LogMessage) error {
 	}
 	//lint:ignore SA1019 logging stays supported for clients on protocol versions before 2026-07-28.
 	return e.session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: m.Data})
+}
+
+// lastInRequestElicitation is the newest protocol version that lets a
+// server send elicitation/create while it serves tools/call; later
+// versions ask for multi-round-trip results (SEP-2322) instead, which this
+// server does not produce yet, so their clients count as unable to confirm.
+const lastInRequestElicitation = "2025-11-25"
+
+// canConfirm reports whether a session's client can be asked to confirm a
+// call: it declared the elicitation capability and speaks a protocol
+// version that allows asking during a call.
+func canConfirm(init *mcp.InitializeParams) bool {
+	return init != nil && init.Capabilities != nil && init.Capabilities.Elicitation != nil &&
+		init.ProtocolVersion != "" && init.ProtocolVersion <= lastInRequestElicitation
+}
+
+// confirmSchema is the form of a confirmation: one yes/no field.
+var confirmSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"confirm": map[string]any{"type": "boolean", "title": "Run it", "description": "Yes runs the tool; no refuses it.", "default": false},
+	},
+	"required": []string{"confirm"},
+}
+
+// elicitConfirm asks through elicitation/create on session (form mode):
+// the call runs only when the user accepts with confirm = true.
+func elicitConfirm(session *mcp.ServerSession) Confirmer {
+	return func(ctx context.Context, message string) (bool, error) {
+		res, err := session.Elicit(ctx, &mcp.ElicitParams{Message: message, RequestedSchema: confirmSchema})
+		if err != nil {
+			return false, err
+		}
+		yes, _ := res.Content["confirm"].(bool)
+		return res.Action == "accept" && yes, nil
+	}
 }

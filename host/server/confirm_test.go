@@ -1,0 +1,170 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host/policy"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// TestConfirmActs covers confirm_acts × what the client does × tool class
+// and level, through a scripted MCP client.
+func TestConfirmActs(t *testing.T) {
+	t.Parallel()
+	type answer struct {
+		action  string
+		confirm any
+		err     bool
+	}
+	accept := &answer{action: "accept", confirm: true}
+	acceptNo := &answer{action: "accept", confirm: false}
+	decline := &answer{action: "decline"}
+	cancel := &answer{action: "cancel"}
+	failing := &answer{err: true}
+	tests := map[string]struct {
+		mode         string
+		version      string // the client's protocol version; default 2025-11-25
+		level        policy.Level
+		client       *answer // nil: the client cannot elicit
+		tool         string
+		wantAsked    bool
+		wantDecision string
+		wantText     string
+	}{
+		"off: not asked":                   {mode: ConfirmOff, client: accept, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
+		"when_supported: accepted":         {mode: ConfirmWhenSupported, client: accept, tool: "fake.store", wantAsked: true, wantDecision: "allowed", wantText: "stored"},
+		"when_supported: accepted with no": {mode: ConfirmWhenSupported, client: acceptNo, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "fake.store was not run: you did not confirm it"},
+		"when_supported: declined":         {mode: ConfirmWhenSupported, client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: `confirm_acts = "when_supported" asks before every act tool; set it to "off" to stop asking`},
+		"when_supported: cancelled":        {mode: ConfirmWhenSupported, client: cancel, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
+		"when_supported: asking fails":     {mode: ConfirmWhenSupported, client: failing, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "asking you to confirm it failed"},
+		"when_supported: cannot elicit":    {mode: ConfirmWhenSupported, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
+		"when_supported: reads not asked":  {mode: ConfirmWhenSupported, client: decline, tool: "fake.search", wantDecision: "allowed", wantText: "found"},
+		"when_supported: full level":       {mode: ConfirmWhenSupported, level: policy.Full, client: decline, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
+		"required: accepted":               {mode: ConfirmRequired, client: accept, tool: "fake.store", wantAsked: true, wantDecision: "allowed", wantText: "stored"},
+		"required: declined":               {mode: ConfirmRequired, client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
+		"required: cannot elicit":          {mode: ConfirmRequired, tool: "fake.store", wantDecision: "denied:confirmation_unavailable", wantText: `fake.store refused: [autonomy] confirm_acts = "required" needs a client that can ask you to confirm act tools (MCP elicitation during a call, protocol versions up to 2025-11-25), and this one cannot; use such a client, or set confirm_acts = "when_supported" (ask when the client can) or "off"`},
+		"required: newer protocol":         {mode: ConfirmRequired, version: "2026-07-28", client: accept, tool: "fake.store", wantDecision: "denied:confirmation_unavailable", wantText: "and this one cannot"},
+		"when_supported: newer protocol":   {mode: ConfirmWhenSupported, version: "2026-07-28", client: decline, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
+		"when_supported: 2025-06-18 asked": {mode: ConfirmWhenSupported, version: "2025-06-18", client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
+		"required: reads run unasked":      {mode: ConfirmRequired, tool: "fake.search", wantDecision: "allowed", wantText: "found"},
+		"required: readonly refuses first": {mode: ConfirmRequired, level: policy.ReadOnly, client: accept, tool: "fake.store", wantDecision: "denied:readonly", wantText: "level"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			level := tc.level
+			if level == "" {
+				level = policy.Supervised
+			}
+			pol, err := policy.New(policy.Options{Level: level})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &memAudit{}
+			s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a, RecordReads: true, ConfirmActs: tc.mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var (
+				mu    sync.Mutex
+				asked []string
+			)
+			opts := &mcp.ClientOptions{}
+			if tc.client != nil {
+				opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					asked = append(asked, req.Params.Message)
+					mu.Unlock()
+					if tc.client.err {
+						return nil, errors.New("the user's client crashed")
+					}
+					res := &mcp.ElicitResult{Action: tc.client.action}
+					if tc.client.action == "accept" {
+						res.Content = map[string]any{"confirm": tc.client.confirm}
+					}
+					return res, nil
+				}
+			}
+			version := tc.version
+			if version == "" {
+				version = "2025-11-25"
+			}
+			cs := connectVersion(t, s, "Claude Desktop", opts, version)
+			args := map[string]any{"title": "Launch plan"}
+			if tc.tool == "fake.search" {
+				args = map[string]any{"query": "x"}
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := ""
+			for _, c := range res.Content {
+				if tc, ok := c.(*mcp.TextContent); ok {
+					text += tc.Text
+				}
+			}
+			if !strings.Contains(text, tc.wantText) {
+				t.Errorf("result %q does not contain %q", text, tc.wantText)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if (len(asked) == 1) != tc.wantAsked || len(asked) > 1 {
+				t.Errorf("asked %d times, want asked %v", len(asked), tc.wantAsked)
+			}
+			if tc.wantAsked && len(asked) == 1 {
+				want := "Allow Claude Desktop to run fake.store?"
+				if !strings.HasPrefix(asked[0], want) || !strings.Contains(asked[0], `Arguments: {"title":"Launch plan"}`) {
+					t.Errorf("question = %q", asked[0])
+				}
+			}
+			rows := a.all()
+			if len(rows) != 1 || rows[0].Decision != tc.wantDecision || rows[0].Success != (tc.wantDecision == "allowed") {
+				t.Errorf("audit rows = %+v, want one with decision %s", rows, tc.wantDecision)
+			}
+		})
+	}
+}
+
+// TestConfirmActsCLI: command-line calls are never asked, in any mode.
+func TestConfirmActsCLI(t *testing.T) {
+	t.Parallel()
+	pol, err := policy.New(policy.Options{Level: policy.Supervised})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, ConfirmActs: ConfirmRequired})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Call(context.Background(), Call{Tool: "fake.store", Arguments: json.RawMessage(`{}`), Caller: sdk.Caller{SourceType: "cli"}})
+	if err != nil || res.IsError {
+		t.Errorf("cli act under required: %v %+v", err, res)
+	}
+}
+
+// connectVersion is connect with the client speaking protocol version.
+func connectVersion(t *testing.T, s *Server, clientName string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := s.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "9.9"}, opts).
+		Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}

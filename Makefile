@@ -20,7 +20,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 STATICCHECK_VERSION        := v0.8.2
 TOOLS := $(CACHE)/tools
 
-.PHONY: all build run run-http test test-go interop-deps bench bench-memory lint proto inspect clean
+.PHONY: all build run run-http test test-go fuzz interop-deps bench bench-memory lint proto inspect clean
 
 all: build
 
@@ -45,6 +45,18 @@ test: build interop-deps
 # Go tests only, without the npm-based interop tests.
 test-go:
 	$(GO) test -race -tags $(TAGS) -count=1 ./...
+
+# Runs every fuzz target for FUZZTIME (default 10s) on top of its committed
+# corpus (testdata/fuzz): make fuzz FUZZTIME=5m for a longer hunt.
+FUZZTIME ?= 10s
+FUZZ_TARGETS = host/catalog:FuzzValidateArguments host/config:FuzzParse host/audit:FuzzSummarizeArgs \
+	providers/memory:FuzzDefaultExtractor
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+		$(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$pkg/ || exit 1; \
+	done
 
 interop-deps:
 	./test/interop/install.sh

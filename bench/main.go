@@ -98,6 +98,7 @@ type options struct {
 	memory       bool
 	memoryDocs   int
 	recordReads  bool
+	auditCost    bool
 	cpuProfile   string
 	memProfile   string
 	jsonOut      string
@@ -212,6 +213,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.memory, "memory", true, "also measure memory.search through the host with the memory provider")
 	fs.IntVar(&o.memoryDocs, "memory-docs", 200, "documents stored before memory.search is measured")
 	fs.BoolVar(&o.recordReads, "record-reads", true, "the host's [audit] record_reads (its default is true)")
+	fs.BoolVar(&o.auditCost, "audit-cost", true, "also measure host/no-audit (record_reads = false) in the same rounds, for the audit's cost")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the host pipeline under load to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the host pipeline to this file")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")

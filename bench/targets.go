@@ -63,8 +63,12 @@ outer:
 	return append(env, extra...)
 }
 
+// noAuditTarget is the host without audit rows for its (read) tool.
+const noAuditTarget = "host/no-audit"
+
 // setupTargets writes the host configs and returns floor, host, one
-// host/NAME per -variant and, with -memory, host+memory, in that order.
+// host/NAME per -variant, with -audit-cost host/no-audit, and with -memory
+// host+memory, in that order.
 func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target, error) {
 	floor := &target{
 		name: "floor",
@@ -108,6 +112,18 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target
 
 	for _, v := range o.variants {
 		t, err := hostTarget(o, dir(), "host/"+v.name, noopConfig(v.providerArgs), v.env)
+		if err != nil {
+			return nil, err
+		}
+		t.tool, t.args, t.listed = noop.ProviderTool, map[string]any{}, noop.ProviderTool
+		targets = append(targets, t)
+	}
+
+	if o.auditCost && o.recordReads {
+		// The same host with reads not audited: the audit's cost is the
+		// difference, measured in the same rounds.
+		noAudit := strings.Replace(noopConfig(strings.Fields(o.providerArgs)), "record_reads = true", "record_reads = false", 1)
+		t, err := hostTarget(o, dir(), noAuditTarget, noAudit, nil)
 		if err != nil {
 			return nil, err
 		}

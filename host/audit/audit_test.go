@@ -402,7 +402,7 @@ func TestRecordBlocksWhileQueueFull(t *testing.T) {
 	}
 	mustFlush(t, l)
 	var got []string
-	for _, r := range mustList(t, l, Query{}) {
+	for _, r := range mustList(t, l, Query{Limit: 2 * maxBatch}) {
 		got = append(got, r.Tool)
 	}
 	slices.Reverse(accepted)

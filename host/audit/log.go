@@ -22,6 +22,12 @@ const (
 	defaultQueueSize = 1024
 	// maxBatch caps the rows the writer commits in one transaction.
 	maxBatch = 256
+	// linger is how long the writer waits for more records after the
+	// first of a batch: a commit (BEGIN, INSERT, fsync) costs far more than
+	// a row, so gathering the calls of a few milliseconds into one
+	// transaction keeps the audit cheap under load. Calls never wait for
+	// it: they only enqueue.
+	linger = 2 * time.Millisecond
 	// closeAttempts is how many times the writer tries a batch once Close has begun, before discarding it.
 	closeAttempts = 3
 	// Retry delays grow from minBackoff, doubling per attempt, up to maxBackoff.
@@ -336,12 +342,25 @@ func (l *Log) process(ctx context.Context, first entry, batch []Record) []Record
 		batch = append(batch, e.rec)
 	}
 	take(first)
+	timer := time.NewTimer(linger)
+	defer timer.Stop()
 collect:
 	for marker == nil && len(batch) < maxBatch {
 		select {
 		case e := <-l.queue:
 			take(e)
-		default:
+		case <-timer.C:
+			break collect
+		case <-l.stop:
+			// Closing: commit what is here without lingering.
+			for marker == nil && len(batch) < maxBatch {
+				select {
+				case e := <-l.queue:
+					take(e)
+				default:
+					break collect
+				}
+			}
 			break collect
 		}
 	}

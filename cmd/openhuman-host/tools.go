@@ -92,8 +92,8 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 					Arguments: json.RawMessage(raw),
 					Caller:    sdk.Caller{SourceType: "cli", ClientName: "openhuman-host", ClientVersion: hostVersion()},
 				})
-				if errors.Is(err, server.ErrUnknownTool) {
-					return fmt.Errorf("%w; run \"openhuman-host tools list\" to see the tools%s", err, failureNote(h))
+				if errors.Is(err, server.ErrUnknownTool) && len(h.Failed) == 0 {
+					return fmt.Errorf("%w; run \"openhuman-host tools list\" to see the tools", err)
 				}
 				if err != nil {
 					return err
@@ -105,16 +105,6 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 	call.Flags().BoolVar(&asJSON, "json", false, "print the whole result (content, structuredContent, isError) as JSON")
 	tools.AddCommand(call)
 	return tools
-}
-
-// failureNote names the providers that failed to load, for messages about
-// tools that are missing.
-func failureNote(h *host.Host) string {
-	var b strings.Builder
-	for _, f := range h.Failed {
-		fmt.Fprintf(&b, "; note: provider %s did not load: %v", f.Name, f.Err)
-	}
-	return b.String()
 }
 
 func printResult(stdout, stderr io.Writer, res *sdk.CallToolResult, asJSON bool) error {

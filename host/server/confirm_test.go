@@ -41,7 +41,7 @@ func TestConfirmActs(t *testing.T) {
 		"off: not asked":                   {mode: ConfirmOff, client: accept, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
 		"when_supported: accepted":         {mode: ConfirmWhenSupported, client: accept, tool: "fake.store", wantAsked: true, wantDecision: "allowed", wantText: "stored"},
 		"when_supported: accepted with no": {mode: ConfirmWhenSupported, client: acceptNo, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "fake.store was not run: you did not confirm it"},
-		"when_supported: declined":         {mode: ConfirmWhenSupported, client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: `confirm_acts = "when_supported" asks before every act tool; set it to "off" to stop asking`},
+		"when_supported: declined":         {mode: ConfirmWhenSupported, client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: `confirm_acts = "when_supported" asks before every act tool when the client can ask; set it to "off" to stop asking`},
 		"when_supported: cancelled":        {mode: ConfirmWhenSupported, client: cancel, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
 		"when_supported: asking fails":     {mode: ConfirmWhenSupported, client: failing, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "asking you to confirm it failed"},
 		"when_supported: cannot elicit":    {mode: ConfirmWhenSupported, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
@@ -167,4 +167,30 @@ func connectVersion(t *testing.T, s *Server, clientName string, opts *mcp.Client
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+func TestCanConfirm(t *testing.T) {
+	t.Parallel()
+	caps := func(e *mcp.ElicitationCapabilities) *mcp.ClientCapabilities {
+		return &mcp.ClientCapabilities{Elicitation: e}
+	}
+	tests := map[string]struct {
+		init *mcp.InitializeParams
+		want bool
+	}{
+		"nil":                 {nil, false},
+		"no elicitation":      {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: &mcp.ClientCapabilities{}}, false},
+		"empty means form":    {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{})}, true},
+		"form":                {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}})}, true},
+		"url only":            {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}})}, false},
+		"form and url":        {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}})}, true},
+		"older protocol":      {&mcp.InitializeParams{ProtocolVersion: "2025-06-18", Capabilities: caps(&mcp.ElicitationCapabilities{})}, true},
+		"multi-round-trip":    {&mcp.InitializeParams{ProtocolVersion: "2026-07-28", Capabilities: caps(&mcp.ElicitationCapabilities{})}, false},
+		"no protocol version": {&mcp.InitializeParams{Capabilities: caps(&mcp.ElicitationCapabilities{})}, false},
+	}
+	for name, tc := range tests {
+		if got := canConfirm(tc.init); got != tc.want {
+			t.Errorf("%s: canConfirm = %v, want %v", name, got, tc.want)
+		}
+	}
 }

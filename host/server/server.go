@@ -128,7 +128,7 @@ func (s *Server) unknownTool(name string) error {
 		}
 		parts[i] = n + " (" + reason + ")"
 	}
-	return fmt.Errorf("%w %q; it may belong to a provider that did not load: %s; fix the config and restart the server",
+	return fmt.Errorf("%w %q; it may belong to a provider that did not load: %s; fix the config (and restart a running server)",
 		ErrUnknownTool, name, strings.Join(parts, "; "))
 }
 
@@ -383,7 +383,7 @@ func (s *Server) confirm(ctx context.Context, t *catalog.Tool, c Call, rec *audi
 			t.Name, err, mode, ConfirmOff)
 	case !ok:
 		rec.Decision = "denied:not_confirmed"
-		return sdk.ErrorResult("%s was not run: you did not confirm it. [autonomy] confirm_acts = %q asks before every act tool; set it to %q to stop asking",
+		return sdk.ErrorResult("%s was not run: you did not confirm it. [autonomy] confirm_acts = %q asks before every act tool when the client can ask; set it to %q to stop asking",
 			t.Name, mode, ConfirmOff)
 	}
 	return nil
@@ -542,11 +542,17 @@ func (e *sessionEvents) Log(ctx context.Context, m sdk.LogMessage) error {
 const lastInRequestElicitation = "2025-11-25"
 
 // canConfirm reports whether a session's client can be asked to confirm a
-// call: it declared the elicitation capability and speaks a protocol
-// version that allows asking during a call.
+// call: it declared form elicitation and speaks a protocol version that
+// allows asking during a call.
 func canConfirm(init *mcp.InitializeParams) bool {
-	return init != nil && init.Capabilities != nil && init.Capabilities.Elicitation != nil &&
-		init.ProtocolVersion != "" && init.ProtocolVersion <= lastInRequestElicitation
+	if init == nil || init.Capabilities == nil || init.Capabilities.Elicitation == nil ||
+		init.ProtocolVersion == "" || init.ProtocolVersion > lastInRequestElicitation {
+		return false
+	}
+	// The question is a form; an empty elicitation capability means form
+	// (MCP 2025-11-25, client/elicitation), a URL-only one cannot answer.
+	e := init.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil
 }
 
 // confirmSchema is the form of a confirmation: one yes/no field.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -731,5 +732,26 @@ func TestOpenConcurrentlyOnNewFile(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestInsertColumnsCoverRecord keeps the batch INSERT in step with Record:
+// every mapped column but the id is written, in field order.
+func TestInsertColumnsCoverRecord(t *testing.T) {
+	t.Parallel()
+	var cols []string
+	rt := reflect.TypeFor[Record]()
+	for f := range rt.Fields() {
+		tag := f.Tag.Get("gorm")
+		name, _, _ := strings.Cut(strings.TrimPrefix(tag, "column:"), ";")
+		if name != "" && name != "id" {
+			cols = append(cols, name)
+		}
+	}
+	if got := strings.Split(insertColumns, ", "); !slices.Equal(cols, got) || len(got) != insertWidth {
+		t.Errorf("insertColumns = %v (width %d), Record maps %v", got, insertWidth, cols)
+	}
+	if n := len(insertArgs([]Record{{}})); n != insertWidth {
+		t.Errorf("insertArgs gives %d values a record, want %d", n, insertWidth)
 	}
 }

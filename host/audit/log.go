@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -407,7 +408,7 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 			batch[i].ID = 0 // a rolled-back attempt may have assigned ids
 		}
 		err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			return tx.Create(&batch).Error
+			return tx.Exec(insertSQL(len(batch)), insertArgs(batch)...).Error
 		})
 		if err == nil {
 			if attempt > 1 {
@@ -487,4 +488,31 @@ func isClosed(c <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// insertColumns are the columns a batch insert writes; ids come from
+// SQLite.
+const insertColumns = "time_ms, session_hash, source_type, client_name, client_version, tool, provider, class, " +
+	"decision, success, error, duration_us, args_summary, result_ref"
+
+// insertWidth is the number of insertColumns.
+const insertWidth = 14
+
+// insertSQL is the multi-row INSERT of n records: one statement per batch
+// size, prepared once (the Log uses gorm's statement cache), without the
+// RETURNING clause and reflection of gorm's Create, which cost more than
+// the row itself.
+func insertSQL(n int) string {
+	row := "(" + strings.Repeat("?, ", insertWidth-1) + "?)"
+	return "INSERT INTO " + Table + " (" + insertColumns + ") VALUES " + strings.Repeat(row+", ", n-1) + row
+}
+
+// insertArgs are the values of insertSQL(len(batch)), in column order.
+func insertArgs(batch []Record) []any {
+	args := make([]any, 0, insertWidth*len(batch))
+	for _, r := range batch {
+		args = append(args, r.TimeMs, r.SessionHash, r.SourceType, r.ClientName, r.ClientVersion, r.Tool, r.Provider,
+			r.Class, r.Decision, r.Success, r.Error, r.DurationUs, r.ArgsSummary, r.ResultRef)
+	}
+	return args
 }

@@ -150,7 +150,8 @@ func TestConfirmActsCLI(t *testing.T) {
 	}
 }
 
-// connectVersion is connect with the client speaking protocol version.
+// connectVersion runs s over in-memory transports and returns a client
+// session speaking protocol version ("" for the client's latest).
 func connectVersion(t *testing.T, s *Server, clientName string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
@@ -160,8 +161,11 @@ func connectVersion(t *testing.T, s *Server, clientName string, opts *mcp.Client
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "9.9"}, opts).
-		Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	var sessionOpts *mcp.ClientSessionOptions
+	if version != "" {
+		sessionOpts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "9.9"}, opts).Connect(ctx, ct, sessionOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

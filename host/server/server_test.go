@@ -203,22 +203,10 @@ func TestDepthLimit(t *testing.T) {
 }
 
 // connect runs s over in-memory transports and returns a connected client
-// session.
+// session at the client's latest protocol version.
 func connect(t *testing.T, s *Server, clientName string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := s.MCP().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "9.9"}, opts).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	return connectVersion(t, s, clientName, opts, "")
 }
 
 func TestMCPSurface(t *testing.T) {

@@ -195,3 +195,24 @@ func optionalString(name string, v *string, maxRunes int) (string, *argError) {
 func formatNumber(f float64) string {
 	return strconv.FormatFloat(f, 'f', -1, 64)
 }
+
+// requiredText checks a required body argument (kept verbatim, not
+// trimmed): present, not blank, and at most maxBytes bytes of UTF-8; hint,
+// when not empty, ends the size error.
+func requiredText(name string, v *string, maxBytes int, hint string) (string, *argError) {
+	if v == nil {
+		return "", argErrorf("argument %q is required", name)
+	}
+	if strings.TrimSpace(*v) == "" {
+		return "", argErrorf("argument %q must not be blank", name)
+	}
+	if len(*v) > maxBytes {
+		return "", argErrorf("argument %q must be at most %d bytes, got %d%s", name, maxBytes, len(*v), hint)
+	}
+	return *v, nil
+}
+
+// noChunk is the error for a chunk id that names no chunk.
+func noChunk(id string) *argError {
+	return argErrorf("no chunk has id %s; get chunk ids from memory.search, memory.recall or tree.browse", quoteShort(id))
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -63,19 +62,13 @@ func runNote(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (
 	if aerr != nil {
 		return nil, aerr
 	}
-	if args.NoteText == nil {
-		return nil, argErrorf(`argument "note_text" is required`)
-	}
-	text := *args.NoteText
-	if strings.TrimSpace(text) == "" {
-		return nil, argErrorf(`argument "note_text" must not be blank`)
-	}
-	if len(text) > maxNoteBytes {
-		return nil, argErrorf(`argument "note_text" must be at most %d bytes, got %d`, maxNoteBytes, len(text))
+	text, aerr := requiredText("note_text", args.NoteText, maxNoteBytes, "")
+	if aerr != nil {
+		return nil, aerr
 	}
 	res, err := st.putNote(ctx, id, text)
 	if errors.Is(err, errNoChunk) {
-		return nil, argErrorf("no chunk has id %s; get chunk ids from memory.search, memory.recall or tree.browse", quoteShort(id))
+		return nil, noChunk(id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store note: %w", err)

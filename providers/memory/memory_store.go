@@ -37,15 +37,9 @@ func (a *storeArgs) validate() (document, *argError) {
 	if aerr != nil {
 		return document{}, aerr
 	}
-	if a.Content == nil {
-		return document{}, argErrorf(`argument "content" is required`)
-	}
-	content := *a.Content
-	if strings.TrimSpace(content) == "" {
-		return document{}, argErrorf(`argument "content" must not be blank`)
-	}
-	if len(content) > maxContentBytes {
-		return document{}, argErrorf(`argument "content" must be at most %d bytes, got %d; split it into several documents`, maxContentBytes, len(content))
+	content, aerr := requiredText("content", a.Content, maxContentBytes, "; split it into several documents")
+	if aerr != nil {
+		return document{}, aerr
 	}
 	namespace := defaultNamespace
 	if a.Namespace != nil {

@@ -101,7 +101,7 @@ func runTag(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*
 	}
 	err := st.setChunkTags(ctx, id, tags)
 	if errors.Is(err, errNoChunk) {
-		return nil, argErrorf("no chunk has id %s; get chunk ids from memory.search, memory.recall or tree.browse", quoteShort(id))
+		return nil, noChunk(id)
 	}
 	if err != nil {
 		return nil, err

@@ -303,7 +303,7 @@ func (s *store) putInTx(tx *gorm.DB, doc document, skipUnchanged bool, nowMS int
 			return putResult{}, false, fmt.Errorf("delete empty source: %w", err)
 		}
 	}
-	fresh, deleted, err := replaceChunks(tx, res.DocumentID, doc.Pieces, nowMS)
+	fresh, deleted, err := replaceChunks(tx, res.DocumentID, doc.Pieces, res.ChunkIDs, nowMS)
 	if err != nil {
 		return putResult{}, false, err
 	}
@@ -326,11 +326,11 @@ func findDocument(tx *gorm.DB, namespace, key string) (*documentRow, error) {
 	return &rows[0], nil
 }
 
-// replaceChunks makes pieces the chunks of document docID and returns the
-// rows it inserted, with their pks, and whether it deleted any. The FTS
+// replaceChunks makes pieces, whose chunk ids are ids, the chunks of
+// document docID and returns the rows it inserted, with their pks, and whether it deleted any. The FTS
 // index follows through the chunks triggers; the entities, tags and
 // embedding of a deleted chunk go with it.
-func replaceChunks(tx *gorm.DB, docID string, pieces []string, nowMS int64) ([]chunkRow, bool, error) {
+func replaceChunks(tx *gorm.DB, docID string, pieces, ids []string, nowMS int64) ([]chunkRow, bool, error) {
 	var old []string
 	if err := tx.Model(&chunkRow{}).Where("document_id = ?", docID).Pluck("id", &old).Error; err != nil {
 		return nil, false, fmt.Errorf("list chunks: %w", err)
@@ -338,7 +338,7 @@ func replaceChunks(tx *gorm.DB, docID string, pieces []string, nowMS int64) ([]c
 	keep := make(map[string]bool, len(pieces))
 	rows := make([]chunkRow, 0, len(pieces))
 	for seq, content := range pieces {
-		id := chunkID(docID, seq, content)
+		id := ids[seq]
 		keep[id] = true
 		rows = append(rows, chunkRow{ID: id, DocumentID: docID, Seq: seq, Content: content, CreatedMS: nowMS, UpdatedMS: nowMS})
 	}

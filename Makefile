@@ -25,10 +25,11 @@ TOOLS := $(CACHE)/tools
 all: build
 
 build:
-	$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/openhuman-host
+	@$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/openhuman-host
 
+# Quiet: on stdio, stdout carries JSON-RPC only, so make must not echo.
 run: build
-	./$(BIN) serve
+	@./$(BIN) serve
 
 run-http: build
 	./$(BIN) serve --transport http

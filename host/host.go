@@ -6,11 +6,14 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -38,13 +41,21 @@ type Options struct {
 	Version string
 	// Logger is the root logger. Default: a null logger.
 	Logger hclog.Logger
+	// StatusFile, when set, is where the host keeps a JSON [StatusReport]
+	// of its providers, rewritten on every change and removed by Close;
+	// `openhuman-host providers status` reads these files.
+	StatusFile string
+	// Restart overrides the provider restart policy; zero fields keep
+	// plugins.DefaultRestartPolicy.
+	Restart plugins.RestartPolicy
 }
 
 // Host is a running host.
 type Host struct {
 	// Server is the MCP server with the merged catalog.
 	Server *server.Server
-	// Providers lists the providers that loaded.
+	// Providers lists the providers that loaded, whatever their state
+	// since (see [Host.Status]).
 	Providers []*plugins.Provider
 	// Failed lists the enabled providers that did not load, with the
 	// reason.
@@ -52,9 +63,13 @@ type Host struct {
 	// Config is the effective config the host was built from.
 	Config *config.Config
 
-	audit   *audit.Log
-	manager *plugins.Manager
-	log     hclog.Logger
+	audit      *audit.Log
+	manager    *plugins.Manager
+	log        hclog.Logger
+	started    time.Time
+	statusFile string
+	// changeMu serialises catalog rebuilds and status file writes.
+	changeMu sync.Mutex
 }
 
 // Start builds the host: it opens the audit log in the data dir, builds
@@ -95,7 +110,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
-	h := &Host{Config: cfg, audit: auditLog, log: o.Logger}
+	h := &Host{Config: cfg, audit: auditLog, log: o.Logger, started: time.Now(), statusFile: o.StatusFile}
 	hostService := &hostService{}
 	h.manager = plugins.NewManager(&plugins.Options{
 		Logger:       o.Logger.Named("provider"),
@@ -103,6 +118,8 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		LogLevel:     cfg.Server.LogLevel,
 		Host:         hostService,
 		StartTimeout: cfg.Server.ProviderStartTimeout(),
+		Restart:      o.Restart,
+		OnChange:     h.providerChanged,
 	})
 	specs, err := providerSpecs(cfg, dataDir, o, &h.Failed)
 	if err != nil {
@@ -115,36 +132,144 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		return nil, fmt.Errorf("start providers: %w", err)
 	}
 	h.Providers, h.Failed = loaded, append(h.Failed, failed...)
-	sources := make([]catalog.Source, 0, len(loaded))
-	dispatchers := make(map[string]server.Dispatcher, len(loaded))
-	for _, p := range loaded {
-		sources = append(sources, catalog.Source{Provider: p.Name, Catalog: p.Catalog})
-		dispatchers[p.Name] = p
-	}
-	cat := catalog.Build(o.Logger.Named("catalog"), sources)
-	notLoaded := make(map[string]string, len(h.Failed))
-	for _, f := range h.Failed {
-		notLoaded[f.Name] = f.Err.Error()
+	// Hold changeMu until the server exists: a provider that changes now
+	// has its change applied right after.
+	h.changeMu.Lock()
+	cat, dispatchers, notLoaded := h.merge()
+	timeouts := map[string]time.Duration{}
+	for _, p := range cfg.EnabledProviders() {
+		if d := p.ToolTimeout(); d > 0 {
+			timeouts[p.Name] = d
+		}
 	}
 	srv, err := server.New(cat, dispatchers, &server.Options{
-		NotLoaded:   notLoaded,
-		ConfirmActs: cfg.Autonomy.ConfirmActs,
-		Version:     o.Version,
-		Logger:      o.Logger,
-		Policy:      pol,
-		Audit:       auditLog,
-		RecordReads: cfg.Audit.RecordReads,
-		ToolTimeout: cfg.Server.ToolTimeout(),
+		NotLoaded:            notLoaded,
+		ProviderToolTimeouts: timeouts,
+		ConfirmActs:          cfg.Autonomy.ConfirmActs,
+		Version:              o.Version,
+		Logger:               o.Logger,
+		Policy:               pol,
+		Audit:                auditLog,
+		RecordReads:          cfg.Audit.RecordReads,
+		ToolTimeout:          cfg.Server.ToolTimeout(),
 	})
 	if err != nil {
+		h.changeMu.Unlock()
 		_ = h.Close(ctx)
 		return nil, err
 	}
 	h.Server = srv
-	hostService.srv = srv
+	hostService.srv.Store(srv)
+	h.changeMu.Unlock()
 	warnUnmatchedPatterns(o.Logger, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)
 	warnUnmatchedPatterns(o.Logger, cat, "autonomy.denied_tools", cfg.Autonomy.DeniedTools)
+	h.changeMu.Lock()
+	h.writeStatus()
+	h.changeMu.Unlock()
 	return h, nil
+}
+
+// merge builds the catalog from the providers that are not failed, their
+// dispatchers, and the reasons of those missing (failed at load or since).
+func (h *Host) merge() (*catalog.Catalog, map[string]server.Dispatcher, map[string]string) {
+	sources := make([]catalog.Source, 0, len(h.Providers))
+	dispatchers := make(map[string]server.Dispatcher, len(h.Providers))
+	notLoaded := make(map[string]string, len(h.Failed))
+	for _, f := range h.Failed {
+		notLoaded[f.Name] = f.Err.Error()
+	}
+	for _, p := range h.Providers {
+		st := p.Status()
+		if st.State == plugins.StateFailed {
+			notLoaded[p.Name] = fmt.Sprintf("it crashed or stopped answering too often and is not restarted again; last error: %s; see openhuman-host providers status", st.LastError)
+			continue
+		}
+		sources = append(sources, catalog.Source{Provider: p.Name, Catalog: p.Catalog()})
+		dispatchers[p.Name] = p
+	}
+	return catalog.Build(h.log.Named("catalog"), sources), dispatchers, notLoaded
+}
+
+// providerChanged applies a provider's state change: a new catalog after a
+// restart, or a provider that failed for good, changes what the server
+// serves (and connected clients get list_changed); every change is written
+// to the status file.
+func (h *Host) providerChanged(p *plugins.Provider, catalogChanged bool) {
+	h.changeMu.Lock()
+	defer h.changeMu.Unlock()
+	if h.Server == nil {
+		return
+	}
+	if catalogChanged || p.Status().State == plugins.StateFailed {
+		cat, dispatchers, notLoaded := h.merge()
+		h.Server.Update(cat, dispatchers, notLoaded)
+	}
+	h.writeStatus()
+}
+
+// StatusReport is what a serving host publishes about itself in its
+// status file.
+type StatusReport struct {
+	// Pid is the host's process id.
+	Pid int `json:"pid"`
+	// Started is when the host started.
+	Started time.Time `json:"started"`
+	// Updated is when the report was written.
+	Updated time.Time `json:"updated"`
+	// Providers lists every enabled provider, loaded or not, in config
+	// order of loading.
+	Providers []plugins.Status `json:"providers"`
+}
+
+// Status returns the state of every enabled provider: those that loaded
+// with their current state, then those that did not load as failed with
+// the reason.
+func (h *Host) Status() []plugins.Status {
+	out := make([]plugins.Status, 0, len(h.Providers)+len(h.Failed))
+	for _, p := range h.Providers {
+		out = append(out, p.Status())
+	}
+	for _, f := range h.Failed {
+		out = append(out, plugins.Status{Name: f.Name, State: plugins.StateFailed, Since: h.started, LastError: f.Err.Error()})
+	}
+	return out
+}
+
+// writeStatus replaces the status file, when there is one, atomically
+// (a temporary file renamed over it), so readers never see half a report.
+func (h *Host) writeStatus() {
+	if h.statusFile == "" {
+		return
+	}
+	report := StatusReport{Pid: os.Getpid(), Started: h.started, Updated: time.Now(), Providers: h.Status()}
+	if err := writeJSONFile(h.statusFile, report); err != nil {
+		h.log.Warn("provider status file not written", "path", h.statusFile, "error", err)
+	}
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".status-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil {
+		_ = os.Remove(tmp.Name())
+		return errors.Join(werr, cerr)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	return nil
 }
 
 // warnUnmatchedPatterns logs allow/deny entries that match no tool: a typo
@@ -176,10 +301,11 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plug
 			return nil, fmt.Errorf("providers.%s: %w", p.Name, err)
 		}
 		spec := plugins.Spec{
-			Name:    p.Name,
-			Config:  settings,
-			DataDir: filepath.Join(dataDir, p.Name),
-			Secrets: p.ResolveSecrets(os.Getenv),
+			Name:         p.Name,
+			Config:       settings,
+			DataDir:      filepath.Join(dataDir, p.Name),
+			Secrets:      p.ResolveSecrets(os.Getenv),
+			StartTimeout: p.StartTimeout(),
 		}
 		if config.IsBuiltin(p.Name) {
 			if !builtin[p.Name] {
@@ -193,7 +319,7 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plug
 			}
 			spec.Path, spec.Args = o.Executable, []string{"provider", p.Name}
 		} else {
-			spec.Path, spec.Args, spec.SHA256 = p.Command, p.Args, p.SHA256
+			spec.Path, spec.Args, spec.SHA256, spec.Verify = p.Command, p.Args, p.SHA256, true
 		}
 		specs = append(specs, spec)
 	}
@@ -205,6 +331,9 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plug
 func (h *Host) Close(ctx context.Context) error {
 	if h.manager != nil {
 		h.manager.Close()
+	}
+	if h.statusFile != "" {
+		_ = os.Remove(h.statusFile)
 	}
 	if h.audit != nil {
 		flushCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -219,11 +348,12 @@ func (h *Host) Close(ctx context.Context) error {
 // hostService is the host service providers reach through go-plugin's
 // broker: their tool calls go through the server's full pipeline.
 type hostService struct {
-	srv *server.Server
+	srv atomic.Pointer[server.Server]
 }
 
 func (s *hostService) CallTool(ctx context.Context, req *sdk.HostCallToolRequest) (*sdk.CallToolResult, error) {
-	if s.srv == nil {
+	srv := s.srv.Load()
+	if srv == nil {
 		return nil, errors.New("host is still starting")
 	}
 	caller := req.Caller
@@ -232,7 +362,7 @@ func (s *hostService) CallTool(ctx context.Context, req *sdk.HostCallToolRequest
 		caller.SourceType = caller.SourceType + "/" + req.Actor
 	}
 	caller.ProgressToken = nil
-	res, err := s.srv.Call(ctx, server.Call{Tool: req.Name, Arguments: req.Arguments, Caller: caller})
+	res, err := srv.Call(ctx, server.Call{Tool: req.Name, Arguments: req.Arguments, Caller: caller})
 	if errors.Is(err, server.ErrUnknownTool) {
 		return sdk.ErrorResult("unknown tool %q", req.Name), nil
 	}

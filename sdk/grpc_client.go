@@ -112,7 +112,7 @@ type grpcHostServer struct {
 }
 
 func (s *grpcHostServer) CallTool(req *providerv1.HostCallToolRequest, stream providerv1.Host_CallToolServer) (err error) {
-	defer recoverAsError("Host.CallTool "+req.GetName(), &err)
+	defer recoverAsError("Host.CallTool "+req.GetName(), nil, &err)
 	res, err := s.impl.CallTool(stream.Context(), &HostCallToolRequest{
 		Name:      req.GetName(),
 		Arguments: rawOrNil(req.GetArgumentsJson()),

@@ -7,7 +7,9 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -21,10 +23,11 @@ type grpcProviderServer struct {
 
 	impl   Provider
 	broker *plugin.GRPCBroker
+	log    hclog.Logger // receives the stacks of panics; may be nil
 }
 
 func (s *grpcProviderServer) Configure(ctx context.Context, req *providerv1.ConfigureRequest) (_ *providerv1.ConfigureResponse, err error) {
-	defer recoverAsError("Configure", &err)
+	defer recoverAsError("Configure", s.log, &err)
 	creq := &ConfigureRequest{
 		Config:      rawOrNil(req.GetConfigJson()),
 		DataDir:     req.GetDataDir(),
@@ -49,7 +52,7 @@ func (s *grpcProviderServer) Configure(ctx context.Context, req *providerv1.Conf
 }
 
 func (s *grpcProviderServer) Describe(ctx context.Context, _ *providerv1.DescribeRequest) (_ *providerv1.DescribeResponse, err error) {
-	defer recoverAsError("Describe", &err)
+	defer recoverAsError("Describe", s.log, &err)
 	c, err := s.impl.Describe(ctx)
 	if err != nil {
 		return nil, toStatus(err)
@@ -61,7 +64,7 @@ func (s *grpcProviderServer) Describe(ctx context.Context, _ *providerv1.Describ
 }
 
 func (s *grpcProviderServer) CallTool(req *providerv1.CallToolRequest, stream providerv1.Provider_CallToolServer) (err error) {
-	defer recoverAsError("CallTool "+req.GetName(), &err)
+	defer recoverAsError("CallTool "+req.GetName(), s.log, &err)
 	sink := &streamSink{send: func(ev *providerv1.CallToolResponse) error { return stream.Send(ev) }}
 	creq := (&CallToolRequest{
 		Name:      req.GetName(),
@@ -79,7 +82,7 @@ func (s *grpcProviderServer) CallTool(req *providerv1.CallToolRequest, stream pr
 }
 
 func (s *grpcProviderServer) ReadResource(ctx context.Context, req *providerv1.ReadResourceRequest) (_ *providerv1.ReadResourceResponse, err error) {
-	defer recoverAsError("ReadResource", &err)
+	defer recoverAsError("ReadResource", s.log, &err)
 	res, err := s.impl.ReadResource(ctx, &ReadResourceRequest{URI: req.GetUri(), Caller: callerFromProto(req.GetCaller())})
 	if err != nil {
 		return nil, toStatus(err)
@@ -148,6 +151,10 @@ func fromStatus(what string, err error) error {
 		return fmt.Errorf("%s: %w: %s", what, ErrResourceNotFound, st.Message())
 	case codes.Unavailable:
 		return fmt.Errorf("%s: %w: %s", what, ErrUnavailable, st.Message())
+	case codes.Internal:
+		if isPanic(st) {
+			return fmt.Errorf("%s: %w", what, panicError(st.Message()))
+		}
 	}
 	return fmt.Errorf("%s: %s", what, st.Message())
 }
@@ -157,10 +164,52 @@ func fromStatus(what string, err error) error {
 // because it exited.
 var ErrUnavailable = errors.New("plugin connection unavailable")
 
-// recoverAsError keeps a panicking provider method from killing the
-// provider process: the call fails, the process serves on.
-func recoverAsError(what string, err *error) {
-	if r := recover(); r != nil {
-		*err = status.Errorf(codes.Internal, "%s panicked: %v\n%s", what, r, debug.Stack())
+// ErrPanicked is wrapped by the error of a call whose implementation
+// panicked on the other side of the connection. The panic was recovered,
+// so that process still serves; the host counts such calls as provider
+// failures (see host/plugins).
+var ErrPanicked = errors.New("panicked")
+
+// panicDomain and panicReason mark a recovered panic in a gRPC status, as
+// a google.rpc.ErrorInfo detail.
+const (
+	panicDomain = "openhuman.provider.v1"
+	panicReason = "PANIC"
+)
+
+// recoverAsError keeps a panicking method from killing its process: the
+// call fails with codes.Internal, a message naming what panicked and the
+// panic value, and a detail that [fromStatus] turns into [ErrPanicked];
+// the stack goes to log (when set), never to the other side.
+func recoverAsError(what string, log hclog.Logger, err *error) {
+	r := recover()
+	if r == nil {
+		return
 	}
+	if log != nil {
+		log.Error("recovered from a panic", "in", what, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	}
+	st := status.New(codes.Internal, fmt.Sprintf("%s panicked: %v", what, r))
+	if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Domain: panicDomain, Reason: panicReason}); derr == nil {
+		st = withInfo
+	}
+	*err = st.Err()
+}
+
+// panicError is a recovered panic's message; it matches [ErrPanicked].
+type panicError string
+
+func (e panicError) Error() string { return string(e) }
+
+// Is reports whether target is [ErrPanicked].
+func (e panicError) Is(target error) bool { return target == ErrPanicked }
+
+// isPanic reports whether st carries the detail recoverAsError adds.
+func isPanic(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == panicDomain && info.GetReason() == panicReason {
+			return true
+		}
+	}
+	return false
 }

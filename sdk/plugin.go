@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
@@ -43,6 +44,10 @@ type GRPCProviderPlugin struct {
 
 	// Impl is the provider to serve; nil on the host side.
 	Impl Provider
+	// Logger receives, on the provider side, the stack of every panic
+	// recovered from Impl's methods; nil drops them. [Serve] sets it to
+	// its logger.
+	Logger hclog.Logger
 }
 
 // MaxMessageBytes bounds one gRPC message between the host and a provider
@@ -71,7 +76,7 @@ func (p *GRPCProviderPlugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Serve
 	if p.Impl == nil {
 		return fmt.Errorf("no provider implementation to serve")
 	}
-	providerv1.RegisterProviderServer(s, &grpcProviderServer{impl: p.Impl, broker: broker})
+	providerv1.RegisterProviderServer(s, &grpcProviderServer{impl: p.Impl, broker: broker, log: p.Logger})
 	return nil
 }
 

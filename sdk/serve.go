@@ -49,9 +49,17 @@ func Logger(name string) hclog.Logger {
 // called from the provider's main function, in a process the host started:
 // run by hand, it prints a message to stderr and exits with status 1.
 //
-// Serve writes exactly one line to stdout, go-plugin's handshake line;
-// afterwards go-plugin captures the process's stdout, so a stray print can
-// never corrupt the host's MCP stream.
+// Stdout carries exactly one line, go-plugin's handshake. In a process the
+// host started, this package points descriptor 1 at stderr from its init
+// function on (keeping the original for the handshake), and after the
+// handshake go-plugin captures os.Stdout, so stray prints, even from
+// package init functions or child processes, never reach the handshake or
+// the host's MCP stream; they end up in the provider's log, or dropped.
+//
+// The provider exits, taking its process group (its own child processes)
+// with it, when it receives SIGTERM (which Linux sends when the host dies)
+// or when its parent process is gone (checked every 500ms; see
+// [WithParentWatch]), so a killed host leaves no orphans.
 func Serve(p Provider, opts ...ServeOption) {
 	cfg := serveConfig{parentPoll: 500 * time.Millisecond}
 	for _, o := range opts {
@@ -63,9 +71,17 @@ func Serve(p Provider, opts ...ServeOption) {
 	if cfg.parentPoll > 0 {
 		go watchParent(cfg.logger, cfg.parentPoll)
 	}
+	onTerminate(cfg.logger)
+	restoreHandshakeOut()
+	plugins := VersionedPlugins(&levelFromHost{Provider: p, log: cfg.logger})
+	for _, set := range plugins {
+		if gp, ok := set[PluginName].(*GRPCProviderPlugin); ok {
+			gp.Logger = cfg.logger
+		}
+	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: VersionedPlugins(&levelFromHost{Provider: p, log: cfg.logger}),
+		VersionedPlugins: plugins,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			return plugin.DefaultGRPCServer(append(opts, GRPCServerOptions()...))
 		},
@@ -73,7 +89,7 @@ func Serve(p Provider, opts ...ServeOption) {
 	})
 }
 
-// watchParent exits the process once its parent is gone: the parent pid
+// watchParent ends the process once its parent is gone: the parent pid
 // changes when the original parent dies and the process is re-parented.
 func watchParent(log hclog.Logger, every time.Duration) {
 	parent := os.Getppid()
@@ -82,7 +98,7 @@ func watchParent(log hclog.Logger, every time.Duration) {
 	for range t.C {
 		if os.Getppid() != parent {
 			log.Warn("host process is gone; exiting")
-			os.Exit(1)
+			exitWithGroup(1)
 		}
 	}
 }

@@ -243,15 +243,19 @@ func TestParseMergesOverDefaults(t *testing.T) {
 				`sha256 = "`+testSHA+`"`,
 				"enabled = false",
 				`api_key_env = "WEATHER_KEY"`,
+				"start_timeout_secs = 30",
+				"tool_timeout_secs = 900",
 			),
 			want: func(c *Config) {
 				c.Providers["weather"] = ProviderConfig{
-					Name:     "weather",
-					Enabled:  false,
-					Command:  "/opt/weather/provider",
-					Args:     []string{"--units", "metric"},
-					SHA256:   testSHA,
-					Settings: map[string]any{"api_key_env": "WEATHER_KEY"},
+					Name:             "weather",
+					Enabled:          false,
+					Command:          "/opt/weather/provider",
+					Args:             []string{"--units", "metric"},
+					SHA256:           testSHA,
+					StartTimeoutSecs: 30,
+					ToolTimeoutSecs:  900,
+					Settings:         map[string]any{"api_key_env": "WEATHER_KEY"},
 				}
 			},
 		},
@@ -469,11 +473,20 @@ func TestParseErrors(t *testing.T) {
 				`config.toml:10: autonomy.denied_tools[0]: tool names must be non-empty without surrounding spaces; got " memory.store"`,
 			},
 		},
-		"third-party provider without command or sha256": {
+		// A missing sha256 is the provider's load failure, not the
+		// config's: the host refuses it with the file's actual hash.
+		"third-party provider without command": {
 			doc: lines("[providers.memory]", "enabled = true", "", "[providers.weather]", `units = "metric"`),
 			want: []string{
 				"config.toml:4: providers.weather.command: required for a third-party provider: the path of its executable (built-in providers are memory, agent, searxng)",
-				"config.toml:4: providers.weather.sha256: required for a third-party provider: the SHA-256 of its executable as 64 lowercase hex digits (the output of sha256sum)",
+			},
+		},
+		"per-provider timeouts out of range or mistyped": {
+			doc: lines("[providers.memory]", "start_timeout_secs = 0", "tool_timeout_secs = 86401", "[providers.searxng]", `tool_timeout_secs = "60"`),
+			want: []string{
+				"config.toml:2: providers.memory.start_timeout_secs: must be between 1 and 600; got 0",
+				"config.toml:3: providers.memory.tool_timeout_secs: must be between 1 and 86400; got 86401",
+				"config.toml:5: providers.searxng.tool_timeout_secs: must be an integer number of seconds; got a string",
 			},
 		},
 		"third-party provider with a bad sha256 and an empty command": {
@@ -600,7 +613,6 @@ func TestParseErrors(t *testing.T) {
 				"config.toml:2: server.port: must be between 1 and 65535; got 70000",
 				"config.toml:3: server.colour: unknown key; valid keys in [server] are " + serverKeys,
 				`config.toml:5: autonomy.level: must be one of readonly, supervised, full; got "bogus"`,
-				"config.toml:6: providers.weather.sha256: required for a third-party provider: the SHA-256 of its executable as 64 lowercase hex digits (the output of sha256sum)",
 			},
 		},
 	}

@@ -63,6 +63,12 @@ func (c *Config) Masked() (string, error) {
 		if p.Args != nil {
 			t[keyArgs] = p.Args
 		}
+		if p.StartTimeoutSecs != 0 {
+			t[keyStartTimeout] = p.StartTimeoutSecs
+		}
+		if p.ToolTimeoutSecs != 0 {
+			t[keyToolTimeout] = p.ToolTimeoutSecs
+		}
 		if p.SHA256 != "" {
 			t[keySHA256] = p.SHA256
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // BuiltinProviders names the providers compiled into openhuman-host, in the
@@ -27,7 +28,12 @@ const (
 	keyCommand = "command"
 	keyArgs    = "args"
 	keySHA256  = "sha256"
+	// keyStartTimeout and keyToolTimeout override [server]
+	// provider_start_timeout_secs and tool_timeout_secs for one provider.
+	keyStartTimeout = "start_timeout_secs"
+	keyToolTimeout  = "tool_timeout_secs"
 )
+
 
 // secretEnvSuffix marks a setting whose value names an environment variable.
 const secretEnvSuffix = "_env"
@@ -52,8 +58,18 @@ type ProviderConfig struct {
 	// none.
 	Args []string
 	// SHA256 is the expected SHA-256 of Command's file as 64 lowercase hex
-	// digits (required for third-party providers, refused for built-ins).
+	// digits (refused for built-ins). A third-party provider without one is
+	// not loaded: the host refuses it with the file's actual hash, which
+	// `openhuman-host providers add` writes here.
 	SHA256 string
+	// StartTimeoutSecs bounds the provider's start (handshake, Configure,
+	// Describe) in seconds, 1..600; 0 when unset, which means [server]
+	// provider_start_timeout_secs.
+	StartTimeoutSecs int
+	// ToolTimeoutSecs is the deadline of every call to the provider's
+	// tools in seconds, 1..86400; it wins over a tool's own timeout and
+	// [server] tool_timeout_secs. 0 when unset.
+	ToolTimeoutSecs int
 	// Settings holds every other key of the table, nested tables included,
 	// as decoded from TOML (string, int64, float64, bool, []any,
 	// map[string]any, or a go-toml date/time); nil when there are none. Keys
@@ -79,6 +95,16 @@ func (p ProviderConfig) ResolveSecrets(getenv func(string) string) map[string]st
 		}
 	})
 	return out
+}
+
+// StartTimeout returns StartTimeoutSecs as a duration; zero when unset.
+func (p ProviderConfig) StartTimeout() time.Duration {
+	return time.Duration(p.StartTimeoutSecs) * time.Second
+}
+
+// ToolTimeout returns ToolTimeoutSecs as a duration; zero when unset.
+func (p ProviderConfig) ToolTimeout() time.Duration {
+	return time.Duration(p.ToolTimeoutSecs) * time.Second
 }
 
 // SettingsJSON returns Settings as a JSON object, "{}" when there are none.
@@ -154,6 +180,10 @@ func (d *decoder) provider(name string, base ProviderConfig, table map[string]an
 			p.SHA256 = s
 		case keyArgs:
 			p.Args = d.stringList(path, v)
+		case keyStartTimeout:
+			p.StartTimeoutSecs = d.secs(path, v, maxProviderStartSecs)
+		case keyToolTimeout:
+			p.ToolTimeoutSecs = d.secs(path, v, maxToolTimeoutSecs)
 		default:
 			if settings == nil {
 				settings = map[string]any{}
@@ -163,6 +193,20 @@ func (d *decoder) provider(name string, base ProviderConfig, table map[string]an
 	}
 	p.Settings = settings
 	return p
+}
+
+// secs converts a decoded TOML integer of seconds in 1..max.
+func (d *decoder) secs(path string, v any, max int64) int {
+	n, ok := v.(int64)
+	if !ok {
+		d.fail(path, "must be an integer number of seconds; got %s", describeValue(v))
+		return 0
+	}
+	if n < 1 || n > max {
+		d.fail(path, "must be between 1 and %d; got %d", max, n)
+		return 0
+	}
+	return int(n)
 }
 
 // stringList converts a decoded TOML array of strings, reporting the first
@@ -206,10 +250,7 @@ func (d *decoder) validateProvider(p ProviderConfig) {
 		if strings.TrimSpace(p.Command) == "" {
 			d.fail(joinKey(prefix, keyCommand), "required for a third-party provider: the path of its executable (built-in providers are %s)", strings.Join(BuiltinProviders, ", "))
 		}
-		switch {
-		case p.SHA256 == "":
-			d.fail(joinKey(prefix, keySHA256), "required for a third-party provider: the SHA-256 of its executable as 64 lowercase hex digits (the output of sha256sum)")
-		case !sha256Hex.MatchString(p.SHA256):
+		if p.SHA256 != "" && !sha256Hex.MatchString(p.SHA256) {
 			d.fail(joinKey(prefix, keySHA256), "must be 64 lowercase hex digits (the output of sha256sum); got %q", p.SHA256)
 		}
 	}

@@ -1,12 +1,22 @@
-// Package plugins launches providers as go-plugin subprocesses and holds
-// their connections.
+// Package plugins launches providers as go-plugin subprocesses, holds
+// their connections and keeps them running.
 //
 // Each provider runs isolated: gRPC only, AutoMTLS, an environment built
 // from an explicit allow-list (go-plugin SkipHostEnv), its own process
-// group, and /dev/null as stdin. After the handshake the manager calls
-// Configure with the provider's config table, data dir and secrets, then
-// Describe; all providers start in parallel and a provider that fails any
-// step is logged and left out while the others are served.
+// group, and the host's stdin never (callers give child processes
+// /dev/null; see [Manager.Start]). A third-party provider's executable is
+// checksum-verified before every exec. After the handshake the manager
+// calls Configure with the provider's config table, data dir and secrets,
+// then Describe; all providers start in parallel and a provider that fails
+// any step is logged and left out while the others are served.
+//
+// A supervisor per provider watches its process and pings its gRPC health
+// service; a provider that exits or stops answering is restarted with
+// capped exponential backoff (a new go-plugin client each time), and its
+// catalog re-read. Calls during the outage fail at once with an error
+// wrapping [ErrUnavailable]. A provider that fails [RestartPolicy]
+// MaxFailures times within Window is marked [StateFailed] and not
+// restarted again.
 package plugins
 
 import (
@@ -19,11 +29,16 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"reflect"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -38,15 +53,73 @@ type Spec struct {
 	// Args are the arguments after the executable; a built-in's are
 	// exactly ["provider", <name>].
 	Args []string
-	// SHA256 is the expected lowercase hex SHA-256 of Path; empty skips the
-	// check (built-ins, which are the running binary itself).
+	// SHA256 is the expected lowercase hex SHA-256 of Path. Empty skips
+	// the check unless Verify is set.
 	SHA256 string
+	// Verify requires a checksum: with Verify set and SHA256 empty the
+	// provider is refused, and the error gives the file's actual SHA-256.
+	// Third-party providers set it; built-ins, which are the running
+	// binary itself, do not.
+	Verify bool
 	// Config is the provider's config table as a JSON object.
 	Config json.RawMessage
 	// DataDir is created with mode 0700 if missing and passed to Configure.
 	DataDir string
 	// Secrets are passed to Configure.
 	Secrets map[string]string
+	// StartTimeout bounds the provider's handshake, Configure and Describe
+	// together, at every start and restart; zero uses
+	// [Options.StartTimeout].
+	StartTimeout time.Duration
+}
+
+// RestartPolicy says how a crashed provider is restarted. Zero fields take
+// the defaults of [DefaultRestartPolicy].
+type RestartPolicy struct {
+	// MaxFailures is how many failures (exits, failed health checks,
+	// failed restarts) within Window mark the provider failed. Default 5.
+	MaxFailures int
+	// Window is the sliding window MaxFailures counts in. Default 60s.
+	Window time.Duration
+	// FirstBackoff is the delay before the second restart within Window;
+	// the first is immediate and each later one doubles it. Default 250ms.
+	FirstBackoff time.Duration
+	// MaxBackoff caps the delay between restarts. Default 30s.
+	MaxBackoff time.Duration
+}
+
+// DefaultRestartPolicy is the policy a zero [RestartPolicy] stands for.
+var DefaultRestartPolicy = RestartPolicy{MaxFailures: 5, Window: time.Minute, FirstBackoff: 250 * time.Millisecond, MaxBackoff: 30 * time.Second}
+
+func (r RestartPolicy) withDefaults() RestartPolicy {
+	d := DefaultRestartPolicy
+	if r.MaxFailures > 0 {
+		d.MaxFailures = r.MaxFailures
+	}
+	if r.Window > 0 {
+		d.Window = r.Window
+	}
+	if r.FirstBackoff > 0 {
+		d.FirstBackoff = r.FirstBackoff
+	}
+	if r.MaxBackoff > 0 {
+		d.MaxBackoff = r.MaxBackoff
+	}
+	return d
+}
+
+// backoff is the delay before the restart that follows the n-th failure
+// in the window (n ≥ 1): none for the first, then FirstBackoff doubling
+// up to MaxBackoff.
+func (r RestartPolicy) backoff(n int) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	d := r.FirstBackoff
+	for i := 2; i < n && d < r.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, r.MaxBackoff)
 }
 
 // Options configures a [Manager]; a nil *Options uses every default.
@@ -62,26 +135,47 @@ type Options struct {
 	// none.
 	Host sdk.Host
 	// StartTimeout bounds a provider's handshake, Configure and Describe
-	// together. Default 10s.
+	// together when its [Spec] sets none. Default 10s.
 	StartTimeout time.Duration
 	// Env lists the environment variable names passed through to providers
 	// (values from the host's environment, when set). Default
 	// [DefaultEnv].
 	Env []string
+	// Restart says how crashed providers are restarted.
+	Restart RestartPolicy
+	// HealthInterval is how often a running provider's gRPC health service
+	// is checked; two failed checks in a row (each bounded by
+	// HealthTimeout) count as a crash. Default 5s.
+	HealthInterval time.Duration
+	// HealthTimeout bounds one health check. Default 2s.
+	HealthTimeout time.Duration
+	// OnChange, when set, is called after every state change of a provider
+	// that loaded (restarting, running again, failed), from that
+	// provider's supervisor goroutine, one call at a time per provider.
+	// catalogChanged is true when a restart brought a catalog that differs
+	// from the one before. It must not block for long.
+	OnChange func(p *Provider, catalogChanged bool)
 }
 
 // DefaultEnv is the environment allow-list providers get by default:
 // enough to run programs and format text, nothing secret.
 var DefaultEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR"}
 
-// ErrUnavailable is wrapped by errors of calls to a provider whose process
-// has exited.
+// ErrUnavailable is wrapped by errors of calls to a provider that is not
+// running: restarting after a crash, failed, or stopped.
 var ErrUnavailable = errors.New("provider is not running")
+
+// ErrChecksum is wrapped by the error of a provider whose executable's
+// SHA-256 is missing from the config or differs from it.
+var ErrChecksum = errors.New("provider checksum")
 
 // Manager owns the provider processes.
 type Manager struct {
 	opts Options
 	log  hclog.Logger
+	// ctx is cancelled by Close; restarts run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu        sync.Mutex
 	providers []*Provider
@@ -106,7 +200,15 @@ func NewManager(opts *Options) *Manager {
 	if m.opts.Env == nil {
 		m.opts.Env = DefaultEnv
 	}
+	if m.opts.HealthInterval <= 0 {
+		m.opts.HealthInterval = 5 * time.Second
+	}
+	if m.opts.HealthTimeout <= 0 {
+		m.opts.HealthTimeout = 2 * time.Second
+	}
+	m.opts.Restart = m.opts.Restart.withDefaults()
 	m.log = m.opts.Logger
+	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }
 
@@ -122,23 +224,27 @@ type Failure struct {
 // loaded and the ones that did not, both in the order of specs. A provider
 // that fails to start, configure or describe is logged at error level with
 // the reason and its process is stopped; Start itself fails only when ctx
-// is done or the manager is closed.
+// is done or the manager is closed. Every loaded provider gets a
+// supervisor that restarts it when it crashes, until [Manager.Close].
+//
+// go-plugin hands the host's os.Stdin to every provider process; a host
+// that serves MCP on stdin must replace os.Stdin (with /dev/null) first.
 func (m *Manager) Start(ctx context.Context, specs []Spec) ([]*Provider, []Failure, error) {
 	loaded := make([]*Provider, len(specs))
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
 	for i, spec := range specs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p, err := m.start(ctx, spec)
+		wg.Go(func() {
+			p := m.newProvider(spec)
+			inst, cat, err := m.launch(ctx, spec, p.log)
 			if err != nil {
 				m.log.Error("provider failed to load; serving the others", "provider", spec.Name, "error", err)
 				errs[i] = err
 				return
 			}
+			p.inst, p.catalog, p.state, p.since = inst, cat, StateRunning, time.Now()
 			loaded[i] = p
-		}()
+		})
 	}
 	wg.Wait()
 	var failed []Failure
@@ -155,11 +261,12 @@ func (m *Manager) Start(ctx context.Context, specs []Spec) ([]*Provider, []Failu
 			continue
 		}
 		if m.closed {
-			p.kill()
+			p.inst.kill(p.log)
 			continue
 		}
 		m.providers = append(m.providers, p)
 		out = append(out, p)
+		go p.supervise()
 	}
 	if m.closed {
 		return nil, nil, errors.New("provider manager closed")
@@ -167,26 +274,48 @@ func (m *Manager) Start(ctx context.Context, specs []Spec) ([]*Provider, []Failu
 	return out, failed, ctx.Err()
 }
 
-func (m *Manager) start(ctx context.Context, spec Spec) (*Provider, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.opts.StartTimeout)
+func (m *Manager) newProvider(spec Spec) *Provider {
+	return &Provider{
+		Name:  spec.Name,
+		spec:  spec,
+		m:     m,
+		log:   m.log.Named(spec.Name),
+		state: StateStarting,
+		kick:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+}
+
+// instance is one process of a provider.
+type instance struct {
+	client *plugin.Client
+	rpc    plugin.ClientProtocol
+	impl   sdk.Provider
+	pid    int
+}
+
+// launch starts one process for spec and runs the handshake, Configure
+// and Describe, within the spec's start timeout.
+func (m *Manager) launch(ctx context.Context, spec Spec, log hclog.Logger) (*instance, *sdk.Catalog, error) {
+	timeout := spec.StartTimeout
+	if timeout <= 0 {
+		timeout = m.opts.StartTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if spec.DataDir != "" {
 		if err := os.MkdirAll(spec.DataDir, 0o700); err != nil {
-			return nil, fmt.Errorf("create data dir: %w", err)
+			return nil, nil, fmt.Errorf("create data dir: %w", err)
 		}
+	}
+	secure, err := verify(spec)
+	if err != nil {
+		return nil, nil, err
 	}
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = m.environment()
 	cmd.SysProcAttr = procAttr()
-	var secure *plugin.SecureConfig
-	if spec.SHA256 != "" {
-		want, err := hex.DecodeString(spec.SHA256)
-		if err != nil {
-			return nil, fmt.Errorf("sha256 %q is not hex: %w", spec.SHA256, err)
-		}
-		secure = &plugin.SecureConfig{Checksum: want, Hash: sha256.New()}
-	}
-	log := m.log.Named(spec.Name)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.VersionedPlugins(nil),
@@ -194,22 +323,26 @@ func (m *Manager) start(ctx context.Context, spec Spec) (*Provider, error) {
 		SecureConfig:     secure,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
-		Managed:          true,
+		Managed:          false,
 		SkipHostEnv:      true,
-		StartTimeout:     m.opts.StartTimeout,
+		StartTimeout:     timeout,
 		Logger:           log,
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
 		GRPCDialOptions:  sdk.GRPCDialOptions(),
 	})
-	p := &Provider{Name: spec.Name, client: client, log: log}
-	fail := func(err error) (*Provider, error) {
-		p.kill()
-		return nil, err
+	inst := &instance{client: client}
+	fail := func(err error) (*instance, *sdk.Catalog, error) {
+		inst.kill(log)
+		return nil, nil, err
 	}
 	rpc, err := client.Client()
 	if err != nil {
-		return fail(fmt.Errorf("start %s: %w", spec.Path, err))
+		return fail(startError(spec, err))
+	}
+	inst.rpc = rpc
+	if rc := client.ReattachConfig(); rc != nil {
+		inst.pid = rc.Pid
 	}
 	raw, err := rpc.Dispense(sdk.PluginName)
 	if err != nil {
@@ -219,7 +352,7 @@ func (m *Manager) start(ctx context.Context, spec Spec) (*Provider, error) {
 	if !ok {
 		return fail(fmt.Errorf("plugin returned %T, not a provider", raw))
 	}
-	p.impl = impl
+	inst.impl = impl
 	config := spec.Config
 	if len(config) == 0 {
 		config = json.RawMessage("{}")
@@ -232,15 +365,77 @@ func (m *Manager) start(ctx context.Context, spec Spec) (*Provider, error) {
 		HostVersion: m.opts.HostVersion,
 		LogLevel:    m.opts.LogLevel,
 	}); err != nil {
-		return fail(err)
+		return fail(timeoutError(ctx, "configure", timeout, err))
 	}
 	cat, err := impl.Describe(ctx)
 	if err != nil {
-		return fail(err)
+		return fail(timeoutError(ctx, "describe", timeout, err))
 	}
-	p.Catalog = cat
-	log.Debug("provider loaded", "version", cat.Version, "tools", len(cat.Tools), "resources", len(cat.Resources))
-	return p, nil
+	log.Debug("provider loaded", "pid", inst.pid, "version", cat.Version, "tools", len(cat.Tools), "resources", len(cat.Resources))
+	return inst, cat, nil
+}
+
+// startError explains go-plugin's start errors that do not explain
+// themselves.
+func startError(spec Spec, err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "Unrecognized remote plugin message"):
+		return fmt.Errorf("start %s: %w (the provider wrote to stdout before its handshake line; providers must write nothing to stdout: log to stderr)", spec.Path, err)
+	case strings.Contains(msg, "timeout while waiting for plugin to start"):
+		return fmt.Errorf("start %s: %w (no handshake within the start timeout; raise [providers.%s] start_timeout_secs if it is slow to start)", spec.Path, err, spec.Name)
+	}
+	return fmt.Errorf("start %s: %w", spec.Path, err)
+}
+
+// timeoutError names the start timeout when ctx ran out during step.
+func timeoutError(ctx context.Context, step string, timeout time.Duration, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s did not finish within the start timeout (%s): %w", step, timeout, err)
+	}
+	return err
+}
+
+// verify checks spec's executable against its configured SHA-256 and
+// returns go-plugin's SecureConfig, which checks it again just before
+// exec. The error gives both hashes in lowercase hex, since go-plugin's
+// own error names neither.
+func verify(spec Spec) (*plugin.SecureConfig, error) {
+	if spec.SHA256 == "" && !spec.Verify {
+		return nil, nil
+	}
+	actual, err := FileSHA256(spec.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot hash %s: %w", ErrChecksum, spec.Path, err)
+	}
+	if spec.SHA256 == "" {
+		return nil, fmt.Errorf("%w: refused to run %s: [providers.%s] has no sha256; the file's sha256 is %s: if you trust this file, set sha256 = %q or run: openhuman-host providers add --force %s",
+			ErrChecksum, spec.Path, spec.Name, actual, actual, spec.Path)
+	}
+	if actual != spec.SHA256 {
+		return nil, fmt.Errorf("%w mismatch: refused to run %s: the config expects sha256 %s but the file's sha256 is %s; if you replaced it on purpose, run: openhuman-host providers add --force %s",
+			ErrChecksum, spec.Path, spec.SHA256, actual, spec.Path)
+	}
+	want, err := hex.DecodeString(spec.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sha256 %q is not hex: %w", ErrChecksum, spec.SHA256, err)
+	}
+	return &plugin.SecureConfig{Checksum: want, Hash: sha256.New()}, nil
+}
+
+// FileSHA256 returns the SHA-256 of the file at path as 64 lowercase hex
+// digits, the form sha256sum prints and [providers.<name>] sha256 takes.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (m *Manager) environment() []string {
@@ -253,95 +448,452 @@ func (m *Manager) environment() []string {
 	return env
 }
 
-// Providers returns the loaded providers.
+// Providers returns the loaded providers, whatever their state.
 func (m *Manager) Providers() []*Provider {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]*Provider(nil), m.providers...)
 }
 
-// Close stops every provider process and waits for them to exit. It is
-// safe to call more than once.
+// Close stops every supervisor and provider process and waits for them to
+// exit. It is safe to call more than once.
 func (m *Manager) Close() {
 	m.mu.Lock()
 	m.closed = true
 	ps := m.providers
 	m.providers = nil
 	m.mu.Unlock()
+	m.cancel()
 	var wg sync.WaitGroup
 	for _, p := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.kill()
-		}()
+		wg.Go(p.close)
 	}
 	wg.Wait()
 }
 
-// Provider is one loaded provider.
+// State is a loaded provider's state.
+type State string
+
+// States of a provider.
+const (
+	// StateStarting is a provider whose first start has not finished.
+	StateStarting State = "starting"
+	// StateRunning is a provider whose process answers calls.
+	StateRunning State = "running"
+	// StateRestarting is a provider whose process exited or stopped
+	// answering and is being started again; its calls fail at once.
+	StateRestarting State = "restarting"
+	// StateFailed is a provider that failed too often to be restarted
+	// again (see [RestartPolicy]); it stays failed until the host restarts.
+	StateFailed State = "failed"
+	// StateStopped is a provider the host stopped.
+	StateStopped State = "stopped"
+)
+
+// Status is a snapshot of one provider, for `providers status`.
+type Status struct {
+	// Name is the provider's config name.
+	Name string `json:"name"`
+	// State is the provider's state.
+	State State `json:"state"`
+	// Pid is the process id of its running process, 0 when none.
+	Pid int `json:"pid,omitempty"`
+	// Restarts counts the restarts that succeeded since the host started.
+	Restarts int `json:"restarts"`
+	// Since is when the provider entered State.
+	Since time.Time `json:"since"`
+	// Tools is how many tools its current catalog lists.
+	Tools int `json:"tools"`
+	// LastError says why it last stopped or failed to start; empty when it
+	// never did.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Provider is one loaded provider. Its methods are safe for concurrent use.
 type Provider struct {
 	// Name is the provider's config name.
 	Name string
-	// Catalog is what the provider's Describe returned at load.
-	Catalog *sdk.Catalog
 
-	client *plugin.Client
-	impl   sdk.Provider
-	log    hclog.Logger
+	spec Spec
+	m    *Manager
+	log  hclog.Logger
+
+	mu       sync.Mutex
+	inst     *instance
+	catalog  *sdk.Catalog
+	state    State
+	since    time.Time
+	restarts int
+	lastErr  string
+	failures []time.Time
+	// giveUp, when set, tells the supervisor to mark the provider failed
+	// with this reason (too many panics).
+	giveUp string
+
+	kick chan struct{} // wakes the supervisor after a failed call
+	stop chan struct{} // closed by close
+	done chan struct{} // closed when the supervisor returns
+	once sync.Once
 }
 
-// Exited reports whether the provider's process has exited.
-func (p *Provider) Exited() bool { return p.client.Exited() }
+// Catalog returns what the provider's Describe returned at its last
+// (re)start.
+func (p *Provider) Catalog() *sdk.Catalog {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.catalog
+}
 
-// Pid returns the provider's process id, 0 when it is not running.
+// Status returns a snapshot of the provider's state.
+func (p *Provider) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := Status{Name: p.Name, State: p.state, Restarts: p.restarts, Since: p.since, LastError: p.lastErr}
+	if p.inst != nil {
+		s.Pid = p.inst.pid
+	}
+	if p.catalog != nil {
+		s.Tools = len(p.catalog.Tools)
+	}
+	return s
+}
+
+// Exited reports whether the provider has no running process: it exited
+// and was not restarted yet, failed, or was stopped.
+func (p *Provider) Exited() bool {
+	inst, _ := p.current()
+	return inst == nil || inst.client.Exited()
+}
+
+// Pid returns the provider's current process id, 0 when it is not
+// running.
 func (p *Provider) Pid() int {
-	if rc := p.client.ReattachConfig(); rc != nil {
-		return rc.Pid
+	inst, _ := p.current()
+	if inst == nil {
+		return 0
 	}
-	return 0
+	return inst.pid
 }
 
-// CallTool forwards a call to the provider. A provider whose process has
-// exited fails at once with an error wrapping [ErrUnavailable].
-func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	if p.client.Exited() {
-		return nil, fmt.Errorf("provider %s: %w (its process exited)", p.Name, ErrUnavailable)
+// wake asks the supervisor to look at the process now.
+func (p *Provider) wake() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
 	}
-	res, err := p.impl.CallTool(ctx, req)
-	if err != nil && p.client.Exited() {
-		return nil, fmt.Errorf("provider %s: %w (its process exited during the call)", p.Name, ErrUnavailable)
+}
+
+// running returns the instance that serves calls, or an error wrapping
+// [ErrUnavailable]. An instance whose process has exited and which the
+// supervisor has not replaced yet counts as gone.
+func (p *Provider) running() (*instance, error) {
+	inst, err := p.current()
+	if err != nil {
+		return nil, err
+	}
+	if inst.client.Exited() {
+		p.wake()
+		return nil, fmt.Errorf("provider %s: %w: its process exited; it is being restarted, try again in a moment", p.Name, ErrUnavailable)
+	}
+	return inst, nil
+}
+
+// current returns the instance the supervisor holds, or an error wrapping
+// [ErrUnavailable] that says why there is none.
+func (p *Provider) current() (*instance, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inst != nil {
+		return p.inst, nil
+	}
+	switch p.state {
+	case StateFailed:
+		return nil, fmt.Errorf("provider %s: %w: it failed %d times within %s and is not restarted again (last error: %s); fix it, then restart openhuman-host",
+			p.Name, ErrUnavailable, p.m.opts.Restart.MaxFailures, p.m.opts.Restart.Window, p.lastErr)
+	case StateStopped:
+		return nil, fmt.Errorf("provider %s: %w: it was stopped", p.Name, ErrUnavailable)
+	}
+	return nil, fmt.Errorf("provider %s: %w: it is restarting after %s; try again in a moment", p.Name, ErrUnavailable, p.lastErr)
+}
+
+// CallTool forwards a call to the provider. A provider that is not
+// running fails at once with an error wrapping [ErrUnavailable]; one whose
+// process dies during the call fails the call the same way and is
+// restarted.
+func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	inst, err := p.running()
+	if err != nil {
+		return nil, err
+	}
+	res, err := inst.impl.CallTool(ctx, req)
+	if err != nil && ctx.Err() == nil && p.lost(inst, err) {
+		return nil, fmt.Errorf("provider %s: %w: its process exited during the call; it is being restarted", p.Name, ErrUnavailable)
+	}
+	if errors.Is(err, sdk.ErrPanicked) {
+		p.panicked(err)
 	}
 	return res, err
 }
 
-// ReadResource forwards a resource read to the provider, failing at once
-// when its process has exited.
-func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	if p.client.Exited() {
-		return nil, fmt.Errorf("provider %s: %w (its process exited)", p.Name, ErrUnavailable)
+// panicked counts a recovered panic as a failure: a provider that panics
+// MaxFailures times within Window is marked failed like one that crashes.
+func (p *Provider) panicked(err error) {
+	p.mu.Lock()
+	n := p.recordFailureLocked(time.Now())
+	p.lastErr = err.Error()
+	limit := n >= p.m.opts.Restart.MaxFailures && p.giveUp == ""
+	if limit {
+		p.giveUp = "a tool panicked: " + err.Error()
 	}
-	return p.impl.ReadResource(ctx, req)
+	p.mu.Unlock()
+	p.log.Error("provider call panicked", "failures", n, "error", err)
+	if limit {
+		p.wake()
+	}
+}
+
+// recordFailureLocked adds a failure at now to the sliding window and
+// returns how many it holds. p.mu must be held.
+func (p *Provider) recordFailureLocked(now time.Time) int {
+	kept := p.failures[:0]
+	for _, t := range p.failures {
+		if now.Sub(t) < p.m.opts.Restart.Window {
+			kept = append(kept, t)
+		}
+	}
+	p.failures = append(kept, now)
+	return len(p.failures)
+}
+
+// ReadResource forwards a resource read to the provider, failing at once
+// when it is not running.
+func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	inst, err := p.running()
+	if err != nil {
+		return nil, err
+	}
+	res, err := inst.impl.ReadResource(ctx, req)
+	if err != nil && ctx.Err() == nil && p.lost(inst, err) {
+		return nil, fmt.Errorf("provider %s: %w: its process exited during the read; it is being restarted", p.Name, ErrUnavailable)
+	}
+	return res, err
+}
+
+// lost reports whether err means inst's process is gone, waking the
+// supervisor if so. A broken connection (sdk.ErrUnavailable) shows up
+// slightly before go-plugin notices the exit, so that is waited for
+// briefly.
+func (p *Provider) lost(inst *instance, err error) bool {
+	if !inst.client.Exited() && !errors.Is(err, sdk.ErrUnavailable) && status.Code(err) != codes.Unavailable {
+		return false
+	}
+	for deadline := time.Now().Add(500 * time.Millisecond); !inst.client.Exited() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.wake()
+	return true
+}
+
+// pollInterval is how often a supervisor checks whether its process is
+// still there; go-plugin offers no exit notification.
+const pollInterval = 50 * time.Millisecond
+
+// supervise watches the running instance and restarts it when it exits or
+// fails two health checks in a row, until close or a permanent failure.
+func (p *Provider) supervise() {
+	defer close(p.done)
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	lastCheck := time.Now()
+	misses := 0
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.kick:
+		case <-tick.C:
+		}
+		inst, err := p.current()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		giveUp := p.giveUp
+		p.mu.Unlock()
+		if giveUp != "" {
+			p.fail(inst, giveUp)
+			return
+		}
+		var reason string
+		switch {
+		case inst.client.Exited():
+			reason = "its process exited"
+		case time.Since(lastCheck) >= p.m.opts.HealthInterval:
+			lastCheck = time.Now()
+			if err := p.healthCheck(inst); err != nil {
+				misses++
+				p.log.Warn("health check failed", "pid", inst.pid, "misses", misses, "error", err)
+				if misses >= 2 {
+					reason = fmt.Sprintf("it failed two health checks (%v)", err)
+				}
+			} else {
+				misses = 0
+			}
+		}
+		if reason == "" {
+			continue
+		}
+		misses = 0
+		if !p.restart(inst, reason) {
+			return
+		}
+		lastCheck = time.Now()
+	}
+}
+
+// healthCheck asks the provider's gRPC health service (which go-plugin
+// serves in every Go plugin) whether it serves.
+func (p *Provider) healthCheck(inst *instance) error {
+	g, ok := inst.rpc.(*plugin.GRPCClient)
+	if !ok {
+		return inst.rpc.Ping()
+	}
+	ctx, cancel := context.WithTimeout(p.m.ctx, p.m.opts.HealthTimeout)
+	defer cancel()
+	res, err := grpc_health_v1.NewHealthClient(g.Conn).Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: plugin.GRPCServiceName})
+	if err != nil {
+		return err
+	}
+	if res.GetStatus() != grpc_health_v1.HealthCheckResponse_SERVING {
+		return fmt.Errorf("health status %s", res.GetStatus())
+	}
+	return nil
+}
+
+// restart replaces the dead instance old, retrying with backoff. It
+// returns false when the provider is marked failed or the manager closes.
+func (p *Provider) restart(old *instance, reason string) bool {
+	p.log.Error("provider stopped; restarting it", "pid", old.pid, "reason", reason)
+	p.mu.Lock()
+	if p.inst == old {
+		p.inst = nil
+	}
+	p.state, p.since, p.lastErr = StateRestarting, time.Now(), reason
+	p.mu.Unlock()
+	p.notify(false)
+	old.kill(p.log)
+	policy := p.m.opts.Restart
+	for {
+		now := time.Now()
+		p.mu.Lock()
+		n := p.recordFailureLocked(now)
+		if n >= policy.MaxFailures {
+			p.state, p.since = StateFailed, now
+			last := p.lastErr
+			p.mu.Unlock()
+			p.log.Error("provider failed too often; not restarting it again", "failures", n, "window", policy.Window, "last_error", last)
+			p.notify(false)
+			return false
+		}
+		p.mu.Unlock()
+		if d := policy.backoff(n); d > 0 {
+			p.log.Info("restarting provider after backoff", "delay", d, "failures", n)
+			select {
+			case <-time.After(d):
+			case <-p.stop:
+				return false
+			}
+		}
+		inst, cat, err := p.m.launch(p.m.ctx, p.spec, p.log)
+		if err != nil {
+			select {
+			case <-p.stop:
+				return false
+			default:
+			}
+			p.log.Error("provider restart failed", "error", err)
+			p.mu.Lock()
+			p.lastErr = "restart failed: " + err.Error()
+			p.mu.Unlock()
+			continue
+		}
+		p.mu.Lock()
+		if p.state == StateStopped {
+			p.mu.Unlock()
+			inst.kill(p.log)
+			return false
+		}
+		changed := !reflect.DeepEqual(p.catalog, cat)
+		p.inst, p.catalog, p.state, p.since = inst, cat, StateRunning, time.Now()
+		p.restarts++
+		p.mu.Unlock()
+		p.log.Info("provider restarted", "pid", inst.pid, "catalog_changed", changed)
+		p.notify(changed)
+		return true
+	}
+}
+
+// fail marks the provider failed for reason and stops inst.
+func (p *Provider) fail(inst *instance, reason string) {
+	p.mu.Lock()
+	if p.inst == inst {
+		p.inst = nil
+	}
+	p.state, p.since, p.lastErr = StateFailed, time.Now(), reason
+	p.mu.Unlock()
+	p.log.Error("provider failed too often; stopping it", "reason", reason)
+	inst.kill(p.log)
+	p.notify(false)
+}
+
+func (p *Provider) notify(catalogChanged bool) {
+	if p.m.opts.OnChange != nil {
+		p.m.opts.OnChange(p, catalogChanged)
+	}
+}
+
+// close stops the supervisor, then the process.
+func (p *Provider) close() {
+	p.once.Do(func() {
+		p.mu.Lock()
+		p.state, p.since = StateStopped, time.Now()
+		inst := p.inst
+		p.inst = nil
+		p.mu.Unlock()
+		close(p.stop)
+		<-p.done
+		if inst != nil {
+			inst.kill(p.log)
+		}
+	})
 }
 
 // killGrace is how long a provider gets to shut down cleanly before its
 // process group is killed.
 const killGrace = 2 * time.Second
 
-// kill stops the provider: go-plugin's graceful shutdown first, bounded by
-// killGrace because a hung provider never answers it, then SIGKILL for
+// kill stops the instance: go-plugin's graceful shutdown first, bounded
+// by killGrace because a hung provider never answers it, then SIGKILL for
 // its whole process group, so its own children die too.
-func (p *Provider) kill() {
-	pid := p.Pid()
+func (i *instance) kill(log hclog.Logger) {
+	if i == nil {
+		return
+	}
+	pid := i.pid
+	if pid == 0 {
+		if rc := i.client.ReattachConfig(); rc != nil {
+			pid = rc.Pid
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p.client.Kill()
+		i.client.Kill()
 	}()
 	select {
 	case <-done:
 	case <-time.After(killGrace):
-		p.log.Warn("provider did not shut down in time; killing it", "grace", killGrace)
+		log.Warn("provider did not shut down in time; killing it", "grace", killGrace)
 	}
 	if pid > 0 {
 		killGroup(pid)

@@ -12,9 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -72,7 +74,12 @@ type Options struct {
 	ToolTimeout time.Duration
 	// NotLoaded maps the providers that failed to load to the reason; an
 	// unknown tool's error names them, since the tool may be theirs.
+	// [Server.Update] replaces it.
 	NotLoaded map[string]string
+	// ProviderToolTimeouts maps a provider's name to the deadline of every
+	// call to its tools ([providers.<name>] tool_timeout_secs); it wins
+	// over the tool's own timeout and ToolTimeout.
+	ProviderToolTimeouts map[string]time.Duration
 	// ConfirmActs is [autonomy] confirm_acts: ConfirmOff (default, "")
 	// runs act tools unasked; ConfirmWhenSupported asks the user, through
 	// the client's elicitation (MCP 2025-11-25, client/elicitation),
@@ -96,12 +103,24 @@ type Confirmer func(ctx context.Context, message string) (bool, error)
 
 // Server is the host's MCP server.
 type Server struct {
-	opts      Options
-	log       hclog.Logger
-	mcp       *mcp.Server
+	opts     Options
+	log      hclog.Logger
+	mcp      *mcp.Server
+	view     atomic.Pointer[view]
+	updateMu sync.Mutex // serialises Update
+	sessions sync.Map   // *mcp.ServerSession → *sessionInfo
+}
+
+// view is what the server serves; [Server.Update] swaps it whole.
+type view struct {
 	catalog   *catalog.Catalog
 	providers map[string]Dispatcher
-	sessions  sync.Map // *mcp.ServerSession → *sessionInfo
+	notLoaded map[string]string
+	// tools, resources and templates are what is registered with the
+	// go-sdk server, by name or URI (template).
+	tools     map[string]*catalog.Tool
+	resources map[string]*catalog.Resource
+	templates map[string]*catalog.ResourceTemplate
 }
 
 // ErrUnknownTool is returned by [Server.Call] for a tool that is not in the
@@ -111,18 +130,18 @@ var ErrUnknownTool = errors.New("unknown tool")
 // unknownTool is the error for a tool not in the catalog. When providers
 // failed to load it names them with their reasons (each cut to 300 bytes),
 // so a client sees why a tool it expects is missing.
-func (s *Server) unknownTool(name string) error {
-	if len(s.opts.NotLoaded) == 0 {
+func (s *Server) unknownTool(v *view, name string) error {
+	if len(v.notLoaded) == 0 {
 		return fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
-	names := make([]string, 0, len(s.opts.NotLoaded))
-	for n := range s.opts.NotLoaded {
+	names := make([]string, 0, len(v.notLoaded))
+	for n := range v.notLoaded {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	parts := make([]string, len(names))
 	for i, n := range names {
-		reason := s.opts.NotLoaded[n]
+		reason := v.notLoaded[n]
 		if len(reason) > 300 {
 			reason = strings.ToValidUTF8(reason[:300], "") + "…"
 		}
@@ -136,7 +155,7 @@ func (s *Server) unknownTool(name string) error {
 // providers[tool.Provider]. Tools and resources whose provider is missing
 // from providers are left out and logged.
 func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (*Server, error) {
-	s := &Server{catalog: cat, providers: providers}
+	s := &Server{}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -170,18 +189,53 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 		},
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.session(req.Session) },
 	})
+	s.view.Store(&view{})
+	s.Update(cat, providers, s.opts.NotLoaded)
+	return s, nil
+}
+
+// Update makes the server serve cat with providers from now on, and
+// notLoaded as the providers that are missing and why. Only what differs
+// from the catalog served before is registered again or removed, so
+// connected sessions get notifications/tools/list_changed (and
+// resources/list_changed) only when their lists really change (MCP
+// 2025-11-25, server/tools "List Changed Notification"). Calls already
+// running finish with the dispatcher they started with. Update is safe
+// for concurrent use with calls and with itself.
+func (s *Server) Update(cat *catalog.Catalog, providers map[string]Dispatcher, notLoaded map[string]string) {
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
+	old := s.view.Load()
+	next := &view{
+		catalog:   cat,
+		providers: providers,
+		notLoaded: notLoaded,
+		tools:     map[string]*catalog.Tool{},
+		resources: map[string]*catalog.Resource{},
+		templates: map[string]*catalog.ResourceTemplate{},
+	}
 	for _, t := range cat.Tools() {
 		if _, ok := providers[t.Provider]; !ok {
 			s.log.Warn("tool skipped: its provider is not loaded", "tool", t.Name, "provider", t.Provider)
 			continue
 		}
+		if prev, ok := old.tools[t.Name]; ok && prev.Provider == t.Provider && reflect.DeepEqual(prev.Tool, t.Tool) {
+			next.tools[t.Name] = t
+			continue
+		}
 		if err := s.addTool(t); err != nil {
 			s.log.Warn("tool skipped", "tool", t.Name, "provider", t.Provider, "error", err)
+			continue
 		}
+		next.tools[t.Name] = t
 	}
 	for _, r := range cat.Resources() {
 		d, ok := providers[r.Provider]
 		if !ok {
+			continue
+		}
+		next.resources[r.URI] = r
+		if prev, ok := old.resources[r.URI]; ok && *prev == *r && sameDispatcher(old.providers[r.Provider], d) {
 			continue
 		}
 		s.mcp.AddResource(&mcp.Resource{
@@ -193,11 +247,54 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 		if !ok {
 			continue
 		}
+		if _, dup := next.templates[rt.URITemplate]; dup {
+			continue
+		}
+		next.templates[rt.URITemplate] = rt
+		if prev, ok := old.templates[rt.URITemplate]; ok && *prev == *rt && sameDispatcher(old.providers[rt.Provider], d) {
+			continue
+		}
 		s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
 			URITemplate: rt.URITemplate, Name: rt.Name, Title: rt.Title, Description: rt.Description, MIMEType: rt.MIMEType,
 		}, s.resourceHandler(d))
 	}
-	return s, nil
+	s.view.Store(next)
+	var gone []string
+	for name := range old.tools {
+		if _, ok := next.tools[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.RemoveTools(gone...)
+	}
+	gone = gone[:0]
+	for uri := range old.resources {
+		if _, ok := next.resources[uri]; !ok {
+			gone = append(gone, uri)
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.RemoveResources(gone...)
+	}
+	gone = gone[:0]
+	for tmpl := range old.templates {
+		if _, ok := next.templates[tmpl]; !ok {
+			gone = append(gone, tmpl)
+		}
+	}
+	if len(gone) > 0 {
+		s.mcp.RemoveResourceTemplates(gone...)
+	}
+}
+
+// sameDispatcher reports whether a and b are the same dispatcher; values
+// of types that cannot be compared count as different.
+func sameDispatcher(a, b Dispatcher) bool {
+	if a == nil || b == nil || reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
+		return false
+	}
+	return a == b
 }
 
 const defaultInstructions = "openhuman-host gives you a personal memory store and other tools from its providers. " +
@@ -208,8 +305,8 @@ const defaultInstructions = "openhuman-host gives you a personal memory store an
 // MCP returns the underlying go-sdk server.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Catalog returns the catalog the server serves.
-func (s *Server) Catalog() *catalog.Catalog { return s.catalog }
+// Catalog returns the catalog the server serves now.
+func (s *Server) Catalog() *catalog.Catalog { return s.view.Load().catalog }
 
 // addTool registers one tool with the go-sdk. AddTool panics on schemas it
 // cannot use; the catalog already checked them, the recover is a last
@@ -266,14 +363,12 @@ type Call struct {
 // with IsError set and an actionable message. The error is non-nil only for
 // an unknown tool ([ErrUnknownTool]) and host faults.
 func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) {
-	t, ok := s.catalog.Tool(c.Tool)
+	v := s.view.Load()
+	t, ok := v.tools[c.Tool]
 	if !ok {
-		return nil, s.unknownTool(c.Tool)
+		return nil, s.unknownTool(v, c.Tool)
 	}
-	d, ok := s.providers[t.Provider]
-	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTool, c.Tool)
-	}
+	d := v.providers[t.Provider]
 	start := time.Now()
 	rec := audit.Record{
 		SessionHash:   c.Caller.SessionHash,
@@ -326,9 +421,12 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 	if refusal := s.confirm(ctx, t, c, rec); refusal != nil {
 		return refusal
 	}
-	timeout := s.opts.ToolTimeout
+	timeout, timeoutKey := s.opts.ToolTimeout, "[server] tool_timeout_secs"
 	if t.Timeout > 0 {
-		timeout = t.Timeout
+		timeout, timeoutKey = t.Timeout, "the tool's own timeout; [providers."+t.Provider+"] tool_timeout_secs overrides it"
+	}
+	if d, ok := s.opts.ProviderToolTimeouts[t.Provider]; ok && d > 0 {
+		timeout, timeoutKey = d, "[providers."+t.Provider+"] tool_timeout_secs"
 	}
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -345,7 +443,7 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 	case ctx.Err() != nil:
 		return sdk.ErrorResult("%s was cancelled by the client", t.Name)
 	case callCtx.Err() != nil:
-		return sdk.ErrorResult("%s timed out after %s (set [server] tool_timeout_secs to change the limit)", t.Name, timeout)
+		return sdk.ErrorResult("%s timed out after %s (the limit comes from %s)", t.Name, timeout, timeoutKey)
 	}
 	s.log.Warn("provider call failed", "tool", t.Name, "provider", t.Provider, "error", err)
 	msg := err.Error()

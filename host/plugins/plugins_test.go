@@ -1,0 +1,375 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+var kitPath string
+
+// TestMain builds test/testprovider once for the package's tests.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "plugins-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	kitPath = filepath.Join(dir, "testprovider")
+	out, err := exec.Command("go", "build", "-o", kitPath, "github.com/openhuman/openhuman-host/test/testprovider").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build testprovider: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncBuffer is a log sink safe for the provider goroutines that write
+// to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func kitSpec(t *testing.T) Spec {
+	t.Helper()
+	sum, err := FileSHA256(kitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Spec{Name: "kit", Path: kitPath, SHA256: sum, Verify: true, DataDir: t.TempDir()}
+}
+
+func startKit(t *testing.T, opts Options, spec Spec) (*Manager, *Provider) {
+	t.Helper()
+	m := NewManager(&opts)
+	t.Cleanup(m.Close)
+	loaded, failed, err := m.Start(t.Context(), []Spec{spec})
+	if err != nil || len(failed) > 0 || len(loaded) != 1 {
+		t.Fatalf("Start: loaded %d, failed %v, err %v", len(loaded), failed, err)
+	}
+	return m, loaded[0]
+}
+
+func ping(ctx context.Context, p *Provider) (string, error) {
+	res, err := p.CallTool(ctx, &sdk.CallToolRequest{Name: "kit.ping", Arguments: []byte("{}")})
+	if err != nil {
+		return "", err
+	}
+	return res.Content[0].Text, nil
+}
+
+// waitFor polls cond every 10ms until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func TestKilledProviderIsRestarted(t *testing.T) {
+	t.Parallel()
+	var changes []State
+	var mu sync.Mutex
+	_, p := startKit(t, Options{OnChange: func(p *Provider, changed bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		changes = append(changes, p.Status().State)
+		if changed {
+			t.Errorf("catalog reported changed after a plain restart")
+		}
+	}}, kitSpec(t))
+	first := p.Pid()
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, 2*time.Second, "kit answering again after kill -9", func() bool {
+		out, err := ping(t.Context(), p)
+		return err == nil && strings.HasPrefix(out, "pong ")
+	})
+	t.Logf("back after %s", time.Since(start))
+	st := p.Status()
+	if st.State != StateRunning || st.Restarts != 1 || st.Pid == first || st.Pid == 0 || st.LastError != "its process exited" {
+		t.Errorf("status after restart = %+v", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(changes) != "[restarting running]" {
+		t.Errorf("state changes = %v, want [restarting running]", changes)
+	}
+}
+
+func TestCallDuringOutageFailsFast(t *testing.T) {
+	t.Parallel()
+	// A long backoff keeps the provider down after its second failure.
+	_, p := startKit(t, Options{Restart: RestartPolicy{FirstBackoff: time.Hour}}, kitSpec(t))
+	for i := range 2 {
+		pid := p.Pid()
+		if pid == 0 {
+			waitFor(t, 2*time.Second, "restart", func() bool { return p.Pid() != 0 })
+			pid = p.Pid()
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		waitFor(t, 2*time.Second, fmt.Sprintf("outage %d noticed", i), func() bool { return p.Status().State == StateRestarting })
+		if i == 0 {
+			waitFor(t, 2*time.Second, "first restart", func() bool { return p.Status().State == StateRunning })
+		}
+	}
+	start := time.Now()
+	_, err := ping(t.Context(), p)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "provider kit") || !strings.Contains(err.Error(), "restarting after its process exited") {
+		t.Fatalf("call during outage: %v", err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("call during outage took %s", d)
+	}
+}
+
+func TestCrashingProviderIsMarkedFailed(t *testing.T) {
+	t.Parallel()
+	_, p := startKit(t, Options{Restart: RestartPolicy{MaxFailures: 3, FirstBackoff: 10 * time.Millisecond}}, kitSpec(t))
+	for i := range 3 {
+		waitFor(t, 2*time.Second, fmt.Sprintf("restart %d", i), func() bool {
+			st := p.Status()
+			return st.State == StateRunning && st.Restarts == i
+		})
+		_, err := p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "kit.exit", Arguments: []byte("{}")})
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "exited during the call") {
+			t.Fatalf("call %d to a tool that exits: %v", i, err)
+		}
+	}
+	waitFor(t, 2*time.Second, "marked failed", func() bool { return p.Status().State == StateFailed })
+	_, err := ping(t.Context(), p)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "failed 3 times within 1m0s") {
+		t.Errorf("call to a failed provider: %v", err)
+	}
+	if st := p.Status(); st.Pid != 0 || st.Restarts != 2 {
+		t.Errorf("failed status = %+v", st)
+	}
+}
+
+func TestPanickingProviderIsMarkedFailed(t *testing.T) {
+	t.Parallel()
+	_, p := startKit(t, Options{Restart: RestartPolicy{MaxFailures: 3}}, kitSpec(t))
+	pid := p.Pid()
+	for i := range 3 {
+		_, err := p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "kit.panic", Arguments: []byte("{}")})
+		if !errors.Is(err, sdk.ErrPanicked) || !strings.HasSuffix(err.Error(), "CallTool kit.panic panicked: testprovider: kit.panic called") {
+			t.Fatalf("call %d to a panicking tool: %v", i, err)
+		}
+		if i < 2 {
+			// The panic was recovered: the same process serves on.
+			if out, err := ping(t.Context(), p); err != nil || out != fmt.Sprintf("pong %d", pid) {
+				t.Fatalf("ping after panic %d = %q, %v", i, out, err)
+			}
+		}
+	}
+	waitFor(t, 2*time.Second, "marked failed", func() bool { return p.Status().State == StateFailed })
+	if st := p.Status(); !strings.Contains(st.LastError, "a tool panicked") || st.Restarts != 0 {
+		t.Errorf("status = %+v", st)
+	}
+	waitFor(t, 2*time.Second, "process stopped", func() bool { return !alive(pid) })
+}
+
+func TestHungProviderIsRestarted(t *testing.T) {
+	t.Parallel()
+	_, p := startKit(t, Options{HealthInterval: 100 * time.Millisecond, HealthTimeout: 100 * time.Millisecond}, kitSpec(t))
+	first := p.Pid()
+	if err := syscall.Kill(first, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(first, syscall.SIGKILL) })
+	waitFor(t, 5*time.Second, "hung provider replaced", func() bool {
+		st := p.Status()
+		return st.State == StateRunning && st.Restarts == 1
+	})
+	if st := p.Status(); !strings.Contains(st.LastError, "failed two health checks") {
+		t.Errorf("last error = %q", st.LastError)
+	}
+	waitFor(t, 3*time.Second, "hung process killed", func() bool { return !alive(first) })
+	if _, err := ping(t.Context(), p); err != nil {
+		t.Errorf("ping after restart: %v", err)
+	}
+}
+
+func TestChildrenDieWithTheProvider(t *testing.T) {
+	t.Parallel()
+	m, p := startKit(t, Options{}, kitSpec(t))
+	res, err := p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "kit.spawn", Arguments: []byte("{}")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	if _, err := fmt.Sscan(res.Content[0].Text, &child); err != nil || !alive(child) {
+		t.Fatalf("kit.spawn = %q, %v", res.Content[0].Text, err)
+	}
+	pid := p.Pid()
+	m.Close()
+	if alive(pid) {
+		t.Errorf("provider %d alive after Close", pid)
+	}
+	// The group's SIGKILL is asynchronous for the child.
+	waitFor(t, 2*time.Second, "provider's child gone", func() bool { return !alive(child) })
+	if st := p.Status(); st.State != StateStopped {
+		t.Errorf("state after Close = %s", st.State)
+	}
+}
+
+func TestCatalogChangeIsReported(t *testing.T) {
+	t.Parallel()
+	changed := make(chan bool, 4)
+	spec := kitSpec(t)
+	_, p := startKit(t, Options{OnChange: func(p *Provider, c bool) {
+		if p.Status().State == StateRunning {
+			changed <- c
+		}
+	}}, spec)
+	if n := len(p.Catalog().Tools); n != 8 {
+		t.Fatalf("%d tools before, want 8", n)
+	}
+	if err := os.WriteFile(filepath.Join(spec.DataDir, "extra"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.Kill(p.Pid(), syscall.SIGKILL)
+	select {
+	case c := <-changed:
+		if !c {
+			t.Error("restart with a new tool reported catalogChanged = false")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no restart")
+	}
+	if n := len(p.Catalog().Tools); n != 9 {
+		t.Errorf("%d tools after, want 9", n)
+	}
+}
+
+func TestChecksumRefusals(t *testing.T) {
+	t.Parallel()
+	good, err := FileSHA256(kitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy with one byte appended stands for a tampered binary.
+	tampered := filepath.Join(t.TempDir(), "provider")
+	b, err := os.ReadFile(kitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tampered, append(b, 0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := FileSHA256(tampered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		spec Spec
+		want []string
+	}{
+		"tampered": {
+			spec: Spec{Name: "kit", Path: tampered, SHA256: good, Verify: true},
+			want: []string{"checksum mismatch", "expects sha256 " + good, "file's sha256 is " + bad, "providers add --force " + tampered},
+		},
+		"missing": {
+			spec: Spec{Name: "kit", Path: tampered, Verify: true},
+			want: []string{"[providers.kit] has no sha256", "the file's sha256 is " + bad},
+		},
+		"unreadable": {
+			spec: Spec{Name: "kit", Path: filepath.Join(t.TempDir(), "missing"), SHA256: good, Verify: true},
+			want: []string{"cannot hash", "no such file"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var logs syncBuffer
+			m := NewManager(&Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
+			defer m.Close()
+			loaded, failed, err := m.Start(t.Context(), []Spec{tc.spec})
+			if err != nil || len(loaded) != 0 || len(failed) != 1 {
+				t.Fatalf("Start: loaded %d, failed %v, err %v", len(loaded), failed, err)
+			}
+			if !errors.Is(failed[0].Err, ErrChecksum) {
+				t.Errorf("error does not wrap ErrChecksum: %v", failed[0].Err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(failed[0].Err.Error(), w) {
+					t.Errorf("error %q lacks %q", failed[0].Err, w)
+				}
+				if !strings.Contains(logs.String(), w) {
+					t.Errorf("log lacks %q:\n%s", w, logs.String())
+				}
+			}
+		})
+	}
+}
+
+func TestStartTimeout(t *testing.T) {
+	t.Parallel()
+	spec := kitSpec(t)
+	spec.Args = []string{"-slow-start=5s"}
+	spec.StartTimeout = 300 * time.Millisecond
+	m := NewManager(nil)
+	defer m.Close()
+	start := time.Now()
+	_, failed, err := m.Start(t.Context(), []Spec{spec})
+	if err != nil || len(failed) != 1 || !strings.Contains(failed[0].Err.Error(), "start_timeout_secs") {
+		t.Fatalf("Start of a slow provider: failed %v, err %v", failed, err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("start timeout of 300ms took %s", d)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	r := RestartPolicy{}.withDefaults()
+	var got []time.Duration
+	for n := 1; n <= 10; n++ {
+		got = append(got, r.backoff(n))
+	}
+	want := "[0s 250ms 500ms 1s 2s 4s 8s 16s 30s 30s]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("backoff = %v, want %s", got, want)
+	}
+}

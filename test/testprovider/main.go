@@ -1,0 +1,144 @@
+// Command testprovider is a provider that misbehaves on request, for the
+// host's lifecycle tests: it waits on its context, reports progress,
+// prints to stdout, spawns children, panics and exits. It is not meant to
+// be loaded by anyone but the test suite.
+//
+// Its catalog depends on its data directory, so a test can change it
+// between restarts: when the file "extra" exists there, the tool
+// kit.extra is listed too.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+func main() {
+	// Output before the handshake line must not break the handshake.
+	fmt.Println("testprovider: noise on stdout before the handshake")
+	// -slow-start=DURATION delays the handshake, for start timeouts.
+	for _, a := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(a, "-slow-start="); ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "testprovider:", err)
+				os.Exit(2)
+			}
+			time.Sleep(d)
+		}
+	}
+	sdk.Serve(&kit{})
+}
+
+type kit struct {
+	mu      sync.Mutex
+	dataDir string
+}
+
+func (k *kit) Configure(_ context.Context, req *sdk.ConfigureRequest) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dataDir = req.DataDir
+	fmt.Println("testprovider: noise on stdout in Configure")
+	return nil
+}
+
+var emptyInput = json.RawMessage(`{"type":"object","additionalProperties":false}`)
+
+func tool(name, desc string, class sdk.PolicyClass) sdk.Tool {
+	return sdk.Tool{Name: name, Description: desc, InputSchema: emptyInput, Class: class}
+}
+
+func (k *kit) Describe(context.Context) (*sdk.Catalog, error) {
+	cat := &sdk.Catalog{Name: "kit", Version: "1", Tools: []sdk.Tool{
+		tool("kit.ping", "Answers pong and the provider's pid.", sdk.ClassRead),
+		tool("kit.wait", "Waits until the call is cancelled, then counts the cancellation.", sdk.ClassRead),
+		tool("kit.cancelled", "Says how many kit.wait calls saw their context cancelled.", sdk.ClassRead),
+		tool("kit.progress", "Reports progress three times, then answers.", sdk.ClassRead),
+		tool("kit.print", "Prints to stdout in every way a provider can, then answers.", sdk.ClassRead),
+		tool("kit.spawn", "Starts a long-running child process and returns its pid.", sdk.ClassAct),
+		tool("kit.panic", "Panics.", sdk.ClassAct),
+		tool("kit.exit", "Exits the provider process with status 3.", sdk.ClassAct),
+	}}
+	if _, err := os.Stat(filepath.Join(k.dir(), "extra")); err == nil {
+		cat.Tools = append(cat.Tools, tool("kit.extra", "Listed only when the data dir holds a file named extra.", sdk.ClassRead))
+	}
+	return cat, nil
+}
+
+func (k *kit) dir() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.dataDir
+}
+
+func (k *kit) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	switch req.Name {
+	case "kit.ping", "kit.extra":
+		return sdk.TextResult("pong " + strconv.Itoa(os.Getpid())), nil
+	case "kit.wait":
+		_ = req.Progress(ctx, sdk.Progress{Progress: 1, Message: "waiting"})
+		select {
+		case <-ctx.Done():
+			k.countCancel()
+			return nil, ctx.Err()
+		case <-time.After(time.Minute):
+			return sdk.TextResult("not cancelled"), nil
+		}
+	case "kit.cancelled":
+		b, _ := os.ReadFile(filepath.Join(k.dir(), "cancelled"))
+		return sdk.TextResult(fmt.Sprintf("cancelled %d", len(b))), nil
+	case "kit.progress":
+		for i := 1; i <= 3; i++ {
+			if err := req.Progress(ctx, sdk.Progress{Progress: float64(i), Total: 3, Message: fmt.Sprintf("step %d", i)}); err != nil {
+				return nil, err
+			}
+		}
+		return sdk.TextResult("done"), nil
+	case "kit.print":
+		fmt.Println("testprovider: fmt.Println")
+		_, _ = os.Stdout.WriteString("testprovider: os.Stdout\n")
+		_, _ = syscall.Write(1, []byte("testprovider: descriptor 1\n"))
+		cmd := exec.Command("sh", "-c", "echo testprovider: child process")
+		cmd.Stdout = os.Stdout
+		_ = cmd.Run()
+		return sdk.TextResult("printed"), nil
+	case "kit.spawn":
+		cmd := exec.Command("sleep", "300")
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		go func() { _ = cmd.Wait() }()
+		return sdk.TextResult(strconv.Itoa(cmd.Process.Pid)), nil
+	case "kit.panic":
+		panic("testprovider: kit.panic called")
+	case "kit.exit":
+		os.Exit(3)
+	}
+	return sdk.ErrorResult("unknown tool %s", req.Name), nil
+}
+
+// countCancel appends one byte to the data dir's "cancelled" file.
+func (k *kit) countCancel() {
+	f, err := os.OpenFile(filepath.Join(k.dir(), "cancelled"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	_, _ = f.Write([]byte{'x'})
+	_ = f.Close()
+}
+
+func (k *kit) ReadResource(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	return nil, fmt.Errorf("%w: %s", sdk.ErrResourceNotFound, req.URI)
+}

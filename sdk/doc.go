@@ -16,5 +16,9 @@
 // package's types mirror that file without exposing protobuf types.
 //
 // Package sdktest runs a provider in-process, through the real gRPC adapter,
-// for unit tests.
+// for unit tests, and checks arguments and results as the host does.
+//
+// docs/writing-a-provider.md in the repository walks from an empty module
+// to a provider loaded by the host; examples/provider-hello is a complete
+// provider with tests.
 package sdk

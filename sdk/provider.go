@@ -11,7 +11,9 @@ import (
 // Provider is what a provider author implements. The host calls Configure
 // once after the go-plugin handshake, then Describe, then CallTool and
 // ReadResource concurrently, as MCP clients ask for them. Every method must
-// be safe for concurrent use once Configure has returned.
+// be safe for concurrent use once Configure has returned. When the host
+// restarts a crashed provider, the new process gets Configure and Describe
+// again.
 //
 // The context of each call is cancelled when the MCP client cancels the
 // request (notifications/cancelled), disconnects, or the host's deadline for
@@ -19,18 +21,25 @@ import (
 type Provider interface {
 	// Configure receives the provider's [providers.<name>] table and what the
 	// host resolved for it. A returned error aborts the provider's load and
-	// is shown to the operator, so say what to change.
+	// is shown to the operator, so say what to change, naming the key
+	// ("providers.<name>.<key>"). The handshake, Configure and Describe
+	// together must finish within the provider's start timeout
+	// ([providers.<name>] start_timeout_secs, else [server]
+	// provider_start_timeout_secs, default 10 s); ctx carries that deadline.
 	Configure(ctx context.Context, req *ConfigureRequest) error
 
 	// Describe returns the provider's catalog. The host validates every tool
-	// spec (name, object input schema, policy class) and skips invalid ones
-	// with a logged reason.
+	// spec (name, object input schema, policy class) and skips invalid ones,
+	// and tools or resources another provider already serves, with a
+	// logged reason. A returned error aborts the provider's load.
 	Describe(ctx context.Context) (*Catalog, error)
 
 	// CallTool runs one tool. Arguments have already been validated against
 	// the tool's input schema. A returned error becomes a tool result with
 	// isError set, naming the provider; return a result built with
-	// [ErrorResult] for errors the model should see verbatim.
+	// [ErrorResult] for errors the model should see verbatim. ctx is
+	// cancelled when the client cancels or the call's deadline passes; a
+	// nil result with a nil error is reported as a failure.
 	CallTool(ctx context.Context, req *CallToolRequest) (*CallToolResult, error)
 
 	// ReadResource returns the contents of a resource listed by Describe.
@@ -46,15 +55,29 @@ var ErrResourceNotFound = errors.New("resource not found")
 // ConfigureRequest is the argument of [Provider.Configure].
 type ConfigureRequest struct {
 	// Config is the provider's [providers.<name>] table as a JSON object,
-	// "{}" when the table has no provider-specific keys.
+	// "{}" when the table has no provider-specific keys. The keys the host
+	// reads itself (enabled, command, args, sha256, start_timeout_secs,
+	// tool_timeout_secs) are left out; keys ending in _env are included
+	// with the variable's name as value, their values arrive in Secrets.
+	// TOML integers and floats arrive as JSON numbers, nested tables as
+	// objects, dates and times as strings.
 	Config json.RawMessage
 	// DataDir is an absolute directory, created by the host with mode 0700,
-	// that the provider owns for its state.
+	// that the provider owns for its state: <host data dir>/<name>, for
+	// example ~/.local/share/openhuman-host/hello. It survives restarts of
+	// the provider and of the host. Two hosts on one data dir (a running
+	// server and a one-shot `openhuman-host tools call`) each run their own
+	// process of the provider on it: write files atomically (a temporary
+	// file renamed into place) and do not assume the process is alone.
 	DataDir string
 	// Secrets holds values the host read from the environment for keys
 	// ending in _env, keyed by the dotted key path without the suffix: the
 	// table entry `llm.api_key_env = "OPENAI_API_KEY"` arrives as
-	// Secrets["llm.api_key"]. Providers never read the host's environment.
+	// Secrets["llm.api_key"], and "" when the variable is unset. Nil or
+	// empty when there are no _env keys. Providers never read the host's
+	// environment: the host starts them with an allow-list of variables
+	// (PATH, HOME, TMPDIR, locale, time zone and TLS settings) and no
+	// others.
 	Secrets map[string]string
 	// Host calls tools through the host's pipeline; nil when the host offers
 	// no host service.
@@ -62,7 +85,8 @@ type ConfigureRequest struct {
 	// HostVersion is the host's version string.
 	HostVersion string
 	// LogLevel is the host's log level name (trace, debug, info, warn,
-	// error); [Serve] already applies it to the logger it creates.
+	// error or off); [Serve] already applies it to the logger it creates
+	// or is given.
 	LogLevel string
 }
 
@@ -105,7 +129,8 @@ const (
 
 // Catalog is what a provider contributes to the host.
 type Catalog struct {
-	// Name is the provider's name, for logs and errors.
+	// Name is the provider's name, for logs and errors. The host's own name
+	// for the provider is the [providers.<name>] table's.
 	Name string
 	// Version is the provider's version string.
 	Version string
@@ -115,33 +140,48 @@ type Catalog struct {
 	Resources []Resource
 	// ResourceTemplates lists URI templates of resources the provider serves.
 	ResourceTemplates []ResourceTemplate
-	// Prompts lists the provider's MCP prompts.
+	// Prompts lists the provider's MCP prompts. This version of the host
+	// does not serve prompts yet.
 	Prompts []Prompt
-	// Instructions is text the host may add to its MCP instructions.
+	// Instructions is text the host may add to its MCP instructions; this
+	// version of the host does not use it yet.
 	Instructions string
 }
 
 // Tool describes one MCP tool (MCP 2025-11-25, server/tools).
 type Tool struct {
 	// Name is unique across the host's catalog; it must match
-	// [A-Za-z0-9_.-]{1,128}.
+	// ^[A-Za-z0-9_.-]{1,128}$. Start it with the provider's name and a dot
+	// ("hello.greet") so it cannot collide with another provider's: the
+	// host keeps the first provider's tool and refuses the others.
 	Name string
 	// Title is a human-readable name; optional.
 	Title string
 	// Description tells a model what the tool does and when to use it.
 	Description string
-	// InputSchema is a JSON Schema with "type": "object".
+	// InputSchema is a JSON Schema with "type": "object"; a tool without
+	// one is refused. The host validates every call against it before
+	// dispatch and adds its own rules: unlisted arguments are refused when
+	// it sets "additionalProperties": false (recommended), required string
+	// arguments must not be blank after trimming, and values outside
+	// minimum/maximum or length bounds are rejected, never clamped. The
+	// host does not fill in "default" values.
 	InputSchema json.RawMessage
 	// OutputSchema is a JSON Schema with "type": "object" describing
-	// structuredContent; nil when the result shape is not fixed.
+	// structuredContent; nil when the result shape is not fixed. When it
+	// is set, every successful result must carry structured content that
+	// matches it (MCP 2025-11-25).
 	OutputSchema json.RawMessage
 	// Annotations are MCP tool annotations: hints for clients, never
 	// enforced by them.
 	Annotations Annotations
-	// Class is the tool's SecurityPolicy class; it is required.
+	// Class is the tool's SecurityPolicy class, [ClassRead] or [ClassAct];
+	// a tool without one is refused.
 	Class PolicyClass
 	// Timeout is the tool's own deadline; zero uses the host's
-	// [server] tool_timeout_secs (default 120 s). Millisecond precision.
+	// [server] tool_timeout_secs (default 120 s). The provider's
+	// [providers.<name>] tool_timeout_secs, when set, wins over both.
+	// Millisecond precision, at most 2^32-1 ms (about 49 days).
 	Timeout time.Duration
 }
 
@@ -256,7 +296,10 @@ type CallToolRequest struct {
 	events EventSink
 }
 
-// EventSink receives the events a tool emits before its result.
+// EventSink receives the events a tool emits before its result. The host
+// implements it to relay events to the calling client; tests implement it
+// to record them (see [CallToolRequest.WithEvents]). Implementations must
+// be safe for concurrent use.
 type EventSink interface {
 	// Progress reports progress (MCP notifications/progress).
 	Progress(ctx context.Context, p Progress) error
@@ -277,18 +320,23 @@ type Progress struct {
 
 // LogMessage is one MCP log message. Level is an MCP logging level (debug,
 // info, notice, warning, error, critical, alert, emergency); Data is any
-// JSON-encodable value.
+// JSON-encodable value. Log messages go to the MCP client, which may show
+// them to the user; for the operator's log, write to stderr (see [Logger]).
 type LogMessage struct {
 	// Level is an MCP logging level name.
 	Level string
 	// Logger names the component that logs; optional.
 	Logger string
-	// Data is the message: a string or any JSON-encodable value.
+	// Data is the message: a string or any JSON-encodable value. On the
+	// receiving side of the gRPC connection (the host, sdktest) it is the
+	// json.RawMessage the value marshalled to.
 	Data any
 }
 
-// Progress reports progress to the client if it asked for progress; it is a
-// no-op otherwise. It returns an error only when the host connection fails.
+// Progress reports progress to the client if it asked for progress (its
+// request carried a progress token, see [Caller]); it is a no-op
+// otherwise, and when r was not built with an event sink. It returns an
+// error only when the host connection fails.
 func (r *CallToolRequest) Progress(ctx context.Context, p Progress) error {
 	if r.events == nil || len(r.Caller.ProgressToken) == 0 {
 		return nil
@@ -297,7 +345,9 @@ func (r *CallToolRequest) Progress(ctx context.Context, p Progress) error {
 }
 
 // Log sends a log message towards the client; the client's logging/setLevel
-// decides whether it is delivered.
+// decides whether it is delivered. It is a no-op when r was not built with
+// an event sink, and returns an error when m.Data does not marshal to JSON
+// or the host connection fails.
 func (r *CallToolRequest) Log(ctx context.Context, m LogMessage) error {
 	if r.events == nil {
 		return nil
@@ -306,7 +356,8 @@ func (r *CallToolRequest) Log(ctx context.Context, m LogMessage) error {
 }
 
 // WithEvents returns a copy of r whose Progress and Log go to sink; for
-// harnesses and hosts that call a Provider directly.
+// harnesses and hosts that call a Provider directly. A nil sink makes both
+// no-ops.
 func (r *CallToolRequest) WithEvents(sink EventSink) *CallToolRequest {
 	c := *r
 	c.events = sink
@@ -319,7 +370,8 @@ type CallToolResult struct {
 	// recommended for models that do not read structured content.
 	Content []Content
 	// StructuredContent is a JSON object matching the tool's output schema;
-	// nil when there is none.
+	// nil when there is none. Required on successful results of a tool
+	// that declares an output schema.
 	StructuredContent json.RawMessage
 	// IsError marks a tool-level failure the model should see and may
 	// correct (MCP 2025-11-25: errors in tool results).
@@ -353,20 +405,25 @@ type Content struct {
 // TextContent returns a text content block.
 func TextContent(text string) Content { return Content{Type: "text", Text: text} }
 
-// TextResult returns a successful result with one text block.
+// TextResult returns a successful result with one text block and no
+// structured content.
 func TextResult(text string) *CallToolResult {
 	return &CallToolResult{Content: []Content{TextContent(text)}}
 }
 
 // ErrorResult returns a result with isError set and one text block built
-// with fmt.Sprintf.
+// with fmt.Sprintf: an error the model sees and may correct, such as an
+// argument the tool cannot use. Say what was wrong and what to send
+// instead; never include secrets. The host records the text in the audit
+// log (cut to 1024 bytes).
 func ErrorResult(format string, args ...any) *CallToolResult {
 	return &CallToolResult{Content: []Content{TextContent(fmt.Sprintf(format, args...))}, IsError: true}
 }
 
 // StructuredResult returns a successful result with text as its text block
-// and v, marshalled to a JSON object, as structured content. It returns an
-// error if v does not marshal to a JSON object.
+// and v, marshalled with encoding/json to a JSON object (a struct or a
+// map), as structured content. It returns an error if v does not marshal,
+// or does not marshal to a JSON object.
 func StructuredResult(text string, v any) (*CallToolResult, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {

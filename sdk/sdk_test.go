@@ -145,10 +145,13 @@ func TestCallTool(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := h.Call(ctx, tc.tool, map[string]int{"x": 1})
+			got, err := h.CallRaw(ctx, tc.tool, map[string]int{"x": 1})
 			if tc.wantErr != "" {
-				if err == nil || len(err.Error()) < len(tc.wantErr) || err.Error()[:len(tc.wantErr)] != tc.wantErr {
-					t.Fatalf("error = %v, want prefix %q", err, tc.wantErr)
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				if panicked := errors.Is(err, sdk.ErrPanicked); panicked != (tc.tool == "echo.panic") {
+					t.Errorf("errors.Is(err, ErrPanicked) = %v", panicked)
 				}
 				return
 			}
@@ -187,7 +190,7 @@ func TestCancellationReachesProvider(t *testing.T) {
 	h := sdktest.Start(t, &echo{}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := h.Call(ctx, "echo.wait", nil)
+	_, err := h.CallRaw(ctx, "echo.wait", nil)
 	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		t.Fatalf("error = %v, want a cancellation", err)
 	}

@@ -5,14 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/audit"
@@ -38,7 +41,11 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if kitDir != "" {
+		_ = os.RemoveAll(kitDir)
+	}
+	os.Exit(code)
 }
 
 // cliEnv makes the test binary act as the command line (see TestMain).
@@ -56,13 +63,42 @@ func testConfig(t *testing.T, extra string) (*config.Config, string) {
 
 func startTestHost(t *testing.T, cfg *config.Config) *host.Host {
 	t.Helper()
+	return startTestHostWithLog(t, cfg, nil)
+}
+
+// lockedBuffer collects log output from many goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startTestHostWithLog starts a host whose log goes to logs (warn and
+// above), or nowhere when logs is nil.
+func startTestHostWithLog(t *testing.T, cfg *config.Config, logs io.Writer) *host.Host {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var log hclog.Logger
+	if logs != nil {
+		log = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn})
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := host.Start(ctx, cfg, &host.Options{Executable: exe, Builtins: builtinNames(), Version: "test"})
+	h, err := host.Start(ctx, cfg, &host.Options{Executable: exe, Builtins: builtinNames(), Version: "test", Logger: log})
 	if err != nil {
 		t.Fatalf("start host: %v", err)
 	}
@@ -191,38 +227,6 @@ func TestEveryAttemptHasOneAuditRow(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("audit rows (-want +got):\n%s", diff)
-	}
-}
-
-func TestKilledProviderFailsFastAndHostSurvives(t *testing.T) {
-	t.Parallel()
-	cfg, _ := testConfig(t, "")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
-	if len(h.Providers) != 1 {
-		t.Fatalf("%d providers loaded, want 1", len(h.Providers))
-	}
-	pid := h.Providers[0].Pid()
-	if !processAlive(pid) {
-		t.Fatalf("provider pid %d is not running", pid)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); processAlive(pid) && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	start := time.Now()
-	res := call(t, h, "memory.search", `{"query":"anything"}`)
-	if !res.IsError || !strings.Contains(text(res), "provider memory") {
-		t.Fatalf("call to a killed provider: isError=%v %q", res.IsError, text(res))
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("call to a killed provider took %s; it must fail fast", d)
-	}
-	// The host still answers: a second call gives the same clear error.
-	if res := call(t, h, "memory.store", `{"title":"t","content":"c"}`); !res.IsError || !strings.Contains(text(res), "memory") {
-		t.Errorf("second call: %q", text(res))
 	}
 }
 

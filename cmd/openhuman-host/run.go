@@ -49,7 +49,9 @@ func detachStdin() (*os.File, error) {
 	return real, nil
 }
 
-func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger) (*host.Host, error) {
+// startHost starts the host; a non-empty statusFile is kept up to date
+// with its providers' state (servers set one, one-shot commands do not).
+func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger, statusFile string) (*host.Host, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the host executable: %w", err)
@@ -59,6 +61,7 @@ func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger) (*host
 		Builtins:   builtinNames(),
 		Version:    hostVersion(),
 		Logger:     log,
+		StatusFile: statusFile,
 	})
 }
 
@@ -70,20 +73,21 @@ func withHost(g *globalFlags, fn func(context.Context, *host.Host) error) error 
 	if err != nil {
 		return err
 	}
-	return runHost(cfg, log, func(ctx context.Context, _ *os.File, h *host.Host) error { return fn(ctx, h) })
+	return runHost(cfg, log, "", func(ctx context.Context, _ *os.File, h *host.Host) error { return fn(ctx, h) })
 }
 
 // runHost starts the host, runs fn until it returns or SIGINT/SIGTERM
 // cancels its context, then stops the providers and flushes the audit log.
 // fn gets the process's real stdin; child processes get /dev/null.
-func runHost(cfg *config.Config, log hclog.Logger, fn func(ctx context.Context, stdin *os.File, h *host.Host) error) (err error) {
+// A non-empty statusFile is passed to the host (see startHost).
+func runHost(cfg *config.Config, log hclog.Logger, statusFile string, fn func(ctx context.Context, stdin *os.File, h *host.Host) error) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stdin, err := detachStdin()
 	if err != nil {
 		return err
 	}
-	h, err := startHost(ctx, cfg, log)
+	h, err := startHost(ctx, cfg, log, statusFile)
 	if err != nil {
 		return err
 	}

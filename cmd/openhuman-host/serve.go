@@ -92,7 +92,11 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 		tuneGCForStdio()
 	}
 
-	return runHost(cfg, log, func(ctx context.Context, stdin *os.File, h *host.Host) error {
+	dataDir, err := cfg.DataDir()
+	if err != nil {
+		return fmt.Errorf("resolve data dir: %w", err)
+	}
+	return runHost(cfg, log, statusFile(dataDir, os.Getpid()), func(ctx context.Context, stdin *os.File, h *host.Host) error {
 		return serveTransport(ctx, h, log, stdin, transport, net.JoinHostPort(listenHost, strconv.Itoa(port)), token)
 	})
 }

@@ -34,7 +34,6 @@ const (
 	keyToolTimeout  = "tool_timeout_secs"
 )
 
-
 // secretEnvSuffix marks a setting whose value names an environment variable.
 const secretEnvSuffix = "_env"
 

@@ -1,38 +1,130 @@
-// Package sdktest runs an openhuman-host provider in-process for tests.
+// Package sdktest runs an openhuman-host provider in-process for tests and
+// checks it the way the host does.
 //
-// The provider is served through the same go-plugin gRPC adapter the host
-// uses, over a local socket, so a test exercises the real encoding of
-// catalogs, arguments, results and errors:
+// [Start] serves the provider through the same go-plugin gRPC adapter the
+// host uses, over a local connection, so a test exercises the real encoding
+// of catalogs, arguments, results, events and errors. It calls Configure and
+// Describe, and fails the test when the host would refuse a tool of the
+// catalog (see [CheckCatalog]).
 //
-//	h := sdktest.Start(t, myprovider.New(), nil)
-//	res, err := h.Call(ctx, "hello.greet", map[string]any{"name": "Ada"})
+// [Harness.Call] then does what the host does around a tools/call:
+//
+//   - a tool that is not in the catalog is an error, as the host answers
+//     such a call with JSON-RPC -32602;
+//   - the arguments are validated against the tool's input schema and the
+//     host's own rules (additionalProperties, required strings not blank,
+//     bounds); arguments the host would reject are returned as an
+//     [*ArgumentError] carrying the host's message, and the provider is
+//     not called;
+//   - the tool's Timeout, when set, becomes the call's deadline;
+//   - a successful result of a tool with an output schema must carry
+//     structured content that matches the schema (MCP 2025-11-25 requires
+//     it); a mismatch is an error wrapping [ErrInvalidOutput]. Structured
+//     content that is not a JSON object is an error for every tool.
+//
+// [Harness.CallRaw] skips the lookup and the argument checks, to test how a
+// provider handles arguments the host would never send. [Harness.CallWithEvents]
+// also returns the progress and log events the tool emitted.
+//
+// Every call carries a progress token ([ProgressToken], unless
+// [Options.Caller] sets one or [Options.NoProgressToken] is true), so
+// [sdk.CallToolRequest.Progress] reports events instead of doing nothing,
+// as it does for an MCP client that asked for progress.
+//
+// A complete test of a provider with one tool, greeter.hello, that takes a
+// required "name", reports one progress event and returns
+// {"greeting": "Hello, <name>!<greeting_suffix>"}:
+//
+//	package main
+//
+//	import (
+//		"context"
+//		"errors"
+//		"testing"
+//
+//		"github.com/openhuman/openhuman-host/sdk/sdktest"
+//	)
+//
+//	func TestHello(t *testing.T) {
+//		h := sdktest.Start(t, &greeter{}, &sdktest.Options{
+//			Config: map[string]any{"greeting_suffix": " :)"},
+//		})
+//		ctx := context.Background()
+//
+//		res, events, err := h.CallWithEvents(ctx, "greeter.hello", map[string]any{"name": "Ada"})
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		if got := string(res.StructuredContent); got != `{"greeting":"Hello, Ada! :)"}` {
+//			t.Errorf("structured content = %s", got)
+//		}
+//		if len(events.Progress) != 1 {
+//			t.Errorf("progress events = %+v, want one", events.Progress)
+//		}
+//
+//		// The host rejects a blank name before the provider sees it.
+//		_, err = h.Call(ctx, "greeter.hello", map[string]any{"name": "  "})
+//		var argErr *sdktest.ArgumentError
+//		if !errors.As(err, &argErr) || argErr.Message != `argument "name" must not be blank` {
+//			t.Errorf("blank name: %v", err)
+//		}
+//
+//		// The provider's own check, for callers other than the host.
+//		res, err = h.CallRaw(ctx, "greeter.hello", map[string]any{"name": 5})
+//		if err != nil || !res.IsError {
+//			t.Errorf("raw call: %v %+v", err, res)
+//		}
+//	}
+//
+// examples/provider-hello/hello_test.go in the repository tests a provider
+// with settings, a data directory, progress events and a resource.
 package sdktest
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/sdk"
 )
+
+// ProgressToken is the progress token, as JSON, that the harness sends with
+// every call unless [Options.Caller] sets one or [Options.NoProgressToken]
+// is true.
+const ProgressToken = `"sdktest"`
 
 // Options configures [Start]; a nil *Options uses every default.
 type Options struct {
 	// Config is marshalled to JSON and passed to Configure as the
-	// provider's config table; nil sends "{}".
+	// provider's config table; nil sends "{}". The host sends the table's
+	// provider settings only (not enabled, command, args, sha256,
+	// start_timeout_secs or tool_timeout_secs), with TOML numbers as JSON
+	// numbers.
 	Config any
-	// DataDir is passed to Configure; empty uses t.TempDir().
+	// DataDir is passed to Configure; empty uses a new t.TempDir().
 	DataDir string
-	// Secrets is passed to Configure as is.
+	// Secrets is passed to Configure as is, keyed as the host keys them:
+	// the setting "api_key_env" arrives as Secrets["api_key"].
 	Secrets map[string]string
 	// Host, when set, is offered to the provider as the host service.
 	Host sdk.Host
-	// Caller is the caller sent with every call; the zero value uses
-	// SourceType "test".
+	// Caller is the caller sent with every call. An empty SourceType is
+	// sent as "test"; a nil ProgressToken as [ProgressToken].
 	Caller sdk.Caller
+	// NoProgressToken sends calls without a progress token, as for an MCP
+	// client that asked for no progress: the provider's
+	// CallToolRequest.Progress then does nothing.
+	NoProgressToken bool
 }
 
 // Harness is a running provider.
@@ -42,13 +134,20 @@ type Harness struct {
 	Provider sdk.Provider
 	// Catalog is what Describe returned after Configure.
 	Catalog *sdk.Catalog
+	// DataDir is the data directory passed to Configure.
+	DataDir string
 
-	caller sdk.Caller
+	caller  sdk.Caller
+	tools   *catalog.Catalog
+	outputs map[string]*jsonschema.Resolved
 }
 
-// Start serves p over go-plugin's gRPC test connection, calls Configure and
-// Describe, and returns the harness. It fails the test on any error; the
-// connection is closed when the test ends.
+// Start serves p over go-plugin's gRPC test connection, calls Configure
+// (with LogLevel "debug" and HostVersion "sdktest") and Describe, checks
+// the catalog with [CheckCatalog], and returns the harness. It fails the
+// test on any error, naming the step, and on every tool the host would
+// refuse, naming the tool and the reason. The connection is closed when
+// the test ends.
 func Start(t testing.TB, p sdk.Provider, opts *Options) *Harness {
 	t.Helper()
 	if opts == nil {
@@ -93,11 +192,166 @@ func Start(t testing.TB, p sdk.Provider, opts *Options) *Harness {
 	if err != nil {
 		t.Fatalf("describe: %v", err)
 	}
+	if err := CheckCatalog(cat); err != nil {
+		t.Fatalf("provider %q: %v", cat.Name, err)
+	}
 	caller := opts.Caller
 	if caller.SourceType == "" {
 		caller.SourceType = "test"
 	}
-	return &Harness{Provider: prov, Catalog: cat, caller: caller}
+	if caller.ProgressToken == nil && !opts.NoProgressToken {
+		caller.ProgressToken = json.RawMessage(ProgressToken)
+	}
+	name := cat.Name
+	if name == "" {
+		name = "sdktest"
+	}
+	h := &Harness{
+		Provider: prov,
+		Catalog:  cat,
+		DataDir:  dataDir,
+		caller:   caller,
+		tools:    catalog.Build(hclog.NewNullLogger(), []catalog.Source{{Provider: name, Catalog: cat}}),
+		outputs:  map[string]*jsonschema.Resolved{},
+	}
+	for _, tool := range cat.Tools {
+		if len(tool.OutputSchema) > 0 {
+			// CheckCatalog has resolved it already.
+			h.outputs[tool.Name], _ = resolveOutputSchema(tool.OutputSchema)
+		}
+	}
+	return h
+}
+
+// CheckCatalog reports what the host would leave out of cat when it loads
+// the provider: tools that fail the host's checks ([catalog.ValidateTool]:
+// name matching ^[A-Za-z0-9_.-]{1,128}$, policy class "read" or "act",
+// an input schema with "type": "object" that resolves, an output schema of
+// type object), tools listed twice, output schemas that do not resolve
+// (a client could not check results against them), and resources or
+// resource templates without a URI or listed twice. It returns nil for a
+// catalog the host takes whole, and otherwise every problem joined with
+// [errors.Join], each naming the tool or resource.
+func CheckCatalog(cat *sdk.Catalog) error {
+	if cat == nil {
+		return errors.New("no catalog")
+	}
+	var errs []error
+	tools := map[string]bool{}
+	for _, t := range cat.Tools {
+		if err := catalog.ValidateTool(t); err != nil {
+			errs = append(errs, fmt.Errorf("tool %q would be refused by the host: %w", t.Name, err))
+			continue
+		}
+		if tools[t.Name] {
+			errs = append(errs, fmt.Errorf("tool %q is listed twice; the host keeps the first", t.Name))
+			continue
+		}
+		tools[t.Name] = true
+		if len(t.OutputSchema) > 0 {
+			if _, err := resolveOutputSchema(t.OutputSchema); err != nil {
+				errs = append(errs, fmt.Errorf("tool %q: %w", t.Name, err))
+			}
+		}
+	}
+	uris := map[string]bool{}
+	for _, r := range cat.Resources {
+		switch {
+		case r.URI == "":
+			errs = append(errs, fmt.Errorf("resource %q has no URI; the host would refuse it", r.Name))
+		case uris[r.URI]:
+			errs = append(errs, fmt.Errorf("resource %q is listed twice; the host keeps the first", r.URI))
+		}
+		uris[r.URI] = true
+	}
+	for _, rt := range cat.ResourceTemplates {
+		if rt.URITemplate == "" {
+			errs = append(errs, fmt.Errorf("resource template %q has no URI template; the host would refuse it", rt.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func resolveOutputSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("output schema: %v", err)
+	}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("output schema does not resolve: %v", err)
+	}
+	return r, nil
+}
+
+// ErrInvalidArguments is matched, with errors.Is, by every [*ArgumentError].
+var ErrInvalidArguments = errors.New("invalid arguments")
+
+// ArgumentError is returned by [Harness.Call] and [Harness.CallWithEvents]
+// for arguments the host would reject before dispatch; the provider is not
+// called.
+type ArgumentError struct {
+	// Tool is the tool's name.
+	Tool string
+	// Argument is the top-level argument at fault; empty when the
+	// arguments as a whole are wrong (not a JSON object, for example).
+	Argument string
+	// Message is the text of the error result the host would return to
+	// the client, for example `argument "k" must be between 1 and 50; got 0`.
+	Message string
+}
+
+// Error returns the tool's name and Message.
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("the host would reject the arguments of %s: %s", e.Tool, e.Message)
+}
+
+// Is reports whether target is [ErrInvalidArguments].
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArguments }
+
+// ErrUnknownTool is wrapped by the error of a call to a tool that is not in
+// the provider's catalog.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// ErrInvalidOutput is wrapped by the error of a call whose successful
+// result breaks the tool's output schema: structured content missing or
+// not matching the schema.
+var ErrInvalidOutput = errors.New("result does not match the tool's output schema")
+
+// Events are the events a tool emitted during one call, in the order they
+// arrived.
+type Events struct {
+	// Progress holds the progress reports.
+	Progress []sdk.Progress
+	// Logs holds the log messages. Data has crossed the gRPC connection:
+	// it is the json.RawMessage the provider's value marshalled to.
+	Logs []sdk.LogMessage
+}
+
+// recorder is the event sink of one call.
+type recorder struct {
+	mu sync.Mutex
+	ev Events
+}
+
+func (r *recorder) Progress(_ context.Context, p sdk.Progress) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ev.Progress = append(r.ev.Progress, p)
+	return nil
+}
+
+func (r *recorder) Log(_ context.Context, m sdk.LogMessage) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ev.Logs = append(r.ev.Logs, m)
+	return nil
+}
+
+func (r *recorder) events() Events {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Events{Progress: slices.Clone(r.ev.Progress), Logs: slices.Clone(r.ev.Logs)}
 }
 
 // Tool returns the catalog entry of the named tool.
@@ -110,29 +364,139 @@ func (h *Harness) Tool(name string) (sdk.Tool, bool) {
 	return sdk.Tool{}, false
 }
 
-// Call calls a tool with args marshalled to JSON (a json.RawMessage or
-// []byte is sent as is). It returns the provider's result, or its error.
-// Arguments are not validated against the input schema here; the host does
-// that before dispatch.
+// Call calls a tool as the host would, with args marshalled to JSON (a
+// json.RawMessage or []byte is sent as is; nil sends {}), and returns the
+// provider's result or an error:
+//
+//   - wrapping [ErrUnknownTool] for a tool not in the catalog;
+//   - an [*ArgumentError] for arguments the host would reject, without
+//     calling the provider;
+//   - the provider's own error, prefixed with "call <tool>: ";
+//   - wrapping [ErrInvalidOutput], together with the result, when a
+//     successful result breaks the tool's output schema;
+//   - together with the result, when the structured content is not a
+//     JSON object.
+//
+// The tool's Timeout, when set, bounds the call like the host's deadline.
+// The events the tool emitted are dropped; see [Harness.CallWithEvents].
 func (h *Harness) Call(ctx context.Context, name string, args any) (*sdk.CallToolResult, error) {
-	var raw []byte
-	switch a := args.(type) {
-	case json.RawMessage:
-		raw = a
-	case []byte:
-		raw = a
-	case nil:
-		raw = []byte("{}")
-	default:
-		var err error
-		if raw, err = json.Marshal(a); err != nil {
-			return nil, fmt.Errorf("marshal arguments: %w", err)
-		}
-	}
-	return h.Provider.CallTool(ctx, &sdk.CallToolRequest{Name: name, Arguments: raw, Caller: h.caller})
+	res, _, err := h.CallWithEvents(ctx, name, args)
+	return res, err
 }
 
-// Read reads a resource.
+// CallWithEvents is [Harness.Call] that also returns the progress and log
+// events the tool emitted before its result, also when the call fails.
+func (h *Harness) CallWithEvents(ctx context.Context, name string, args any) (*sdk.CallToolResult, Events, error) {
+	tool, ok := h.tools.Tool(name)
+	if !ok {
+		return nil, Events{}, h.unknownTool(name)
+	}
+	raw, err := marshalArgs(args)
+	if err != nil {
+		return nil, Events{}, err
+	}
+	forwarded, err := tool.ValidateArguments(raw)
+	if err != nil {
+		out := &ArgumentError{Tool: name, Message: err.Error()}
+		var argErr *catalog.ArgumentError
+		if errors.As(err, &argErr) {
+			out.Argument = argErr.Argument
+		}
+		return nil, Events{}, out
+	}
+	return h.call(ctx, name, forwarded)
+}
+
+// CallRaw calls a tool with args as given (marshalled as in
+// [Harness.Call]), skipping the catalog lookup and argument validation:
+// for testing how a provider handles arguments or tool names the host
+// would never send. A successful result of a tool in the catalog is still
+// checked against its output schema.
+func (h *Harness) CallRaw(ctx context.Context, name string, args any) (*sdk.CallToolResult, error) {
+	raw, err := marshalArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	res, _, err := h.call(ctx, name, raw)
+	return res, err
+}
+
+func (h *Harness) call(ctx context.Context, name string, args json.RawMessage) (*sdk.CallToolResult, Events, error) {
+	if tool, ok := h.tools.Tool(name); ok && tool.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, tool.Timeout)
+		defer cancel()
+	}
+	rec := &recorder{}
+	req := (&sdk.CallToolRequest{Name: name, Arguments: args, Caller: h.caller}).WithEvents(rec)
+	res, err := h.Provider.CallTool(ctx, req)
+	events := rec.events()
+	if err != nil {
+		return nil, events, err
+	}
+	if res == nil {
+		return nil, events, fmt.Errorf("call %s: no result", name)
+	}
+	if err := h.checkOutput(name, res); err != nil {
+		return res, events, err
+	}
+	return res, events, nil
+}
+
+// checkOutput checks a successful result against the tool's output schema.
+func (h *Harness) checkOutput(name string, res *sdk.CallToolResult) error {
+	if res.IsError {
+		return nil
+	}
+	var obj map[string]any
+	if len(res.StructuredContent) > 0 {
+		if err := json.Unmarshal(res.StructuredContent, &obj); err != nil || obj == nil {
+			return fmt.Errorf("call %s: structured content must be a JSON object: %.40s", name, res.StructuredContent)
+		}
+	}
+	schema, ok := h.outputs[name]
+	if !ok {
+		return nil
+	}
+	if obj == nil {
+		return fmt.Errorf("call %s: %w: the tool declares an output schema but the result has no structured content", name, ErrInvalidOutput)
+	}
+	if err := schema.Validate(obj); err != nil {
+		return fmt.Errorf("call %s: %w: %s", name, ErrInvalidOutput, strings.TrimPrefix(err.Error(), "validating root: "))
+	}
+	return nil
+}
+
+func (h *Harness) unknownTool(name string) error {
+	names := make([]string, 0, len(h.Catalog.Tools))
+	for _, t := range h.tools.Tools() {
+		names = append(names, t.Name)
+	}
+	list := "no tools"
+	if len(names) > 0 {
+		list = strings.Join(names, ", ")
+	}
+	return fmt.Errorf("%w %q: the host would answer JSON-RPC -32602; the catalog has %s (use CallRaw to send it anyway)", ErrUnknownTool, name, list)
+}
+
+func marshalArgs(args any) (json.RawMessage, error) {
+	switch a := args.(type) {
+	case json.RawMessage:
+		return a, nil
+	case []byte:
+		return a, nil
+	case nil:
+		return json.RawMessage("{}"), nil
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("marshal arguments: %w", err)
+	}
+	return raw, nil
+}
+
+// Read reads a resource. An unknown URI gives the provider's error, which
+// wraps [sdk.ErrResourceNotFound] when the provider follows the contract.
 func (h *Harness) Read(ctx context.Context, uri string) (*sdk.ReadResourceResult, error) {
 	return h.Provider.ReadResource(ctx, &sdk.ReadResourceRequest{URI: uri, Caller: h.caller})
 }

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/plugins"
+	"github.com/openhuman/openhuman-host/host/server"
+)
+
+var (
+	kitOnce sync.Once
+	kitDir  string // removed by TestMain
+	kitBin  string
+	kitSum  string
+	kitErr  error
+)
+
+// kitProvider builds test/testprovider once and returns its path and
+// SHA-256.
+func kitProvider(t *testing.T) (string, string) {
+	t.Helper()
+	kitOnce.Do(func() {
+		if kitDir, kitErr = os.MkdirTemp("", "openhuman-kit-"); kitErr != nil {
+			return
+		}
+		kitBin = filepath.Join(kitDir, "testprovider")
+		out, err := exec.Command("go", "build", "-o", kitBin, "github.com/openhuman/openhuman-host/test/testprovider").CombinedOutput()
+		if err != nil {
+			kitErr = fmt.Errorf("build testprovider: %v\n%s", err, out)
+			return
+		}
+		kitSum, kitErr = plugins.FileSHA256(kitBin)
+	})
+	if kitErr != nil {
+		t.Fatal(kitErr)
+	}
+	return kitBin, kitSum
+}
+
+// kitConfig is a config table loading the test provider as "kit".
+func kitConfig(t *testing.T, extra string) string {
+	bin, sum := kitProvider(t)
+	return fmt.Sprintf("[providers.kit]\ncommand = %q\nsha256 = %q\n%s", bin, sum, extra)
+}
+
+func providerByName(t *testing.T, h *host.Host, name string) *plugins.Provider {
+	t.Helper()
+	for _, p := range h.Providers {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("provider %s not loaded; failed: %v", name, h.Failed)
+	return nil
+}
+
+// connect serves h's MCP server to an in-memory go-sdk client.
+func connect(t *testing.T, h *host.Host, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := h.Server.MCP().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "lifecycle-test", Version: "1"}, opts).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A provider killed with SIGKILL is back, with its tools answering, within
+// 2s and without anything the client does.
+func TestKilledProviderIsBackWithin2s(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, kitConfig(t, ""))
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	for _, name := range []string{"memory", "kit"} {
+		p := providerByName(t, h, name)
+		pid := p.Pid()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		tool, args := "memory.search", `{"query":"anything"}`
+		if name == "kit" {
+			tool, args = "kit.ping", `{}`
+		}
+		start := time.Now()
+		waitUntil(t, 2*time.Second, name+" answering again", func() bool { return !call(t, h, tool, args).IsError })
+		t.Logf("%s back after %s", name, time.Since(start))
+		if st := p.Status(); st.Restarts != 1 || st.Pid == pid || st.State != plugins.StateRunning {
+			t.Errorf("%s status = %+v", name, st)
+		}
+	}
+}
+
+// A provider that panics on every call is marked failed after five
+// failures within a minute; its tools leave the list (clients are told),
+// and the other providers serve on.
+func TestPanickingProviderIsMarkedFailed(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, kitConfig(t, ""))
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	changed := make(chan struct{}, 8)
+	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	if names := toolNames(t, cs); !slices.Contains(names, "kit.panic") {
+		t.Fatalf("tools before: %v", names)
+	}
+	for i := range plugins.DefaultRestartPolicy.MaxFailures {
+		res := call(t, h, "kit.panic", `{}`)
+		if !res.IsError || !strings.Contains(text(res), "kit.panic panicked: testprovider: kit.panic called") || strings.Contains(text(res), "goroutine") {
+			t.Fatalf("panic %d: %q", i, text(res))
+		}
+	}
+	kit := providerByName(t, h, "kit")
+	waitUntil(t, 2*time.Second, "kit marked failed", func() bool { return kit.Status().State == plugins.StateFailed })
+	select {
+	case <-changed:
+	case <-time.After(2 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after kit failed")
+	}
+	names := toolNames(t, cs)
+	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "kit.") }) || !slices.Contains(names, "memory.search") {
+		t.Errorf("tools after kit failed: %v", names)
+	}
+	_, err := h.Server.Call(t.Context(), server.Call{Tool: "kit.ping", Arguments: json.RawMessage(`{}`)})
+	if !errors.Is(err, server.ErrUnknownTool) || !strings.Contains(err.Error(), "kit (it crashed or stopped answering too often") {
+		t.Errorf("call to a failed provider's tool: %v", err)
+	}
+	if res := call(t, h, "memory.search", `{"query":"x"}`); res.IsError {
+		t.Errorf("memory unusable next to a failed provider: %s", text(res))
+	}
+	var failed []string
+	for _, st := range h.Status() {
+		if st.State == plugins.StateFailed {
+			failed = append(failed, st.Name)
+		}
+	}
+	if fmt.Sprint(failed) != "[kit]" {
+		t.Errorf("failed providers in status: %v", failed)
+	}
+}
+
+// A restart whose catalog differs sends list_changed; one whose catalog is
+// the same does not.
+func TestRestartSendsListChangedOnlyWhenTheCatalogChanged(t *testing.T) {
+	t.Parallel()
+	cfg, dataDir := testConfig(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	changed := make(chan struct{}, 8)
+	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	kit := providerByName(t, h, "kit")
+
+	_ = syscall.Kill(kit.Pid(), syscall.SIGKILL)
+	waitUntil(t, 2*time.Second, "first restart", func() bool { return kit.Status().Restarts == 1 && kit.Status().State == plugins.StateRunning })
+	select {
+	case <-changed:
+		t.Fatal("list_changed after a restart with the same catalog")
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	if err := os.WriteFile(filepath.Join(dataDir, "kit", "extra"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.Kill(kit.Pid(), syscall.SIGKILL)
+	select {
+	case <-changed:
+	case <-time.After(3 * time.Second):
+		t.Fatal("no list_changed after a restart that added a tool")
+	}
+	if names := toolNames(t, cs); !slices.Contains(names, "kit.extra") {
+		t.Errorf("tools after restart: %v", names)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.extra", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("kit.extra: %v %v", err, res)
+	}
+}
+
+// notifications/cancelled from the client cancels the provider's context;
+// progress notifications from the provider reach the client.
+func TestCancellationAndProgressReachTheProvider(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	var mu sync.Mutex
+	var progress []string
+	started := make(chan struct{}, 1)
+	cs := connect(t, h, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		p := req.Params
+		progress = append(progress, fmt.Sprintf("%v %g/%g %s", p.ProgressToken, p.Progress, p.Total, p.Message))
+		if p.Message == "waiting" {
+			started <- struct{}{}
+		}
+	}})
+
+	params := &mcp.CallToolParams{Name: "kit.progress", Arguments: map[string]any{}}
+	params.SetProgressToken("p1")
+	res, err := cs.CallTool(t.Context(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("kit.progress: %v %+v", err, res)
+	}
+	// The host sends each notification before the result, but the client
+	// may run its handlers after it has the result.
+	want := "[p1 1/3 step 1 p1 2/3 step 2 p1 3/3 step 3]"
+	got := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprint(progress)
+	}
+	for deadline := time.Now().Add(2 * time.Second); got() != want && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got() != want {
+		t.Errorf("progress = %s, want %s", got(), want)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: "kit.wait", Arguments: map[string]any{}}
+		params.SetProgressToken("w")
+		_, err := cs.CallTool(ctx, params)
+		errc <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("kit.wait did not start")
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled call returned %v", err)
+	}
+	waitUntil(t, 5*time.Second, "provider saw the cancellation", func() bool {
+		return text(call(t, h, "kit.cancelled", `{}`)) == "cancelled 1"
+	})
+}
+
+// [providers.<name>] tool_timeout_secs bounds every call to the provider's
+// tools and the provider's context ends with it; start_timeout_secs bounds
+// its start.
+func TestPerProviderTimeouts(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, kitConfig(t, "tool_timeout_secs = 1\n")+"[providers.memory]\nenabled = false\n")
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	start := time.Now()
+	res := call(t, h, "kit.wait", `{}`)
+	if !res.IsError || text(res) != "kit.wait timed out after 1s (the limit comes from [providers.kit] tool_timeout_secs)" {
+		t.Errorf("kit.wait: %q", text(res))
+	}
+	if d := time.Since(start); d < time.Second || d > 5*time.Second {
+		t.Errorf("kit.wait took %s with a 1s limit", d)
+	}
+	waitUntil(t, 5*time.Second, "provider saw the deadline", func() bool {
+		return text(call(t, h, "kit.cancelled", `{}`)) == "cancelled 1"
+	})
+
+	slow, _ := testConfig(t, kitConfig(t, "args = [\"-slow-start=5s\"]\nstart_timeout_secs = 1\n")+"[providers.memory]\nenabled = false\n")
+	start = time.Now()
+	h2 := startTestHost(t, slow)
+	defer h2.Close(context.Background())
+	if len(h2.Failed) != 1 || !strings.Contains(h2.Failed[0].Err.Error(), "start_timeout_secs") {
+		t.Errorf("slow provider: failed = %v", h2.Failed)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("start with a 1s limit took %s", d)
+	}
+}
+
+// Output a provider writes to stdout, before or after its handshake, from
+// Go code, raw descriptors or child processes, breaks nothing.
+func TestProviderPrintingToStdout(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	cs := connect(t, h, nil)
+	for range 3 {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.print", Arguments: map[string]any{}})
+		if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "printed" {
+			t.Fatalf("kit.print: %v %+v", err, res)
+		}
+	}
+	if res := call(t, h, "kit.ping", `{}`); res.IsError {
+		t.Errorf("kit.ping after printing: %s", text(res))
+	}
+}
+
+// A tampered executable is refused with both checksums in the log, and a
+// table without sha256 is refused with the file's actual one.
+func TestTamperedProviderIsRefused(t *testing.T) {
+	t.Parallel()
+	bin, good := kitProvider(t)
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := filepath.Join(t.TempDir(), "provider")
+	if err := os.WriteFile(tampered, append(b, '\n'), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := plugins.FileSHA256(tampered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := testConfig(t, fmt.Sprintf("[providers.kit]\ncommand = %q\nsha256 = %q\n[providers.nosum]\ncommand = %q\n", tampered, good, tampered))
+	var logs lockedBuffer
+	h := startTestHostWithLog(t, cfg, &logs)
+	defer h.Close(context.Background())
+	if len(h.Failed) != 2 {
+		t.Fatalf("failed = %v", h.Failed)
+	}
+	for _, want := range []string{good, bad, "checksum mismatch", "providers add --force " + tampered, "[providers.nosum] has no sha256"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	if res := call(t, h, "memory.search", `{"query":"x"}`); res.IsError {
+		t.Errorf("memory unusable next to refused providers: %s", text(res))
+	}
+}

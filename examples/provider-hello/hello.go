@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// providerName is the name the host config is expected to use,
+// [providers.hello]; error messages name keys under it.
+const providerName = "hello"
+
+// maxSuffixChars bounds the greeting_suffix setting, in characters.
+const maxSuffixChars = 20
+
+// countFile is the counter's file in the data directory.
+const countFile = "count.json"
+
+// readmeURI is the provider's one resource.
+const readmeURI = "hello://readme"
+
+// Input and output schemas. The host validates arguments against the input
+// schemas before a call reaches the provider, and rejects (never clamps)
+// values outside their bounds.
+var (
+	greetInput = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "minLength": 1, "maxLength": 100, "description": "Who to greet."},
+    "language": {"type": "string", "enum": ["en", "fr", "de"], "default": "en", "description": "Language of the greeting."}
+  },
+  "required": ["name"],
+  "additionalProperties": false
+}`)
+	greetOutput = json.RawMessage(`{
+  "type": "object",
+  "properties": {"greeting": {"type": "string"}},
+  "required": ["greeting"],
+  "additionalProperties": false
+}`)
+	countInput = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "by": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1, "description": "How much to add."}
+  },
+  "additionalProperties": false
+}`)
+	countOutput = json.RawMessage(`{
+  "type": "object",
+  "properties": {"count": {"type": "integer", "minimum": 1}},
+  "required": ["count"],
+  "additionalProperties": false
+}`)
+)
+
+// greetings maps a language code to the greeting's first word.
+var greetings = map[string]string{"en": "Hello", "fr": "Bonjour", "de": "Hallo"}
+
+// readme is served as hello://readme.
+//
+//go:embed README.md
+var readme string
+
+// hello is the provider. Its methods are safe for concurrent use.
+type hello struct {
+	log hclog.Logger
+
+	// mu guards the settings below and the counter file: two concurrent
+	// hello.count calls must not both read n and write n+by. It serialises
+	// the calls of this process only; two hosts sharing a data dir run a
+	// process each, and an exact count across them would need a file lock.
+	mu      sync.Mutex
+	suffix  string
+	dataDir string
+}
+
+// newHello returns the provider; log receives its own log lines (the host
+// reads them from stderr).
+func newHello(log hclog.Logger) *hello {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &hello{log: log}
+}
+
+// Configure reads the [providers.hello] settings. The host passes only the
+// table's provider-specific keys; the keys it reads itself (enabled,
+// command, args, sha256, ...) never arrive here.
+func (h *hello) Configure(_ context.Context, req *sdk.ConfigureRequest) error {
+	var settings map[string]json.RawMessage
+	if err := json.Unmarshal(req.Config, &settings); err != nil {
+		return fmt.Errorf("providers.%s: settings are not a JSON object: %v", providerName, err)
+	}
+	suffix := ""
+	for _, key := range slices.Sorted(maps.Keys(settings)) {
+		path := "providers." + providerName + "." + key
+		switch key {
+		case "greeting_suffix":
+			if !isJSONString(settings[key]) || json.Unmarshal(settings[key], &suffix) != nil {
+				return fmt.Errorf("%s must be a string of at most %d characters", path, maxSuffixChars)
+			}
+			if n := utf8.RuneCountInString(suffix); n > maxSuffixChars {
+				return fmt.Errorf("%s must be at most %d characters; got %d", path, maxSuffixChars, n)
+			}
+		default:
+			return fmt.Errorf("%s: unknown setting; %s takes only greeting_suffix", path, providerName)
+		}
+	}
+	if req.DataDir == "" {
+		return errors.New("no data directory: the host passes one in Configure")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.suffix, h.dataDir = suffix, req.DataDir
+	return nil
+}
+
+// Describe returns the catalog. Tool names start with the provider's name,
+// so they cannot collide with another provider's.
+func (h *hello) Describe(context.Context) (*sdk.Catalog, error) {
+	return &sdk.Catalog{
+		Name:    providerName,
+		Version: "0.1.0",
+		Tools: []sdk.Tool{{
+			Name:         "hello.greet",
+			Title:        "Greet someone",
+			Description:  "Greets someone by name in English, French or German. Use it to say hello.",
+			InputSchema:  greetInput,
+			OutputSchema: greetOutput,
+			Annotations:  sdk.Annotations{ReadOnlyHint: sdk.Bool(true), OpenWorldHint: sdk.Bool(false)},
+			Class:        sdk.ClassRead,
+		}, {
+			Name:         "hello.count",
+			Title:        "Count up",
+			Description:  "Adds `by` (default 1) to a persistent counter and returns the new count.",
+			InputSchema:  countInput,
+			OutputSchema: countOutput,
+			Annotations: sdk.Annotations{
+				ReadOnlyHint:    sdk.Bool(false),
+				DestructiveHint: sdk.Bool(false),
+				IdempotentHint:  sdk.Bool(false),
+				OpenWorldHint:   sdk.Bool(false),
+			},
+			Class:   sdk.ClassAct,
+			Timeout: 10 * time.Second,
+		}},
+		Resources: []sdk.Resource{{
+			URI:         readmeURI,
+			Name:        "readme",
+			Title:       "provider-hello README",
+			Description: "What hello.greet and hello.count do and take.",
+			MIMEType:    "text/markdown",
+			Size:        int64(len(readme)),
+		}},
+	}, nil
+}
+
+// CallTool runs a tool. Problems the model can fix are results built with
+// sdk.ErrorResult; a returned error is for failures of the provider itself.
+func (h *hello) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	switch req.Name {
+	case "hello.greet":
+		return h.greet(req)
+	case "hello.count":
+		return h.count(ctx, req)
+	}
+	return sdk.ErrorResult("unknown tool %q; provider-hello serves hello.greet and hello.count", req.Name), nil
+}
+
+func (h *hello) greet(req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	// The host has validated the arguments already; the provider still
+	// checks what it relies on, for callers that bypass the host.
+	var args struct {
+		Name     string `json:"name"`
+		Language string `json:"language"`
+	}
+	if err := json.Unmarshal(req.Arguments, &args); err != nil {
+		return sdk.ErrorResult("hello.greet takes {\"name\": string, \"language\": \"en\"|\"fr\"|\"de\"}: %v", err), nil
+	}
+	name := strings.TrimSpace(args.Name)
+	if name == "" || utf8.RuneCountInString(name) > 100 {
+		return sdk.ErrorResult("argument \"name\" must be 1 to 100 characters, not blank"), nil
+	}
+	if args.Language == "" {
+		args.Language = "en"
+	}
+	word, ok := greetings[args.Language]
+	if !ok {
+		return sdk.ErrorResult("argument \"language\" must be one of \"en\", \"fr\", \"de\""), nil
+	}
+	h.mu.Lock()
+	suffix := h.suffix
+	h.mu.Unlock()
+	greeting := word + ", " + name + "!" + suffix
+	return sdk.StructuredResult(greeting, map[string]string{"greeting": greeting})
+}
+
+func (h *hello) count(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	args := struct {
+		By *int64 `json:"by"`
+	}{}
+	if err := json.Unmarshal(req.Arguments, &args); err != nil {
+		return sdk.ErrorResult("hello.count takes {\"by\": integer from 1 to 1000}: %v", err), nil
+	}
+	by := int64(1)
+	if args.By != nil {
+		by = *args.By
+	}
+	if by < 1 || by > 1000 {
+		return sdk.ErrorResult("argument \"by\" must be between 1 and 1000; got %d", by), nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// The call may have been cancelled while it waited for the lock.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n, err := readCount(h.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	n += by
+	if err := writeCount(h.dataDir, n); err != nil {
+		return nil, err
+	}
+	// Progress reaches the client only when it sent a progress token; the
+	// call is a no-op otherwise.
+	if err := req.Progress(ctx, sdk.Progress{Progress: 1, Total: 1, Message: "counter saved"}); err != nil {
+		return nil, err
+	}
+	h.log.Debug("counter updated", "by", by, "count", n)
+	return sdk.StructuredResult(fmt.Sprintf("The count is %d.", n), map[string]int64{"count": n})
+}
+
+// readCount returns the saved count, 0 when nothing was saved yet.
+func readCount(dir string) (int64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, countFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read counter: %w", err)
+	}
+	var saved struct {
+		Count int64 `json:"count"`
+	}
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return 0, fmt.Errorf("counter file %s is corrupt (%v); delete it to start again from 0", filepath.Join(dir, countFile), err)
+	}
+	return saved.Count, nil
+}
+
+// writeCount saves n atomically: a reader sees the old file or the new
+// one, never a partial write, even if the process dies half-way.
+func writeCount(dir string, n int64) error {
+	b, err := json.Marshal(map[string]int64{"count": n})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, countFile+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("save counter: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save counter: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save counter: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save counter: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, countFile)); err != nil {
+		return fmt.Errorf("save counter: %w", err)
+	}
+	return nil
+}
+
+// ReadResource returns the README; any other URI is not found.
+func (h *hello) ReadResource(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	if req.URI != readmeURI {
+		return nil, fmt.Errorf("%w: %s (provider-hello serves only %s)", sdk.ErrResourceNotFound, req.URI, readmeURI)
+	}
+	return &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: readmeURI, MIMEType: "text/markdown", Text: readme}}}, nil
+}
+
+// isJSONString reports whether raw is a JSON string.
+func isJSONString(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '"'
+}

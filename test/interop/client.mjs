@@ -10,6 +10,9 @@
 //                        through memory.store is not attempted)
 //   CLIENT_DEADLINE_MS   whole-run deadline (default 60000)
 //   CLIENT_REQUEST_MS    per-request timeout (default 20000)
+//   EXTRA_CALLS          a JSON array of {"name", "arguments", "text"}: each
+//                        tool is called (before the transport check) and must
+//                        succeed with "text" in its text content
 //
 // Prints "ok - name" or "not ok - name: why" per check, then
 // "client: N passed, N failed". Exits 1 if any check failed, 2 on bad usage.
@@ -327,6 +330,14 @@ if (readonly) {
     expect(!r.isError, r.text);
     const hits = r.data?.chunks || [];
     expect(hits.length === 0, `refused store left ${hits.length} hit(s)`);
+  });
+}
+
+for (const extra of JSON.parse(process.env.EXTRA_CALLS || "[]")) {
+  await check(`extra call: ${extra.name}`, async () => {
+    const r = await callTool(extra.name, extra.arguments || {});
+    expect(!r.isError, r.text);
+    expect(r.text.includes(extra.text || ""), `text ${JSON.stringify(r.text)} lacks ${JSON.stringify(extra.text)}`);
   });
 }
 

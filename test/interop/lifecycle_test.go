@@ -1,0 +1,110 @@
+package interop_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildTestProvider builds test/testprovider, a provider that prints to
+// stdout, spawns children and more on request, into dir and returns the
+// config table that loads it as "kit".
+func buildTestProvider(t *testing.T, dir string) (string, string) {
+	t.Helper()
+	bin := filepath.Join(dir, "testprovider")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/openhuman/openhuman-host/test/testprovider").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build testprovider: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return bin, fmt.Sprintf("[providers.kit]\ncommand = %q\nsha256 = %q\n", bin, hex.EncodeToString(sum[:]))
+}
+
+// TestPrintingProviderStdio: a provider that writes to stdout before its
+// handshake, in Configure and during calls (through os.Stdout, descriptor
+// 1 and a child process) leaves the TypeScript SDK client's stdio stream
+// clean: no transport error, every check passes.
+func TestPrintingProviderStdio(t *testing.T) {
+	p := requireInterop(t)
+	t.Parallel()
+	sb := newSandbox(t)
+	_, table := buildTestProvider(t, sb.dir)
+	sb.writeConfig(t, table)
+	extra, err := json.Marshal([]map[string]any{
+		{"name": "kit.print", "text": "printed"},
+		{"name": "kit.print", "text": "printed"},
+		{"name": "kit.ping", "text": "pong "},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := runClient(t, p, sb, []string{"EXTRA_CALLS=" + string(extra)}, "stdio", p.bin, "serve")
+	tree.requireExited(t)
+}
+
+// TestKilledHostLeavesNoProcess: after SIGKILL of a stdio server, none of
+// its providers, nor what they started, runs 5s later.
+func TestKilledHostLeavesNoProcess(t *testing.T) {
+	p := requireServer(t)
+	t.Parallel()
+	sb := newSandbox(t)
+	bin, table := buildTestProvider(t, sb.dir)
+	sb.writeConfig(t, table)
+	srv := startServer(t, p, sb, "serve")
+	srv.send(t, initializeRequest)
+	expectResult(t, srv.reply(t), "1")
+	srv.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	srv.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"kit.spawn","arguments":{}}}`)
+	m := srv.reply(t)
+	expectResult(t, m, "2")
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+		IsError bool                    `json:"isError"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil || res.IsError || len(res.Content) != 1 {
+		t.Fatalf("kit.spawn: %s (%v)", m.Result, err)
+	}
+	child, err := strconv.Atoi(res.Content[0].Text)
+	if err != nil {
+		t.Fatalf("kit.spawn returned %q", res.Content[0].Text)
+	}
+	srv.tree.scan()
+
+	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.done
+	srv.tree.halt()
+	providers, others := srv.tree.split()
+	all := append(providers, others...)
+	var names []string
+	sawChild := false
+	for _, ps := range all {
+		if len(ps.argv) > 0 {
+			names = append(names, filepath.Base(ps.argv[0]))
+		}
+		sawChild = sawChild || ps.pid == child
+	}
+	if len(providers) == 0 || !slices.Contains(names, filepath.Base(bin)) || !sawChild {
+		t.Fatalf("the server's tree lacks a built-in provider, the kit provider or its child %d: %v", child, all)
+	}
+	start := time.Now()
+	if left := waitGone(all, 5*time.Second); len(left) > 0 {
+		t.Errorf("still running 5s after the server was killed: %v", left)
+	}
+	t.Logf("every descendant gone %s after SIGKILL of the server", time.Since(start).Round(time.Millisecond))
+	srv.tree.killRunning()
+}

@@ -29,6 +29,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -326,7 +327,8 @@ func (m *Manager) launch(ctx context.Context, spec Spec, log hclog.Logger) (*ins
 		Managed:          false,
 		SkipHostEnv:      true,
 		StartTimeout:     timeout,
-		Logger:           log,
+		Logger:           stderrParsingOff{Logger: log, executable: filepath.Base(spec.Path)},
+		Stderr:           &stderrLog{log: log},
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
 		GRPCDialOptions:  sdk.GRPCDialOptions(),

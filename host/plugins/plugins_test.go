@@ -264,8 +264,8 @@ func TestCatalogChangeIsReported(t *testing.T) {
 			changed <- c
 		}
 	}}, spec)
-	if n := len(p.Catalog().Tools); n != 8 {
-		t.Fatalf("%d tools before, want 8", n)
+	if n := len(p.Catalog().Tools); n != 9 {
+		t.Fatalf("%d tools before, want 9", n)
 	}
 	if err := os.WriteFile(filepath.Join(spec.DataDir, "extra"), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -279,8 +279,8 @@ func TestCatalogChangeIsReported(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no restart")
 	}
-	if n := len(p.Catalog().Tools); n != 9 {
-		t.Errorf("%d tools after, want 9", n)
+	if n := len(p.Catalog().Tools); n != 10 {
+		t.Errorf("%d tools after, want 10", n)
 	}
 }
 
@@ -371,5 +371,25 @@ func TestBackoff(t *testing.T) {
 	want := "[0s 250ms 500ms 1s 2s 4s 8s 16s 30s 30s]"
 	if fmt.Sprint(got) != want {
 		t.Errorf("backoff = %v, want %s", got, want)
+	}
+}
+
+// Log lines go-plugin's own parser would panic on reach the log as text.
+func TestMalformedLogLinesDoNotCrashTheHost(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	_, p := startKit(t, Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})}, kitSpec(t))
+	res, err := p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "kit.badlog", Arguments: []byte("{}")})
+	if err != nil || res.Content[0].Text != "logged" {
+		t.Fatalf("kit.badlog: %v %v", res, err)
+	}
+	waitFor(t, 2*time.Second, "lines logged", func() bool { return strings.Count(logs.String(), "[DEBUG] kit: t\n") == 2 })
+	for _, want := range []string{`[DEBUG] kit: {"@message":42}`, "[DEBUG] kit: x\n"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+	if _, err := ping(t.Context(), p); err != nil {
+		t.Errorf("ping after bad log lines: %v", err)
 	}
 }

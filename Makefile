@@ -61,6 +61,7 @@ fuzz:
 
 interop-deps:
 	./test/interop/install.sh
+	NPM_CONFIG_CACHE=$(CACHE)/npm ./examples/provider-node/install.sh
 
 bench: build
 	$(GO) run -tags $(TAGS) ./bench -host $(CURDIR)/$(BIN)

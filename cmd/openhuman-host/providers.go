@@ -291,8 +291,13 @@ func runProvidersAdd(cmd *cobra.Command, g *globalFlags, path, name string, args
 	if len(p.Args) > 0 {
 		fmt.Fprintf(out, "  args = %s\n", tomlStrings(p.Args))
 	}
-	fmt.Fprintf(out, "Check that it loads with: openhuman-host config check\n"+
-		"Running servers load it when restarted; rebuild the provider? run this command again with --force.\n")
+	flag := ""
+	if g.configPath != "" {
+		flag = " --config " + shellQuote(g.configPath)
+	}
+	fmt.Fprintf(out, "Check that it loads with: openhuman-host%s providers status\n"+
+		"Running servers load it when restarted. After rebuilding the provider, run: openhuman-host%s providers add --force %s\n",
+		flag, flag, shellQuote(abs))
 	return nil
 }
 
@@ -392,6 +397,16 @@ func stripComment(line string) string {
 		}
 	}
 	return line
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // tomlString quotes s as a TOML basic string: a JSON string is one (its

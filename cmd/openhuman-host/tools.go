@@ -167,6 +167,11 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 				}
 			}
 			return withHost(g, func(_ context.Context, h *host.Host) error {
+				// One line per provider, in the file's comment syntax.
+				for _, p := range h.Providers {
+					c := p.Catalog()
+					fmt.Fprintf(cmd.OutOrStdout(), "# provider %s loads: %d tools, %d resources (version %s)\n", p.Name, len(c.Tools), len(c.Resources), nonEmptyVersion(c.Version))
+				}
 				for _, f := range h.Failed {
 					fmt.Fprintf(cmd.ErrOrStderr(), "provider %s does not load: %v\n", f.Name, f.Err)
 				}
@@ -178,6 +183,13 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 		},
 	})
 	return cfgCmd
+}
+
+func nonEmptyVersion(v string) string {
+	if v == "" {
+		return "unset"
+	}
+	return v
 }
 
 // unknownSubcommand rejects arguments to a command that only groups

@@ -128,7 +128,7 @@ type view struct {
 var ErrUnknownTool = errors.New("unknown tool")
 
 // unknownTool is the error for a tool not in the catalog. When providers
-// failed to load it names them with their reasons (each cut to 300 bytes),
+// failed to load it names them with their reasons (each cut to 600 bytes),
 // so a client sees why a tool it expects is missing.
 func (s *Server) unknownTool(v *view, name string) error {
 	if len(v.notLoaded) == 0 {
@@ -142,8 +142,8 @@ func (s *Server) unknownTool(v *view, name string) error {
 	parts := make([]string, len(names))
 	for i, n := range names {
 		reason := v.notLoaded[n]
-		if len(reason) > 300 {
-			reason = strings.ToValidUTF8(reason[:300], "") + "…"
+		if len(reason) > 600 {
+			reason = strings.ToValidUTF8(reason[:600], "") + "…"
 		}
 		parts[i] = n + " (" + reason + ")"
 	}

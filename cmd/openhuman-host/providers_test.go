@@ -178,6 +178,9 @@ func TestProvidersAddAndStatus(t *testing.T) {
 	if out, err := runCLI(t, "providers", "add", "--force", exe); err != nil {
 		t.Fatalf("add --force: %v\n%s", err, out)
 	}
+	if out, err := runCLI(t, "config", "check"); err != nil || !strings.Contains(out, "\n# provider kit loads: 9 tools, 0 resources (version 1)\n") {
+		t.Errorf("config check after add --force: %v\n%s", err, out)
+	}
 	if out, err := runCLI(t, "tools", "call", "kit.ping", "{}"); err != nil || !strings.HasPrefix(out, "pong ") {
 		t.Errorf("kit.ping after add --force: %v %q", err, out)
 	}

@@ -85,6 +85,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -103,7 +105,8 @@ import (
 // is true.
 const ProgressToken = `"sdktest"`
 
-// Options configures [Start]; a nil *Options uses every default.
+// Options configures [Start] and [StartExecutable]; a nil *Options uses
+// every default.
 type Options struct {
 	// Config is marshalled to JSON and passed to Configure as the
 	// provider's config table; nil sends "{}". The host sends the table's
@@ -159,6 +162,43 @@ func Start(t testing.TB, p sdk.Provider, opts *Options) *Harness {
 	// Closing the client asks the server to shut down through go-plugin's
 	// controller service; stopping the server here as well would race.
 	t.Cleanup(func() { _ = client.Close() })
+	return start(t, client, opts)
+}
+
+// StartExecutable launches the provider executable at path, with args,
+// the way the host does: go-plugin's handshake (the magic cookie, gRPC
+// only, AutoMTLS), then Configure and Describe as [Start] does. It tests
+// what only the built binary shows: its main function, the handshake, and
+// that nothing it prints before the handshake breaks it. The process is
+// stopped when the test ends; the test fails if it does not start.
+func StartExecutable(t testing.TB, path string, args []string, opts *Options) *Harness {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdk.VersionedPlugins(nil),
+		Cmd:              exec.Command(path, args...),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Logger:           hclog.NewNullLogger(),
+		SyncStdout:       io.Discard,
+		SyncStderr:       io.Discard,
+		GRPCDialOptions:  sdk.GRPCDialOptions(),
+	})
+	t.Cleanup(client.Kill)
+	rpc, err := client.Client()
+	if err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	return start(t, rpc, opts)
+}
+
+// start dispenses the provider from client and runs Configure, Describe
+// and the catalog checks.
+func start(t testing.TB, client plugin.ClientProtocol, opts *Options) *Harness {
+	t.Helper()
 	raw, err := client.Dispense(sdk.PluginName)
 	if err != nil {
 		t.Fatalf("dispense provider: %v", err)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -353,5 +355,29 @@ func TestStartFailsForToolsTheHostRefuses(t *testing.T) {
 	want := `provider "shout": tool "shout.say" would be refused by the host: invalid tool spec: shout.say: policy class "" must be "read" or "act"`
 	if diff := cmp.Diff([]string{want}, rec.failed); diff != "" {
 		t.Errorf("Start's failure (-want +got):\n%s", diff)
+	}
+}
+
+func TestStartExecutable(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "testprovider")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/openhuman/openhuman-host/test/testprovider").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	// The test provider prints to stdout before its handshake.
+	h := sdktest.StartExecutable(t, bin, nil, nil)
+	if h.Catalog.Name != "kit" || len(h.Catalog.Tools) != 9 {
+		t.Fatalf("catalog %q with %d tools", h.Catalog.Name, len(h.Catalog.Tools))
+	}
+	res, err := h.Call(t.Context(), "kit.print", nil)
+	if err != nil || res.Content[0].Text != "printed" {
+		t.Fatalf("kit.print: %v %+v", err, res)
+	}
+	res, events, err := h.CallWithEvents(t.Context(), "kit.progress", nil)
+	if err != nil || res.Content[0].Text != "done" || len(events.Progress) != 3 || events.Progress[2].Message != "step 3" {
+		t.Fatalf("kit.progress: %v %+v %+v", err, res, events)
+	}
+	if _, err := h.Call(t.Context(), "kit.ping", map[string]any{"x": 1}); err == nil || !strings.Contains(err.Error(), `unknown argument "x"`) {
+		t.Errorf("kit.ping with an unknown argument: %v", err)
 	}
 }

@@ -116,6 +116,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		Logger:       o.Logger.Named("provider"),
 		HostVersion:  o.Version,
 		LogLevel:     cfg.Server.LogLevel,
+		ConfigDir:    configDir(cfg),
 		Host:         hostService,
 		StartTimeout: cfg.Server.ProviderStartTimeout(),
 		Restart:      o.Restart,
@@ -272,6 +273,24 @@ func writeJSONFile(path string, v any) error {
 	return nil
 }
 
+// configDir is the directory of the config file in effect, or of the
+// default config file when the embedded defaults are in effect; empty when
+// neither is known.
+func configDir(cfg *config.Config) string {
+	if cfg.Source != "" && cfg.Source != config.DefaultSource && filepath.IsAbs(cfg.Source) {
+		return filepath.Dir(cfg.Source)
+	}
+	if cfg.Source != "" && cfg.Source != config.DefaultSource {
+		if abs, err := filepath.Abs(cfg.Source); err == nil {
+			return filepath.Dir(abs)
+		}
+	}
+	if p, err := config.DefaultPath(); err == nil {
+		return filepath.Dir(p)
+	}
+	return ""
+}
+
 // warnUnmatchedPatterns logs allow/deny entries that match no tool: a typo
 // in a deny list would otherwise fail open without a sign.
 func warnUnmatchedPatterns(log hclog.Logger, cat *catalog.Catalog, key string, patterns []string) {
@@ -367,4 +386,28 @@ func (s *hostService) CallTool(ctx context.Context, req *sdk.HostCallToolRequest
 		return sdk.ErrorResult("unknown tool %q", req.Name), nil
 	}
 	return res, err
+}
+
+// ListTools returns every tool the server serves now.
+func (s *hostService) ListTools(context.Context) ([]sdk.Tool, error) {
+	srv := s.srv.Load()
+	if srv == nil {
+		return nil, errors.New("host is still starting")
+	}
+	tools := srv.Catalog().Tools()
+	out := make([]sdk.Tool, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, t.Tool)
+	}
+	return out, nil
+}
+
+// CreateMessage relays a provider's sampling request to the client whose
+// call it serves.
+func (s *hostService) CreateMessage(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	srv := s.srv.Load()
+	if srv == nil {
+		return nil, errors.New("host is still starting")
+	}
+	return srv.CreateMessage(ctx, req)
 }

@@ -34,22 +34,7 @@ func classFromProto(c providerv1.PolicyClass) PolicyClass {
 func catalogToProto(c *Catalog) *providerv1.DescribeResponse {
 	out := &providerv1.DescribeResponse{Name: c.Name, Version: c.Version, Instructions: c.Instructions}
 	for _, t := range c.Tools {
-		out.Tools = append(out.Tools, &providerv1.ToolSpec{
-			Name:             t.Name,
-			Title:            t.Title,
-			Description:      t.Description,
-			InputSchemaJson:  t.InputSchema,
-			OutputSchemaJson: t.OutputSchema,
-			Annotations: &providerv1.ToolAnnotations{
-				Title:           t.Annotations.Title,
-				ReadOnlyHint:    t.Annotations.ReadOnlyHint,
-				DestructiveHint: t.Annotations.DestructiveHint,
-				IdempotentHint:  t.Annotations.IdempotentHint,
-				OpenWorldHint:   t.Annotations.OpenWorldHint,
-			},
-			PolicyClass: classToProto(t.Class),
-			TimeoutMs:   uint32(t.Timeout / time.Millisecond),
-		})
+		out.Tools = append(out.Tools, toolToProto(t))
 	}
 	for _, r := range c.Resources {
 		out.Resources = append(out.Resources, &providerv1.ResourceSpec{
@@ -74,23 +59,7 @@ func catalogToProto(c *Catalog) *providerv1.DescribeResponse {
 func catalogFromProto(in *providerv1.DescribeResponse) *Catalog {
 	c := &Catalog{Name: in.GetName(), Version: in.GetVersion(), Instructions: in.GetInstructions()}
 	for _, t := range in.GetTools() {
-		a := t.GetAnnotations()
-		c.Tools = append(c.Tools, Tool{
-			Name:         t.GetName(),
-			Title:        t.GetTitle(),
-			Description:  t.GetDescription(),
-			InputSchema:  rawOrNil(t.GetInputSchemaJson()),
-			OutputSchema: rawOrNil(t.GetOutputSchemaJson()),
-			Annotations: Annotations{
-				Title:           a.GetTitle(),
-				ReadOnlyHint:    a.ReadOnlyHint,
-				DestructiveHint: a.DestructiveHint,
-				IdempotentHint:  a.IdempotentHint,
-				OpenWorldHint:   a.OpenWorldHint,
-			},
-			Class:   classFromProto(t.GetPolicyClass()),
-			Timeout: time.Duration(t.GetTimeoutMs()) * time.Millisecond,
-		})
+		c.Tools = append(c.Tools, toolFromProto(t))
 	}
 	for _, r := range in.GetResources() {
 		c.Resources = append(c.Resources, Resource{
@@ -112,6 +81,100 @@ func catalogFromProto(in *providerv1.DescribeResponse) *Catalog {
 	return c
 }
 
+func toolToProto(t Tool) *providerv1.ToolSpec {
+	return &providerv1.ToolSpec{
+		Name:             t.Name,
+		Title:            t.Title,
+		Description:      t.Description,
+		InputSchemaJson:  t.InputSchema,
+		OutputSchemaJson: t.OutputSchema,
+		Annotations: &providerv1.ToolAnnotations{
+			Title:           t.Annotations.Title,
+			ReadOnlyHint:    t.Annotations.ReadOnlyHint,
+			DestructiveHint: t.Annotations.DestructiveHint,
+			IdempotentHint:  t.Annotations.IdempotentHint,
+			OpenWorldHint:   t.Annotations.OpenWorldHint,
+		},
+		PolicyClass: classToProto(t.Class),
+		TimeoutMs:   uint32(t.Timeout / time.Millisecond),
+	}
+}
+
+func toolFromProto(t *providerv1.ToolSpec) Tool {
+	a := t.GetAnnotations()
+	return Tool{
+		Name:         t.GetName(),
+		Title:        t.GetTitle(),
+		Description:  t.GetDescription(),
+		InputSchema:  rawOrNil(t.GetInputSchemaJson()),
+		OutputSchema: rawOrNil(t.GetOutputSchemaJson()),
+		Annotations: Annotations{
+			Title:           a.GetTitle(),
+			ReadOnlyHint:    a.ReadOnlyHint,
+			DestructiveHint: a.DestructiveHint,
+			IdempotentHint:  a.IdempotentHint,
+			OpenWorldHint:   a.OpenWorldHint,
+		},
+		Class:   classFromProto(t.GetPolicyClass()),
+		Timeout: time.Duration(t.GetTimeoutMs()) * time.Millisecond,
+	}
+}
+
+func samplingRequestToProto(r *CreateMessageRequest) *providerv1.HostCreateMessageRequest {
+	out := &providerv1.HostCreateMessageRequest{
+		Caller:       callerToProto(r.Caller),
+		SystemPrompt: r.SystemPrompt,
+		Temperature:  r.Temperature,
+		MaxTokens:    r.MaxTokens,
+		ModelHint:    r.ModelHint,
+	}
+	for _, m := range r.Messages {
+		out.Messages = append(out.Messages, &providerv1.SamplingMessage{Role: m.Role, Content: samplingContentToProto(m.Content)})
+	}
+	for _, t := range r.Tools {
+		out.Tools = append(out.Tools, &providerv1.SamplingTool{Name: t.Name, Description: t.Description, InputSchemaJson: t.InputSchema})
+	}
+	return out
+}
+
+func samplingRequestFromProto(r *providerv1.HostCreateMessageRequest) *CreateMessageRequest {
+	out := &CreateMessageRequest{
+		Caller:       callerFromProto(r.GetCaller()),
+		SystemPrompt: r.GetSystemPrompt(),
+		Temperature:  r.Temperature,
+		MaxTokens:    r.GetMaxTokens(),
+		ModelHint:    r.GetModelHint(),
+	}
+	for _, m := range r.GetMessages() {
+		out.Messages = append(out.Messages, SamplingMessage{Role: m.GetRole(), Content: samplingContentFromProto(m.GetContent())})
+	}
+	for _, t := range r.GetTools() {
+		out.Tools = append(out.Tools, SamplingTool{Name: t.GetName(), Description: t.GetDescription(), InputSchema: rawOrNil(t.GetInputSchemaJson())})
+	}
+	return out
+}
+
+func samplingContentToProto(cs []SamplingContent) []*providerv1.SamplingContent {
+	out := make([]*providerv1.SamplingContent, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, &providerv1.SamplingContent{
+			Type: c.Type, Text: c.Text, ToolUseId: c.ToolUseID, ToolName: c.ToolName, InputJson: c.Input, IsError: c.IsError,
+		})
+	}
+	return out
+}
+
+func samplingContentFromProto(cs []*providerv1.SamplingContent) []SamplingContent {
+	out := make([]SamplingContent, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, SamplingContent{
+			Type: c.GetType(), Text: c.GetText(), ToolUseID: c.GetToolUseId(), ToolName: c.GetToolName(),
+			Input: rawOrNil(c.GetInputJson()), IsError: c.GetIsError(),
+		})
+	}
+	return out
+}
+
 func callerToProto(c Caller) *providerv1.Caller {
 	return &providerv1.Caller{
 		SourceType:        c.SourceType,
@@ -120,6 +183,7 @@ func callerToProto(c Caller) *providerv1.Caller {
 		ClientVersion:     c.ClientVersion,
 		Depth:             uint32(max(c.Depth, 0)),
 		ProgressTokenJson: c.ProgressToken,
+		CallToken:         c.CallToken,
 	}
 }
 
@@ -131,6 +195,7 @@ func callerFromProto(c *providerv1.Caller) Caller {
 		ClientVersion: c.GetClientVersion(),
 		Depth:         int(c.GetDepth()),
 		ProgressToken: rawOrNil(c.GetProgressTokenJson()),
+		CallToken:     c.GetCallToken(),
 	}
 }
 

@@ -26,6 +26,7 @@ func (c *grpcProviderClient) Configure(ctx context.Context, req *ConfigureReques
 		Secrets:     req.Secrets,
 		HostVersion: req.HostVersion,
 		LogLevel:    req.LogLevel,
+		ConfigDir:   req.ConfigDir,
 	}
 	if req.Host != nil && c.broker != nil {
 		id := c.broker.NextId()
@@ -125,6 +126,28 @@ func (s *grpcHostServer) CallTool(req *providerv1.HostCallToolRequest, stream pr
 	return stream.Send(&providerv1.HostCallToolResponse{Event: &providerv1.HostCallToolResponse_Result{Result: resultToProto(res)}})
 }
 
+func (s *grpcHostServer) ListTools(ctx context.Context, _ *providerv1.HostListToolsRequest) (_ *providerv1.HostListToolsResponse, err error) {
+	defer recoverAsError("Host.ListTools", nil, &err)
+	tools, err := s.impl.ListTools(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &providerv1.HostListToolsResponse{}
+	for _, t := range tools {
+		out.Tools = append(out.Tools, toolToProto(t))
+	}
+	return out, nil
+}
+
+func (s *grpcHostServer) CreateMessage(ctx context.Context, req *providerv1.HostCreateMessageRequest) (_ *providerv1.HostCreateMessageResponse, err error) {
+	defer recoverAsError("Host.CreateMessage", nil, &err)
+	res, err := s.impl.CreateMessage(ctx, samplingRequestFromProto(req))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &providerv1.HostCreateMessageResponse{Content: samplingContentToProto(res.Content), Model: res.Model, StopReason: res.StopReason}, nil
+}
+
 // grpcHostClient is the provider side of the host service.
 type grpcHostClient struct {
 	client providerv1.HostClient
@@ -141,6 +164,26 @@ func (c *grpcHostClient) CallTool(ctx context.Context, req *HostCallToolRequest)
 		return nil, fromStatus("host call "+req.Name, err)
 	}
 	return receiveResult(ctx, &CallToolRequest{Name: req.Name}, "host call "+req.Name, stream.Recv)
+}
+
+func (c *grpcHostClient) ListTools(ctx context.Context) ([]Tool, error) {
+	res, err := c.client.ListTools(ctx, &providerv1.HostListToolsRequest{})
+	if err != nil {
+		return nil, fromStatus("host list tools", err)
+	}
+	out := make([]Tool, 0, len(res.GetTools()))
+	for _, t := range res.GetTools() {
+		out = append(out, toolFromProto(t))
+	}
+	return out, nil
+}
+
+func (c *grpcHostClient) CreateMessage(ctx context.Context, req *CreateMessageRequest) (*CreateMessageResult, error) {
+	res, err := c.client.CreateMessage(ctx, samplingRequestToProto(req))
+	if err != nil {
+		return nil, fromStatus("host create message", err)
+	}
+	return &CreateMessageResult{Content: samplingContentFromProto(res.GetContent()), Model: res.GetModel(), StopReason: res.GetStopReason()}, nil
 }
 
 var (

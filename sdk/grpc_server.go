@@ -34,6 +34,7 @@ func (s *grpcProviderServer) Configure(ctx context.Context, req *providerv1.Conf
 		Secrets:     req.GetSecrets(),
 		HostVersion: req.GetHostVersion(),
 		LogLevel:    req.GetLogLevel(),
+		ConfigDir:   req.GetConfigDir(),
 	}
 	if creq.Config == nil {
 		creq.Config = []byte("{}")
@@ -122,6 +123,8 @@ func (s *streamSink) Log(_ context.Context, m LogMessage) error {
 // cancellation and unknown resources from failures.
 func toStatus(err error) error {
 	switch {
+	case errors.Is(err, ErrSamplingUnavailable):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
@@ -151,6 +154,8 @@ func fromStatus(what string, err error) error {
 		return fmt.Errorf("%s: %w: %s", what, ErrResourceNotFound, st.Message())
 	case codes.Unavailable:
 		return fmt.Errorf("%s: %w: %s", what, ErrUnavailable, st.Message())
+	case codes.FailedPrecondition:
+		return fmt.Errorf("%s: %w", what, samplingError(st.Message()))
 	case codes.Internal:
 		if isPanic(st) {
 			return fmt.Errorf("%s: %w", what, panicError(st.Message()))
@@ -195,6 +200,15 @@ func recoverAsError(what string, log hclog.Logger, err *error) {
 	}
 	*err = st.Err()
 }
+
+// samplingError is the message of a FAILED_PRECONDITION status, which the
+// host sends only for [ErrSamplingUnavailable].
+type samplingError string
+
+func (e samplingError) Error() string { return string(e) }
+
+// Is reports whether target is [ErrSamplingUnavailable].
+func (e samplingError) Is(target error) bool { return target == ErrSamplingUnavailable }
 
 // panicError is a recovered panic's message; it matches [ErrPanicked].
 type panicError string

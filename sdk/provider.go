@@ -88,6 +88,11 @@ type ConfigureRequest struct {
 	// error or off); [Serve] already applies it to the logger it creates
 	// or is given.
 	LogLevel string
+	// ConfigDir is the directory of the host's config file
+	// ($XDG_CONFIG_HOME/openhuman-host unless --config points elsewhere),
+	// where a provider may look for files of its own, such as the agent
+	// provider's agents/ directory. It may not exist; empty when unknown.
+	ConfigDir string
 }
 
 // Host is the host service a provider reaches through go-plugin's broker.
@@ -97,6 +102,91 @@ type Host interface {
 	// req.Caller's source type plus "/" plus req.Actor. The call's depth is
 	// req.Caller.Depth+1; the host refuses calls beyond its maximum depth.
 	CallTool(ctx context.Context, req *HostCallToolRequest) (*CallToolResult, error)
+
+	// ListTools returns the tools of the host's catalog, every provider's,
+	// in catalog order.
+	ListTools(ctx context.Context) ([]Tool, error)
+
+	// CreateMessage asks the model of the MCP client whose call req.Caller
+	// stands for (MCP 2025-11-25 client/sampling, sampling/createMessage).
+	// Tools need a client that declared sampling.tools. It fails with an
+	// error wrapping [ErrSamplingUnavailable] when the call did not come
+	// from an MCP session whose client can sample (or sample with tools,
+	// when req has tools).
+	CreateMessage(ctx context.Context, req *CreateMessageRequest) (*CreateMessageResult, error)
+}
+
+// ErrSamplingUnavailable is wrapped by [Host.CreateMessage] errors when
+// the caller's client cannot sample: the call came from the command line
+// or another provider without a session, or the client did not declare
+// the sampling capability (sampling.tools, for requests with tools).
+var ErrSamplingUnavailable = errors.New("sampling is not available for this call")
+
+// CreateMessageRequest is the argument of [Host.CreateMessage].
+type CreateMessageRequest struct {
+	// Caller is the caller the provider is acting for, as it received it.
+	Caller Caller
+	// SystemPrompt is the system prompt; the client may change or drop it.
+	SystemPrompt string
+	// Messages is the conversation so far, oldest first.
+	Messages []SamplingMessage
+	// Tools the model may ask to call.
+	Tools []SamplingTool
+	// Temperature, nil for the client's default.
+	Temperature *float64
+	// MaxTokens is the most tokens to sample; 0 lets the host choose
+	// (4096).
+	MaxTokens int64
+	// ModelHint names a preferred model (MCP modelPreferences.hints); the
+	// client may ignore it.
+	ModelHint string
+}
+
+// SamplingMessage is one message of a sampling conversation.
+type SamplingMessage struct {
+	// Role is "user" or "assistant".
+	Role string
+	// Content holds the message's blocks.
+	Content []SamplingContent
+}
+
+// SamplingContent is one block of a sampling message: Type "text" (Text),
+// "tool_use" (an assistant's request to call ToolName with Input, under
+// ToolUseID) or "tool_result" (a user's answer to ToolUseID: Text and
+// IsError).
+type SamplingContent struct {
+	// Type is "text", "tool_use" or "tool_result".
+	Type string
+	// Text is a text block's text or a tool result's text.
+	Text string
+	// ToolUseID identifies a tool use, or the use a tool result answers.
+	ToolUseID string
+	// ToolName is the tool a tool use calls.
+	ToolName string
+	// Input is a tool use's arguments, a JSON object.
+	Input json.RawMessage
+	// IsError marks a failed tool result.
+	IsError bool
+}
+
+// SamplingTool is a tool offered to the model in a sampling request.
+type SamplingTool struct {
+	// Name is the tool's name as the model sees it.
+	Name string
+	// Description says what the tool does.
+	Description string
+	// InputSchema is the tool's JSON Schema input (type object).
+	InputSchema json.RawMessage
+}
+
+// CreateMessageResult is the model's reply to a [CreateMessageRequest].
+type CreateMessageResult struct {
+	// Content holds the reply's blocks: text and, with tools, tool uses.
+	Content []SamplingContent
+	// Model names the model that answered.
+	Model string
+	// StopReason is "endTurn", "stopSequence", "maxTokens" or "toolUse".
+	StopReason string
 }
 
 // HostCallToolRequest is the argument of [Host.CallTool].
@@ -281,6 +371,10 @@ type Caller struct {
 	// ProgressToken is the MCP progress token as JSON; nil when the client
 	// asked for no progress.
 	ProgressToken json.RawMessage
+	// CallToken is an opaque token that identifies the client's call while
+	// it runs, so that [Host.CreateMessage] reaches the client's MCP
+	// session; empty outside MCP sessions. Pass the Caller on unchanged.
+	CallToken string
 }
 
 // CallToolRequest is the argument of [Provider.CallTool].

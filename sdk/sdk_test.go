@@ -72,6 +72,37 @@ func (e *echo) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 			return sdk.ErrorResult("no host service"), nil
 		}
 		return host.CallTool(ctx, &sdk.HostCallToolRequest{Name: "other.tool", Arguments: req.Arguments, Caller: req.Caller, Actor: "agent:test"})
+	case "echo.list", "echo.sample", "echo.nosample":
+		e.mu.Lock()
+		host := e.config.Host
+		e.mu.Unlock()
+		if req.Name == "echo.list" {
+			tools, err := host.ListTools(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return sdk.TextResult(fmt.Sprintf("%s %s %s", tools[0].Name, tools[0].Class, tools[0].InputSchema)), nil
+		}
+		caller := req.Caller
+		if req.Name == "echo.nosample" {
+			caller.CallToken = ""
+		}
+		res, err := host.CreateMessage(ctx, &sdk.CreateMessageRequest{
+			Caller:       caller,
+			SystemPrompt: "be brief",
+			Messages: []sdk.SamplingMessage{
+				{Role: "user", Content: []sdk.SamplingContent{{Type: "text", Text: "hi"}}},
+				{Role: "assistant", Content: []sdk.SamplingContent{{Type: "tool_use", ToolUseID: "u1", ToolName: "memory_search", Input: json.RawMessage(`{"query":"x"}`)}}},
+				{Role: "user", Content: []sdk.SamplingContent{{Type: "tool_result", ToolUseID: "u1", Text: "none", IsError: true}}},
+			},
+			Tools:       []sdk.SamplingTool{{Name: "memory_search", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+			Temperature: &temperature,
+			ModelHint:   "small",
+		})
+		if err != nil {
+			return nil, err
+		}
+		return sdk.TextResult(fmt.Sprintf("%s %s %s %s %s", res.Model, res.StopReason, res.Content[0].Type, res.Content[0].ToolName, res.Content[0].Input)), nil
 	}
 	out, err := sdk.StructuredResult("echo "+string(req.Arguments), map[string]any{"args": req.Arguments, "source": req.Caller.SourceType})
 	return out, err
@@ -105,7 +136,28 @@ func (s *recordingSink) Log(_ context.Context, m sdk.LogMessage) error {
 	return nil
 }
 
+var temperature = 0.5
+
 type fakeHost struct{ got *sdk.HostCallToolRequest }
+
+func (h *fakeHost) ListTools(context.Context) ([]sdk.Tool, error) {
+	return []sdk.Tool{{Name: "memory.search", Class: sdk.ClassRead, InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
+}
+
+// CreateMessage answers with what it was asked, so the test sees every
+// field cross the broker both ways.
+func (h *fakeHost) CreateMessage(_ context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	if req.Caller.CallToken != "tok" {
+		return nil, fmt.Errorf("%w: no session for this call", sdk.ErrSamplingUnavailable)
+	}
+	m := req.Messages
+	desc := fmt.Sprintf("%s|%g|%s|%d|%s:%s|%s:%s:%s|%s:%s:%s:%v|%s", req.SystemPrompt, *req.Temperature, req.ModelHint, len(m),
+		m[0].Role, m[0].Content[0].Text, m[1].Content[0].Type, m[1].Content[0].ToolName, m[1].Content[0].Input,
+		m[2].Content[0].Type, m[2].Content[0].ToolUseID, m[2].Content[0].Text, m[2].Content[0].IsError, req.Tools[0].InputSchema)
+	return &sdk.CreateMessageResult{Model: desc, StopReason: "toolUse", Content: []sdk.SamplingContent{
+		{Type: "tool_use", ToolUseID: "u2", ToolName: "memory_search", Input: json.RawMessage(`{"query":"y"}`)},
+	}}, nil
+}
 
 func (h *fakeHost) CallTool(_ context.Context, req *sdk.HostCallToolRequest) (*sdk.CallToolResult, error) {
 	h.got = req
@@ -125,7 +177,7 @@ func TestCallTool(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	host := &fakeHost{}
-	h := sdktest.Start(t, &echo{}, &sdktest.Options{Host: host, Caller: sdk.Caller{SourceType: "mcp:probe", Depth: 2}})
+	h := sdktest.Start(t, &echo{}, &sdktest.Options{Host: host, Caller: sdk.Caller{SourceType: "mcp:probe", Depth: 2, CallToken: "tok"}})
 
 	tests := map[string]struct {
 		tool    string
@@ -142,6 +194,10 @@ func TestCallTool(t *testing.T) {
 		"provider error names the tool":   {tool: "echo.fail", wantErr: "call echo.fail: disk on fire"},
 		"panic is a failed call":          {tool: "echo.panic", wantErr: "call echo.panic: CallTool echo.panic panicked: boom"},
 		"host service through the broker": {tool: "echo.host", want: sdk.TextResult("host says hi to agent:test")},
+		"host tool list":                  {tool: "echo.list", want: sdk.TextResult(`memory.search read {"type":"object"}`)},
+		"sampling through the broker": {tool: "echo.sample", want: sdk.TextResult(
+			`be brief|0.5|small|3|user:hi|tool_use:memory_search:{"query":"x"}|tool_result:u1:none:true|{"type":"object"} toolUse tool_use memory_search {"query":"y"}`)},
+		"sampling unavailable": {tool: "echo.nosample", wantErr: "call echo.nosample: host create message: sampling is not available for this call: no session for this call"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -152,6 +208,9 @@ func TestCallTool(t *testing.T) {
 				}
 				if panicked := errors.Is(err, sdk.ErrPanicked); panicked != (tc.tool == "echo.panic") {
 					t.Errorf("errors.Is(err, ErrPanicked) = %v", panicked)
+				}
+				if unavailable := errors.Is(err, sdk.ErrSamplingUnavailable); unavailable != (tc.tool == "echo.nosample") {
+					t.Errorf("errors.Is(err, ErrSamplingUnavailable) = %v", unavailable)
 				}
 				return
 			}

@@ -132,6 +132,9 @@ type Options struct {
 	HostVersion string
 	// LogLevel is the level name passed to Configure. Default "warn".
 	LogLevel string
+	// ConfigDir is passed to Configure: the directory of the host's config
+	// file, where providers may keep files of their own.
+	ConfigDir string
 	// Host is offered to every provider as the host service; nil offers
 	// none.
 	Host sdk.Host
@@ -366,6 +369,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec, log hclog.Logger) (*ins
 		Host:        m.opts.Host,
 		HostVersion: m.opts.HostVersion,
 		LogLevel:    m.opts.LogLevel,
+		ConfigDir:   m.opts.ConfigDir,
 	}); err != nil {
 		return fail(timeoutError(ctx, "configure", timeout, err))
 	}

@@ -109,6 +109,7 @@ type Server struct {
 	view     atomic.Pointer[view]
 	updateMu sync.Mutex // serialises Update
 	sessions sync.Map   // *mcp.ServerSession → *sessionInfo
+	calls    sync.Map   // call token → *mcp.ServerSession, while the call runs
 }
 
 // view is what the server serves; [Server.Update] swaps it whole.
@@ -546,6 +547,9 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		if token != nil {
 			caller.ProgressToken, _ = json.Marshal(token)
 		}
+		callToken, end := s.beginCall(req.Session)
+		defer end()
+		caller.CallToken = callToken
 		call := Call{
 			Tool:      name,
 			Arguments: req.Params.Arguments,

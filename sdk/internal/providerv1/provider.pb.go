@@ -98,7 +98,11 @@ type ConfigureRequest struct {
 	// The host's version string.
 	HostVersion string `protobuf:"bytes,5,opt,name=host_version,json=hostVersion,proto3" json:"host_version,omitempty"`
 	// The host's log level name (trace, debug, info, warn, error).
-	LogLevel      string `protobuf:"bytes,6,opt,name=log_level,json=logLevel,proto3" json:"log_level,omitempty"`
+	LogLevel string `protobuf:"bytes,6,opt,name=log_level,json=logLevel,proto3" json:"log_level,omitempty"`
+	// The directory of the host's config file
+	// ($XDG_CONFIG_HOME/openhuman-host by default), where providers may look
+	// for files of their own; it may not exist.
+	ConfigDir     string `protobuf:"bytes,7,opt,name=config_dir,json=configDir,proto3" json:"config_dir,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -171,6 +175,13 @@ func (x *ConfigureRequest) GetHostVersion() string {
 func (x *ConfigureRequest) GetLogLevel() string {
 	if x != nil {
 		return x.LogLevel
+	}
+	return ""
+}
+
+func (x *ConfigureRequest) GetConfigDir() string {
+	if x != nil {
+		return x.ConfigDir
 	}
 	return ""
 }
@@ -823,8 +834,12 @@ type Caller struct {
 	Depth uint32 `protobuf:"varint,5,opt,name=depth,proto3" json:"depth,omitempty"`
 	// The MCP progress token as JSON, empty when the client sent none.
 	ProgressTokenJson []byte `protobuf:"bytes,6,opt,name=progress_token_json,json=progressTokenJson,proto3" json:"progress_token_json,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// An opaque token that identifies the client's call while it runs, so
+	// that Host.CreateMessage reaches the right MCP session; empty outside
+	// MCP sessions. Providers pass the Caller back unchanged.
+	CallToken     string `protobuf:"bytes,7,opt,name=call_token,json=callToken,proto3" json:"call_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Caller) Reset() {
@@ -897,6 +912,13 @@ func (x *Caller) GetProgressTokenJson() []byte {
 		return x.ProgressTokenJson
 	}
 	return nil
+}
+
+func (x *Caller) GetCallToken() string {
+	if x != nil {
+		return x.CallToken
+	}
+	return ""
 }
 
 type CallToolRequest struct {
@@ -1680,11 +1702,456 @@ func (x *HostCallToolRequest) GetActor() string {
 	return ""
 }
 
+type HostListToolsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostListToolsRequest) Reset() {
+	*x = HostListToolsRequest{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostListToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostListToolsRequest) ProtoMessage() {}
+
+func (x *HostListToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostListToolsRequest.ProtoReflect.Descriptor instead.
+func (*HostListToolsRequest) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{22}
+}
+
+type HostListToolsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tools         []*ToolSpec            `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostListToolsResponse) Reset() {
+	*x = HostListToolsResponse{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostListToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostListToolsResponse) ProtoMessage() {}
+
+func (x *HostListToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostListToolsResponse.ProtoReflect.Descriptor instead.
+func (*HostListToolsResponse) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *HostListToolsResponse) GetTools() []*ToolSpec {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+type HostCreateMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller the provider is acting for, as it received it.
+	Caller       *Caller            `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	SystemPrompt string             `protobuf:"bytes,2,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
+	Messages     []*SamplingMessage `protobuf:"bytes,3,rep,name=messages,proto3" json:"messages,omitempty"`
+	// Tools the model may ask to call; needs a client that declared the
+	// sampling.tools capability.
+	Tools       []*SamplingTool `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
+	Temperature *float64        `protobuf:"fixed64,5,opt,name=temperature,proto3,oneof" json:"temperature,omitempty"`
+	// The most tokens to sample; 0 lets the host choose.
+	MaxTokens int64 `protobuf:"varint,6,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	// A model name hint for the client (MCP modelPreferences.hints).
+	ModelHint     string `protobuf:"bytes,7,opt,name=model_hint,json=modelHint,proto3" json:"model_hint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostCreateMessageRequest) Reset() {
+	*x = HostCreateMessageRequest{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostCreateMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostCreateMessageRequest) ProtoMessage() {}
+
+func (x *HostCreateMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostCreateMessageRequest.ProtoReflect.Descriptor instead.
+func (*HostCreateMessageRequest) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *HostCreateMessageRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *HostCreateMessageRequest) GetSystemPrompt() string {
+	if x != nil {
+		return x.SystemPrompt
+	}
+	return ""
+}
+
+func (x *HostCreateMessageRequest) GetMessages() []*SamplingMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *HostCreateMessageRequest) GetTools() []*SamplingTool {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *HostCreateMessageRequest) GetTemperature() float64 {
+	if x != nil && x.Temperature != nil {
+		return *x.Temperature
+	}
+	return 0
+}
+
+func (x *HostCreateMessageRequest) GetMaxTokens() int64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *HostCreateMessageRequest) GetModelHint() string {
+	if x != nil {
+		return x.ModelHint
+	}
+	return ""
+}
+
+// SamplingMessage is one message of a sampling conversation.
+type SamplingMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "user" or "assistant".
+	Role          string             `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	Content       []*SamplingContent `protobuf:"bytes,2,rep,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SamplingMessage) Reset() {
+	*x = SamplingMessage{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SamplingMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SamplingMessage) ProtoMessage() {}
+
+func (x *SamplingMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SamplingMessage.ProtoReflect.Descriptor instead.
+func (*SamplingMessage) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SamplingMessage) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *SamplingMessage) GetContent() []*SamplingContent {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+// SamplingContent is a text block, a tool use (assistant) or a tool result
+// (user), as in MCP 2025-11-25 client/sampling.
+type SamplingContent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "text", "tool_use" or "tool_result".
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// The text of a text block, or of a tool result.
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// The tool use's id; for a tool result, the id of the use it answers.
+	ToolUseId string `protobuf:"bytes,3,opt,name=tool_use_id,json=toolUseId,proto3" json:"tool_use_id,omitempty"`
+	// The tool a tool use calls.
+	ToolName string `protobuf:"bytes,4,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	// A tool use's input, a JSON object.
+	InputJson []byte `protobuf:"bytes,5,opt,name=input_json,json=inputJson,proto3" json:"input_json,omitempty"`
+	// Whether a tool result is an error.
+	IsError       bool `protobuf:"varint,6,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SamplingContent) Reset() {
+	*x = SamplingContent{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SamplingContent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SamplingContent) ProtoMessage() {}
+
+func (x *SamplingContent) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SamplingContent.ProtoReflect.Descriptor instead.
+func (*SamplingContent) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SamplingContent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *SamplingContent) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *SamplingContent) GetToolUseId() string {
+	if x != nil {
+		return x.ToolUseId
+	}
+	return ""
+}
+
+func (x *SamplingContent) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *SamplingContent) GetInputJson() []byte {
+	if x != nil {
+		return x.InputJson
+	}
+	return nil
+}
+
+func (x *SamplingContent) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+type SamplingTool struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description     string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	InputSchemaJson []byte                 `protobuf:"bytes,3,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *SamplingTool) Reset() {
+	*x = SamplingTool{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SamplingTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SamplingTool) ProtoMessage() {}
+
+func (x *SamplingTool) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SamplingTool.ProtoReflect.Descriptor instead.
+func (*SamplingTool) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SamplingTool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SamplingTool) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *SamplingTool) GetInputSchemaJson() []byte {
+	if x != nil {
+		return x.InputSchemaJson
+	}
+	return nil
+}
+
+type HostCreateMessageResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Content []*SamplingContent     `protobuf:"bytes,1,rep,name=content,proto3" json:"content,omitempty"`
+	// The model the client used.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// "endTurn", "stopSequence", "maxTokens" or "toolUse".
+	StopReason    string `protobuf:"bytes,3,opt,name=stop_reason,json=stopReason,proto3" json:"stop_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostCreateMessageResponse) Reset() {
+	*x = HostCreateMessageResponse{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostCreateMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostCreateMessageResponse) ProtoMessage() {}
+
+func (x *HostCreateMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostCreateMessageResponse.ProtoReflect.Descriptor instead.
+func (*HostCreateMessageResponse) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *HostCreateMessageResponse) GetContent() []*SamplingContent {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *HostCreateMessageResponse) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *HostCreateMessageResponse) GetStopReason() string {
+	if x != nil {
+		return x.StopReason
+	}
+	return ""
+}
+
 var File_openhuman_provider_v1_provider_proto protoreflect.FileDescriptor
 
 const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\n" +
-	"$openhuman/provider/v1/provider.proto\x12\x15openhuman.provider.v1\"\xc0\x02\n" +
+	"$openhuman/provider/v1/provider.proto\x12\x15openhuman.provider.v1\"\xdf\x02\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\x12\x19\n" +
@@ -1692,7 +2159,9 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\asecrets\x18\x03 \x03(\v24.openhuman.provider.v1.ConfigureRequest.SecretsEntryR\asecrets\x12$\n" +
 	"\x0ehost_broker_id\x18\x04 \x01(\rR\fhostBrokerId\x12!\n" +
 	"\fhost_version\x18\x05 \x01(\tR\vhostVersion\x12\x1b\n" +
-	"\tlog_level\x18\x06 \x01(\tR\blogLevel\x1a:\n" +
+	"\tlog_level\x18\x06 \x01(\tR\blogLevel\x12\x1d\n" +
+	"\n" +
+	"config_dir\x18\a \x01(\tR\tconfigDir\x1a:\n" +
 	"\fSecretsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x13\n" +
@@ -1748,7 +2217,7 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\x0ePromptArgument\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1a\n" +
-	"\brequired\x18\x03 \x01(\bR\brequired\"\xda\x01\n" +
+	"\brequired\x18\x03 \x01(\bR\brequired\"\xf9\x01\n" +
 	"\x06Caller\x12\x1f\n" +
 	"\vsource_type\x18\x01 \x01(\tR\n" +
 	"sourceType\x12!\n" +
@@ -1757,7 +2226,9 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"clientName\x12%\n" +
 	"\x0eclient_version\x18\x04 \x01(\tR\rclientVersion\x12\x14\n" +
 	"\x05depth\x18\x05 \x01(\rR\x05depth\x12.\n" +
-	"\x13progress_token_json\x18\x06 \x01(\fR\x11progressTokenJson\"\x83\x01\n" +
+	"\x13progress_token_json\x18\x06 \x01(\fR\x11progressTokenJson\x12\x1d\n" +
+	"\n" +
+	"call_token\x18\a \x01(\tR\tcallToken\"\x83\x01\n" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\fR\rargumentsJson\x125\n" +
@@ -1807,7 +2278,41 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\fR\rargumentsJson\x125\n" +
 	"\x06caller\x18\x03 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\x12\x14\n" +
-	"\x05actor\x18\x04 \x01(\tR\x05actor*X\n" +
+	"\x05actor\x18\x04 \x01(\tR\x05actor\"\x16\n" +
+	"\x14HostListToolsRequest\"N\n" +
+	"\x15HostListToolsResponse\x125\n" +
+	"\x05tools\x18\x01 \x03(\v2\x1f.openhuman.provider.v1.ToolSpecR\x05tools\"\xea\x02\n" +
+	"\x18HostCreateMessageRequest\x125\n" +
+	"\x06caller\x18\x01 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\x12#\n" +
+	"\rsystem_prompt\x18\x02 \x01(\tR\fsystemPrompt\x12B\n" +
+	"\bmessages\x18\x03 \x03(\v2&.openhuman.provider.v1.SamplingMessageR\bmessages\x129\n" +
+	"\x05tools\x18\x04 \x03(\v2#.openhuman.provider.v1.SamplingToolR\x05tools\x12%\n" +
+	"\vtemperature\x18\x05 \x01(\x01H\x00R\vtemperature\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x06 \x01(\x03R\tmaxTokens\x12\x1d\n" +
+	"\n" +
+	"model_hint\x18\a \x01(\tR\tmodelHintB\x0e\n" +
+	"\f_temperature\"g\n" +
+	"\x0fSamplingMessage\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\tR\x04role\x12@\n" +
+	"\acontent\x18\x02 \x03(\v2&.openhuman.provider.v1.SamplingContentR\acontent\"\xb0\x01\n" +
+	"\x0fSamplingContent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x1e\n" +
+	"\vtool_use_id\x18\x03 \x01(\tR\ttoolUseId\x12\x1b\n" +
+	"\ttool_name\x18\x04 \x01(\tR\btoolName\x12\x1d\n" +
+	"\n" +
+	"input_json\x18\x05 \x01(\fR\tinputJson\x12\x19\n" +
+	"\bis_error\x18\x06 \x01(\bR\aisError\"p\n" +
+	"\fSamplingTool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12*\n" +
+	"\x11input_schema_json\x18\x03 \x01(\fR\x0finputSchemaJson\"\x94\x01\n" +
+	"\x19HostCreateMessageResponse\x12@\n" +
+	"\acontent\x18\x01 \x03(\v2&.openhuman.provider.v1.SamplingContentR\acontent\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1f\n" +
+	"\vstop_reason\x18\x03 \x01(\tR\n" +
+	"stopReason*X\n" +
 	"\vPolicyClass\x12\x1c\n" +
 	"\x18POLICY_CLASS_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11POLICY_CLASS_READ\x10\x01\x12\x14\n" +
@@ -1816,9 +2321,11 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\tConfigure\x12'.openhuman.provider.v1.ConfigureRequest\x1a(.openhuman.provider.v1.ConfigureResponse\x12[\n" +
 	"\bDescribe\x12&.openhuman.provider.v1.DescribeRequest\x1a'.openhuman.provider.v1.DescribeResponse\x12]\n" +
 	"\bCallTool\x12&.openhuman.provider.v1.CallToolRequest\x1a'.openhuman.provider.v1.CallToolResponse0\x01\x12g\n" +
-	"\fReadResource\x12*.openhuman.provider.v1.ReadResourceRequest\x1a+.openhuman.provider.v1.ReadResourceResponse2m\n" +
+	"\fReadResource\x12*.openhuman.provider.v1.ReadResourceRequest\x1a+.openhuman.provider.v1.ReadResourceResponse2\xc9\x02\n" +
 	"\x04Host\x12e\n" +
-	"\bCallTool\x12*.openhuman.provider.v1.HostCallToolRequest\x1a+.openhuman.provider.v1.HostCallToolResponse0\x01BHZFgithub.com/openhuman/openhuman-host/sdk/internal/providerv1;providerv1b\x06proto3"
+	"\bCallTool\x12*.openhuman.provider.v1.HostCallToolRequest\x1a+.openhuman.provider.v1.HostCallToolResponse0\x01\x12f\n" +
+	"\tListTools\x12+.openhuman.provider.v1.HostListToolsRequest\x1a,.openhuman.provider.v1.HostListToolsResponse\x12r\n" +
+	"\rCreateMessage\x12/.openhuman.provider.v1.HostCreateMessageRequest\x1a0.openhuman.provider.v1.HostCreateMessageResponseBHZFgithub.com/openhuman/openhuman-host/sdk/internal/providerv1;providerv1b\x06proto3"
 
 var (
 	file_openhuman_provider_v1_provider_proto_rawDescOnce sync.Once
@@ -1833,35 +2340,42 @@ func file_openhuman_provider_v1_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_openhuman_provider_v1_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_openhuman_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_openhuman_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_openhuman_provider_v1_provider_proto_goTypes = []any{
-	(PolicyClass)(0),             // 0: openhuman.provider.v1.PolicyClass
-	(*ConfigureRequest)(nil),     // 1: openhuman.provider.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),    // 2: openhuman.provider.v1.ConfigureResponse
-	(*DescribeRequest)(nil),      // 3: openhuman.provider.v1.DescribeRequest
-	(*DescribeResponse)(nil),     // 4: openhuman.provider.v1.DescribeResponse
-	(*ToolSpec)(nil),             // 5: openhuman.provider.v1.ToolSpec
-	(*ToolAnnotations)(nil),      // 6: openhuman.provider.v1.ToolAnnotations
-	(*ResourceSpec)(nil),         // 7: openhuman.provider.v1.ResourceSpec
-	(*ResourceTemplateSpec)(nil), // 8: openhuman.provider.v1.ResourceTemplateSpec
-	(*PromptSpec)(nil),           // 9: openhuman.provider.v1.PromptSpec
-	(*PromptArgument)(nil),       // 10: openhuman.provider.v1.PromptArgument
-	(*Caller)(nil),               // 11: openhuman.provider.v1.Caller
-	(*CallToolRequest)(nil),      // 12: openhuman.provider.v1.CallToolRequest
-	(*CallToolResponse)(nil),     // 13: openhuman.provider.v1.CallToolResponse
-	(*HostCallToolResponse)(nil), // 14: openhuman.provider.v1.HostCallToolResponse
-	(*ProgressEvent)(nil),        // 15: openhuman.provider.v1.ProgressEvent
-	(*LogEvent)(nil),             // 16: openhuman.provider.v1.LogEvent
-	(*CallToolResult)(nil),       // 17: openhuman.provider.v1.CallToolResult
-	(*Content)(nil),              // 18: openhuman.provider.v1.Content
-	(*ReadResourceRequest)(nil),  // 19: openhuman.provider.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil), // 20: openhuman.provider.v1.ReadResourceResponse
-	(*ResourceContents)(nil),     // 21: openhuman.provider.v1.ResourceContents
-	(*HostCallToolRequest)(nil),  // 22: openhuman.provider.v1.HostCallToolRequest
-	nil,                          // 23: openhuman.provider.v1.ConfigureRequest.SecretsEntry
+	(PolicyClass)(0),                  // 0: openhuman.provider.v1.PolicyClass
+	(*ConfigureRequest)(nil),          // 1: openhuman.provider.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),         // 2: openhuman.provider.v1.ConfigureResponse
+	(*DescribeRequest)(nil),           // 3: openhuman.provider.v1.DescribeRequest
+	(*DescribeResponse)(nil),          // 4: openhuman.provider.v1.DescribeResponse
+	(*ToolSpec)(nil),                  // 5: openhuman.provider.v1.ToolSpec
+	(*ToolAnnotations)(nil),           // 6: openhuman.provider.v1.ToolAnnotations
+	(*ResourceSpec)(nil),              // 7: openhuman.provider.v1.ResourceSpec
+	(*ResourceTemplateSpec)(nil),      // 8: openhuman.provider.v1.ResourceTemplateSpec
+	(*PromptSpec)(nil),                // 9: openhuman.provider.v1.PromptSpec
+	(*PromptArgument)(nil),            // 10: openhuman.provider.v1.PromptArgument
+	(*Caller)(nil),                    // 11: openhuman.provider.v1.Caller
+	(*CallToolRequest)(nil),           // 12: openhuman.provider.v1.CallToolRequest
+	(*CallToolResponse)(nil),          // 13: openhuman.provider.v1.CallToolResponse
+	(*HostCallToolResponse)(nil),      // 14: openhuman.provider.v1.HostCallToolResponse
+	(*ProgressEvent)(nil),             // 15: openhuman.provider.v1.ProgressEvent
+	(*LogEvent)(nil),                  // 16: openhuman.provider.v1.LogEvent
+	(*CallToolResult)(nil),            // 17: openhuman.provider.v1.CallToolResult
+	(*Content)(nil),                   // 18: openhuman.provider.v1.Content
+	(*ReadResourceRequest)(nil),       // 19: openhuman.provider.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),      // 20: openhuman.provider.v1.ReadResourceResponse
+	(*ResourceContents)(nil),          // 21: openhuman.provider.v1.ResourceContents
+	(*HostCallToolRequest)(nil),       // 22: openhuman.provider.v1.HostCallToolRequest
+	(*HostListToolsRequest)(nil),      // 23: openhuman.provider.v1.HostListToolsRequest
+	(*HostListToolsResponse)(nil),     // 24: openhuman.provider.v1.HostListToolsResponse
+	(*HostCreateMessageRequest)(nil),  // 25: openhuman.provider.v1.HostCreateMessageRequest
+	(*SamplingMessage)(nil),           // 26: openhuman.provider.v1.SamplingMessage
+	(*SamplingContent)(nil),           // 27: openhuman.provider.v1.SamplingContent
+	(*SamplingTool)(nil),              // 28: openhuman.provider.v1.SamplingTool
+	(*HostCreateMessageResponse)(nil), // 29: openhuman.provider.v1.HostCreateMessageResponse
+	nil,                               // 30: openhuman.provider.v1.ConfigureRequest.SecretsEntry
 }
 var file_openhuman_provider_v1_provider_proto_depIdxs = []int32{
-	23, // 0: openhuman.provider.v1.ConfigureRequest.secrets:type_name -> openhuman.provider.v1.ConfigureRequest.SecretsEntry
+	30, // 0: openhuman.provider.v1.ConfigureRequest.secrets:type_name -> openhuman.provider.v1.ConfigureRequest.SecretsEntry
 	5,  // 1: openhuman.provider.v1.DescribeResponse.tools:type_name -> openhuman.provider.v1.ToolSpec
 	7,  // 2: openhuman.provider.v1.DescribeResponse.resources:type_name -> openhuman.provider.v1.ResourceSpec
 	8,  // 3: openhuman.provider.v1.DescribeResponse.resource_templates:type_name -> openhuman.provider.v1.ResourceTemplateSpec
@@ -1880,21 +2394,31 @@ var file_openhuman_provider_v1_provider_proto_depIdxs = []int32{
 	11, // 16: openhuman.provider.v1.ReadResourceRequest.caller:type_name -> openhuman.provider.v1.Caller
 	21, // 17: openhuman.provider.v1.ReadResourceResponse.contents:type_name -> openhuman.provider.v1.ResourceContents
 	11, // 18: openhuman.provider.v1.HostCallToolRequest.caller:type_name -> openhuman.provider.v1.Caller
-	1,  // 19: openhuman.provider.v1.Provider.Configure:input_type -> openhuman.provider.v1.ConfigureRequest
-	3,  // 20: openhuman.provider.v1.Provider.Describe:input_type -> openhuman.provider.v1.DescribeRequest
-	12, // 21: openhuman.provider.v1.Provider.CallTool:input_type -> openhuman.provider.v1.CallToolRequest
-	19, // 22: openhuman.provider.v1.Provider.ReadResource:input_type -> openhuman.provider.v1.ReadResourceRequest
-	22, // 23: openhuman.provider.v1.Host.CallTool:input_type -> openhuman.provider.v1.HostCallToolRequest
-	2,  // 24: openhuman.provider.v1.Provider.Configure:output_type -> openhuman.provider.v1.ConfigureResponse
-	4,  // 25: openhuman.provider.v1.Provider.Describe:output_type -> openhuman.provider.v1.DescribeResponse
-	13, // 26: openhuman.provider.v1.Provider.CallTool:output_type -> openhuman.provider.v1.CallToolResponse
-	20, // 27: openhuman.provider.v1.Provider.ReadResource:output_type -> openhuman.provider.v1.ReadResourceResponse
-	14, // 28: openhuman.provider.v1.Host.CallTool:output_type -> openhuman.provider.v1.HostCallToolResponse
-	24, // [24:29] is the sub-list for method output_type
-	19, // [19:24] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	5,  // 19: openhuman.provider.v1.HostListToolsResponse.tools:type_name -> openhuman.provider.v1.ToolSpec
+	11, // 20: openhuman.provider.v1.HostCreateMessageRequest.caller:type_name -> openhuman.provider.v1.Caller
+	26, // 21: openhuman.provider.v1.HostCreateMessageRequest.messages:type_name -> openhuman.provider.v1.SamplingMessage
+	28, // 22: openhuman.provider.v1.HostCreateMessageRequest.tools:type_name -> openhuman.provider.v1.SamplingTool
+	27, // 23: openhuman.provider.v1.SamplingMessage.content:type_name -> openhuman.provider.v1.SamplingContent
+	27, // 24: openhuman.provider.v1.HostCreateMessageResponse.content:type_name -> openhuman.provider.v1.SamplingContent
+	1,  // 25: openhuman.provider.v1.Provider.Configure:input_type -> openhuman.provider.v1.ConfigureRequest
+	3,  // 26: openhuman.provider.v1.Provider.Describe:input_type -> openhuman.provider.v1.DescribeRequest
+	12, // 27: openhuman.provider.v1.Provider.CallTool:input_type -> openhuman.provider.v1.CallToolRequest
+	19, // 28: openhuman.provider.v1.Provider.ReadResource:input_type -> openhuman.provider.v1.ReadResourceRequest
+	22, // 29: openhuman.provider.v1.Host.CallTool:input_type -> openhuman.provider.v1.HostCallToolRequest
+	23, // 30: openhuman.provider.v1.Host.ListTools:input_type -> openhuman.provider.v1.HostListToolsRequest
+	25, // 31: openhuman.provider.v1.Host.CreateMessage:input_type -> openhuman.provider.v1.HostCreateMessageRequest
+	2,  // 32: openhuman.provider.v1.Provider.Configure:output_type -> openhuman.provider.v1.ConfigureResponse
+	4,  // 33: openhuman.provider.v1.Provider.Describe:output_type -> openhuman.provider.v1.DescribeResponse
+	13, // 34: openhuman.provider.v1.Provider.CallTool:output_type -> openhuman.provider.v1.CallToolResponse
+	20, // 35: openhuman.provider.v1.Provider.ReadResource:output_type -> openhuman.provider.v1.ReadResourceResponse
+	14, // 36: openhuman.provider.v1.Host.CallTool:output_type -> openhuman.provider.v1.HostCallToolResponse
+	24, // 37: openhuman.provider.v1.Host.ListTools:output_type -> openhuman.provider.v1.HostListToolsResponse
+	29, // 38: openhuman.provider.v1.Host.CreateMessage:output_type -> openhuman.provider.v1.HostCreateMessageResponse
+	32, // [32:39] is the sub-list for method output_type
+	25, // [25:32] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_openhuman_provider_v1_provider_proto_init() }
@@ -1913,13 +2437,14 @@ func file_openhuman_provider_v1_provider_proto_init() {
 		(*HostCallToolResponse_Log)(nil),
 		(*HostCallToolResponse_Result)(nil),
 	}
+	file_openhuman_provider_v1_provider_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_openhuman_provider_v1_provider_proto_rawDesc), len(file_openhuman_provider_v1_provider_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

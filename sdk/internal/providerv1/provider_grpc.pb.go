@@ -269,7 +269,9 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Host_CallTool_FullMethodName = "/openhuman.provider.v1.Host/CallTool"
+	Host_CallTool_FullMethodName      = "/openhuman.provider.v1.Host/CallTool"
+	Host_ListTools_FullMethodName     = "/openhuman.provider.v1.Host/ListTools"
+	Host_CreateMessage_FullMethodName = "/openhuman.provider.v1.Host/CreateMessage"
 )
 
 // HostClient is the client API for Host service.
@@ -282,6 +284,14 @@ type HostClient interface {
 	// (validation, policy, audit). Depth is the caller's depth plus one; the
 	// host refuses calls beyond its maximum depth.
 	CallTool(ctx context.Context, in *HostCallToolRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HostCallToolResponse], error)
+	// ListTools returns the host's catalog as the calling provider's tool
+	// calls see it.
+	ListTools(ctx context.Context, in *HostListToolsRequest, opts ...grpc.CallOption) (*HostListToolsResponse, error)
+	// CreateMessage asks the model of the MCP client that made the call
+	// (MCP sampling/createMessage, with tools when the client supports them).
+	// FAILED_PRECONDITION when the caller is not an MCP session whose client
+	// can sample.
+	CreateMessage(ctx context.Context, in *HostCreateMessageRequest, opts ...grpc.CallOption) (*HostCreateMessageResponse, error)
 }
 
 type hostClient struct {
@@ -311,6 +321,26 @@ func (c *hostClient) CallTool(ctx context.Context, in *HostCallToolRequest, opts
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Host_CallToolClient = grpc.ServerStreamingClient[HostCallToolResponse]
 
+func (c *hostClient) ListTools(ctx context.Context, in *HostListToolsRequest, opts ...grpc.CallOption) (*HostListToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HostListToolsResponse)
+	err := c.cc.Invoke(ctx, Host_ListTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hostClient) CreateMessage(ctx context.Context, in *HostCreateMessageRequest, opts ...grpc.CallOption) (*HostCreateMessageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HostCreateMessageResponse)
+	err := c.cc.Invoke(ctx, Host_CreateMessage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServer is the server API for Host service.
 // All implementations must embed UnimplementedHostServer
 // for forward compatibility.
@@ -321,6 +351,14 @@ type HostServer interface {
 	// (validation, policy, audit). Depth is the caller's depth plus one; the
 	// host refuses calls beyond its maximum depth.
 	CallTool(*HostCallToolRequest, grpc.ServerStreamingServer[HostCallToolResponse]) error
+	// ListTools returns the host's catalog as the calling provider's tool
+	// calls see it.
+	ListTools(context.Context, *HostListToolsRequest) (*HostListToolsResponse, error)
+	// CreateMessage asks the model of the MCP client that made the call
+	// (MCP sampling/createMessage, with tools when the client supports them).
+	// FAILED_PRECONDITION when the caller is not an MCP session whose client
+	// can sample.
+	CreateMessage(context.Context, *HostCreateMessageRequest) (*HostCreateMessageResponse, error)
 	mustEmbedUnimplementedHostServer()
 }
 
@@ -333,6 +371,12 @@ type UnimplementedHostServer struct{}
 
 func (UnimplementedHostServer) CallTool(*HostCallToolRequest, grpc.ServerStreamingServer[HostCallToolResponse]) error {
 	return status.Error(codes.Unimplemented, "method CallTool not implemented")
+}
+func (UnimplementedHostServer) ListTools(context.Context, *HostListToolsRequest) (*HostListToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTools not implemented")
+}
+func (UnimplementedHostServer) CreateMessage(context.Context, *HostCreateMessageRequest) (*HostCreateMessageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateMessage not implemented")
 }
 func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
 func (UnimplementedHostServer) testEmbeddedByValue()              {}
@@ -366,13 +410,58 @@ func _Host_CallTool_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Host_CallToolServer = grpc.ServerStreamingServer[HostCallToolResponse]
 
+func _Host_ListTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HostListToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).ListTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_ListTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).ListTools(ctx, req.(*HostListToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Host_CreateMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HostCreateMessageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).CreateMessage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_CreateMessage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).CreateMessage(ctx, req.(*HostCreateMessageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Host_ServiceDesc is the grpc.ServiceDesc for Host service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Host_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "openhuman.provider.v1.Host",
 	HandlerType: (*HostServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ListTools",
+			Handler:    _Host_ListTools_Handler,
+		},
+		{
+			MethodName: "CreateMessage",
+			Handler:    _Host_CreateMessage_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "CallTool",

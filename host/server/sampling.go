@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// defaultSamplingMaxTokens is the maxTokens of a sampling request that sets
+// none.
+const defaultSamplingMaxTokens = 4096
+
+// beginCall registers a client's tools/call under a new call token, so
+// that providers acting for it can reach its session (Host.CreateMessage)
+// while it runs; the returned func unregisters it.
+func (s *Server) beginCall(ss *mcp.ServerSession) (string, func()) {
+	if ss == nil {
+		return "", func() {}
+	}
+	token := rand.Text()
+	s.calls.Store(token, ss)
+	return token, func() { s.calls.Delete(token) }
+}
+
+// CreateMessage relays a provider's sampling request to the MCP client
+// whose call req.Caller stands for (MCP 2025-11-25 client/sampling:
+// sampling/createMessage, with tools when req has any). It fails with an
+// error wrapping [sdk.ErrSamplingUnavailable] when that call has ended or
+// did not come from an MCP session, or when the client did not declare
+// sampling (sampling.tools for a request with tools).
+func (s *Server) CreateMessage(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	v, ok := s.calls.Load(req.Caller.CallToken)
+	if req.Caller.CallToken == "" || !ok {
+		return nil, fmt.Errorf("%w: only a tool call from a connected MCP client can use the client's model, and this one came from %q",
+			sdk.ErrSamplingUnavailable, req.Caller.SourceType)
+	}
+	ss := v.(*mcp.ServerSession)
+	var caps *mcp.ClientCapabilities
+	if init := ss.InitializeParams(); init != nil {
+		caps = init.Capabilities
+	}
+	client := nonEmpty(req.Caller.ClientName, "the client")
+	switch {
+	case caps == nil || caps.Sampling == nil:
+		return nil, fmt.Errorf("%w: %s did not declare the sampling capability", sdk.ErrSamplingUnavailable, client)
+	case len(req.Tools) > 0 && caps.Sampling.Tools == nil:
+		return nil, fmt.Errorf("%w: %s can sample, but not with tools (it did not declare sampling.tools)", sdk.ErrSamplingUnavailable, client)
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = defaultSamplingMaxTokens
+	}
+	var prefs *mcp.ModelPreferences
+	if req.ModelHint != "" {
+		prefs = &mcp.ModelPreferences{Hints: []*mcp.ModelHint{{Name: req.ModelHint}}}
+	}
+	var temperature float64
+	if req.Temperature != nil {
+		temperature = *req.Temperature
+	}
+	if len(req.Tools) == 0 {
+		params := &mcp.CreateMessageParams{MaxTokens: maxTokens, SystemPrompt: req.SystemPrompt, Temperature: temperature, ModelPreferences: prefs}
+		for _, m := range req.Messages {
+			content, err := samplingContent(m.Content)
+			if err != nil {
+				return nil, err
+			}
+			if len(content) != 1 {
+				return nil, fmt.Errorf("a sampling message without tools holds one content block, not %d", len(content))
+			}
+			params.Messages = append(params.Messages, &mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: content[0]})
+		}
+		res, err := ss.CreateMessage(ctx, params)
+		if err != nil {
+			return nil, fmt.Errorf("sampling/createMessage: %w", err)
+		}
+		return samplingResult([]mcp.Content{res.Content}, res.Model, res.StopReason), nil
+	}
+	params := &mcp.CreateMessageWithToolsParams{MaxTokens: maxTokens, SystemPrompt: req.SystemPrompt, Temperature: temperature, ModelPreferences: prefs}
+	for _, m := range req.Messages {
+		content, err := samplingContent(m.Content)
+		if err != nil {
+			return nil, err
+		}
+		params.Messages = append(params.Messages, &mcp.SamplingMessageV2{Role: mcp.Role(m.Role), Content: content})
+	}
+	for _, t := range req.Tools {
+		params.Tools = append(params.Tools, &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(t.InputSchema)})
+	}
+	res, err := ss.CreateMessageWithTools(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("sampling/createMessage: %w", err)
+	}
+	return samplingResult(res.Content, res.Model, res.StopReason), nil
+}
+
+// samplingContent converts a provider's blocks to MCP content.
+func samplingContent(in []sdk.SamplingContent) ([]mcp.Content, error) {
+	out := make([]mcp.Content, 0, len(in))
+	for _, c := range in {
+		switch c.Type {
+		case "text":
+			out = append(out, &mcp.TextContent{Text: c.Text})
+		case "tool_use":
+			var input map[string]any
+			if len(c.Input) > 0 {
+				if err := json.Unmarshal(c.Input, &input); err != nil {
+					return nil, fmt.Errorf("tool use %s: input is not a JSON object: %w", c.ToolName, err)
+				}
+			}
+			out = append(out, &mcp.ToolUseContent{ID: c.ToolUseID, Name: c.ToolName, Input: input})
+		case "tool_result":
+			out = append(out, &mcp.ToolResultContent{ToolUseID: c.ToolUseID, Content: []mcp.Content{&mcp.TextContent{Text: c.Text}}, IsError: c.IsError})
+		default:
+			return nil, fmt.Errorf("sampling content type %q: must be text, tool_use or tool_result", c.Type)
+		}
+	}
+	return out, nil
+}
+
+// samplingResult converts the client's reply; blocks other than text and
+// tool uses (images, audio) are described in text.
+func samplingResult(content []mcp.Content, model, stop string) *sdk.CreateMessageResult {
+	out := &sdk.CreateMessageResult{Model: model, StopReason: stop}
+	for _, c := range content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			out.Content = append(out.Content, sdk.SamplingContent{Type: "text", Text: c.Text})
+		case *mcp.ToolUseContent:
+			input, _ := json.Marshal(c.Input)
+			if c.Input == nil {
+				input = []byte("{}")
+			}
+			out.Content = append(out.Content, sdk.SamplingContent{Type: "tool_use", ToolUseID: c.ID, ToolName: c.Name, Input: input})
+		default:
+			out.Content = append(out.Content, sdk.SamplingContent{Type: "text", Text: fmt.Sprintf("[%T content omitted]", c)})
+		}
+	}
+	return out
+}

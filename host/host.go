@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,45 @@ type Host struct {
 	statusFile string
 	// changeMu serialises catalog rebuilds and status file writes.
 	changeMu sync.Mutex
+	// owners maps "tool:<name>" and "resource:<uri>" to the provider that
+	// first served it, for the host's lifetime (guarded by changeMu).
+	owners map[string]string
+}
+
+// builtinNamespaces are the tool name prefixes of built-in providers; no
+// other provider may serve a tool under them, enabled or not.
+var builtinNamespaces = map[string][]string{
+	"memory":  {"memory.", "tree."},
+	"agent":   {"agent.", "core."},
+	"searxng": {"searxng_"},
+}
+
+// reservedURIPrefix marks resources only built-in providers serve.
+const reservedURIPrefix = "openhuman://"
+
+// claim implements catalog.Claim: a name stays with the provider that
+// first served it, built-in namespaces and openhuman:// resources belong
+// to built-in providers. h.changeMu must be held.
+func (h *Host) claim(provider, kind, name string) error {
+	if o, ok := h.owners[kind+":"+name]; ok && o != provider {
+		return fmt.Errorf("%s %q belongs to provider %s, which served it first", kind, name, o)
+	}
+	if config.IsBuiltin(provider) {
+		return nil
+	}
+	if kind == "tool" {
+		for builtin, prefixes := range builtinNamespaces {
+			for _, p := range prefixes {
+				if strings.HasPrefix(name, p) {
+					return fmt.Errorf("tool names starting with %q are reserved for the built-in provider %s", p, builtin)
+				}
+			}
+		}
+	}
+	if kind == "resource" && strings.HasPrefix(name, reservedURIPrefix) {
+		return fmt.Errorf("resource URIs starting with %q are reserved for built-in providers", reservedURIPrefix)
+	}
+	return nil
 }
 
 // Start builds the host: it opens the audit log in the data dir, builds
@@ -188,7 +228,17 @@ func (h *Host) merge() (*catalog.Catalog, map[string]server.Dispatcher, map[stri
 		sources = append(sources, catalog.Source{Provider: p.Name, Catalog: p.Catalog()})
 		dispatchers[p.Name] = p
 	}
-	return catalog.Build(h.log.Named("catalog"), sources), dispatchers, notLoaded
+	cat := catalog.BuildWith(h.log.Named("catalog"), sources, h.claim)
+	if h.owners == nil {
+		h.owners = map[string]string{}
+	}
+	for _, t := range cat.Tools() {
+		h.owners["tool:"+t.Name] = t.Provider
+	}
+	for _, r := range cat.Resources() {
+		h.owners["resource:"+r.URI] = r.Provider
+	}
+	return cat, dispatchers, notLoaded
 }
 
 // providerChanged applies a provider's state change: a new catalog after a

@@ -52,9 +52,13 @@ func Logger(name string) hclog.Logger {
 // Stdout carries exactly one line, go-plugin's handshake. In a process the
 // host started, this package points descriptor 1 at stderr from its init
 // function on (keeping the original for the handshake), and after the
-// handshake go-plugin captures os.Stdout, so stray prints, even from
-// package init functions or child processes, never reach the handshake or
-// the host's MCP stream; they end up in the provider's log, or dropped.
+// handshake go-plugin captures os.Stdout, so stray prints, from the
+// provider's code, its child processes, or the init functions of packages
+// initialised after this one (the main package and every package that
+// imports sdk), never reach the handshake or the host's MCP stream; they
+// end up in the provider's log, or dropped. Go initialises a dependency
+// that does not import sdk before or after it by import path, so such a
+// package must not print from its init function.
 //
 // The provider exits, taking its process group (its own child processes)
 // with it, when it receives SIGTERM (which Linux sends when the host dies)

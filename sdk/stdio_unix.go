@@ -20,7 +20,9 @@ var handshakeOut *os.File
 // from a package's init function, from code that writes to descriptor 1
 // directly, or from a child process then lands in the provider's log
 // instead of corrupting the handshake. Package init functions run after
-// those of the packages they import, so this precedes the provider's own.
+// those of the packages they import, so this precedes the provider's own
+// (its main package's and those of packages importing sdk); packages that
+// do not import sdk may be initialised earlier.
 func init() {
 	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
 		return

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host"
@@ -168,6 +169,12 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 	_, err := h.Server.Call(t.Context(), server.Call{Tool: "kit.ping", Arguments: json.RawMessage(`{}`)})
 	if !errors.Is(err, server.ErrUnknownTool) || !strings.Contains(err.Error(), "kit (it crashed or stopped answering too often") {
 		t.Errorf("call to a failed provider's tool: %v", err)
+	}
+	// An MCP client gets the same explanation with its -32602.
+	_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.ping", Arguments: map[string]any{}})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, "kit (it crashed or stopped answering too often") {
+		t.Errorf("MCP call to a failed provider's tool: %v", err)
 	}
 	if res := call(t, h, "memory.search", `{"query":"x"}`); res.IsError {
 		t.Errorf("memory unusable next to a failed provider: %s", text(res))
@@ -365,5 +372,59 @@ func TestTamperedProviderIsRefused(t *testing.T) {
 	}
 	if res := call(t, h, "memory.search", `{"query":"x"}`); res.IsError {
 		t.Errorf("memory unusable next to refused providers: %s", text(res))
+	}
+}
+
+// A provider cannot serve tools in a built-in's namespace, nor take over
+// another provider's tools when that provider fails and it restarts.
+func TestToolsAreNotTakenOver(t *testing.T) {
+	t.Parallel()
+	bin, sum := kitProvider(t)
+	cfg, dataDir := testConfig(t, fmt.Sprintf("%s[providers.kit2]\ncommand = %q\nsha256 = %q\n", kitConfig(t, ""), bin, sum))
+	for _, dir := range []string{"kit", "kit2"} {
+		if err := os.MkdirAll(filepath.Join(dataDir, dir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// kit2 declares kit's tools (it is the same program) and memory.search.
+	if err := os.WriteFile(filepath.Join(dataDir, "kit2", "claim"), []byte("memory.search\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	h := startTestHostWithLog(t, cfg, &logs)
+	defer h.Close(context.Background())
+	owner := func(tool string) string {
+		if tl, ok := h.Server.Catalog().Tool(tool); ok {
+			return tl.Provider
+		}
+		return ""
+	}
+	if owner("memory.search") != "memory" || owner("kit.ping") != "kit" {
+		t.Fatalf("owners at start: memory.search %q, kit.ping %q", owner("memory.search"), owner("kit.ping"))
+	}
+	if !strings.Contains(logs.String(), `provider=kit2 tool=memory.search error="tool names starting with \"memory.\" are reserved for the built-in provider memory"`) {
+		t.Errorf("no reason logged for kit2's memory.search (failed %v):\n%s", h.Failed, logs.String())
+	}
+	// kit fails for good; its tools must not pass to kit2.
+	kit := providerByName(t, h, "kit")
+	for i := range plugins.DefaultRestartPolicy.MaxFailures {
+		waitUntil(t, 5*time.Second, "kit restarted", func() bool {
+			st := kit.Status()
+			return st.State == plugins.StateRunning && st.Restarts == i
+		})
+		call(t, h, "kit.exit", `{}`)
+	}
+	waitUntil(t, 5*time.Second, "kit failed", func() bool { return kit.Status().State == plugins.StateFailed })
+	// The catalog changes right after the state.
+	waitUntil(t, 2*time.Second, "kit's tools gone", func() bool { return owner("kit.exit") == "" })
+	if o := owner("kit.ping"); o != "" {
+		t.Errorf("kit.ping served by %q after kit failed", o)
+	}
+	if !strings.Contains(logs.String(), `provider=kit2 tool=kit.ping error="tool \"kit.ping\" belongs to provider kit, which served it first"`) {
+		t.Errorf("no reason logged for refusing kit.ping to kit2")
+	}
+	_, err := h.Server.Call(t.Context(), server.Call{Tool: "kit.ping", Arguments: json.RawMessage(`{}`)})
+	if !errors.Is(err, server.ErrUnknownTool) {
+		t.Errorf("kit.ping after kit failed: %v", err)
 	}
 }

@@ -36,7 +36,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve MCP over stdio (default) or Streamable HTTP",
 		Long: "serve starts every enabled provider, then serves MCP.\n\n" +
-			"stdio: stdout carries protocol messages only; logs go to stderr.\n" +
+			"stdio: stdout carries protocol messages only; logs go to stderr. When the client closes stdin,\n" +
+			"       calls still running get 10 s to finish, then they are cancelled; SIGINT and SIGTERM\n" +
+			"       cancel them at once.\n" +
 			"http:  Streamable HTTP + SSE at http://HOST:PORT/ (default 127.0.0.1:9300). A bearer token\n" +
 			"       from --auth-token or OPENHUMAN_MCP_TOKEN is required by clients when set.",
 		Args: cobra.NoArgs,
@@ -107,7 +109,11 @@ func serveTransport(ctx context.Context, h *host.Host, log hclog.Logger, stdin *
 			fmt.Fprintln(os.Stderr, "openhuman-host: serving MCP on stdio and waiting for a client's JSON-RPC messages (Ctrl-D stops);\n"+
 				"  add this command to an MCP client's config, or try: openhuman-host tools list")
 		}
-		err := h.Server.MCP().Run(ctx, &server.LineTransport{In: stdin, Out: os.Stdout})
+		// On SIGINT/SIGTERM, and eofGrace after the client closes stdin,
+		// running calls are cancelled so that the server exits promptly.
+		defer context.AfterFunc(ctx, h.Server.CancelCalls)()
+		onEOF := func() { time.AfterFunc(eofGrace, h.Server.CancelCalls) }
+		err := h.Server.MCP().Run(ctx, &server.LineTransport{In: stdin, Out: os.Stdout, OnEOF: onEOF})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("stdio session: %w", err)
 		}
@@ -141,6 +147,7 @@ func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token 
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	h.Server.CancelCalls()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
@@ -148,6 +155,11 @@ func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token 
 	}
 	return nil
 }
+
+// eofGrace is how long a stdio server still lets running tool calls finish
+// after the client closed its stdin (which is how MCP clients start
+// shutting a stdio server down); then they are cancelled.
+const eofGrace = 10 * time.Second
 
 // Garbage-collector settings for a stdio server, used when GOGC and
 // GOMEMLIMIT are not set. The MCP SDK allocates a fresh buffer for every

@@ -77,6 +77,21 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 // or resources whose name or URI an earlier source already claimed, are
 // left out and logged at warn level with the reason. log may be nil.
 func Build(log hclog.Logger, sources []Source) *Catalog {
+	return BuildWith(log, sources, nil)
+}
+
+// Claim decides whether provider may serve a tool name (kind "tool") or
+// resource URI (kind "resource"); a non-nil error says why not. The host
+// keeps names with the provider that first served them, so that a provider
+// restarting with a new catalog cannot take over another's tools.
+type Claim func(provider, kind, name string) error
+
+// BuildWith is [Build] that also refuses, with the reason logged, every
+// tool and resource that claim refuses. A nil claim allows everything.
+func BuildWith(log hclog.Logger, sources []Source, claim Claim) *Catalog {
+	if claim == nil {
+		claim = func(string, string, string) error { return nil }
+	}
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -91,6 +106,10 @@ func Build(log hclog.Logger, sources []Source) *Catalog {
 				log.Warn("tool refused", "provider", src.Provider, "tool", t.Name, "error", err)
 				continue
 			}
+			if err := claim(src.Provider, "tool", t.Name); err != nil {
+				log.Warn("tool refused", "provider", src.Provider, "tool", t.Name, "error", err)
+				continue
+			}
 			if prev, ok := c.byName[t.Name]; ok {
 				log.Warn("tool refused: name already served by another provider", "provider", src.Provider, "tool", t.Name, "served_by", prev.Provider)
 				continue
@@ -101,6 +120,10 @@ func Build(log hclog.Logger, sources []Source) *Catalog {
 		for _, r := range src.Catalog.Resources {
 			if r.URI == "" {
 				log.Warn("resource refused: empty uri", "provider", src.Provider, "name", r.Name)
+				continue
+			}
+			if err := claim(src.Provider, "resource", r.URI); err != nil {
+				log.Warn("resource refused", "provider", src.Provider, "uri", r.URI, "error", err)
 				continue
 			}
 			if prev, ok := c.byURI[r.URI]; ok {

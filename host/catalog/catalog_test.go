@@ -148,3 +148,35 @@ func TestValidateArgumentsPassesValidInputThrough(t *testing.T) {
 		})
 	}
 }
+
+func TestBuildWithClaims(t *testing.T) {
+	t.Parallel()
+	claim := func(provider, kind, name string) error {
+		if kind == "tool" && name == "owned.tool" && provider != "owner" {
+			return errors.New("owned by owner")
+		}
+		if kind == "resource" && name == "x://owned" && provider != "owner" {
+			return errors.New("owned by owner")
+		}
+		return nil
+	}
+	c := BuildWith(nil, []Source{
+		{Provider: "thief", Catalog: &sdk.Catalog{
+			Tools:     []sdk.Tool{tool("owned.tool", sdk.ClassRead, obj), tool("thief.tool", sdk.ClassRead, obj)},
+			Resources: []sdk.Resource{{URI: "x://owned", Name: "o"}},
+		}},
+		{Provider: "owner", Catalog: &sdk.Catalog{
+			Tools:     []sdk.Tool{tool("owned.tool", sdk.ClassAct, obj)},
+			Resources: []sdk.Resource{{URI: "x://owned", Name: "o"}},
+		}},
+	}, claim)
+	if tl, ok := c.Tool("owned.tool"); !ok || tl.Provider != "owner" {
+		t.Errorf("owned.tool = %+v, %v; want the owner's, though the thief came first", tl, ok)
+	}
+	if r, ok := c.Resource("x://owned"); !ok || r.Provider != "owner" {
+		t.Errorf("x://owned = %+v, %v", r, ok)
+	}
+	if _, ok := c.Tool("thief.tool"); !ok {
+		t.Error("the thief's own tool was refused")
+	}
+}

@@ -33,10 +33,12 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -294,9 +296,20 @@ func (m *Manager) newProvider(spec Spec) *Provider {
 // instance is one process of a provider.
 type instance struct {
 	client *plugin.Client
+	run    *procRunner
 	rpc    plugin.ClientProtocol
 	impl   sdk.Provider
 	pid    int
+}
+
+// exited reports whether the instance's process has exited.
+func (i *instance) exited() bool {
+	select {
+	case <-i.run.Exited():
+		return true
+	default:
+		return false
+	}
 }
 
 // launch starts one process for spec and runs the handshake, Configure
@@ -306,6 +319,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec, log hclog.Logger) (*ins
 	if timeout <= 0 {
 		timeout = m.opts.StartTimeout
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if spec.DataDir != "" {
@@ -313,42 +327,60 @@ func (m *Manager) launch(ctx context.Context, spec Spec, log hclog.Logger) (*ins
 			return nil, nil, fmt.Errorf("create data dir: %w", err)
 		}
 	}
-	secure, err := verify(spec)
+	// Hash and run the same file: the one exec would find for the
+	// command as written.
+	path, err := exec.LookPath(spec.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("provider executable %q: %w", spec.Path, err)
+	}
+	if path, err = filepath.Abs(path); err != nil {
+		return nil, nil, fmt.Errorf("provider executable %q: %w", spec.Path, err)
+	}
+	verified := spec
+	verified.Path = path
+	secure, err := verify(verified)
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command(spec.Path, spec.Args...)
-	cmd.Env = m.environment()
-	cmd.SysProcAttr = procAttr()
+	var started atomic.Pointer[procRunner]
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.VersionedPlugins(nil),
-		Cmd:              cmd,
-		SecureConfig:     secure,
+		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
+			r, err := newProcRunner(path, spec.Args, m.environment(), cmd, secure)
+			if err == nil {
+				started.Store(r)
+			}
+			return r, err
+		},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
-		Managed:          false,
 		SkipHostEnv:      true,
 		StartTimeout:     timeout,
-		Logger:           stderrParsingOff{Logger: log, executable: filepath.Base(spec.Path)},
+		Logger:           stderrParsingOff{Logger: log, executable: filepath.Base(path)},
 		Stderr:           &stderrLog{log: log},
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
 		GRPCDialOptions:  sdk.GRPCDialOptions(),
 	})
-	inst := &instance{client: client}
+	rpc, err := handshake(ctx, client, &started)
+	inst := &instance{client: client, run: started.Load()}
 	fail := func(err error) (*instance, *sdk.Catalog, error) {
 		inst.kill(log)
 		return nil, nil, err
 	}
-	rpc, err := client.Client()
+	if inst.run == nil {
+		client.Kill()
+		return nil, nil, fmt.Errorf("start %s: %w", path, err)
+	}
+	inst.pid = inst.run.Pid()
+	if err != nil && parent.Err() != nil {
+		return fail(fmt.Errorf("start %s: stopped before its handshake: %w", path, parent.Err()))
+	}
 	if err != nil {
-		return fail(startError(spec, err))
+		return fail(startError(spec, inst.run, err))
 	}
 	inst.rpc = rpc
-	if rc := client.ReattachConfig(); rc != nil {
-		inst.pid = rc.Pid
-	}
 	raw, err := rpc.Dispense(sdk.PluginName)
 	if err != nil {
 		return fail(fmt.Errorf("dispense: %w", err))
@@ -381,11 +413,54 @@ func (m *Manager) launch(ctx context.Context, spec Spec, log hclog.Logger) (*ins
 	return inst, cat, nil
 }
 
+// handshake runs go-plugin's start and handshake, which do not heed ctx:
+// when ctx ends first, the process group is killed, which ends them.
+func handshake(ctx context.Context, client *plugin.Client, started *atomic.Pointer[procRunner]) (plugin.ClientProtocol, error) {
+	type result struct {
+		rpc plugin.ClientProtocol
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rpc, err := client.Client()
+		done <- result{rpc, err}
+	}()
+	select {
+	case r := <-done:
+		return r.rpc, r.err
+	case <-ctx.Done():
+	}
+	for {
+		if r := started.Load(); r != nil {
+			_ = r.Kill(context.Background())
+		}
+		select {
+		case r := <-done:
+			if r.err == nil {
+				r.err = errors.New("the handshake finished too late")
+			}
+			return nil, fmt.Errorf("%w (%w)", context.Cause(ctx), r.err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // startError explains go-plugin's start errors that do not explain
 // themselves.
-func startError(spec Spec, err error) error {
+func startError(spec Spec, run *procRunner, err error) error {
 	msg := err.Error()
+	select {
+	case <-run.Exited():
+		if st := run.cmd.ProcessState; st != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("start %s: the provider exited before its handshake (%s); run it from the host to see why, or check its log above", spec.Path, st)
+		}
+	default:
+	}
 	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("start %s: no handshake within the start timeout; raise [providers.%s] start_timeout_secs if it is slow to start", spec.Path, spec.Name)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("start %s: cancelled: %w", spec.Path, err)
 	case strings.Contains(msg, "Unrecognized remote plugin message"):
 		return fmt.Errorf("start %s: %w (the provider wrote to stdout before its handshake line; providers must write nothing to stdout: log to stderr)", spec.Path, err)
 	case strings.Contains(msg, "timeout while waiting for plugin to start"):
@@ -397,7 +472,7 @@ func startError(spec Spec, err error) error {
 // timeoutError names the start timeout when ctx ran out during step.
 func timeoutError(ctx context.Context, step string, timeout time.Duration, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%s did not finish within the start timeout (%s): %w", step, timeout, err)
+		return fmt.Errorf("%s did not finish within the start timeout (%s; [providers.<name>] start_timeout_secs raises it): %w", step, timeout, err)
 	}
 	return err
 }
@@ -568,7 +643,7 @@ func (p *Provider) Status() Status {
 // and was not restarted yet, failed, or was stopped.
 func (p *Provider) Exited() bool {
 	inst, _ := p.current()
-	return inst == nil || inst.client.Exited()
+	return inst == nil || inst.exited()
 }
 
 // Pid returns the provider's current process id, 0 when it is not
@@ -597,7 +672,7 @@ func (p *Provider) running() (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	if inst.client.Exited() {
+	if inst.exited() {
 		p.wake()
 		return nil, fmt.Errorf("provider %s: %w: its process exited; it is being restarted, try again in a moment", p.Name, ErrUnavailable)
 	}
@@ -633,7 +708,7 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	}
 	res, err := inst.impl.CallTool(ctx, req)
 	if err != nil && ctx.Err() == nil && p.lost(inst, err) {
-		return nil, fmt.Errorf("provider %s: %w: its process exited during the call; it is being restarted", p.Name, ErrUnavailable)
+		return nil, fmt.Errorf("provider %s: %w: its process ended during the call; it is being restarted", p.Name, ErrUnavailable)
 	}
 	if errors.Is(err, sdk.ErrPanicked) {
 		p.panicked(err)
@@ -680,7 +755,7 @@ func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceReques
 	}
 	res, err := inst.impl.ReadResource(ctx, req)
 	if err != nil && ctx.Err() == nil && p.lost(inst, err) {
-		return nil, fmt.Errorf("provider %s: %w: its process exited during the read; it is being restarted", p.Name, ErrUnavailable)
+		return nil, fmt.Errorf("provider %s: %w: its process ended during the read; it is being restarted", p.Name, ErrUnavailable)
 	}
 	return res, err
 }
@@ -690,35 +765,25 @@ func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceReques
 // slightly before go-plugin notices the exit, so that is waited for
 // briefly.
 func (p *Provider) lost(inst *instance, err error) bool {
-	if !inst.client.Exited() && !errors.Is(err, sdk.ErrUnavailable) && status.Code(err) != codes.Unavailable {
+	if !inst.exited() && !errors.Is(err, sdk.ErrUnavailable) && status.Code(err) != codes.Unavailable {
 		return false
 	}
-	for deadline := time.Now().Add(500 * time.Millisecond); !inst.client.Exited() && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-inst.run.Exited():
+	case <-time.After(500 * time.Millisecond):
 	}
 	p.wake()
 	return true
 }
 
-// pollInterval is how often a supervisor checks whether its process is
-// still there; go-plugin offers no exit notification.
-const pollInterval = 50 * time.Millisecond
-
 // supervise watches the running instance and restarts it when it exits or
 // fails two health checks in a row, until close or a permanent failure.
 func (p *Provider) supervise() {
 	defer close(p.done)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	lastCheck := time.Now()
+	health := time.NewTicker(p.m.opts.HealthInterval)
+	defer health.Stop()
 	misses := 0
 	for {
-		select {
-		case <-p.stop:
-			return
-		case <-p.kick:
-		case <-tick.C:
-		}
 		inst, err := p.current()
 		if err != nil {
 			return
@@ -731,11 +796,14 @@ func (p *Provider) supervise() {
 			return
 		}
 		var reason string
-		switch {
-		case inst.client.Exited():
+		select {
+		case <-p.stop:
+			return
+		case <-p.kick:
+			continue
+		case <-inst.run.Exited():
 			reason = "its process exited"
-		case time.Since(lastCheck) >= p.m.opts.HealthInterval:
-			lastCheck = time.Now()
+		case <-health.C:
 			if err := p.healthCheck(inst); err != nil {
 				misses++
 				p.log.Warn("health check failed", "pid", inst.pid, "misses", misses, "error", err)
@@ -753,7 +821,7 @@ func (p *Provider) supervise() {
 		if !p.restart(inst, reason) {
 			return
 		}
-		lastCheck = time.Now()
+		health.Reset(p.m.opts.HealthInterval)
 	}
 }
 
@@ -886,10 +954,8 @@ func (i *instance) kill(log hclog.Logger) {
 		return
 	}
 	pid := i.pid
-	if pid == 0 {
-		if rc := i.client.ReattachConfig(); rc != nil {
-			pid = rc.Pid
-		}
+	if pid == 0 && i.run != nil {
+		pid = i.run.Pid()
 	}
 	done := make(chan struct{})
 	go func() {

@@ -174,7 +174,7 @@ func TestCrashingProviderIsMarkedFailed(t *testing.T) {
 			return st.State == StateRunning && st.Restarts == i
 		})
 		_, err := p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "kit.exit", Arguments: []byte("{}")})
-		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "exited during the call") {
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "ended during the call") {
 			t.Fatalf("call %d to a tool that exits: %v", i, err)
 		}
 	}
@@ -311,13 +311,13 @@ func TestChecksumRefusals(t *testing.T) {
 			spec: Spec{Name: "kit", Path: tampered, SHA256: good, Verify: true},
 			want: []string{"checksum mismatch", "expects sha256 " + good, "file's sha256 is " + bad, "providers add --force " + tampered},
 		},
-		"missing": {
+		"no sha256": {
 			spec: Spec{Name: "kit", Path: tampered, Verify: true},
 			want: []string{"[providers.kit] has no sha256", "the file's sha256 is " + bad},
 		},
-		"unreadable": {
+		"missing": {
 			spec: Spec{Name: "kit", Path: filepath.Join(t.TempDir(), "missing"), SHA256: good, Verify: true},
-			want: []string{"cannot hash", "no such file"},
+			want: []string{"provider executable", "no such file"},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -329,7 +329,7 @@ func TestChecksumRefusals(t *testing.T) {
 			if err != nil || len(loaded) != 0 || len(failed) != 1 {
 				t.Fatalf("Start: loaded %d, failed %v, err %v", len(loaded), failed, err)
 			}
-			if !errors.Is(failed[0].Err, ErrChecksum) {
+			if !errors.Is(failed[0].Err, ErrChecksum) && name != "missing" {
 				t.Errorf("error does not wrap ErrChecksum: %v", failed[0].Err)
 			}
 			for _, w := range tc.want {
@@ -391,5 +391,55 @@ func TestMalformedLogLinesDoNotCrashTheHost(t *testing.T) {
 	}
 	if _, err := ping(t.Context(), p); err != nil {
 		t.Errorf("ping after bad log lines: %v", err)
+	}
+}
+
+// A provider that never completes its handshake is killed with everything
+// it started, and a cancelled start does not wait out the start timeout.
+func TestFailedHandshakeLeavesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "provider.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nsleep 300 &\necho $! > \"$1\"\nexec sleep 301\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	childFile := filepath.Join(dir, "child")
+	spec := Spec{Name: "never", Path: script, Args: []string{childFile}, StartTimeout: 30 * time.Second}
+	m := NewManager(nil)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, failed, _ := m.Start(ctx, []Spec{spec})
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancelled start took %s with a 30s start timeout", d)
+	}
+	if len(failed) != 1 || !strings.Contains(failed[0].Err.Error(), "context deadline exceeded") {
+		t.Fatalf("failed = %v", failed)
+	}
+	b, err := os.ReadFile(childFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	if _, err := fmt.Sscan(string(b), &child); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "the provider's child gone", func() bool { return !alive(child) })
+}
+
+// A provider that exits before its handshake is reported with its exit
+// status.
+func TestProviderExitingAtStart(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "provider.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 7\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(nil)
+	defer m.Close()
+	_, failed, err := m.Start(t.Context(), []Spec{{Name: "quits", Path: script}})
+	if err != nil || len(failed) != 1 || !strings.Contains(failed[0].Err.Error(), "the provider exited before its handshake (exit status 7)") {
+		t.Fatalf("failed = %v, err %v", failed, err)
 	}
 }

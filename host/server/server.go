@@ -110,7 +110,17 @@ type Server struct {
 	updateMu sync.Mutex // serialises Update
 	sessions sync.Map   // *mcp.ServerSession → *sessionInfo
 	calls    sync.Map   // call token → *mcp.ServerSession, while the call runs
+	// stopCtx is cancelled by CancelCalls; every tool call's context ends
+	// with it.
+	stopCtx   context.Context
+	stopCalls context.CancelFunc
 }
+
+// CancelCalls cancels every tool call that is running and every one that
+// starts afterwards: their providers see their contexts cancelled and the
+// clients get a "cancelled" error result at once. A server that is
+// shutting down calls it so that waiting for in-flight calls is short.
+func (s *Server) CancelCalls() { s.stopCalls() }
 
 // view is what the server serves; [Server.Update] swaps it whole.
 type view struct {
@@ -157,6 +167,7 @@ func (s *Server) unknownTool(v *view, name string) error {
 // from providers are left out and logged.
 func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (*Server, error) {
 	s := &Server{}
+	s.stopCtx, s.stopCalls = context.WithCancel(context.Background())
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -190,9 +201,28 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 		},
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.session(req.Session) },
 	})
+	s.mcp.AddReceivingMiddleware(s.unknownToolMiddleware)
 	s.view.Store(&view{})
 	s.Update(cat, providers, s.opts.NotLoaded)
 	return s, nil
+}
+
+// unknownToolMiddleware answers a tools/call of a tool the server does not
+// serve with JSON-RPC -32602 and the host's own message, which names the
+// providers that did not load and why (the go-sdk's own answer says only
+// "unknown tool").
+func (s *Server) unknownToolMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/call" {
+			if params, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && params != nil {
+				v := s.view.Load()
+				if _, known := v.tools[params.Name]; !known {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: s.unknownTool(v, params.Name).Error()}
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // Update makes the server serve cat with providers from now on, and
@@ -441,6 +471,8 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 		return res
 	case err == nil:
 		return sdk.ErrorResult("provider %s returned no result for %s", t.Provider, t.Name)
+	case ctx.Err() != nil && s.stopCtx.Err() != nil:
+		return sdk.ErrorResult("%s was cancelled: openhuman-host is shutting down", t.Name)
 	case ctx.Err() != nil:
 		return sdk.ErrorResult("%s was cancelled by the client", t.Name)
 	case callCtx.Err() != nil:
@@ -536,6 +568,9 @@ func resultRef(r *sdk.CallToolResult) string {
 
 func (s *Server) toolHandler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(s.stopCtx, cancel)()
 		info := s.session(req.Session)
 		caller := sdk.Caller{
 			SourceType:    info.sourceType,

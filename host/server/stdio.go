@@ -29,6 +29,10 @@ type LineTransport struct {
 	// Out receives outgoing messages, one per line; nothing else is ever
 	// written to it.
 	Out io.Writer
+	// OnEOF, when set, is called once In reaches its end, before the
+	// connection waits for the answers to requests already read (MCP
+	// stdio shutdown starts with the client closing the server's stdin).
+	OnEOF func()
 }
 
 // Connect implements [mcp.Transport].
@@ -42,6 +46,7 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 	if cl, ok := t.In.(io.Closer); ok {
 		c.in = cl
 	}
+	c.onEOF = t.OnEOF
 	go c.readLoop(t.In)
 	return c, nil
 }
@@ -52,8 +57,9 @@ type readResult struct {
 }
 
 type lineConn struct {
-	in  io.Closer
-	out io.Writer
+	in    io.Closer
+	out   io.Writer
+	onEOF func()
 
 	writeMu  sync.Mutex
 	incoming chan readResult
@@ -111,6 +117,9 @@ func (c *lineConn) readLoop(in io.Reader) {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.EOF
+				if c.onEOF != nil {
+					c.onEOF()
+				}
 				c.waitDrained()
 			}
 			select {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -107,4 +108,47 @@ func TestKilledHostLeavesNoProcess(t *testing.T) {
 	}
 	t.Logf("every descendant gone %s after SIGKILL of the server", time.Since(start).Round(time.Millisecond))
 	srv.tree.killRunning()
+}
+
+// TestShutdownCancelsRunningCalls: closing stdin lets a running call go on
+// for the grace period, then cancels it, answers it, and the server exits;
+// SIGTERM cancels at once.
+func TestShutdownCancelsRunningCalls(t *testing.T) {
+	p := requireServer(t)
+	t.Parallel()
+	for _, how := range []string{"eof", "sigterm"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			sb := newSandbox(t)
+			_, table := buildTestProvider(t, sb.dir)
+			sb.writeConfig(t, table)
+			srv := startServer(t, p, sb, "serve")
+			srv.send(t, initializeRequest)
+			expectResult(t, srv.reply(t), "1")
+			srv.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			srv.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"kit.wait","arguments":{}}}`)
+			time.Sleep(500 * time.Millisecond)
+			start := time.Now()
+			if how == "eof" {
+				_ = srv.stdin.Close()
+				m := srv.reply(t)
+				if string(m.ID) != "2" || !strings.Contains(string(m.Result), "openhuman-host is shutting down") {
+					t.Errorf("answer to the running call: %s %s", m.ID, m.Result)
+				}
+			} else if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-srv.done:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("server still running 30s after %s", how)
+			}
+			took := time.Since(start)
+			t.Logf("exited %s after %s", took.Round(time.Millisecond), how)
+			if limit := map[string]time.Duration{"eof": 15 * time.Second, "sigterm": 5 * time.Second}[how]; took > limit {
+				t.Errorf("exit took %s after %s, want under %s", took, how, limit)
+			}
+			srv.tree.requireExited(t)
+		})
+	}
 }

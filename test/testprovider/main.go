@@ -75,6 +75,13 @@ func (k *kit) Describe(context.Context) (*sdk.Catalog, error) {
 	if _, err := os.Stat(filepath.Join(k.dir(), "extra")); err == nil {
 		cat.Tools = append(cat.Tools, tool("kit.extra", "Listed only when the data dir holds a file named extra.", sdk.ClassRead))
 	}
+	// A file named claim lists more tool names to declare, one per line,
+	// so tests can check that nothing takes over another provider's tools.
+	if b, err := os.ReadFile(filepath.Join(k.dir(), "claim")); err == nil {
+		for _, name := range strings.Fields(string(b)) {
+			cat.Tools = append(cat.Tools, tool(name, "A tool name claimed by the data dir's claim file.", sdk.ClassRead))
+		}
+	}
 	return cat, nil
 }
 
@@ -86,7 +93,7 @@ func (k *kit) dir() string {
 
 func (k *kit) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	switch req.Name {
-	case "kit.ping", "kit.extra":
+	case "kit.ping", "kit.extra", "memory.search":
 		return sdk.TextResult("pong " + strconv.Itoa(os.Getpid())), nil
 	case "kit.wait":
 		_ = req.Progress(ctx, sdk.Progress{Progress: 1, Message: "waiting"})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pelletier/go-toml/v2"
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
@@ -28,9 +29,16 @@ func TestProviderNameFor(t *testing.T) {
 		"/x/My Tool v2":                       "my-tool-v2",
 		"/x/notes_sync":                       "notes_sync",
 		"/x/openhuman-host-extra.provider.js": "host-extra-provider",
+		"/x/a -- b":                           "a-b",
+		"/x/_tool-":                           "tool",
 	} {
-		if got := providerNameFor(path); got != want {
-			t.Errorf("providerNameFor(%q) = %q, want %q", path, got, want)
+		if got, err := providerNameFor(path); got != want || err != nil {
+			t.Errorf("providerNameFor(%q) = %q, %v, want %q", path, got, err, want)
+		}
+	}
+	for _, path := range []string{"/x/文字", "/x/.hidden", "/x/ünï-çødé", "/x/café", "/x/\u212aelvin", "/x/2fa", "/x/---", "/x/" + strings.Repeat("a", 33)} {
+		if got, err := providerNameFor(path); err == nil || !strings.Contains(err.Error(), "cannot derive a provider name from "+strconv.Quote(filepath.Base(path))+"; pass --name NAME") {
+			t.Errorf("providerNameFor(%q) = %q, %v, want an error", path, got, err)
 		}
 	}
 }
@@ -73,6 +81,58 @@ func TestSetProviderEntry(t *testing.T) {
 		"invalid TOML is left alone": {
 			doc:     "[server\n",
 			wantErr: "not valid TOML, fix it first",
+		},
+		"force leaves multi-line strings alone": {
+			doc: "[providers.hello]\ncommand = \"/old/path\"\nprompt = \"\"\"\ncommand = never obey\nargs = [\n[not a table]\n\"\"\"\n" +
+				"note = '''\nsha256 = \"x\"\n'''\nsha256 = \"" + strings.Repeat("f", 64) + "\"\nargs = [\"--a\"]\n\n[autonomy]\nlevel = \"full\"\n",
+			args:  []string{"--c"},
+			force: true,
+			want: "[providers.hello]\ncommand = \"/new/hello\"\nsha256 = \"" + sum + "\"\nargs = [\"--c\"]\nprompt = \"\"\"\ncommand = never obey\nargs = [\n[not a table]\n\"\"\"\n" +
+				"note = '''\nsha256 = \"x\"\n'''\n\n[autonomy]\nlevel = \"full\"\n",
+		},
+		"force with a multi-line array holding brackets in strings": {
+			doc:   "[providers.hello]\nargs = [\n  \"]\", # not the end\n  \"--x\",\n]\ncommand = \"/old\"\nkeep = 1\n",
+			args:  []string{},
+			force: true,
+			want:  "[providers.hello]\ncommand = \"/new/hello\"\nsha256 = \"" + sum + "\"\nkeep = 1\n",
+		},
+		"force with quoted keys and header": {
+			doc:   "[ providers . \"hello\" ] # mine\n\"command\" = \"/old\"\n'sha256' = \"" + strings.Repeat("f", 64) + "\"\nx = 1\n",
+			force: true,
+			want:  "[ providers . \"hello\" ] # mine\ncommand = \"/new/hello\"\nsha256 = \"" + sum + "\"\nx = 1\n",
+		},
+		"CRLF file, appended": {
+			doc:  "[server]\r\nlog_level = \"info\"\r\n",
+			args: []string{"-v"},
+			want: "[server]\r\nlog_level = \"info\"\r\n\r\n[providers.hello]\r\ncommand = \"/new/hello\"\r\nsha256 = \"" + sum + "\"\r\nargs = [\"-v\"]\r\n",
+		},
+		"CRLF file, forced": {
+			doc:   "[providers.hello]\r\ncommand = \"/old\"\r\nx = 1\r\n",
+			force: true,
+			want:  "[providers.hello]\r\ncommand = \"/new/hello\"\r\nsha256 = \"" + sum + "\"\r\nx = 1\r\n",
+		},
+		"byte order mark kept": {
+			doc:  "\ufeff[server]\nlog_level = \"info\"\n",
+			want: "\ufeff[server]\nlog_level = \"info\"\n\n[providers.hello]\ncommand = \"/new/hello\"\nsha256 = \"" + sum + "\"\n",
+		},
+		"byte order mark kept with force": {
+			doc:   "\ufeff[providers.hello]\ncommand = \"/old\"\n",
+			force: true,
+			want:  "\ufeff[providers.hello]\ncommand = \"/new/hello\"\nsha256 = \"" + sum + "\"\n",
+		},
+		"readable args": {
+			args: []string{"<&>", "tab\there", "two\nlines", "bell\a", "back\\slash", "caf\u00e9", "c1\u0085"},
+			want: "[providers.hello]\ncommand = \"/new/hello\"\nsha256 = \"" + sum + "\"\n" +
+				`args = ["<&>", "tab\there", "two\nlines", "bell\u0007", "back\\slash", "café", "c1\u0085"]` + "\n",
+		},
+		"inline table refused": {
+			doc:     "[providers]\nhello = { command = \"/old\" }\n",
+			force:   true,
+			wantErr: "edit it by hand",
+		},
+		"an append that would break the file is refused": {
+			doc:     "providers = { memory = { enabled = true } }\n",
+			wantErr: "edit the file by hand",
 		},
 	}
 	for name, tc := range tests {
@@ -248,4 +308,375 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func regexpMatch(t *testing.T, pattern, s string) bool {
 	t.Helper()
 	return regexp.MustCompile(pattern).MatchString(s)
+}
+
+// writeExecutable writes a small executable file and returns its path.
+func writeExecutable(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestProvidersAddConcurrently(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exe := writeExecutable(t, dir, "tool")
+	for round := range 3 {
+		cfgPath := filepath.Join(dir, "config-"+itoa(round)+".toml")
+		errs := make(chan error, 10)
+		for i := range 10 {
+			go func() {
+				out, err := runCLI(t, "--config", cfgPath, "providers", "add", "--name", "p"+itoa(i), exe)
+				if err != nil {
+					err = errors.New(err.Error() + "\n" + out)
+				}
+				errs <- err
+			}()
+		}
+		for range 10 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if p, ok := cfg.Providers["p"+itoa(i)]; !ok || p.Command != exe {
+				t.Errorf("%s: providers.p%d = %+v, %v", cfgPath, i, p, ok)
+			}
+		}
+	}
+}
+
+func TestProvidersAddFiles(t *testing.T) {
+	t.Parallel()
+	t.Run("symlinked config", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		exe := writeExecutable(t, dir, "tool")
+		real := filepath.Join(dir, "dotfiles", "config.toml")
+		if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(real, []byte("[server]\nlog_level = \"info\"\n"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(dir, "config.toml")
+		if err := os.Symlink(filepath.Join("dotfiles", "config.toml"), link); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := runCLI(t, "--config", link, "providers", "add", exe); err != nil {
+			t.Fatalf("add: %v\n%s", err, out)
+		}
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("the config is no longer a symlink: %v %v", fi.Mode(), err)
+		}
+		fi, err := os.Stat(real)
+		if err != nil || fi.Mode().Perm() != 0o640 {
+			t.Errorf("target mode: %v %v", fi.Mode(), err)
+		}
+		if b, _ := os.ReadFile(real); !strings.Contains(string(b), "[providers.tool]") || !strings.HasPrefix(string(b), "[server]\n") {
+			t.Errorf("target:\n%s", b)
+		}
+	})
+	t.Run("dangling symlink", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		exe := writeExecutable(t, dir, "tool")
+		real := filepath.Join(dir, "elsewhere", "config.toml")
+		link := filepath.Join(dir, "config.toml")
+		if err := os.Symlink(real, link); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := runCLI(t, "--config", link, "providers", "add", exe); err != nil {
+			t.Fatalf("add: %v\n%s", err, out)
+		}
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("the config is no longer a symlink: %v %v", fi.Mode(), err)
+		}
+		if b, err := os.ReadFile(real); err != nil || !strings.Contains(string(b), "[providers.tool]") {
+			t.Errorf("target: %v\n%s", err, b)
+		}
+	})
+	t.Run("byte order mark", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		exe := writeExecutable(t, dir, "tool")
+		cfgPath := filepath.Join(dir, "config.toml")
+		if err := os.WriteFile(cfgPath, []byte("\ufeff[server]\nlog_level = \"info\"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := runCLI(t, "--config", cfgPath, "config", "check"); err != nil {
+			t.Fatalf("config check: %v\n%s", err, out)
+		}
+		if out, err := runCLI(t, "--config", cfgPath, "providers", "add", exe); err != nil {
+			t.Fatalf("add: %v\n%s", err, out)
+		}
+		b, _ := os.ReadFile(cfgPath)
+		if !strings.HasPrefix(string(b), "\ufeff[server]\n") || !strings.Contains(string(b), "\n[providers.tool]\n") {
+			t.Errorf("config:\n%q", b)
+		}
+	})
+	t.Run("names", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		cfgPath := filepath.Join(dir, "config.toml")
+		for _, tc := range []struct {
+			file, name, wantErr string
+		}{
+			{file: "tool", name: "Bad Name", wantErr: `invalid provider name "Bad Name"`},
+			{file: "tool", name: "-x", wantErr: `invalid provider name "-x"`},
+			{file: "tool", name: strings.Repeat("a", 33), wantErr: "invalid provider name"},
+			{file: "文字", wantErr: `cannot derive a provider name from "文字"; pass --name NAME`},
+			{file: ".hidden", wantErr: `cannot derive a provider name from ".hidden"; pass --name NAME`},
+			{file: "ünï-çødé", wantErr: "cannot derive a provider name from"},
+			{file: "2fa", wantErr: "cannot derive a provider name from"},
+			{file: "tool\xff", wantErr: "is not valid UTF-8; TOML cannot hold it: move the file"},
+		} {
+			exe := writeExecutable(t, dir, tc.file)
+			args := []string{"--config", cfgPath, "providers", "add", exe}
+			if tc.name != "" {
+				args = append(args, "--name", tc.name)
+			}
+			if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("add %q --name %q: %v, want %q", tc.file, tc.name, err, tc.wantErr)
+			}
+		}
+		if _, err := os.Stat(cfgPath); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("config written after failed adds: %v", err)
+		}
+		exe := writeExecutable(t, dir, "My--Tool__")
+		if out, err := runCLI(t, "--config", cfgPath, "providers", "add", exe); err != nil || !strings.Contains(out, "[providers.my-tool]") {
+			t.Errorf("add: %v\n%s", err, out)
+		}
+	})
+}
+
+// startServeLike starts a process whose command line holds "serve", as a
+// server's does, and returns its pid.
+func startServeLike(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "sleep 60; exit 0", "serve")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+func TestProvidersStatusFiles(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	dataDir := t.TempDir()
+	runDir := statusDir(dataDir)
+	if err := os.MkdirAll(runDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, v any) {
+		t.Helper()
+		var b []byte
+		switch v := v.(type) {
+		case string:
+			b = []byte(v)
+		default:
+			b, _ = json.Marshal(v)
+		}
+		if err := os.WriteFile(filepath.Join(runDir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := startServeLike(t)
+	reused := startServeLike(t)
+	other := startServeLike(t)
+	now := time.Now()
+	write("serve-"+itoa(live)+".json", host.StatusReport{Pid: live, Started: now})
+	// A server that started an hour ago and was killed; its pid now belongs
+	// to a younger process.
+	write("serve-"+itoa(reused)+".json", host.StatusReport{Pid: reused, Started: now.Add(-time.Hour)})
+	// The pid inside does not match the name.
+	write("serve-"+itoa(other)+".json", host.StatusReport{Pid: live, Started: now})
+	// This test process is running, but it is no server.
+	write("serve-"+itoa(os.Getpid())+".json", host.StatusReport{Pid: os.Getpid(), Started: now})
+	write("serve-1.json", "{")
+	write("serve-2.json", "")
+	write("serve-x.json", `{"pid": 1}`)
+	write("notes.txt", "keep")
+	write(".status-123", "keep")
+
+	reports, err := readStatusReports(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 1 || reports[0].Pid != live {
+		t.Errorf("reports = %+v, want only pid %d", reports, live)
+	}
+	entries, err := os.ReadDir(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	want := []string{".status-123", "notes.txt", "serve-" + itoa(live) + ".json"}
+	if diff := cmp.Diff(want, left); diff != "" {
+		t.Errorf("files left (-want +got):\n%s", diff)
+	}
+}
+
+func TestProvidersStatusTable(t *testing.T) {
+	t.Parallel()
+	reports := []host.StatusReport{{Pid: 42, Started: time.Now(), Providers: []plugins.Status{
+		{Name: "kit", State: plugins.StateFailed, Tools: 9, LastError: "boom \x1b[2J\x1b]0;pwned\x07 \x1b[31mred\x1b[0m\x9b1m\u009b2J\x00\x7f end"},
+		{Name: "memory", State: plugins.StateRunning, Pid: 7, Tools: 12},
+	}}}
+	var b bytes.Buffer
+	printStatus(&b, reports, true)
+	out := b.String()
+	if strings.ContainsAny(out, "\x1b\x07\x00\x7f\u009b") {
+		t.Errorf("control characters printed: %q", out)
+	}
+	if !regexpMatch(t, `(?m)^kit\s+failed\s+-\s+0\s+-\s+\S.*\sboom red\x{FFFD}1m end$`, out) {
+		t.Errorf("failed provider line:\n%s", out)
+	}
+	if !regexpMatch(t, `(?m)^memory\s+running\s+7\s+0\s+12\s`, out) {
+		t.Errorf("running provider line:\n%s", out)
+	}
+}
+
+func TestProvidersStatusProcCheck(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	const btime = 1_700_000_000
+	write := func(name, content string) {
+		t.Helper()
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("stat", "cpu  1 2 3\nbtime "+itoa(btime)+"\nprocesses 9\n")
+	// A process started 1000 s after boot (100000 ticks), its name holding
+	// a space and a parenthesis.
+	stat := func(pid int) string {
+		return itoa(pid) + " (open) human) S 1 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100000 0 0\n"
+	}
+	write("10/stat", stat(10))
+	write("10/cmdline", "/usr/bin/openhuman-host\x00--config\x00/x.toml\x00serve\x00")
+	write("11/stat", stat(11))
+	write("11/cmdline", "/usr/bin/openhuman-host\x00tools\x00list\x00")
+	write("12/stat", "12 (kworker) S\n")
+	write("12/cmdline", "openhuman-host\x00serve\x00")
+	write("13/stat", stat(13))
+	write("13/cmdline", "")
+	start := time.Unix(btime+1000, 0)
+	for _, tc := range []struct {
+		pid     int
+		started time.Time
+		want    bool
+	}{
+		{10, start.Add(300 * time.Millisecond), true},
+		{10, start.Add(-time.Second), true}, // within the slack
+		{10, start.Add(-time.Minute), false},
+		{11, start, false},
+		{12, start, false},
+		{13, start, false},
+		{14, start, false},
+	} {
+		if got := procServerRunning(root, tc.pid, tc.started); got != tc.want {
+			t.Errorf("procServerRunning(pid %d, started %s) = %v, want %v", tc.pid, tc.started.Sub(start), got, tc.want)
+		}
+	}
+}
+
+func TestSetProviderEntryRefusesOtherChanges(t *testing.T) {
+	t.Parallel()
+	const sum = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	doc := "[server]\nlog_level = \"info\"\nnan = nan\n\n[providers.hello]\ncommand = \"/old\"\nx = 1\n"
+	var before map[string]any
+	if err := toml.Unmarshal([]byte(doc), &before); err != nil {
+		t.Fatal(err)
+	}
+	good := "[server]\nlog_level = \"info\"\nnan = nan\n\n[providers.hello]\ncommand = \"/new\"\nsha256 = \"" + sum + "\"\nx = 1\n"
+	if err := checkEdit(before, []byte(good), "hello", "/new", sum, nil); err != nil {
+		t.Errorf("a good edit: %v", err)
+	}
+	for edited, wantErr := range map[string]string{
+		strings.Replace(good, "x = 1", "x = 2", 1):                  "would change other values",
+		strings.Replace(good, "log_level = \"info\"\n", "", 1):      "would change other values",
+		strings.Replace(good, "[server]\n", "[server]\ny = 1\n", 1): "would change other values",
+		strings.Replace(good, "/new", "/other", 1):                  "cannot edit",
+		good + "[server\n": "would not be valid TOML",
+	} {
+		var b map[string]any
+		_ = toml.Unmarshal([]byte(doc), &b)
+		if err := checkEdit(b, []byte(edited), "hello", "/new", sum, nil); err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("checkEdit(%q) = %v, want %q", edited, err, wantErr)
+		}
+	}
+}
+
+func TestProvidersAddTOMLString(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "<&>", `a"b\c`, "tab\tnl\ncr\rff\fbs\b", "\x00\x1f\x7f\u0085\u009f", "café ✓ 文字", "'''\"\"\""} {
+		q := tomlString(s)
+		var v struct{ S string }
+		if err := toml.Unmarshal([]byte("s = "+q), &v); err != nil || v.S != s {
+			t.Errorf("tomlString(%q) = %s, decodes to %q, %v", s, q, v.S, err)
+		}
+		if strings.ContainsFunc(q, func(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }) {
+			t.Errorf("tomlString(%q) = %q holds control characters", s, q)
+		}
+	}
+}
+
+func TestProvidersAddFollowSymlinks(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkdir := func(p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(target, p string) {
+		t.Helper()
+		if err := os.Symlink(target, filepath.Join(root, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkdir("a/b/real")
+	mkdir("a/b/other")
+	link("a/b/real", "d")
+	// Relative to where d really is: a/b/other/config.toml, not other/...
+	link("../other/config.toml", "a/b/real/config.toml")
+	link("config.toml", "a/b/other/again.toml")
+	link("loop", "loop")
+	for p, want := range map[string]string{
+		"d/config.toml":           "a/b/other/config.toml",
+		"a/b/other/again.toml":    "a/b/other/config.toml",
+		"d/plain.toml":            "a/b/real/plain.toml",
+		"missing/dir/config.toml": "missing/dir/config.toml",
+	} {
+		got, err := followSymlinks(filepath.Join(root, p))
+		if err != nil || got != filepath.Join(root, want) {
+			t.Errorf("followSymlinks(%s) = %s, %v, want %s", p, got, err, want)
+		}
+	}
+	if got, err := followSymlinks(filepath.Join(root, "loop")); err == nil {
+		t.Errorf("followSymlinks(loop) = %s, want an error", got)
+	}
 }

@@ -475,7 +475,9 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 		return sdk.ErrorResult("%s was cancelled: openhuman-host is shutting down", t.Name)
 	case ctx.Err() != nil:
 		return sdk.ErrorResult("%s was cancelled by the client", t.Name)
-	case callCtx.Err() != nil:
+	case callCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		// The provider's copy of the deadline can fire a moment before
+		// the host's own.
 		return sdk.ErrorResult("%s timed out after %s (the limit comes from %s)", t.Name, timeout, timeoutKey)
 	}
 	s.log.Warn("provider call failed", "tool", t.Name, "provider", t.Provider, "error", err)

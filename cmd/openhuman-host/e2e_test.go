@@ -261,7 +261,7 @@ func TestBrokenProviderDoesNotStopTheOthers(t *testing.T) {
 	for _, p := range h.Providers {
 		names = append(names, p.Name)
 	}
-	if diff := cmp.Diff([]string{"memory"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"memory", "agent"}, names); diff != "" {
 		t.Errorf("loaded providers (-want +got):\n%s", diff)
 	}
 	if res := call(t, h, "memory.search", `{"query":"x"}`); res.IsError {
@@ -291,7 +291,8 @@ func TestCLIToolsListAndCall(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		names = append(names, strings.SplitN(line, "\t", 2)[0])
 	}
-	if diff := cmp.Diff([]string{"memory.store", "memory.note", "tree.tag", "memory.search", "memory.recall", "tree.read_chunk", "tree.browse", "tree.top_entities", "tree.list_sources"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"memory.store", "memory.note", "tree.tag", "memory.search", "memory.recall", "tree.read_chunk", "tree.browse", "tree.top_entities", "tree.list_sources",
+		"agent.list_subagents", "agent.run_subagent", "core.list_tools", "core.tool_instructions"}, names); diff != "" {
 		t.Errorf("tools list names (-want +got):\n%s", diff)
 	}
 	out, _, err = run("tools", "list", "--json")
@@ -309,7 +310,11 @@ func TestCLIToolsListAndCall(t *testing.T) {
 		t.Fatalf("tools list --json: %v, %d tools:\n%s", err, len(listed), out)
 	}
 	for i, tl := range listed {
-		if tl.Name != names[i] || tl.InputSchema["type"] != "object" || tl.Provider != "memory" || (tl.Class != "read" && tl.Class != "act") || tl.Annotations["readOnlyHint"] == nil {
+		provider := "memory"
+		if i >= 9 {
+			provider = "agent"
+		}
+		if tl.Name != names[i] || tl.InputSchema["type"] != "object" || tl.Provider != provider || (tl.Class != "read" && tl.Class != "act") || tl.Annotations["readOnlyHint"] == nil {
 			t.Errorf("tools list --json entry %d = %+v", i, tl)
 		}
 	}
@@ -425,7 +430,7 @@ func TestConfigCheckReportsProviderFailures(t *testing.T) {
 	if !strings.Contains(out.String(), "[providers.memory]") {
 		t.Errorf("config check printed no effective config: %q", out.String())
 	}
-	if want := "\n# data directory in effect: " + filepath.Join(dir, "data", "openhuman-host") + "\n"; !strings.HasSuffix(out.String(), want) {
+	if want := "\n# data directory in effect: " + filepath.Join(dir, "data", "openhuman-host") + "\n# provider agent loads: 4 tools, 10 resources (version 0.1.0)\n"; !strings.HasSuffix(out.String(), want) {
 		t.Errorf("config check does not end with %q: %q", want, out.String())
 	}
 }

@@ -69,6 +69,9 @@ func TestExampleProvider(t *testing.T) {
 [providers.memory]
 enabled = false
 
+[providers.agent]
+enabled = false
+
 [providers.hello]
 command = %q
 sha256 = %q

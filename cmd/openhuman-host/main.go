@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/providers/agent"
 	"github.com/openhuman/openhuman-host/providers/memory"
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -29,6 +30,7 @@ var version = ""
 // `openhuman-host provider <name>`.
 var builtins = map[string]func(log hclog.Logger) sdk.Provider{
 	"memory": func(log hclog.Logger) sdk.Provider { return memory.New(&memory.Options{Logger: log}) },
+	"agent":  func(log hclog.Logger) sdk.Provider { return agent.New(&agent.Options{Logger: log}) },
 }
 
 func builtinNames() []string {

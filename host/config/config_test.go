@@ -49,6 +49,7 @@ func wantDefault() *Config {
 		Audit: AuditConfig{RecordReads: true, RetainDays: 0, QueueSize: 1024},
 		Providers: map[string]ProviderConfig{
 			"memory":  {Name: "memory", Enabled: true},
+			"agent":   {Name: "agent", Enabled: true},
 			"searxng": {Name: "searxng", Enabled: false},
 		},
 		Source: DefaultSource,
@@ -1254,7 +1255,7 @@ func TestEnabledProviders(t *testing.T) {
 	if diff := cmp.Diff([]string{"memory", "searxng", "alpha", "zeta"}, got); diff != "" {
 		t.Errorf("EnabledProviders mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]ProviderConfig{{Name: "memory", Enabled: true}}, Default().EnabledProviders()); diff != "" {
+	if diff := cmp.Diff([]ProviderConfig{{Name: "memory", Enabled: true}, {Name: "agent", Enabled: true}}, Default().EnabledProviders()); diff != "" {
 		t.Errorf("default EnabledProviders mismatch (-want +got):\n%s", diff)
 	}
 }

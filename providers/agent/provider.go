@@ -1,0 +1,486 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// Version is the agent provider's version, reported by Describe.
+const Version = "0.1.0"
+
+// DefaultRunTimeout is the wall-clock limit of one agent.run_subagent
+// call when [providers.agent] run_timeout_secs is unset: 300 s. It is
+// declared as the tool's own timeout, so the host's default
+// tool_timeout_secs (120 s) does not cut runs short.
+const DefaultRunTimeout = 300 * time.Second
+
+// maxToolResultText caps the text of one tool result handed to the model,
+// in bytes.
+const maxToolResultText = 32 << 10
+
+// maxPromptLength is agent.run_subagent's limit on prompt, in characters.
+const maxPromptLength = 100000
+
+// Options configures [New]; a nil *Options uses every default.
+type Options struct {
+	// Logger receives the provider's log. Default: a null logger.
+	Logger hclog.Logger
+}
+
+// Provider is the agent provider: sub-agent definitions, the tools
+// agent.list_subagents, agent.run_subagent, core.list_tools and
+// core.tool_instructions, and the prompt resources. It implements
+// [sdk.Provider]; its methods are safe for concurrent use once Configure
+// has returned.
+type Provider struct {
+	log hclog.Logger
+
+	mu          sync.RWMutex
+	host        sdk.Host
+	model       Model // nil: the client's model through sampling
+	modelName   string
+	runTimeout  time.Duration
+	definitions []Definition // sorted by ID
+	resources   map[string]PromptResource
+}
+
+// New returns an unconfigured agent provider.
+func New(opts *Options) *Provider {
+	p := &Provider{log: hclog.NewNullLogger()}
+	if opts != nil && opts.Logger != nil {
+		p.log = opts.Logger
+	}
+	return p
+}
+
+// settings is [providers.agent] minus the keys the host reads.
+type settings struct {
+	// LLM is [providers.agent.llm]; nil runs sub-agents on the client's
+	// model through sampling.
+	LLM *llmSettings `json:"llm"`
+	// RunTimeoutSecs bounds one run, 1..86400; 0 means 300.
+	RunTimeoutSecs int `json:"run_timeout_secs"`
+	// AgentsDir is the directory of user definitions; empty means
+	// <config dir>/agents.
+	AgentsDir string `json:"agents_dir"`
+}
+
+// llmSettings is [providers.agent.llm].
+type llmSettings struct {
+	BaseURL     string `json:"base_url"`
+	Model       string `json:"model"`
+	APIKeyEnv   string `json:"api_key_env"`
+	TimeoutSecs int    `json:"timeout_secs"`
+}
+
+// Configure reads [providers.agent] (llm.base_url, llm.model,
+// llm.api_key_env, llm.timeout_secs, run_timeout_secs, agents_dir) and the
+// user definitions in agents_dir (default <config dir>/agents). Unknown
+// keys, bad values and invalid definition files are errors that name the
+// key or the file, line and field.
+func (p *Provider) Configure(_ context.Context, req *sdk.ConfigureRequest) error {
+	var s settings
+	dec := json.NewDecoder(bytes.NewReader(req.Config))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return fmt.Errorf("[providers.agent]: %w; the keys are llm (a table: base_url, model, api_key_env, timeout_secs), run_timeout_secs and agents_dir", err)
+	}
+	runTimeout := DefaultRunTimeout
+	switch {
+	case s.RunTimeoutSecs < 0 || s.RunTimeoutSecs > 86400:
+		return fmt.Errorf("[providers.agent] run_timeout_secs must be between 1 and 86400; got %d", s.RunTimeoutSecs)
+	case s.RunTimeoutSecs > 0:
+		runTimeout = time.Duration(s.RunTimeoutSecs) * time.Second
+	}
+	var model Model
+	var modelName string
+	if s.LLM != nil {
+		if s.LLM.TimeoutSecs < 0 || s.LLM.TimeoutSecs > 3600 {
+			return fmt.Errorf("%s timeout_secs must be between 1 and 3600; got %d", llmTable, s.LLM.TimeoutSecs)
+		}
+		m, err := NewOpenAIModel(OpenAIConfig{
+			BaseURL: s.LLM.BaseURL,
+			Model:   s.LLM.Model,
+			APIKey:  req.Secrets["llm.api_key"],
+			Timeout: time.Duration(s.LLM.TimeoutSecs) * time.Second,
+		})
+		if err != nil {
+			return err
+		}
+		if s.LLM.APIKeyEnv != "" && req.Secrets["llm.api_key"] == "" {
+			p.log.Warn("the environment variable named by llm.api_key_env is empty; requests go without an API key", "variable", s.LLM.APIKeyEnv)
+		}
+		model, modelName = m, s.LLM.Model
+	}
+	dir := s.AgentsDir
+	if dir == "" && req.ConfigDir != "" {
+		dir = filepath.Join(req.ConfigDir, "agents")
+	}
+	if dir != "" && !filepath.IsAbs(dir) {
+		return fmt.Errorf("[providers.agent] agents_dir must be an absolute path; got %q", dir)
+	}
+	var user []Definition
+	if dir != "" {
+		var err error
+		if user, err = LoadDir(dir); err != nil {
+			return fmt.Errorf("sub-agent definitions in %s: %w", dir, err)
+		}
+	}
+	builtins := Builtins()
+	resources := map[string]PromptResource{}
+	for _, r := range PromptResources(builtins) {
+		resources[r.URI] = r
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.host, p.model, p.modelName, p.runTimeout = req.Host, model, modelName, runTimeout
+	p.definitions = Merge(builtins, user)
+	p.resources = resources
+	return nil
+}
+
+var (
+	noArguments = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
+	readOnly    = sdk.Annotations{ReadOnlyHint: sdk.Bool(true), OpenWorldHint: sdk.Bool(false)}
+)
+
+// Describe lists the four tools and the prompt resources.
+func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	ids := make([]string, 0, len(p.definitions))
+	for _, d := range p.definitions {
+		ids = append(ids, d.ID)
+	}
+	cat := &sdk.Catalog{
+		Name:    "agent",
+		Version: Version,
+		Tools: []sdk.Tool{
+			{
+				Name:        "agent.list_subagents",
+				Title:       "List sub-agents",
+				Description: "Lists the sub-agents agent.run_subagent can run: id, name, when to use each, and the tools it may call.",
+				InputSchema: noArguments,
+				OutputSchema: json.RawMessage(`{"type":"object","properties":{"definitions":{"type":"array","items":{"type":"object",` +
+					`"properties":{"id":{"type":"string"},"display_name":{"type":"string"},"when_to_use":{"type":"string"},"tools":{"type":"array","items":{"type":"string"}},` +
+					`"model":{"type":"string"},"max_iterations":{"type":"integer"},"mcp_runnable":{"type":"boolean"},"source":{"type":"string"}},` +
+					`"required":["id","display_name","when_to_use","tools","max_iterations","mcp_runnable","source"]}}},"required":["definitions"]}`),
+				Annotations: readOnly,
+				Class:       sdk.ClassRead,
+			},
+			{
+				Name:  "agent.run_subagent",
+				Title: "Run a sub-agent",
+				Description: "Hands a whole task to a specialised sub-agent, which works on it with its own model and the host's tools " +
+					"(within its tool scope and the security policy) and returns its answer. Use agent.list_subagents to pick one. " +
+					"Valid agent_id values: " + strings.Join(ids, ", ") + ".",
+				InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
+					`"agent_id":{"type":"string","minLength":1,"maxLength":64,"description":"The sub-agent's id, from agent.list_subagents."},`+
+					`"prompt":{"type":"string","minLength":1,"maxLength":%d,"description":"The task, with everything the sub-agent needs to know: it cannot ask back."}},`+
+					`"required":["agent_id","prompt"],"additionalProperties":false}`, maxPromptLength)),
+				OutputSchema: json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string"},"response":{"type":"string"},` +
+					`"iterations":{"type":"integer"},"tool_calls":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"is_error":{"type":"boolean"}},"required":["name","is_error"]}}},` +
+					`"required":["agent_id","response","iterations","tool_calls"]}`),
+				Annotations: sdk.Annotations{ReadOnlyHint: sdk.Bool(false), DestructiveHint: sdk.Bool(true), IdempotentHint: sdk.Bool(false), OpenWorldHint: sdk.Bool(true)},
+				Class:       sdk.ClassAct,
+				Timeout:     p.runTimeout,
+			},
+			{
+				Name:        "core.list_tools",
+				Title:       "List tools for sub-agents",
+				Description: "Lists the host's tools a sub-agent may be given: name, description and JSON Schema parameters.",
+				InputSchema: noArguments,
+				OutputSchema: json.RawMessage(`{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object",` +
+					`"properties":{"name":{"type":"string"},"description":{"type":"string"},"parameters":{"type":"object"}},"required":["name","description","parameters"]}}},"required":["tools"]}`),
+				Annotations: readOnly,
+				Class:       sdk.ClassRead,
+			},
+			{
+				Name:         "core.tool_instructions",
+				Title:        "Tool-use instructions",
+				Description:  "Returns Markdown instructions for calling the host's tools by writing JSON, with the tool list, for models without native tool calling.",
+				InputSchema:  noArguments,
+				OutputSchema: json.RawMessage(`{"type":"object","properties":{"instructions":{"type":"string"}},"required":["instructions"]}`),
+				Annotations:  readOnly,
+				Class:        sdk.ClassRead,
+			},
+		},
+	}
+	uris := make([]string, 0, len(p.resources))
+	for uri := range p.resources {
+		uris = append(uris, uri)
+	}
+	sort.Strings(uris)
+	for _, uri := range uris {
+		r := p.resources[uri]
+		cat.Resources = append(cat.Resources, sdk.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: PromptMIMEType, Size: int64(len(r.Text))})
+	}
+	return cat, nil
+}
+
+// ReadResource returns one prompt resource.
+func (p *Provider) ReadResource(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	p.mu.RLock()
+	r, ok := p.resources[req.URI]
+	p.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", sdk.ErrResourceNotFound, req.URI)
+	}
+	return &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: r.URI, MIMEType: PromptMIMEType, Text: r.Text}}}, nil
+}
+
+// CallTool runs one of the four tools.
+func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	switch req.Name {
+	case "agent.list_subagents":
+		return p.listSubagents()
+	case "agent.run_subagent":
+		return p.runSubagent(ctx, req)
+	case "core.list_tools":
+		return p.listTools(ctx)
+	case "core.tool_instructions":
+		return p.toolInstructions(ctx)
+	}
+	return sdk.ErrorResult("the agent provider has no tool %q", req.Name), nil
+}
+
+type definitionView struct {
+	ID            string   `json:"id"`
+	DisplayName   string   `json:"display_name"`
+	WhenToUse     string   `json:"when_to_use"`
+	Tools         []string `json:"tools"`
+	Model         string   `json:"model,omitempty"`
+	MaxIterations int      `json:"max_iterations"`
+	MCPRunnable   bool     `json:"mcp_runnable"`
+	Source        string   `json:"source"`
+}
+
+func (p *Provider) listSubagents() (*sdk.CallToolResult, error) {
+	p.mu.RLock()
+	defs := p.definitions
+	p.mu.RUnlock()
+	views := make([]definitionView, 0, len(defs))
+	var text strings.Builder
+	fmt.Fprintf(&text, "%d sub-agents:\n", len(defs))
+	for _, d := range defs {
+		tools := d.Tools
+		if tools == nil {
+			tools = []string{}
+		}
+		views = append(views, definitionView{ID: d.ID, DisplayName: d.DisplayName, WhenToUse: d.WhenToUse, Tools: tools, Model: d.Model,
+			MaxIterations: d.MaxIterations, MCPRunnable: d.MCPRunnable, Source: d.Source})
+		fmt.Fprintf(&text, "- %s (%s): %s\n", d.ID, d.DisplayName, d.WhenToUse)
+	}
+	return sdk.StructuredResult(text.String(), map[string]any{"definitions": views})
+}
+
+// hostTools lists the host's tools as the model sees them, minus this
+// provider's own core.* tools, which describe tools rather than do work.
+func (p *Provider) hostTools(ctx context.Context) ([]ToolSpec, error) {
+	p.mu.RLock()
+	host := p.host
+	p.mu.RUnlock()
+	if host == nil {
+		return nil, errors.New("the host offers no host service, so sub-agents cannot reach its tools")
+	}
+	tools, err := host.ListTools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the host's tools: %w", err)
+	}
+	out := make([]ToolSpec, 0, len(tools))
+	for _, t := range tools {
+		if strings.HasPrefix(t.Name, "core.") {
+			continue
+		}
+		out = append(out, ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
+	}
+	return out, nil
+}
+
+type toolView struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+func (p *Provider) listTools(ctx context.Context) (*sdk.CallToolResult, error) {
+	tools, err := p.hostTools(ctx)
+	if err != nil {
+		return sdk.ErrorResult("%v", err), nil
+	}
+	views := make([]toolView, 0, len(tools))
+	var text strings.Builder
+	fmt.Fprintf(&text, "%d tools:\n", len(tools))
+	for _, t := range tools {
+		views = append(views, toolView{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		fmt.Fprintf(&text, "- %s: %s\n", t.Name, firstSentence(t.Description))
+	}
+	return sdk.StructuredResult(text.String(), map[string]any{"tools": views})
+}
+
+func (p *Provider) toolInstructions(ctx context.Context) (*sdk.CallToolResult, error) {
+	tools, err := p.hostTools(ctx)
+	if err != nil {
+		return sdk.ErrorResult("%v", err), nil
+	}
+	var b strings.Builder
+	b.WriteString("# Calling openhuman-host tools\n\n" +
+		"To call a tool, answer with exactly one fenced JSON block and nothing else:\n\n" +
+		"```json\n{\"tool\": \"memory.search\", \"arguments\": {\"query\": \"reef survey\"}}\n```\n\n" +
+		"The result comes back as the next message. Call one tool at a time; when you have what you need, answer in plain text " +
+		"without a JSON block. `arguments` must be a JSON object that matches the tool's parameters: unknown arguments, blank required " +
+		"strings and out-of-range numbers are refused, with a message naming the argument. A refusal by the security policy is final: " +
+		"report it instead of working around it.\n\n## Tools\n")
+	for _, t := range tools {
+		fmt.Fprintf(&b, "\n### %s\n\n%s\n\nParameters (JSON Schema): `%s`\n", t.Name, t.Description, compactJSON(t.Parameters))
+	}
+	text := b.String()
+	return sdk.StructuredResult(text, map[string]string{"instructions": text})
+}
+
+type runArgs struct {
+	AgentID string `json:"agent_id"`
+	Prompt  string `json:"prompt"`
+}
+
+type callView struct {
+	Name    string `json:"name"`
+	IsError bool   `json:"is_error"`
+}
+
+func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	var args runArgs
+	if err := json.Unmarshal(req.Arguments, &args); err != nil {
+		return sdk.ErrorResult("agent.run_subagent takes {\"agent_id\": string, \"prompt\": string}: %v", err), nil
+	}
+	p.mu.RLock()
+	defs, host, model, modelName := p.definitions, p.host, p.model, p.modelName
+	p.mu.RUnlock()
+	i := slices.IndexFunc(defs, func(d Definition) bool { return d.ID == args.AgentID })
+	runnable := make([]string, 0, len(defs))
+	for _, d := range defs {
+		if d.MCPRunnable || req.Caller.Depth > 0 {
+			runnable = append(runnable, d.ID)
+		}
+	}
+	if i < 0 {
+		return sdk.ErrorResult("unknown agent_id %q; the sub-agents you can run are: %s", args.AgentID, strings.Join(runnable, ", ")), nil
+	}
+	def := defs[i]
+	if !def.MCPRunnable && req.Caller.Depth == 0 {
+		return sdk.ErrorResult("sub-agent %q runs only for other sub-agents (mcp_runnable = false); the sub-agents you can run are: %s",
+			def.ID, strings.Join(runnable, ", ")), nil
+	}
+	if host == nil {
+		return sdk.ErrorResult("the host offers no host service, so sub-agents cannot run"), nil
+	}
+	all, err := p.hostTools(ctx)
+	if err != nil {
+		return sdk.ErrorResult("%v", err), nil
+	}
+	var tools []ToolSpec
+	for _, t := range all {
+		if def.Allows(t.Name) {
+			tools = append(tools, t)
+		}
+	}
+	usingSampling := model == nil
+	if usingSampling {
+		model = &SamplingModel{Host: host, Caller: req.Caller}
+	}
+	chosen := def.Model
+	if chosen == "" && !usingSampling {
+		chosen = modelName
+	}
+	actor := "agent:" + def.ID
+	run := func(ctx context.Context, name string, arguments json.RawMessage) (string, bool, error) {
+		res, err := host.CallTool(ctx, &sdk.HostCallToolRequest{Name: name, Arguments: arguments, Caller: req.Caller, Actor: actor})
+		if err != nil {
+			return "", false, err
+		}
+		return resultText(res), res.IsError, nil
+	}
+	p.log.Debug("sub-agent run starts", "agent", def.ID, "tools", len(tools), "sampling", usingSampling, "depth", req.Caller.Depth)
+	result, err := Run(ctx, model, ModelRequest{
+		System:      def.Prompt,
+		Messages:    []Message{{Role: "user", Content: args.Prompt}},
+		Tools:       tools,
+		Model:       chosen,
+		Temperature: def.Temperature,
+	}, run, RunOptions{
+		MaxIterations: def.MaxIterations,
+		Allowed:       def.Allows,
+		OnIteration: func(iteration int, summary string) {
+			_ = req.Progress(ctx, sdk.Progress{Progress: float64(iteration), Total: float64(def.MaxIterations), Message: def.ID + ": " + summary})
+		},
+	})
+	if err != nil {
+		switch {
+		case usingSampling && isSamplingUnavailable(err):
+			return sdk.ErrorResult("sub-agent %q has no model to run on: no endpoint is configured in [providers.agent.llm] (set base_url and model), "+
+				"and the MCP client cannot lend its own model (%v)", def.ID, err), nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		}
+		return sdk.ErrorResult("sub-agent %q stopped after %d model requests and %d tool calls: %v", def.ID, result.Iterations, len(result.ToolCalls), err), nil
+	}
+	calls := make([]callView, 0, len(result.ToolCalls))
+	for _, c := range result.ToolCalls {
+		calls = append(calls, callView{Name: c.Name, IsError: c.IsError})
+	}
+	return sdk.StructuredResult(result.Response, map[string]any{
+		"agent_id": def.ID, "response": result.Response, "iterations": result.Iterations, "tool_calls": calls,
+	})
+}
+
+// resultText is what the model reads of a tool result: its text blocks,
+// or its structured content when it has no text, cut to 32 KiB.
+func resultText(r *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			parts = append(parts, c.Text)
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if text == "" && len(r.StructuredContent) > 0 {
+		text = string(r.StructuredContent)
+	}
+	if len(text) > maxToolResultText {
+		text = strings.ToValidUTF8(text[:maxToolResultText], "") + "\n[result cut at 32 KiB]"
+	}
+	return text
+}
+
+// firstSentence is s up to its first period or line break.
+func firstSentence(s string) string {
+	if i := strings.IndexAny(s, ".\n"); i >= 0 {
+		return s[:i+1]
+	}
+	return s
+}
+
+// compactJSON removes insignificant white space from raw, or returns it as
+// is when it is not JSON.
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+var _ sdk.Provider = (*Provider)(nil)

@@ -73,13 +73,24 @@ func providerByName(t *testing.T, h *host.Host, name string) *plugins.Provider {
 // connect serves h's MCP server to an in-memory go-sdk client.
 func connect(t *testing.T, h *host.Host, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return connectVersion(t, h, "", opts)
+}
+
+// connectVersion is connect with the protocol version the client asks for;
+// "" asks for the newest.
+func connectVersion(t *testing.T, h *host.Host, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := h.Server.MCP().Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "lifecycle-test", Version: "1"}, opts).Connect(t.Context(), ct, nil)
+	var sessionOpts *mcp.ClientSessionOptions
+	if version != "" {
+		sessionOpts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "lifecycle-test", Version: "1"}, opts).Connect(t.Context(), ct, sessionOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

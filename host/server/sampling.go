@@ -41,11 +41,17 @@ func (s *Server) CreateMessage(ctx context.Context, req *sdk.CreateMessageReques
 	}
 	ss := v.(*mcp.ServerSession)
 	var caps *mcp.ClientCapabilities
+	version := ""
 	if init := ss.InitializeParams(); init != nil {
-		caps = init.Capabilities
+		caps, version = init.Capabilities, init.ProtocolVersion
 	}
 	client := nonEmpty(req.Caller.ClientName, "the client")
 	switch {
+	case version > lastInRequestElicitation:
+		// Later versions want sampling as multi-round-trip input requests
+		// (SEP-2322), which this server does not produce yet.
+		return nil, fmt.Errorf("%w: %s speaks MCP %s, where a server may not send sampling/createMessage while it serves a call (only protocol versions up to %s allow it)",
+			sdk.ErrSamplingUnavailable, client, version, lastInRequestElicitation)
 	case caps == nil || caps.Sampling == nil:
 		return nil, fmt.Errorf("%w: %s did not declare the sampling capability", sdk.ErrSamplingUnavailable, client)
 	case len(req.Tools) > 0 && caps.Sampling.Tools == nil:

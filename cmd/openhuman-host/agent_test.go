@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/internal/scriptedllm"
+)
+
+// llmConfig points the agent provider at a scripted endpoint.
+func llmConfig(url string) string {
+	return fmt.Sprintf("[providers.agent.llm]\nbase_url = %q\nmodel = \"scripted\"\n", url)
+}
+
+// The acceptance path: the CLI runs the archivist on a scripted model; the
+// archivist stores a memory through the host; memory.search finds it; the
+// audit log attributes the inner call to the agent.
+func TestSubagentStoresMemoryThroughTheHost(t *testing.T) {
+	llm := scriptedllm.New(t,
+		scriptedllm.CallTools(scriptedllm.Call{Name: "memory_store", Arguments: `{"title":"Reef survey","content":"Coral bleaching seen at site four."}`}),
+		scriptedllm.Reply("Filed it as \"Reef survey\"."),
+	)
+	home := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
+	cfgDir := filepath.Join(home, "config", "openhuman-host")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte(llmConfig(llm.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "tools", "call", "--json", "agent.run_subagent", `{"agent_id":"archivist","prompt":"File this: coral bleaching at site four."}`)
+	if err != nil {
+		t.Fatalf("run_subagent: %v\n%s", err, out)
+	}
+	var res struct {
+		StructuredContent struct {
+			AgentID   string `json:"agent_id"`
+			Response  string `json:"response"`
+			ToolCalls []struct {
+				Name    string `json:"name"`
+				IsError bool   `json:"is_error"`
+			} `json:"tool_calls"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	sc := res.StructuredContent
+	if sc.AgentID != "archivist" || sc.Response != `Filed it as "Reef survey".` || len(sc.ToolCalls) != 1 || sc.ToolCalls[0].Name != "memory.store" || sc.ToolCalls[0].IsError {
+		t.Errorf("result = %+v", sc)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	if got := strings.Join(reqs[0].Tools, ","); got != "memory_store,memory_note,tree_tag,memory_search,tree_read_chunk" {
+		t.Errorf("tools offered to the archivist: %s", got)
+	}
+	if reqs[0].Messages[0].Role != "system" || !strings.HasPrefix(reqs[0].Messages[0].Content, "# Archivist") {
+		t.Errorf("first message: %+v", reqs[0].Messages[0])
+	}
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != "tool" || !strings.Contains(last.Content, "Reef survey") {
+		t.Errorf("the tool result sent back: %+v", last)
+	}
+
+	out, err = runCLI(t, "tools", "call", "memory.search", `{"query":"coral bleaching"}`)
+	if err != nil || !strings.Contains(out, "Reef survey") {
+		t.Fatalf("memory.search after the run: %v\n%s", err, out)
+	}
+	rows := auditRows(t, filepath.Join(home, "data", "openhuman-host"))
+	var inner, outer *audit.Record
+	for i := range rows {
+		switch rows[i].Tool {
+		case "memory.store":
+			inner = &rows[i]
+		case "agent.run_subagent":
+			outer = &rows[i]
+		}
+	}
+	if inner == nil || inner.SourceType != "cli/agent:archivist" || inner.Decision != "allowed" || !inner.Success {
+		t.Errorf("inner audit row = %+v", inner)
+	}
+	if outer == nil || outer.SourceType != "cli" || !outer.Success {
+		t.Errorf("outer audit row = %+v", outer)
+	}
+}
+
+// The security policy applies inside a run: a denied act tool is refused
+// to the sub-agent, the model is told, and the refusal is audited as the
+// agent's. Under readonly the run itself, an act, is refused.
+func TestSubagentUnderPolicy(t *testing.T) {
+	t.Parallel()
+	llm := scriptedllm.New(t,
+		scriptedllm.CallTools(scriptedllm.Call{Name: "memory_store", Arguments: `{"title":"T","content":"C"}`}),
+		scriptedllm.Reply("I could not store it: the policy denies memory.store."),
+	)
+	cfg, dataDir := testConfig(t, "[autonomy]\ndenied_tools = [\"memory.store\"]\n"+llmConfig(llm.URL))
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	res := call(t, h, "agent.run_subagent", `{"agent_id":"archivist","prompt":"store T"}`)
+	if res.IsError || text(res) != "I could not store it: the policy denies memory.store." {
+		t.Fatalf("run: %q", text(res))
+	}
+	reqs := llm.Requests()
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != "tool" || !strings.Contains(last.Content, "denied_tools") {
+		t.Errorf("the refusal the model saw: %+v", last)
+	}
+	var denied []audit.Record
+	for _, r := range auditRows(t, dataDir) {
+		if r.Tool == "memory.store" {
+			denied = append(denied, r)
+		}
+	}
+	if len(denied) != 1 || denied[0].SourceType != "cli/agent:archivist" || !strings.HasPrefix(denied[0].Decision, "denied:") {
+		t.Errorf("audit rows of the inner call: %+v", denied)
+	}
+
+	ro, _ := testConfig(t, "[autonomy]\nlevel = \"readonly\"\n"+llmConfig(llm.URL))
+	h2 := startTestHost(t, ro)
+	defer h2.Close(context.Background())
+	res = call(t, h2, "agent.run_subagent", `{"agent_id":"archivist","prompt":"store T"}`)
+	if !res.IsError || !strings.Contains(text(res), `[autonomy] level is "readonly"`) {
+		t.Fatalf("run_subagent under readonly: %q", text(res))
+	}
+	if n := len(llm.Requests()); n != 2 {
+		t.Errorf("%d model requests in all, want the first run's 2", n)
+	}
+}
+
+// The depth limit stops an orchestrator that keeps delegating to itself:
+// the seventh nested run's call is refused, and every run still answers.
+func TestSubagentDepthLimit(t *testing.T) {
+	t.Parallel()
+	var steps []scriptedllm.Step
+	for range 7 {
+		steps = append(steps, scriptedllm.CallTools(scriptedllm.Call{Name: "agent_run_subagent", Arguments: `{"agent_id":"orchestrator","prompt":"go deeper"}`}))
+	}
+	for i := range 7 {
+		steps = append(steps, scriptedllm.Reply(fmt.Sprintf("level %d done", 6-i)))
+	}
+	llm := scriptedllm.New(t, steps...)
+	cfg, dataDir := testConfig(t, llmConfig(llm.URL))
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	res := call(t, h, "agent.run_subagent", `{"agent_id":"orchestrator","prompt":"go deeper"}`)
+	if res.IsError || text(res) != "level 0 done" {
+		t.Fatalf("outer run: %q", text(res))
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 14 {
+		t.Fatalf("%d model requests, want 14", len(reqs))
+	}
+	// The deepest run was told its call was refused for depth.
+	if last := reqs[7].Messages[len(reqs[7].Messages)-1]; last.Role != "tool" || !strings.Contains(last.Content, "tool calls may nest at most 6 deep") {
+		t.Errorf("deepest run's tool result: %+v", last)
+	}
+	var depthDenied int
+	for _, r := range auditRows(t, dataDir) {
+		if r.Decision == "denied:depth" {
+			depthDenied++
+			if !strings.HasPrefix(r.SourceType, "cli/agent:orchestrator") {
+				t.Errorf("denied row source = %q", r.SourceType)
+			}
+		}
+	}
+	if depthDenied != 1 {
+		t.Errorf("%d denied:depth audit rows, want 1", depthDenied)
+	}
+}
+
+// With no endpoint configured the run uses the MCP client's own model
+// through sampling, tools included; a client that cannot sample gets an
+// error naming the config key.
+func TestSubagentOnTheClientsModel(t *testing.T) {
+	t.Parallel()
+	cfg, _ := testConfig(t, "")
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	if res := call(t, h, "memory.store", `{"title":"Tide tables","content":"High tide at 06:12 on Monday."}`); res.IsError {
+		t.Fatal(text(res))
+	}
+	var mu sync.Mutex
+	var seen []*mcp.CreateMessageWithToolsParams
+	cs := connectVersion(t, h, "2025-11-25", &mcp.ClientOptions{CreateMessageWithToolsHandler: func(_ context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+		mu.Lock()
+		seen = append(seen, req.Params)
+		n := len(seen)
+		mu.Unlock()
+		if n == 1 {
+			return &mcp.CreateMessageWithToolsResult{Model: "client-model", Role: "assistant", StopReason: "toolUse",
+				Content: []mcp.Content{&mcp.ToolUseContent{ID: "u1", Name: "memory_search", Input: map[string]any{"query": "tide"}}}}, nil
+		}
+		return &mcp.CreateMessageWithToolsResult{Model: "client-model", Role: "assistant", StopReason: "endTurn",
+			Content: []mcp.Content{&mcp.TextContent{Text: "High tide is at 06:12 on Monday."}}}, nil
+	}})
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent.run_subagent", Arguments: map[string]any{"agent_id": "researcher", "prompt": "When is high tide?"}})
+	if err != nil || res.IsError {
+		t.Fatalf("run on the client's model: %v %+v %q", err, res, res.Content[0].(*mcp.TextContent).Text)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; got != "High tide is at 06:12 on Monday." {
+		t.Errorf("answer = %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("%d sampling requests, want 2", len(seen))
+	}
+	var toolNames []string
+	for _, tl := range seen[0].Tools {
+		toolNames = append(toolNames, tl.Name)
+	}
+	if !strings.Contains(strings.Join(toolNames, ","), "memory_search") || strings.Contains(strings.Join(toolNames, ","), "agent_run_subagent") {
+		t.Errorf("tools offered through sampling: %v", toolNames)
+	}
+	if !strings.Contains(seen[0].SystemPrompt, "researcher") && !strings.Contains(strings.ToLower(seen[0].SystemPrompt), "research") {
+		t.Errorf("system prompt: %q", seen[0].SystemPrompt)
+	}
+	second := seen[1].Messages
+	last := second[len(second)-1]
+	tr, ok := last.Content[0].(*mcp.ToolResultContent)
+	if last.Role != "user" || !ok || tr.ToolUseID != "u1" || !strings.Contains(tr.Content[0].(*mcp.TextContent).Text, "Tide tables") {
+		t.Errorf("tool result sent to the client's model: %+v", last)
+	}
+
+	// A client without sampling, and one on a protocol version that does
+	// not let a server sample during a call: the run says which key to set.
+	plain := connect(t, h, nil)
+	res, err = plain.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent.run_subagent", Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "[providers.agent.llm]") {
+		t.Errorf("run for a client that cannot sample: %v %+v", err, res)
+	}
+	newer := connect(t, h, &mcp.ClientOptions{CreateMessageWithToolsHandler: func(context.Context, *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+		t.Error("sampling request on a protocol version that does not allow it")
+		return nil, fmt.Errorf("unexpected")
+	}})
+	res, err = newer.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent.run_subagent", Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "only protocol versions up to 2025-11-25 allow it") {
+		t.Errorf("run for a client on a newer protocol: %v %+v", err, res)
+	}
+}

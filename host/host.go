@@ -5,13 +5,16 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,7 +76,11 @@ type Host struct {
 	changeMu sync.Mutex
 	// owners maps "tool:<name>" and "resource:<uri>" to the provider that
 	// first served it, for the host's lifetime (guarded by changeMu).
-	owners map[string]string
+	owners  map[string]string
+	opts    Options
+	dataDir string
+	// reloadMu serialises Reload.
+	reloadMu sync.Mutex
 }
 
 // builtinNamespaces are the tool name prefixes of built-in providers; no
@@ -150,7 +157,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
-	h := &Host{Config: cfg, audit: auditLog, log: o.Logger, started: time.Now(), statusFile: o.StatusFile}
+	h := &Host{Config: cfg, audit: auditLog, log: o.Logger, started: time.Now(), statusFile: o.StatusFile, opts: o, dataDir: dataDir}
 	hostService := &hostService{}
 	h.manager = plugins.NewManager(&plugins.Options{
 		Logger:       o.Logger.Named("provider"),
@@ -200,6 +207,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		return nil, err
 	}
 	h.Server = srv
+	srv.Reconfigure(serverSettings(cfg, pol))
 	hostService.srv.Store(srv)
 	h.changeMu.Unlock()
 	warnUnmatchedPatterns(o.Logger, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)
@@ -341,6 +349,48 @@ func configDir(cfg *config.Config) string {
 	return ""
 }
 
+// serverSettings are the server settings cfg asks for.
+func serverSettings(cfg *config.Config, pol *policy.Policy) server.Settings {
+	timeouts := map[string]time.Duration{}
+	for _, p := range cfg.EnabledProviders() {
+		if d := p.ToolTimeout(); d > 0 {
+			timeouts[p.Name] = d
+		}
+	}
+	return server.Settings{
+		Policy:               pol,
+		ToolTimeout:          cfg.Server.ToolTimeout(),
+		ProviderToolTimeouts: timeouts,
+		ConfirmActs:          cfg.Autonomy.ConfirmActs,
+		RecordReads:          cfg.Audit.RecordReads,
+		DisabledHint:         disabledHint(cfg),
+	}
+}
+
+// disabledHint says, for a tool in the namespace of a built-in provider
+// that cfg disables, which key enables it.
+func disabledHint(cfg *config.Config) func(string) string {
+	where := "the config file"
+	if cfg.Source != config.DefaultSource && cfg.Source != "" {
+		where = cfg.Source
+	}
+	return func(tool string) string {
+		for builtin, prefixes := range builtinNamespaces {
+			p, ok := cfg.Providers[builtin]
+			if ok && p.Enabled {
+				continue
+			}
+			for _, prefix := range prefixes {
+				if strings.HasPrefix(tool, prefix) {
+					return fmt.Sprintf("it belongs to the %s provider, which is disabled; set [providers.%s] enabled = true in %s, then restart openhuman-host or send it SIGHUP",
+						builtin, builtin, where)
+				}
+			}
+		}
+		return ""
+	}
+}
+
 // warnUnmatchedPatterns logs allow/deny entries that match no tool: a typo
 // in a deny list would otherwise fail open without a sign.
 func warnUnmatchedPatterns(log hclog.Logger, cat *catalog.Catalog, key string, patterns []string) {
@@ -460,4 +510,142 @@ func (s *hostService) CreateMessage(ctx context.Context, req *sdk.CreateMessageR
 		return nil, errors.New("host is still starting")
 	}
 	return srv.CreateMessage(ctx, req)
+}
+
+// ReloadGrace is how long calls running in a provider that a reload stops
+// get to finish before the provider's process is stopped.
+const ReloadGrace = 10 * time.Second
+
+// ReloadResult says what a [Host.Reload] changed.
+type ReloadResult struct {
+	// Started lists the providers started (new, enabled, changed or
+	// previously failed), Stopped those stopped (removed, disabled or
+	// changed), Failed those that did not start, with the reason.
+	Started, Stopped []string
+	Failed           []plugins.Failure
+	// Ignored lists the changed settings a reload cannot apply (transport,
+	// address, data directory, audit, log level); they take effect when
+	// the server restarts.
+	Ignored []string
+}
+
+// Reload makes the running host match cfg, which the caller has already
+// loaded and validated: providers that are new, enabled, changed or failed
+// are started; removed, disabled or changed ones are stopped (calls
+// running in them get ReloadGrace to finish); the security policy, tool
+// timeouts and confirmation mode are replaced; and the server swaps its
+// catalog, which sends notifications/tools/list_changed (and resources) to
+// every connected session when the lists change. Settings a reload cannot
+// change are listed in the result and keep their values. It fails, having
+// changed nothing, only when cfg's policy is invalid or ctx ends first.
+func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, error) {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	var res ReloadResult
+	pol, err := policy.New(policy.Options{
+		Level:             policy.Level(cfg.Autonomy.Level),
+		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,
+		AllowedTools:      cfg.Autonomy.AllowedTools,
+		DeniedTools:       cfg.Autonomy.DeniedTools,
+	})
+	if err != nil {
+		return res, fmt.Errorf("security policy: %w", err)
+	}
+	res.Ignored = ignoredChanges(h.Config, cfg)
+	var failed []plugins.Failure
+	specs, err := providerSpecs(cfg, h.dataDir, h.opts, &failed)
+	if err != nil {
+		return res, err
+	}
+	current := map[string]*plugins.Provider{}
+	for _, p := range h.Providers {
+		current[p.Name] = p
+	}
+	var keep, stop []*plugins.Provider
+	var start []plugins.Spec
+	wanted := map[string]bool{}
+	for _, spec := range specs {
+		wanted[spec.Name] = true
+		p, ok := current[spec.Name]
+		switch {
+		case ok && sameSpec(p.Spec(), spec) && p.Status().State != plugins.StateFailed:
+			keep = append(keep, p)
+		case ok:
+			stop = append(stop, p)
+			start = append(start, spec)
+		default:
+			start = append(start, spec)
+		}
+	}
+	for _, p := range h.Providers {
+		if !wanted[p.Name] {
+			stop = append(stop, p)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, p := range stop {
+		res.Stopped = append(res.Stopped, p.Name)
+		wg.Go(func() { h.manager.Stop(p, ReloadGrace) })
+	}
+	wg.Wait()
+	loaded, startFailed, err := h.manager.Start(ctx, start)
+	if err != nil {
+		return res, fmt.Errorf("start providers: %w", err)
+	}
+	for _, p := range loaded {
+		res.Started = append(res.Started, p.Name)
+	}
+	failed = append(failed, startFailed...)
+	res.Failed = failed
+
+	h.changeMu.Lock()
+	defer h.changeMu.Unlock()
+	// Keep the config order: built-ins first, then third-party by name.
+	byName := map[string]*plugins.Provider{}
+	for _, p := range append(keep, loaded...) {
+		byName[p.Name] = p
+	}
+	var providers []*plugins.Provider
+	for _, spec := range specs {
+		if p, ok := byName[spec.Name]; ok {
+			providers = append(providers, p)
+		}
+	}
+	h.Providers, h.Failed, h.Config = providers, failed, cfg
+	cat, dispatchers, notLoaded := h.merge()
+	h.Server.Reconfigure(serverSettings(cfg, pol))
+	h.Server.Update(cat, dispatchers, notLoaded)
+	h.writeStatus()
+	warnUnmatchedPatterns(h.log, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)
+	warnUnmatchedPatterns(h.log, cat, "autonomy.denied_tools", cfg.Autonomy.DeniedTools)
+	return res, nil
+}
+
+// sameSpec reports whether two specs launch the same provider the same way.
+func sameSpec(a, b plugins.Spec) bool {
+	return a.Name == b.Name && a.Path == b.Path && slices.Equal(a.Args, b.Args) && a.SHA256 == b.SHA256 && a.Verify == b.Verify &&
+		bytes.Equal(a.Config, b.Config) && a.DataDir == b.DataDir && maps.Equal(a.Secrets, b.Secrets) && a.StartTimeout == b.StartTimeout
+}
+
+// ignoredChanges names the settings that differ between old and next but
+// need a restart.
+func ignoredChanges(old, next *config.Config) []string {
+	var out []string
+	add := func(changed bool, key string) {
+		if changed {
+			out = append(out, key)
+		}
+	}
+	add(old.Server.Transport != next.Server.Transport, "server.transport")
+	add(old.Server.Host != next.Server.Host, "server.host")
+	add(old.Server.Port != next.Server.Port, "server.port")
+	add(old.Server.DataDir != next.Server.DataDir, "server.data_dir")
+	add(old.Server.LogLevel != next.Server.LogLevel, "server.log_level")
+	add(old.Server.ProviderStartTimeoutSecs != next.Server.ProviderStartTimeoutSecs, "server.provider_start_timeout_secs")
+	add(old.Server.MaxRequestBodyBytes != next.Server.MaxRequestBodyBytes, "server.max_request_body_bytes")
+	add(old.Server.SessionIdleTimeoutSecs != next.Server.SessionIdleTimeoutSecs, "server.session_idle_timeout_secs")
+	add(!slices.Equal(old.Server.AllowedOrigins, next.Server.AllowedOrigins), "server.allowed_origins")
+	add(old.Audit.RetainDays != next.Audit.RetainDays, "audit.retain_days")
+	add(old.Audit.QueueSize != next.Audit.QueueSize, "audit.queue_size")
+	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/host/server"
 )
@@ -438,4 +439,78 @@ func TestToolsAreNotTakenOver(t *testing.T) {
 	if !errors.Is(err, server.ErrUnknownTool) {
 		t.Errorf("kit.ping after kit failed: %v", err)
 	}
+}
+
+// A reload starts a provider that was enabled, stops one that was
+// disabled, replaces the policy, and connected clients see list_changed;
+// a disabled built-in's tool names the key that enables it.
+func TestReload(t *testing.T) {
+	t.Parallel()
+	base, _ := testConfig(t, "")
+	dataDir, err := base.DataDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(extra string) *config.Config {
+		t.Helper()
+		c, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata_dir = %q\n%s", dataDir, extra)), "test.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	off := parse(kitConfig(t, "enabled = false\n") + "[providers.agent]\nenabled = false\n")
+	h := startTestHost(t, off)
+	defer h.Close(context.Background())
+	changed := make(chan struct{}, 8)
+	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	if names := toolNames(t, cs); slices.Contains(names, "kit.ping") || slices.Contains(names, "agent.run_subagent") {
+		t.Fatalf("disabled providers' tools listed: %v", names)
+	}
+	_, err = h.Server.Call(t.Context(), server.Call{Tool: "agent.list_subagents", Arguments: json.RawMessage(`{}`)})
+	if err == nil || !strings.Contains(err.Error(), "it belongs to the agent provider, which is disabled; set [providers.agent] enabled = true in test.toml") {
+		t.Errorf("a disabled built-in's tool: %v", err)
+	}
+	memPid := providerByName(t, h, "memory").Pid()
+
+	on := parse(kitConfig(t, "") + "[autonomy]\ndenied_tools = [\"kit.spawn\"]\n")
+	res, err := h.Reload(t.Context(), on)
+	if err != nil || fmt.Sprint(res.Started) != "[agent kit]" || len(res.Stopped) != 0 || len(res.Failed) != 0 {
+		t.Fatalf("reload on: %+v, %v", res, err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no list_changed after enabling providers")
+	}
+	if names := toolNames(t, cs); !slices.Contains(names, "kit.ping") || !slices.Contains(names, "agent.run_subagent") {
+		t.Fatalf("tools after enabling: %v", names)
+	}
+	if r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.ping", Arguments: map[string]any{}}); err != nil || r.IsError {
+		t.Errorf("kit.ping after the reload: %v %+v", err, r)
+	}
+	if r := call(t, h, "kit.spawn", `{}`); !r.IsError || !strings.Contains(text(r), "denied_tools") {
+		t.Errorf("the reloaded policy does not deny kit.spawn: %q", text(r))
+	}
+	if pid := providerByName(t, h, "memory").Pid(); pid != memPid {
+		t.Errorf("an unchanged provider was restarted: pid %d → %d", memPid, pid)
+	}
+
+	// A call running in kit when it is disabled finishes or fails cleanly.
+	errc := make(chan error, 1)
+	go func() {
+		r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.progress", Arguments: map[string]any{}})
+		if err == nil && r.IsError {
+			err = fmt.Errorf("%v", r.Content[0].(*mcp.TextContent).Text)
+		}
+		errc <- err
+	}()
+	res, err = h.Reload(t.Context(), off)
+	if err != nil || fmt.Sprint(res.Stopped) != "[agent kit]" {
+		t.Fatalf("reload off: %+v, %v", res, err)
+	}
+	if err := <-errc; err != nil && !strings.Contains(err.Error(), "stopped") {
+		t.Errorf("call during the reload: %v", err)
+	}
+	waitUntil(t, 5*time.Second, "kit's tools gone", func() bool { return !slices.Contains(toolNames(t, cs), "kit.ping") })
 }

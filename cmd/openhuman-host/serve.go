@@ -28,6 +28,7 @@ type serveFlags struct {
 	port         int
 	authToken    string
 	insecureBind bool
+	watch        bool
 }
 
 func newServeCmd(g *globalFlags) *cobra.Command {
@@ -40,7 +41,10 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			"       calls still running get 10 s to finish, then they are cancelled; SIGINT and SIGTERM\n" +
 			"       cancel them at once.\n" +
 			"http:  Streamable HTTP + SSE at http://HOST:PORT/ (default 127.0.0.1:9300). A bearer token\n" +
-			"       from --auth-token or OPENHUMAN_MCP_TOKEN is required by clients when set.",
+			"       from --auth-token or OPENHUMAN_MCP_TOKEN is required by clients when set.\n\n" +
+			"SIGHUP, and with --watch any change to the config file, reloads the config: providers are\n" +
+			"started and stopped to match, the policy is replaced, and connected clients are told when their\n" +
+			"tool lists change. An invalid file changes nothing; its errors are logged.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd, g, f)
@@ -51,6 +55,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&f.port, "port", 0, "http listen port (default from [server] port: 9300)")
 	cmd.Flags().StringVar(&f.authToken, "auth-token", "", "bearer token http clients must send (default $OPENHUMAN_MCP_TOKEN)")
 	cmd.Flags().BoolVar(&f.insecureBind, "insecure-bind", false, "allow a non-loopback http address without a token")
+	cmd.Flags().BoolVar(&f.watch, "watch", false, "reload the config whenever its file changes (SIGHUP always reloads it)")
 	return cmd
 }
 
@@ -99,6 +104,9 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 		return fmt.Errorf("resolve data dir: %w", err)
 	}
 	return runHost(cfg, log, statusFile(dataDir, os.Getpid()), func(ctx context.Context, stdin *os.File, h *host.Host) error {
+		if err := reloadOnSignals(ctx, h, log, g.configPath, f.watch); err != nil {
+			return err
+		}
 		return serveTransport(ctx, h, log, stdin, transport, net.JoinHostPort(listenHost, strconv.Itoa(port)), token)
 	})
 }

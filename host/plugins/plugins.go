@@ -31,6 +31,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -449,6 +450,16 @@ func handshake(ctx context.Context, client *plugin.Client, started *atomic.Point
 // themselves.
 func startError(spec Spec, run *procRunner, err error) error {
 	msg := err.Error()
+	// A process that ended makes go-plugin fail before the process is
+	// reaped; give the reaper a moment, so the exit status can be told.
+	wait := time.Second
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		wait = 0
+	}
+	select {
+	case <-run.Exited():
+	case <-time.After(wait):
+	}
 	select {
 	case <-run.Exited():
 		if st := run.cmd.ProcessState; st != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
@@ -547,9 +558,20 @@ func (m *Manager) Close() {
 	m.cancel()
 	var wg sync.WaitGroup
 	for _, p := range ps {
-		wg.Go(p.close)
+		wg.Go(func() { p.close(0) })
 	}
 	wg.Wait()
+}
+
+// Stop stops one provider and removes it from the manager, as a config
+// reload does: new calls to it fail at once with an error wrapping
+// [ErrUnavailable], calls already running get up to grace to finish, then
+// its process group is stopped. It returns once the process is gone.
+func (m *Manager) Stop(p *Provider, grace time.Duration) {
+	m.mu.Lock()
+	m.providers = slices.DeleteFunc(m.providers, func(q *Provider) bool { return q == p })
+	m.mu.Unlock()
+	p.close(grace)
 }
 
 // State is a loaded provider's state.
@@ -611,11 +633,18 @@ type Provider struct {
 	// with this reason (too many panics).
 	giveUp string
 
+	// inflight counts calls running in the provider; close waits for them
+	// (up to its grace) before stopping the process.
+	inflight sync.WaitGroup
+
 	kick chan struct{} // wakes the supervisor after a failed call
 	stop chan struct{} // closed by close
 	done chan struct{} // closed when the supervisor returns
 	once sync.Once
 }
+
+// Spec returns the spec the provider was started from.
+func (p *Provider) Spec() Spec { return p.spec }
 
 // Catalog returns what the provider's Describe returned at its last
 // (re)start.
@@ -679,6 +708,23 @@ func (p *Provider) running() (*instance, error) {
 	return inst, nil
 }
 
+// enter returns the running instance and counts a call in, under p.mu so
+// that close, which stops new calls under the same lock, never misses
+// one; the caller must call p.inflight.Done.
+func (p *Provider) enter() (*instance, error) {
+	inst, err := p.running()
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state == StateStopped {
+		return nil, fmt.Errorf("provider %s: %w: it was stopped", p.Name, ErrUnavailable)
+	}
+	p.inflight.Add(1)
+	return inst, nil
+}
+
 // current returns the instance the supervisor holds, or an error wrapping
 // [ErrUnavailable] that says why there is none.
 func (p *Provider) current() (*instance, error) {
@@ -702,10 +748,11 @@ func (p *Provider) current() (*instance, error) {
 // process dies during the call fails the call the same way and is
 // restarted.
 func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	inst, err := p.running()
+	inst, err := p.enter()
 	if err != nil {
 		return nil, err
 	}
+	defer p.inflight.Done()
 	res, err := inst.impl.CallTool(ctx, req)
 	if err != nil && ctx.Err() == nil && p.lost(inst, err) {
 		return nil, fmt.Errorf("provider %s: %w: its process ended during the call; it is being restarted", p.Name, ErrUnavailable)
@@ -749,10 +796,11 @@ func (p *Provider) recordFailureLocked(now time.Time) int {
 // ReadResource forwards a resource read to the provider, failing at once
 // when it is not running.
 func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	inst, err := p.running()
+	inst, err := p.enter()
 	if err != nil {
 		return nil, err
 	}
+	defer p.inflight.Done()
 	res, err := inst.impl.ReadResource(ctx, req)
 	if err != nil && ctx.Err() == nil && p.lost(inst, err) {
 		return nil, fmt.Errorf("provider %s: %w: its process ended during the read; it is being restarted", p.Name, ErrUnavailable)
@@ -847,6 +895,12 @@ func (p *Provider) healthCheck(inst *instance) error {
 // restart replaces the dead instance old, retrying with backoff. It
 // returns false when the provider is marked failed or the manager closes.
 func (p *Provider) restart(old *instance, reason string) bool {
+	p.mu.Lock()
+	if p.state == StateStopped {
+		p.mu.Unlock()
+		return false
+	}
+	p.mu.Unlock()
 	p.log.Error("provider stopped; restarting it", "pid", old.pid, "reason", reason)
 	p.mu.Lock()
 	if p.inst == old {
@@ -926,12 +980,28 @@ func (p *Provider) notify(catalogChanged bool) {
 	}
 }
 
-// close stops the supervisor, then the process.
-func (p *Provider) close() {
+// close stops the provider: new calls fail at once, calls already
+// running get up to grace to finish, then the supervisor and the process
+// stop.
+func (p *Provider) close(grace time.Duration) {
 	p.once.Do(func() {
 		p.mu.Lock()
 		p.state, p.since = StateStopped, time.Now()
 		inst := p.inst
+		p.mu.Unlock()
+		if grace > 0 {
+			done := make(chan struct{})
+			go func() {
+				p.inflight.Wait()
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(grace):
+				p.log.Warn("calls still running when the provider was stopped", "grace", grace)
+			}
+		}
+		p.mu.Lock()
 		p.inst = nil
 		p.mu.Unlock()
 		close(p.stop)

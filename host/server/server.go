@@ -110,10 +110,45 @@ type Server struct {
 	updateMu sync.Mutex // serialises Update
 	sessions sync.Map   // *mcp.ServerSession → *sessionInfo
 	calls    sync.Map   // call token → *mcp.ServerSession, while the call runs
+	// settings are the options Reconfigure may change, swapped whole.
+	settings atomic.Pointer[Settings]
 	// stopCtx is cancelled by CancelCalls; every tool call's context ends
 	// with it.
 	stopCtx   context.Context
 	stopCalls context.CancelFunc
+}
+
+// Settings are the options a running server can change
+// ([Server.Reconfigure]), as a config reload does.
+type Settings struct {
+	// Policy decides whether a call may run; nil keeps the current one.
+	Policy *policy.Policy
+	// ToolTimeout is the deadline of a call to a tool that sets none; 0
+	// means [DefaultToolTimeout].
+	ToolTimeout time.Duration
+	// ProviderToolTimeouts is as in [Options].
+	ProviderToolTimeouts map[string]time.Duration
+	// ConfirmActs is as in [Options].
+	ConfirmActs string
+	// RecordReads is as in [Options].
+	RecordReads bool
+	// DisabledHint, when set, says for a tool name that is not served
+	// whether it belongs to a disabled provider and which config key
+	// enables it ("" when it does not); an unknown tool's -32602 then
+	// carries that hint (DESIGN §4).
+	DisabledHint func(tool string) string
+}
+
+// Reconfigure replaces the server's settings; calls already running keep
+// the ones they started with.
+func (s *Server) Reconfigure(set Settings) {
+	if set.Policy == nil {
+		set.Policy = s.settings.Load().Policy
+	}
+	if set.ToolTimeout <= 0 {
+		set.ToolTimeout = DefaultToolTimeout
+	}
+	s.settings.Store(&set)
 }
 
 // CancelCalls cancels every tool call that is running and every one that
@@ -142,6 +177,11 @@ var ErrUnknownTool = errors.New("unknown tool")
 // failed to load it names them with their reasons (each cut to 600 bytes),
 // so a client sees why a tool it expects is missing.
 func (s *Server) unknownTool(v *view, name string) error {
+	if hint := s.settings.Load().DisabledHint; hint != nil {
+		if h := hint(name); h != "" {
+			return fmt.Errorf("%w %q: %s", ErrUnknownTool, name, h)
+		}
+	}
 	if len(v.notLoaded) == 0 {
 		return fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
@@ -191,6 +231,13 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 		s.opts.Instructions = defaultInstructions
 	}
 	s.log = s.opts.Logger.Named("server")
+	s.settings.Store(&Settings{
+		Policy:               s.opts.Policy,
+		ToolTimeout:          s.opts.ToolTimeout,
+		ProviderToolTimeouts: s.opts.ProviderToolTimeouts,
+		ConfirmActs:          s.opts.ConfirmActs,
+		RecordReads:          s.opts.RecordReads,
+	})
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "OpenHuman host", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.opts.Instructions,
 		Capabilities: &mcp.ServerCapabilities{
@@ -421,7 +468,7 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 	} else {
 		rec.ResultRef = resultRef(res)
 	}
-	if s.opts.Audit != nil && (t.Class != sdk.ClassRead || s.opts.RecordReads) {
+	if s.opts.Audit != nil && (t.Class != sdk.ClassRead || s.settings.Load().RecordReads) {
 		// The audit row must not depend on the caller still waiting.
 		if err := s.opts.Audit.Record(context.WithoutCancel(ctx), rec); err != nil {
 			s.log.Error("audit row not recorded", "tool", t.Name, "error", err)
@@ -431,6 +478,7 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 }
 
 func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call, rec *audit.Record) *sdk.CallToolResult {
+	set := s.settings.Load()
 	if c.Caller.Depth > MaxDepth {
 		rec.Decision = "denied:depth"
 		return sdk.ErrorResult("%s refused: tool calls may nest at most %d deep", t.Name, MaxDepth)
@@ -440,7 +488,7 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 		rec.Decision = "denied:invalid_arguments"
 		return sdk.ErrorResult("%s", err.Error())
 	}
-	if err := s.opts.Policy.Check(t.Name, policy.Class(t.Class)); err != nil {
+	if err := set.Policy.Check(t.Name, policy.Class(t.Class)); err != nil {
 		var denial *policy.Denial
 		if errors.As(err, &denial) {
 			rec.Decision = "denied:" + denial.Reason
@@ -449,14 +497,14 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 		rec.Decision = "denied:policy"
 		return sdk.ErrorResult("%s refused by the security policy: %v", t.Name, err)
 	}
-	if refusal := s.confirm(ctx, t, c, rec); refusal != nil {
+	if refusal := s.confirm(ctx, set, t, c, rec); refusal != nil {
 		return refusal
 	}
-	timeout, timeoutKey := s.opts.ToolTimeout, "[server] tool_timeout_secs"
+	timeout, timeoutKey := set.ToolTimeout, "[server] tool_timeout_secs"
 	if t.Timeout > 0 {
 		timeout, timeoutKey = t.Timeout, "the tool's own timeout; [providers."+t.Provider+"] tool_timeout_secs overrides it"
 	}
-	if d, ok := s.opts.ProviderToolTimeouts[t.Provider]; ok && d > 0 {
+	if d, ok := set.ProviderToolTimeouts[t.Provider]; ok && d > 0 {
 		timeout, timeoutKey = d, "[providers."+t.Provider+"] tool_timeout_secs"
 	}
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -491,9 +539,9 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 // confirm applies [Options.ConfirmActs] to an act tool the policy allowed
 // in supervised mode: it asks the user through c.Confirm, and returns the
 // refusal to send (recording its reason in rec) or nil to go on.
-func (s *Server) confirm(ctx context.Context, t *catalog.Tool, c Call, rec *audit.Record) *sdk.CallToolResult {
-	mode := s.opts.ConfirmActs
-	if mode == "" || mode == ConfirmOff || t.Class != sdk.ClassAct || s.opts.Policy.Level() != policy.Supervised ||
+func (s *Server) confirm(ctx context.Context, set *Settings, t *catalog.Tool, c Call, rec *audit.Record) *sdk.CallToolResult {
+	mode := set.ConfirmActs
+	if mode == "" || mode == ConfirmOff || t.Class != sdk.ClassAct || set.Policy.Level() != policy.Supervised ||
 		c.Caller.SourceType == "cli" {
 		return nil
 	}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/config"
+)
+
+// watchDebounce is how long the config file must stay quiet after a change
+// before it is reloaded: editors write a file in several steps.
+const watchDebounce = 300 * time.Millisecond
+
+// reloadOnSignals reloads the config on SIGHUP and, with watch, whenever
+// the config file changes, until ctx ends. path is the config file ("" for
+// the default location). An invalid file changes nothing: the errors,
+// with their keys and lines, are logged.
+func reloadOnSignals(ctx context.Context, h *host.Host, log hclog.Logger, path string, watch bool) error {
+	if path == "" {
+		p, err := config.DefaultPath()
+		if err != nil && watch {
+			return fmt.Errorf("--watch: no config file to watch: %w; pass --config", err)
+		}
+		path = p
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	var changes <-chan struct{}
+	if watch {
+		c, err := watchFile(ctx, log, path)
+		if err != nil {
+			signal.Stop(hup)
+			return err
+		}
+		changes = c
+	}
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			var why string
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				why = "SIGHUP"
+			case <-changes:
+				why = "the config file changed"
+			}
+			reload(ctx, h, log, path, why)
+		}
+	}()
+	return nil
+}
+
+// reload loads path and applies it to h, logging what changed.
+func reload(ctx context.Context, h *host.Host, log hclog.Logger, path, why string) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		log.Error("config reload refused; the running configuration is unchanged", "reason", why, "error", err)
+		return
+	}
+	res, err := h.Reload(ctx, cfg)
+	if err != nil {
+		log.Error("config reload failed", "reason", why, "error", err)
+		return
+	}
+	log.Info("config reloaded", "reason", why, "started", strings.Join(res.Started, ","), "stopped", strings.Join(res.Stopped, ","))
+	for _, f := range res.Failed {
+		log.Error("provider did not load after the reload", "provider", f.Name, "error", f.Err)
+	}
+	if len(res.Ignored) > 0 {
+		log.Warn("these settings take effect only when openhuman-host restarts", "keys", strings.Join(res.Ignored, ", "))
+	}
+}
+
+// watchFile reports changes to path (including its creation, removal and
+// replacement by rename, as editors save) after watchDebounce of quiet. It
+// watches the directory, which must exist.
+func watchFile(ctx context.Context, log hclog.Logger, path string) (<-chan struct{}, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("--watch %s: %w", path, err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("--watch: %w", err)
+	}
+	dir := filepath.Dir(abs)
+	if err := w.Add(dir); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("--watch: cannot watch %s: %w (create the directory, or pass --config)", dir, err)
+	}
+	out := make(chan struct{}, 1)
+	go func() {
+		defer w.Close()
+		var timer *time.Timer
+		var fire <-chan time.Time
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if filepath.Clean(ev.Name) != abs {
+					continue
+				}
+				if timer == nil {
+					timer = time.NewTimer(watchDebounce)
+				} else {
+					timer.Reset(watchDebounce)
+				}
+				fire = timer.C
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				log.Warn("config file watch error", "error", err)
+			case <-fire:
+				fire = nil
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return out, nil
+}

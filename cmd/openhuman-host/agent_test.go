@@ -117,6 +117,10 @@ func TestSubagentUnderPolicy(t *testing.T) {
 	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != "tool" || !strings.Contains(last.Content, "denied_tools") {
 		t.Errorf("the refusal the model saw: %+v", last)
 	}
+	// Closing the host flushes its audit log.
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	var denied []audit.Record
 	for _, r := range auditRows(t, dataDir) {
 		if r.Tool == "memory.store" {
@@ -165,6 +169,9 @@ func TestSubagentDepthLimit(t *testing.T) {
 	// The deepest run was told its call was refused for depth.
 	if last := reqs[7].Messages[len(reqs[7].Messages)-1]; last.Role != "tool" || !strings.Contains(last.Content, "tool calls may nest at most 6 deep") {
 		t.Errorf("deepest run's tool result: %+v", last)
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	var depthDenied int
 	for _, r := range auditRows(t, dataDir) {

@@ -29,6 +29,11 @@ const (
 	EnvLogLevel = "OPENHUMAN_LOG_LEVEL"
 	// EnvDataDir overrides server.data_dir.
 	EnvDataDir = "OPENHUMAN_DATA_DIR"
+	// EnvSearXNGEnabled overrides providers.searxng.enabled: "true" or
+	// "false" (also 1/0, yes/no, on/off).
+	EnvSearXNGEnabled = "OPENHUMAN_SEARXNG_ENABLED"
+	// EnvSearXNGURL overrides providers.searxng.base_url.
+	EnvSearXNGURL = "OPENHUMAN_SEARXNG_URL"
 )
 
 // Values of server.transport.

@@ -666,6 +666,20 @@ func TestEnvOverrides(t *testing.T) {
 			doc:  lines("[server]", `log_level = "info"`),
 			want: func(c *Config) { c.Server.LogLevel = "info" },
 		},
+		"searxng overrides": {
+			env: map[string]string{EnvSearXNGEnabled: "yes", EnvSearXNGURL: "http://127.0.0.1:8888"},
+			doc: lines("[providers.searxng]", "enabled = false", "max_results = 5"),
+			want: func(c *Config) {
+				c.Providers["searxng"] = ProviderConfig{Name: "searxng", Enabled: true, Settings: map[string]any{"max_results": int64(5), "base_url": "http://127.0.0.1:8888"}}
+			},
+		},
+		"invalid searxng overrides": {
+			env: map[string]string{EnvSearXNGEnabled: "maybe", EnvSearXNGURL: "127.0.0.1:8888"},
+			wantErr: []string{
+				`environment variable OPENHUMAN_SEARXNG_ENABLED: providers.searxng.enabled: must be true or false; got "maybe"`,
+				`environment variable OPENHUMAN_SEARXNG_URL: providers.searxng.base_url: must be an http or https URL such as http://127.0.0.1:8888; got "127.0.0.1:8888"`,
+			},
+		},
 		"the MCP token is not part of the config": {
 			env:  map[string]string{"OPENHUMAN_MCP_TOKEN": "s3cret"},
 			want: func(c *Config) {},

@@ -84,7 +84,55 @@ func applyEnv(c *Config, env environ) []*Error {
 		func(v string) { c.Server.LogLevel = v })
 	override(EnvDataDir, "server.data_dir", checkDataDir,
 		func(v string) { c.Server.DataDir = v })
+	searxng := func(set func(p *ProviderConfig)) {
+		p := c.Providers["searxng"]
+		p.Name = "searxng"
+		set(&p)
+		if c.Providers == nil {
+			c.Providers = map[string]ProviderConfig{}
+		}
+		c.Providers["searxng"] = p
+	}
+	override(EnvSearXNGEnabled, "providers.searxng.enabled",
+		func(v string) string {
+			if _, ok := parseBool(v); !ok {
+				return fmt.Sprintf("must be true or false; got %q", v)
+			}
+			return ""
+		},
+		func(v string) {
+			b, _ := parseBool(v)
+			searxng(func(p *ProviderConfig) { p.Enabled = b })
+		})
+	override(EnvSearXNGURL, "providers.searxng.base_url",
+		func(v string) string {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Sprintf("must be an http or https URL such as http://127.0.0.1:8888; got %q", v)
+			}
+			return ""
+		},
+		func(v string) {
+			searxng(func(p *ProviderConfig) {
+				settings := cloneTable(p.Settings)
+				if settings == nil {
+					settings = map[string]any{}
+				}
+				settings["base_url"] = v
+				p.Settings = settings
+			})
+		})
 	return errs
+}
+
+// parseBool reads the boolean spellings environment variables use.
+func parseBool(v string) (bool, bool) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true, true
+	case "0", "false", "no", "off":
+		return false, true
+	}
+	return false, false
 }
 
 // The check functions return "" for a valid value, else what is wrong.

@@ -219,6 +219,10 @@ func defTestWrite(t *testing.T, files map[string]string) string {
 			}
 			continue
 		}
+		// Map order is random: a file may come before its directory.
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -44,6 +44,9 @@ type Message struct {
 	ToolCalls []ToolCall
 	// ToolCallID is, for a "tool" message, the ID of the call it answers.
 	ToolCallID string
+	// IsError marks a "tool" message that reports a failure: the tool's
+	// own error result, or a call the loop refused.
+	IsError bool
 }
 
 // ModelRequest is one request to a [Model].
@@ -226,7 +229,7 @@ func Run(ctx context.Context, m Model, req ModelRequest, run ToolRunner, opts Ru
 				return res, runStoppedError(res, ctxErr)
 			}
 			res.ToolCalls = append(res.ToolCalls, ToolCallRecord{Name: c.Name, IsError: isError})
-			req.Messages = append(req.Messages, Message{Role: "tool", Content: text, ToolCallID: c.ID})
+			req.Messages = append(req.Messages, Message{Role: "tool", Content: text, ToolCallID: c.ID, IsError: isError})
 		}
 	}
 }

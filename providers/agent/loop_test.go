@@ -215,7 +215,9 @@ func TestRunConversations(t *testing.T) {
 			first := tt.responses[0].resp.ToolCalls
 			want := []Message{{Role: "user", Content: "file this"}, {Role: "assistant", ToolCalls: first}}
 			for i, text := range tt.wantTool {
-				want = append(want, Message{Role: "tool", Content: text, ToolCallID: first[i].ID})
+				// Refusals and error results are marked as errors, in the
+				// order the calls were made.
+				want = append(want, Message{Role: "tool", Content: text, ToolCallID: first[i].ID, IsError: tt.wantRes.ToolCalls[i].IsError})
 			}
 			if diff := cmp.Diff(want, second); diff != "" {
 				t.Errorf("second request's messages (-want +got):\n%s", diff)

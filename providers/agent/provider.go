@@ -287,9 +287,13 @@ func (p *Provider) listSubagents() (*sdk.CallToolResult, error) {
 	return sdk.StructuredResult(text.String(), map[string]any{"definitions": views})
 }
 
-// hostTools lists the host's tools as the model sees them, minus this
-// provider's own core.* tools, which describe tools rather than do work.
-func (p *Provider) hostTools(ctx context.Context) ([]ToolSpec, error) {
+// hostTools lists the host's tools as the model sees them. Unless
+// withCore is set it leaves out this provider's own core.* tools, which
+// describe tools rather than do work: core.list_tools and
+// core.tool_instructions list the others, while a run offers every tool its
+// scope allows, core.* included (the help sub-agent's scope is
+// core.list_tools).
+func (p *Provider) hostTools(ctx context.Context, withCore bool) ([]ToolSpec, error) {
 	p.mu.RLock()
 	host := p.host
 	p.mu.RUnlock()
@@ -302,7 +306,7 @@ func (p *Provider) hostTools(ctx context.Context) ([]ToolSpec, error) {
 	}
 	out := make([]ToolSpec, 0, len(tools))
 	for _, t := range tools {
-		if strings.HasPrefix(t.Name, "core.") {
+		if !withCore && strings.HasPrefix(t.Name, "core.") {
 			continue
 		}
 		out = append(out, ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
@@ -317,7 +321,7 @@ type toolView struct {
 }
 
 func (p *Provider) listTools(ctx context.Context) (*sdk.CallToolResult, error) {
-	tools, err := p.hostTools(ctx)
+	tools, err := p.hostTools(ctx, false)
 	if err != nil {
 		return sdk.ErrorResult("%v", err), nil
 	}
@@ -332,7 +336,7 @@ func (p *Provider) listTools(ctx context.Context) (*sdk.CallToolResult, error) {
 }
 
 func (p *Provider) toolInstructions(ctx context.Context) (*sdk.CallToolResult, error) {
-	tools, err := p.hostTools(ctx)
+	tools, err := p.hostTools(ctx, false)
 	if err != nil {
 		return sdk.ErrorResult("%v", err), nil
 	}
@@ -387,7 +391,7 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 	if host == nil {
 		return sdk.ErrorResult("the host offers no host service, so sub-agents cannot run"), nil
 	}
-	all, err := p.hostTools(ctx)
+	all, err := p.hostTools(ctx, true)
 	if err != nil {
 		return sdk.ErrorResult("%v", err), nil
 	}
@@ -435,7 +439,8 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		}
-		return sdk.ErrorResult("sub-agent %q stopped after %d model requests and %d tool calls: %v", def.ID, result.Iterations, len(result.ToolCalls), err), nil
+		return sdk.ErrorResult("sub-agent %q stopped after %s and %s: %v", def.ID,
+			countNoun(result.Iterations, "model request"), countNoun(len(result.ToolCalls), "tool call"), err), nil
 	}
 	calls := make([]callView, 0, len(result.ToolCalls))
 	for _, c := range result.ToolCalls {

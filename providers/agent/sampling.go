@@ -96,7 +96,7 @@ func samplingMessages(msgs []Message, names *toolNames) []sdk.SamplingMessage {
 			}
 			out = append(out, sdk.SamplingMessage{Role: "assistant", Content: content})
 		case "tool":
-			block := sdk.SamplingContent{Type: "tool_result", ToolUseID: m.ToolCallID, Text: m.Content, IsError: strings.HasPrefix(m.Content, "Error: ")}
+			block := sdk.SamplingContent{Type: "tool_result", ToolUseID: m.ToolCallID, Text: m.Content, IsError: m.IsError}
 			if n := len(out); n > 0 && out[n-1].Role == "user" && len(out[n-1].Content) > 0 && out[n-1].Content[0].Type == "tool_result" {
 				out[n-1].Content = append(out[n-1].Content, block)
 				continue

@@ -79,6 +79,8 @@ type Host struct {
 	owners  map[string]string
 	opts    Options
 	dataDir string
+	// policy is the policy in effect (guarded by changeMu).
+	policy *policy.Policy
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
 }
@@ -207,6 +209,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		return nil, err
 	}
 	h.Server = srv
+	h.policy = pol
 	srv.Reconfigure(serverSettings(cfg, pol))
 	hostService.srv.Store(srv)
 	h.changeMu.Unlock()
@@ -582,12 +585,9 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 			stop = append(stop, p)
 		}
 	}
-	var wg sync.WaitGroup
-	for _, p := range stop {
-		res.Stopped = append(res.Stopped, p.Name)
-		wg.Go(func() { h.manager.Stop(p, ReloadGrace) })
-	}
-	wg.Wait()
+	// New instances start before the old ones stop, so a changed
+	// provider's tools keep answering; a replacement that fails to start
+	// leaves the old instance running.
 	loaded, startFailed, err := h.manager.Start(ctx, start)
 	if err != nil {
 		return res, fmt.Errorf("start providers: %w", err)
@@ -595,11 +595,31 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 	for _, p := range loaded {
 		res.Started = append(res.Started, p.Name)
 	}
-	failed = append(failed, startFailed...)
-	res.Failed = failed
+	startedOK := map[string]bool{}
+	for _, p := range loaded {
+		startedOK[p.Name] = true
+	}
+	var retire []*plugins.Provider
+	for _, p := range stop {
+		if wanted[p.Name] && !startedOK[p.Name] && p.Status().State != plugins.StateFailed {
+			keep = append(keep, p)
+			h.log.Error("the changed provider did not start; the running one stays", "provider", p.Name)
+			continue
+		}
+		retire = append(retire, p)
+		res.Stopped = append(res.Stopped, p.Name)
+	}
+	for _, f := range startFailed {
+		if slices.ContainsFunc(keep, func(p *plugins.Provider) bool { return p.Name == f.Name }) {
+			continue
+		}
+		failed = append(failed, f)
+	}
+	// The result reports every start that failed, also those whose old
+	// instance stays.
+	res.Failed = append(slices.Clone(failed), startFailedKept(startFailed, keep)...)
 
 	h.changeMu.Lock()
-	defer h.changeMu.Unlock()
 	// Keep the config order: built-ins first, then third-party by name.
 	byName := map[string]*plugins.Provider{}
 	for _, p := range append(keep, loaded...) {
@@ -613,12 +633,38 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 	}
 	h.Providers, h.Failed, h.Config = providers, failed, cfg
 	cat, dispatchers, notLoaded := h.merge()
+	pol.Inherit(h.policy)
+	h.policy = pol
 	h.Server.Reconfigure(serverSettings(cfg, pol))
 	h.Server.Update(cat, dispatchers, notLoaded)
 	h.writeStatus()
+	h.changeMu.Unlock()
 	warnUnmatchedPatterns(h.log, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)
 	warnUnmatchedPatterns(h.log, cat, "autonomy.denied_tools", cfg.Autonomy.DeniedTools)
+
+	// Retired instances no longer get calls; those running get
+	// ReloadGrace to finish.
+	var wg sync.WaitGroup
+	for _, p := range retire {
+		wg.Go(func() { h.manager.Stop(p, ReloadGrace) })
+	}
+	wg.Wait()
+	h.changeMu.Lock()
+	h.writeStatus()
+	h.changeMu.Unlock()
 	return res, nil
+}
+
+// startFailedKept returns the failures of providers whose old instance
+// stays running (failures of others are already in the host's list).
+func startFailedKept(failed []plugins.Failure, keep []*plugins.Provider) []plugins.Failure {
+	var out []plugins.Failure
+	for _, f := range failed {
+		if slices.ContainsFunc(keep, func(p *plugins.Provider) bool { return p.Name == f.Name }) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // sameSpec reports whether two specs launch the same provider the same way.

@@ -1,5 +1,7 @@
 package main
 
+//lint:file-ignore SA1019 sampling, deprecated from protocol 2026-07-28 (SEP-2577), stays supported for clients on earlier versions: sub-agents run on the client's model through it.
+
 import (
 	"context"
 	"encoding/json"

@@ -19,6 +19,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/providers/agent"
 	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/searxng"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -31,6 +32,9 @@ var version = ""
 var builtins = map[string]func(log hclog.Logger) sdk.Provider{
 	"memory": func(log hclog.Logger) sdk.Provider { return memory.New(&memory.Options{Logger: log}) },
 	"agent":  func(log hclog.Logger) sdk.Provider { return agent.New(&agent.Options{Logger: log}) },
+	"searxng": func(log hclog.Logger) sdk.Provider {
+		return searxng.New(&searxng.Options{Logger: log})
+	},
 }
 
 func builtinNames() []string {

@@ -7,7 +7,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -25,7 +24,11 @@ const watchDebounce = 300 * time.Millisecond
 // the config file changes, until ctx ends. path is the config file ("" for
 // the default location). An invalid file changes nothing: the errors,
 // with their keys and lines, are logged.
-func reloadOnSignals(ctx context.Context, h *host.Host, log hclog.Logger, path string, watch bool) error {
+//
+// hup is the channel the caller registered for SIGHUP before it started
+// the host, so that a SIGHUP during start-up reloads once it is up instead
+// of killing the process.
+func reloadOnSignals(ctx context.Context, h *host.Host, log hclog.Logger, path string, watch bool, hup chan os.Signal) error {
 	if path == "" {
 		p, err := config.DefaultPath()
 		if err != nil && watch {
@@ -33,8 +36,6 @@ func reloadOnSignals(ctx context.Context, h *host.Host, log hclog.Logger, path s
 		}
 		path = p
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 	var changes <-chan struct{}
 	if watch {
 		c, err := watchFile(ctx, log, path)
@@ -96,6 +97,11 @@ func watchFile(ctx context.Context, log hclog.Logger, path string) (<-chan struc
 		return nil, fmt.Errorf("--watch: %w", err)
 	}
 	dir := filepath.Dir(abs)
+	// A config created later is picked up too: the directory must exist.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("--watch: create %s: %w", dir, err)
+	}
 	if err := w.Add(dir); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("--watch: cannot watch %s: %w (create the directory, or pass --config)", dir, err)

@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -103,8 +105,13 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	if err != nil {
 		return fmt.Errorf("resolve data dir: %w", err)
 	}
+	// Registered before the providers start: SIGHUP's default action
+	// would end the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	return runHost(cfg, log, statusFile(dataDir, os.Getpid()), func(ctx context.Context, stdin *os.File, h *host.Host) error {
-		if err := reloadOnSignals(ctx, h, log, g.configPath, f.watch); err != nil {
+		if err := reloadOnSignals(ctx, h, log, g.configPath, f.watch, hup); err != nil {
 			return err
 		}
 		return serveTransport(ctx, h, log, stdin, transport, net.JoinHostPort(listenHost, strconv.Itoa(port)), token)

@@ -34,6 +34,14 @@ const (
 	EnvSearXNGEnabled = "OPENHUMAN_SEARXNG_ENABLED"
 	// EnvSearXNGURL overrides providers.searxng.base_url.
 	EnvSearXNGURL = "OPENHUMAN_SEARXNG_URL"
+	// EnvSearXNGMaxResults overrides providers.searxng.max_results (a
+	// decimal integer; the provider checks its range).
+	EnvSearXNGMaxResults = "OPENHUMAN_SEARXNG_MAX_RESULTS"
+	// EnvSearXNGLanguage overrides providers.searxng.default_language.
+	EnvSearXNGLanguage = "OPENHUMAN_SEARXNG_DEFAULT_LANGUAGE"
+	// EnvSearXNGTimeout overrides providers.searxng.timeout_secs (a
+	// decimal integer; the provider checks its range).
+	EnvSearXNGTimeout = "OPENHUMAN_SEARXNG_TIMEOUT_SECS"
 )
 
 // Values of server.transport.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -111,17 +112,37 @@ func applyEnv(c *Config, env environ) []*Error {
 			}
 			return ""
 		},
-		func(v string) {
-			searxng(func(p *ProviderConfig) {
-				settings := cloneTable(p.Settings)
-				if settings == nil {
-					settings = map[string]any{}
+		func(v string) { searxngSetting(searxng, "base_url", v) })
+	for variable, key := range map[string]string{EnvSearXNGMaxResults: "max_results", EnvSearXNGTimeout: "timeout_secs"} {
+		override(variable, "providers.searxng."+key,
+			func(v string) string {
+				if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+					return fmt.Sprintf("must be a whole number; got %q", v)
 				}
-				settings["base_url"] = v
-				p.Settings = settings
+				return ""
+			},
+			func(v string) {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				searxngSetting(searxng, key, n)
 			})
-		})
+	}
+	override(EnvSearXNGLanguage, "providers.searxng.default_language",
+		func(string) string { return "" },
+		func(v string) { searxngSetting(searxng, "default_language", v) })
 	return errs
+}
+
+// searxngSetting sets one provider setting of [providers.searxng] through
+// update, which stores the provider's table.
+func searxngSetting(update func(func(p *ProviderConfig)), key string, v any) {
+	update(func(p *ProviderConfig) {
+		settings := cloneTable(p.Settings)
+		if settings == nil {
+			settings = map[string]any{}
+		}
+		settings[key] = v
+		p.Settings = settings
+	})
 }
 
 // parseBool reads the boolean spellings environment variables use.

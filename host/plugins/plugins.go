@@ -755,7 +755,7 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	defer p.inflight.Done()
 	res, err := inst.impl.CallTool(ctx, req)
 	if err != nil && ctx.Err() == nil && p.lost(inst, err) {
-		return nil, fmt.Errorf("provider %s: %w: its process ended during the call; it is being restarted", p.Name, ErrUnavailable)
+		return nil, p.endedError("call")
 	}
 	if errors.Is(err, sdk.ErrPanicked) {
 		p.panicked(err)
@@ -803,9 +803,22 @@ func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceReques
 	defer p.inflight.Done()
 	res, err := inst.impl.ReadResource(ctx, req)
 	if err != nil && ctx.Err() == nil && p.lost(inst, err) {
-		return nil, fmt.Errorf("provider %s: %w: its process ended during the read; it is being restarted", p.Name, ErrUnavailable)
+		return nil, p.endedError("read")
 	}
 	return res, err
+}
+
+// endedError explains a call (or read) whose process ended under it: the
+// provider was stopped (a config reload, or shutdown), or it is being
+// restarted.
+func (p *Provider) endedError(what string) error {
+	p.mu.Lock()
+	stopped := p.state == StateStopped
+	p.mu.Unlock()
+	if stopped {
+		return fmt.Errorf("provider %s: %w: it was stopped during the %s (a config reload or shutdown)", p.Name, ErrUnavailable, what)
+	}
+	return fmt.Errorf("provider %s: %w: its process ended during the %s; it is being restarted", p.Name, ErrUnavailable, what)
 }
 
 // lost reports whether err means inst's process is gone, waking the

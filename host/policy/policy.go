@@ -140,6 +140,30 @@ func validatePatterns(key string, patterns []string) error {
 // Level returns the effective autonomy level.
 func (p *Policy) Level() Level { return p.level }
 
+// Inherit carries the acts old allowed within the last hour over into p, so
+// that replacing a policy (a config reload) does not reset the hourly act
+// budget. Acts beyond p's own limit stay counted: a lowered limit refuses
+// acts until enough of them leave the window. A nil old does nothing.
+func (p *Policy) Inherit(old *Policy) {
+	if old == nil || old == p {
+		return
+	}
+	old.mu.Lock()
+	acts := slices.Clone(old.acts)
+	old.mu.Unlock()
+	cutoff := p.now().Add(-time.Hour)
+	kept := acts[:0]
+	for _, t := range acts {
+		if t.After(cutoff) {
+			kept = append(kept, t)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.acts = append(kept, p.acts...)
+	slices.SortFunc(p.acts, func(a, b time.Time) int { return a.Compare(b) })
+}
+
 // Check reports whether tool, of the given class, may run now. It returns nil, or a [*Denial] (which
 // matches [ErrDenied]). The rules apply in order: an unknown class is refused; a tool matching
 // denied_tools is refused; when allowed_tools is set, a tool matching none of it is refused; read tools

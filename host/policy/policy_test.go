@@ -380,3 +380,36 @@ func asDenial(t *testing.T, err error) *Denial {
 	}
 	return d
 }
+
+func TestInheritKeepsTheHourlyBudget(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	max := 2
+	old, err := New(Options{Level: Supervised, MaxActionsPerHour: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.now = clock
+	if err := old.Check("a", Act); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(30 * time.Minute)
+	if err := old.Check("a", Act); err != nil {
+		t.Fatal(err)
+	}
+	next, err := New(Options{Level: Supervised, MaxActionsPerHour: &max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.now = clock
+	next.Inherit(old)
+	if err := next.Check("a", Act); !errors.Is(err, ErrDenied) {
+		t.Fatalf("third act within the hour after Inherit: %v", err)
+	}
+	// The first act's hour ends: one slot frees.
+	now = now.Add(31 * time.Minute)
+	if err := next.Check("a", Act); err != nil {
+		t.Errorf("act after the first left the window: %v", err)
+	}
+}

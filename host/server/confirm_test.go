@@ -182,14 +182,16 @@ func TestCanConfirm(t *testing.T) {
 		init *mcp.InitializeParams
 		want bool
 	}{
-		"nil":                 {nil, false},
-		"no elicitation":      {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: &mcp.ClientCapabilities{}}, false},
-		"empty means form":    {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{})}, true},
-		"form":                {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}})}, true},
-		"url only":            {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}})}, false},
-		"form and url":        {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}})}, true},
-		"older protocol":      {&mcp.InitializeParams{ProtocolVersion: "2025-06-18", Capabilities: caps(&mcp.ElicitationCapabilities{})}, true},
-		"multi-round-trip":    {&mcp.InitializeParams{ProtocolVersion: "2026-07-28", Capabilities: caps(&mcp.ElicitationCapabilities{})}, false},
+		"nil":              {nil, false},
+		"no elicitation":   {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: &mcp.ClientCapabilities{}}, false},
+		"empty means form": {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{})}, true},
+		"form":             {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}})}, true},
+		"url only":         {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}})}, false},
+		"form and url":     {&mcp.InitializeParams{ProtocolVersion: "2025-11-25", Capabilities: caps(&mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}})}, true},
+		"older protocol":   {&mcp.InitializeParams{ProtocolVersion: "2025-06-18", Capabilities: caps(&mcp.ElicitationCapabilities{})}, true},
+		"multi-round-trip": {&mcp.InitializeParams{ProtocolVersion: "2026-07-28", Capabilities: caps(&mcp.ElicitationCapabilities{})}, false},
+		// Initialize answers an unknown version with 2025-11-25.
+		"negotiated down":     {&mcp.InitializeParams{ProtocolVersion: "2026-06-30", Capabilities: caps(&mcp.ElicitationCapabilities{})}, true},
 		"no protocol version": {&mcp.InitializeParams{Capabilities: caps(&mcp.ElicitationCapabilities{})}, false},
 	}
 	for name, tc := range tests {

@@ -1,5 +1,7 @@
 package server
 
+//lint:file-ignore SA1019 sampling, deprecated from protocol 2026-07-28 (SEP-2577), stays supported for clients on earlier versions: sub-agents run on the client's model through it.
+
 import (
 	"context"
 	"crypto/rand"
@@ -47,7 +49,7 @@ func (s *Server) CreateMessage(ctx context.Context, req *sdk.CreateMessageReques
 	}
 	client := nonEmpty(req.Caller.ClientName, "the client")
 	switch {
-	case version > lastInRequestElicitation:
+	case !inRequestInputAllowed(version):
 		// Later versions want sampling as multi-round-trip input requests
 		// (SEP-2322), which this server does not produce yet.
 		return nil, fmt.Errorf("%w: %s speaks MCP %s, where a server may not send sampling/createMessage while it serves a call (only protocol versions up to %s allow it)",

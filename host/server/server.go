@@ -728,12 +728,24 @@ func (e *sessionEvents) Log(ctx context.Context, m sdk.LogMessage) error {
 // server does not produce yet, so their clients count as unable to confirm.
 const lastInRequestElicitation = "2025-11-25"
 
+// firstMultiRoundTrip is the first protocol version in which a server
+// asks the client for input (elicitation, sampling) through
+// multi-round-trip results instead of requests during a call. A client
+// asking in initialize for a version between the two is answered with
+// one up to lastInRequestElicitation, so only this version and later ones
+// rule requests during a call out.
+const firstMultiRoundTrip = "2026-07-28"
+
+// inRequestInputAllowed reports whether a session that asked for protocol
+// version v may be sent elicitation or sampling requests during a call.
+func inRequestInputAllowed(v string) bool { return v != "" && v < firstMultiRoundTrip }
+
 // canConfirm reports whether a session's client can be asked to confirm a
 // call: it declared form elicitation and speaks a protocol version that
 // allows asking during a call.
 func canConfirm(init *mcp.InitializeParams) bool {
 	if init == nil || init.Capabilities == nil || init.Capabilities.Elicitation == nil ||
-		init.ProtocolVersion == "" || init.ProtocolVersion > lastInRequestElicitation {
+		!inRequestInputAllowed(init.ProtocolVersion) {
 		return false
 	}
 	// The question is a form; an empty elicitation capability means form

@@ -250,7 +250,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, n int, model str
 			msg.ToolCalls[i] = wireToolCall{
 				ID:       fmt.Sprintf("call_%d_%d", n, i+1),
 				Type:     "function",
-				Function: wireFunction{Name: c.Name, Arguments: c.Arguments},
+				Function: wireFunction(c),
 			}
 		}
 		writeCompletion(w, n, model, msg, "tool_calls")

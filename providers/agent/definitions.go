@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -322,16 +323,18 @@ func definitionLoadFS(fsys fs.FS, display func(name string) string, source func(
 	for stem, name := range tomls {
 		file := display(name)
 		p := &definitionParser{file: file, stem: stem}
-		data, err := fs.ReadFile(fsys, name)
+		data, err := definitionReadFile(fsys, name)
 		if err != nil {
 			p.fail("", 0, "cannot read the file: %v", definitionPathless(err))
 			errs = append(errs, p.errs...)
 			continue
 		}
+		// A byte order mark carries no meaning (and TOML allows none).
+		data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 		var md *definitionMarkdown
 		if mdName, ok := mds[stem]; ok {
-			text, err := fs.ReadFile(fsys, mdName)
-			md = &definitionMarkdown{name: mdName, file: display(mdName), text: text, err: err}
+			text, err := definitionReadFile(fsys, mdName)
+			md = &definitionMarkdown{name: mdName, file: display(mdName), text: bytes.TrimPrefix(text, []byte("\xef\xbb\xbf")), err: err}
 		}
 		d, ok := p.parse(data, md)
 		errs = append(errs, p.errs...)
@@ -342,6 +345,27 @@ func definitionLoadFS(fsys fs.FS, display func(name string) string, source func(
 	}
 	sort.Slice(defs, func(i, j int) bool { return defs[i].ID < defs[j].ID })
 	return defs, errs, nil
+}
+
+// definitionMaxFileBytes caps one definition or prompt file: 1 MiB, far
+// above any useful prompt, which is sent with every model request.
+const definitionMaxFileBytes = 1 << 20
+
+// definitionReadFile reads a file of at most definitionMaxFileBytes.
+func definitionReadFile(fsys fs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, definitionMaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > definitionMaxFileBytes {
+		return nil, fmt.Errorf("larger than %d KiB; prompts are sent with every model request, so keep them short", definitionMaxFileBytes>>10)
+	}
+	return data, nil
 }
 
 // definitionPathless drops the path from a *fs.PathError, which the error's

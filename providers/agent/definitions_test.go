@@ -564,3 +564,19 @@ func TestDefinitionErrorFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadDirBOMAndSize(t *testing.T) {
+	t.Parallel()
+	dir := defTestWrite(t, map[string]string{
+		"bom.toml": "\xef\xbb\xbfdisplay_name = \"B\"\nwhen_to_use = \"w\"\nprompt = \"p\"\n",
+		"big.toml": "display_name = \"Big\"\nwhen_to_use = \"w\"\n",
+		"big.md":   strings.Repeat("x", definitionMaxFileBytes+1),
+	})
+	defs, err := LoadDir(dir)
+	if len(defs) != 1 || defs[0].ID != "bom" {
+		t.Errorf("definitions = %+v", defs)
+	}
+	if err == nil || !strings.Contains(err.Error(), "big.md") || !strings.Contains(err.Error(), "larger than 1024 KiB") {
+		t.Errorf("error = %v", err)
+	}
+}

@@ -115,16 +115,63 @@ func NewOpenAIModel(cfg OpenAIConfig) (*OpenAIModel, error) {
 	}, nil
 }
 
+// MaxResponseBytes bounds the body of one model endpoint answer: 16 MiB.
+// A larger answer fails the request with an error that says so, instead
+// of growing the provider's memory without limit.
+const MaxResponseBytes = 16 << 20
+
+// ErrResponseTooLarge is wrapped by the error of a request whose answer
+// passed MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("the model endpoint's answer is larger than 16 MiB")
+
 // directTransport is the default transport without proxies: the model
-// endpoint is the only address the agent connects to.
+// endpoint is the only address the agent connects to. Answers are cut at
+// MaxResponseBytes.
 func directTransport() http.RoundTripper {
 	base, ok := http.DefaultTransport.(*http.Transport)
 	if !ok {
-		return &http.Transport{}
+		return limitedTransport{next: &http.Transport{}}
 	}
 	t := base.Clone()
 	t.Proxy = nil
-	return t
+	return limitedTransport{next: t}
+}
+
+// limitedTransport fails a response body once it passes MaxResponseBytes.
+type limitedTransport struct{ next http.RoundTripper }
+
+func (l limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := l.next.RoundTrip(req)
+	if err != nil || res.Body == nil {
+		return res, err
+	}
+	if res.ContentLength > MaxResponseBytes {
+		_ = res.Body.Close()
+		return nil, ErrResponseTooLarge
+	}
+	res.Body = &limitedBody{ReadCloser: res.Body, left: MaxResponseBytes}
+	return res, nil
+}
+
+// limitedBody reads at most left more bytes, then fails.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, ErrResponseTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, ErrResponseTooLarge
+	}
+	return n, err
 }
 
 // checkLLMBaseURL checks the base_url key and returns the endpoint as
@@ -188,6 +235,9 @@ func (m *OpenAIModel) Complete(ctx context.Context, req ModelRequest) (ModelResp
 	completion, err := m.service.New(ctx, params)
 	if err != nil {
 		return ModelResponse{}, m.requestError(ctx, err)
+	}
+	if completion == nil {
+		return ModelResponse{}, fmt.Errorf("model endpoint %s returned an answer that is not a chat completion (the body was null)", m.endpoint)
 	}
 	if len(completion.Choices) == 0 {
 		return ModelResponse{}, fmt.Errorf("model endpoint %s returned no choices", m.endpoint)
@@ -464,6 +514,9 @@ func (m *OpenAIModel) requestError(ctx context.Context, err error) error {
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("model request to %s cancelled: %w", m.endpoint, ctxErr)
+	}
+	if errors.Is(err, ErrResponseTooLarge) {
+		return &modelError{msg: fmt.Sprintf("model endpoint %s: %v; ask for a shorter answer", m.endpoint, ErrResponseTooLarge), err: err}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &modelError{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -509,5 +510,37 @@ func TestOpenAIMalformedModelOutputThroughRun(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, second); diff != "" {
 		t.Errorf("second request's messages (-want +got):\n%s", diff)
+	}
+}
+
+// Answers past MaxResponseBytes, and a null body, fail the request with a
+// clear error instead of exhausting memory or crashing.
+func TestOpenAIOversizedAndNullAnswers(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("x", MaxResponseBytes+1024)
+	for name, tc := range map[string]struct {
+		body string
+		want string
+	}{
+		"oversized": {body: `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + huge + `"},"finish_reason":"stop"}]}`,
+			want: "the model endpoint's answer is larger than 16 MiB; ask for a shorter answer"},
+		"null": {body: "null", want: "returned an answer that is not a chat completion (the body was null)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			m, err := NewOpenAIModel(OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.Complete(t.Context(), ModelRequest{Messages: []Message{{Role: "user", Content: "hi"}}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

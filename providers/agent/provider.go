@@ -329,7 +329,7 @@ func (p *Provider) listTools(ctx context.Context) (*sdk.CallToolResult, error) {
 	var text strings.Builder
 	fmt.Fprintf(&text, "%d tools:\n", len(tools))
 	for _, t := range tools {
-		views = append(views, toolView{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		views = append(views, toolView(t))
 		fmt.Fprintf(&text, "- %s: %s\n", t.Name, firstSentence(t.Description))
 	}
 	return sdk.StructuredResult(text.String(), map[string]any{"tools": views})
@@ -444,7 +444,7 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 	}
 	calls := make([]callView, 0, len(result.ToolCalls))
 	for _, c := range result.ToolCalls {
-		calls = append(calls, callView{Name: c.Name, IsError: c.IsError})
+		calls = append(calls, callView(c))
 	}
 	return sdk.StructuredResult(result.Response, map[string]any{
 		"agent_id": def.ID, "response": result.Response, "iterations": result.Iterations, "tool_calls": calls,

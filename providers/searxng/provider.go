@@ -1,0 +1,158 @@
+package searxng
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// Version is the provider's version, reported by Describe and sent in the
+// User-Agent of every search (openhuman-host-searxng/<Version>).
+const Version = "0.1.0"
+
+// ToolSearch is the name of the provider's one tool.
+const ToolSearch = "searxng_search"
+
+// providerName is the provider's name in its catalog.
+const providerName = "searxng"
+
+// instructions is what the provider adds to the host's MCP instructions.
+const instructions = "Web search: searxng_search queries the operator's SearXNG instance (several search engines at once) " +
+	"for current or public information; pick categories news or images when that is what you need."
+
+// toolTimeoutMargin is added to timeout_secs for the tool's own deadline,
+// so that the provider's timeout, with its message, fires before the
+// host's.
+const toolTimeoutMargin = 5 * time.Second
+
+// Options configures [New]; a nil *Options uses every default.
+type Options struct {
+	// Logger receives the provider's log: the instance's endpoint, status
+	// codes, counts and durations, never queries or results. Nil discards
+	// it.
+	Logger hclog.Logger
+}
+
+// Provider is the SearXNG provider. Create it with [New] and call
+// Configure before anything else; its methods are safe for concurrent use
+// once Configure has returned. It implements [sdk.Provider].
+type Provider struct {
+	log hclog.Logger
+
+	mu     sync.RWMutex
+	cfg    settings
+	client *client // nil until Configure succeeds
+}
+
+// New returns an unconfigured SearXNG provider.
+func New(opts *Options) *Provider {
+	p := &Provider{log: hclog.NewNullLogger()}
+	if opts != nil && opts.Logger != nil {
+		p.log = opts.Logger
+	}
+	return p
+}
+
+// Configure reads [providers.searxng]: base_url (required), max_results,
+// default_language and timeout_secs. Unknown keys and bad values are
+// errors that name the key and say what it must be. Configuring again
+// replaces the settings for later calls.
+func (p *Provider) Configure(_ context.Context, req *sdk.ConfigureRequest) error {
+	cfg, err := parseSettings(req.Config)
+	if err != nil {
+		return err
+	}
+	c := newClient(cfg)
+	p.mu.Lock()
+	old := p.client
+	p.cfg, p.client = cfg, c
+	p.mu.Unlock()
+	if old != nil {
+		old.closeIdle()
+	}
+	p.log.Debug("configured", "endpoint", endpoint(cfg.base), "max_results", cfg.maxResults,
+		"default_language", cfg.language, "timeout_secs", cfg.timeoutSecs)
+	return nil
+}
+
+// Describe returns the catalog: the tool searxng_search, whose
+// max_results default and deadline follow the settings.
+func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
+	p.mu.RLock()
+	cfg := p.cfg
+	p.mu.RUnlock()
+	if cfg.base == nil {
+		cfg = settings{maxResults: defaultMaxResults, timeoutSecs: defaultTimeoutSecs}
+	}
+	return &sdk.Catalog{
+		Name:         providerName,
+		Version:      Version,
+		Tools:        []sdk.Tool{searchTool(cfg)},
+		Instructions: instructions,
+	}, nil
+}
+
+// CallTool runs searxng_search. Bad arguments and every failure of the
+// instance are isError results that say what to do; an error is returned
+// only when the call's context ends, the provider is not configured, or
+// the tool is not searxng_search.
+func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	if req.Name != ToolSearch {
+		return nil, fmt.Errorf("searxng provider has no tool %q; its tool is %s", req.Name, ToolSearch)
+	}
+	p.mu.RLock()
+	cfg, c := p.cfg, p.client
+	p.mu.RUnlock()
+	if c == nil {
+		return nil, errors.New("searxng provider is not configured")
+	}
+	args, err := parseArgs(req.Arguments, cfg)
+	if err != nil {
+		return sdk.ErrorResult("%s: %s", ToolSearch, err), nil
+	}
+	start := time.Now()
+	raw, status, err := c.search(ctx, args)
+	elapsed := time.Since(start).Round(time.Millisecond)
+	var ierr *instanceError
+	if errors.As(err, &ierr) {
+		p.log.Warn("search failed", "endpoint", c.endpoint(), "status", status, "duration", elapsed, "error", ierr.msg)
+		return sdk.ErrorResult("%s: %s", ToolSearch, ierr.msg), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := normalise(raw, args.query, args.maxResults)
+	p.log.Debug("search", "endpoint", c.endpoint(), "status", status, "duration", elapsed,
+		"results", len(out.Results), "unresponsive_engines", len(out.UnresponsiveEngines))
+	if allEnginesFailed(out) {
+		return sdk.ErrorResult("%s: every engine failed: %s. SearXNG at %s got no results from any of its engines: "+
+			"check that the instance can reach the internet and that these engines work (its logs, or its preferences page), then try again",
+			ToolSearch, enginesList(out.UnresponsiveEngines), c.endpoint()), nil
+	}
+	return sdk.StructuredResult(renderText(out), out)
+}
+
+// ReadResource always fails: the provider serves no resources.
+func (p *Provider) ReadResource(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	return nil, fmt.Errorf("searxng provider: %w: %s", sdk.ErrResourceNotFound, req.URI)
+}
+
+// Close releases the provider's idle connections; it is safe to call more
+// than once and before Configure.
+func (p *Provider) Close() error {
+	p.mu.RLock()
+	c := p.client
+	p.mu.RUnlock()
+	if c != nil {
+		c.closeIdle()
+	}
+	return nil
+}
+
+var _ sdk.Provider = (*Provider)(nil)

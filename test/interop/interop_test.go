@@ -406,6 +406,28 @@ func (srv *serverProc) stop(t *testing.T, how string) {
 
 // ---- client.mjs ------------------------------------------------------------
 
+// clientDir returns a scratch directory in the sandbox holding a copy of
+// script (from this package) and a node_modules link to INTEROP_HOME's, so
+// that the script resolves the pinned npm packages.
+func clientDir(t *testing.T, p prereqs, sb *sandbox, script string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(sb.dir, "client-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, script), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(p.home, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 var clientSummary = regexp.MustCompile(`^client: (\d+) passed, (\d+) failed$`)
 
 // runClient runs client.mjs with the pinned Node from a scratch directory
@@ -413,20 +435,7 @@ var clientSummary = regexp.MustCompile(`^client: (\d+) passed, (\d+) failed$`)
 // watch over the client's process tree (the server and its providers).
 func runClient(t *testing.T, p prereqs, sb *sandbox, extraEnv []string, args ...string) *procTree {
 	t.Helper()
-	dir, err := os.MkdirTemp(sb.dir, "client-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile("client.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(p.home, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
+	dir := clientDir(t, p, sb, "client.mjs")
 
 	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()

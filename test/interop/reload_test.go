@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -42,20 +41,7 @@ func TestReloadWithConnectedClient(t *testing.T) {
 	sb := newSandbox(t)
 	sb.writeConfig(t, "[providers.searxng]\nenabled = false\n")
 	configPath := filepath.Join(sb.config, "openhuman-host", "config.toml")
-	dir, err := os.MkdirTemp(sb.dir, "client-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.ReadFile("reload.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "reload.mjs"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(p.home, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
+	dir := clientDir(t, p, sb, "reload.mjs")
 	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
 	var stdout, stderr syncBuffer

@@ -86,6 +86,7 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target
 	noopConfig := func(provArgs []string) string {
 		c := audit +
 			"[providers.memory]\nenabled = false\n\n" +
+			"[providers.agent]\nenabled = false\n\n" +
 			"[providers.bench]\n" +
 			"command = " + tomlString(provBin) + "\n" +
 			"sha256 = " + tomlString(provSHA) + "\n"
@@ -132,7 +133,7 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target
 	}
 
 	if o.memory {
-		mem, err := hostTarget(o, dir(), "host+memory", audit+"[providers.memory]\nenabled = true\n", nil)
+		mem, err := hostTarget(o, dir(), "host+memory", audit+"[providers.memory]\nenabled = true\n\n[providers.agent]\nenabled = false\n", nil)
 		if err != nil {
 			return nil, err
 		}

@@ -103,6 +103,8 @@ func (h *Host) claim(provider, kind, name string) error {
 	if o, ok := h.owners[kind+":"+name]; ok && o != provider {
 		return fmt.Errorf("%s %q belongs to provider %s, which served it first", kind, name, o)
 	}
+	// The upstream provider relays other servers' tools: it gets no
+	// built-in namespace either.
 	if config.IsBuiltin(provider) {
 		return nil
 	}
@@ -445,7 +447,55 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plug
 		}
 		specs = append(specs, spec)
 	}
+	if spec, ok, err := upstreamSpec(cfg, dataDir, o); err != nil {
+		o.Logger.Error("upstream servers not loaded", "error", err)
+		*failed = append(*failed, plugins.Failure{Name: config.UpstreamProvider, Err: err})
+	} else if ok {
+		specs = append(specs, spec)
+	}
 	return specs, nil
+}
+
+// upstreamSpec is the spec of the provider that serves the enabled
+// [[upstream.servers]], with their auth resolved into headers (and query
+// parameters) from the environment; ok is false when none is enabled.
+func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, bool, error) {
+	type server struct {
+		config.UpstreamServer
+		Headers map[string]string `json:"headers,omitempty"`
+	}
+	var servers []server
+	for _, s := range cfg.Upstream.Checked {
+		if !s.Enabled {
+			continue
+		}
+		headers, endpoint, err := s.ResolveAuth(os.Getenv)
+		if err != nil {
+			return plugins.Spec{}, false, err
+		}
+		s.Endpoint = endpoint
+		servers = append(servers, server{UpstreamServer: s, Headers: headers})
+	}
+	if len(servers) == 0 {
+		return plugins.Spec{}, false, nil
+	}
+	if !slices.Contains(o.Builtins, config.UpstreamProvider) {
+		return plugins.Spec{}, false, errors.New("this build has no upstream provider; remove the [[upstream.servers]] entries")
+	}
+	if o.Executable == "" {
+		return plugins.Spec{}, false, errors.New("no host executable to launch the upstream provider from")
+	}
+	raw, err := json.Marshal(map[string]any{"servers": servers})
+	if err != nil {
+		return plugins.Spec{}, false, fmt.Errorf("upstream servers as JSON: %w", err)
+	}
+	return plugins.Spec{
+		Name:    config.UpstreamProvider,
+		Path:    o.Executable,
+		Args:    []string{"provider", config.UpstreamProvider},
+		Config:  raw,
+		DataDir: filepath.Join(dataDir, config.UpstreamProvider),
+	}, true, nil
 }
 
 // Close stops the providers, flushes the audit log and closes it. It

@@ -86,8 +86,7 @@ type Config struct {
 	// Providers holds every [providers.<name>] table, enabled or not, keyed by
 	// name. The defaults list memory (enabled) and searxng (disabled).
 	Providers map[string]ProviderConfig
-	// Upstream holds the [upstream] table. Always empty in a loaded Config:
-	// this version rejects upstream servers.
+	// Upstream holds the [upstream] table.
 	Upstream UpstreamConfig
 	// Source is the path of the file the config was loaded from, or
 	// DefaultSource when no file was read.
@@ -174,9 +173,10 @@ type AuditConfig struct {
 
 // UpstreamConfig is the [upstream] table.
 type UpstreamConfig struct {
-	// Servers holds the [[upstream.servers]] entries as decoded. Any entry is
-	// a validation error in this version.
+	// Servers holds the [[upstream.servers]] entries as decoded.
 	Servers []map[string]any `toml:"servers"`
+	// Checked holds the same entries, checked, in file order.
+	Checked []UpstreamServer `toml:"-"`
 }
 
 // Default returns the embedded default configuration (default.toml) with

@@ -568,24 +568,33 @@ func TestParseErrors(t *testing.T) {
 				`config.toml:5: providers.memory.embeddings.api_key_env: must name an environment variable (letters, digits and _, not starting with a digit); got "sk-not-a-variable-name"`,
 			},
 		},
-		"upstream servers are refused, each at its line": {
+		"upstream server errors, each at its line": {
 			doc: lines(
 				"[[upstream.servers]]",
 				`name = "github"`,
 				`command = "github-mcp"`,
+				`endpoint = "https://x.example/mcp"`,
+				"timeout_secs = 0",
 				"",
 				"[[upstream.servers]]",
-				`name = "linear"`,
+				`name = "Linear"`,
+				`endpoint = "ftp://x"`,
+				`colour = 1`,
+				`auth = { kind = "bearer", token_env = "T" }`,
+				"",
+				"[[upstream.servers]]",
+				`name = "files"`,
+				`command = "mcp-files"`,
+				`auth = { kind = "bearer_token", token_env = "T" }`,
 			),
 			want: []string{
-				"config.toml:1: upstream.servers[0]: upstream servers are not supported by this version; remove this [[upstream.servers]] entry",
-				"config.toml:5: upstream.servers[1]: upstream servers are not supported by this version; remove this [[upstream.servers]] entry",
-			},
-		},
-		"inline upstream servers are refused too": {
-			doc: lines("[upstream]", "servers = [", `  { name = "github" },`, "]"),
-			want: []string{
-				"config.toml:3: upstream.servers[0]: upstream servers are not supported by this version; remove this [[upstream.servers]] entry",
+				"config.toml:1: upstream.servers[0]: set exactly one of command (a stdio server) and endpoint (a Streamable HTTP server)",
+				"config.toml:5: upstream.servers[0].timeout_secs: must be between 1 and 3600; got 0",
+				"config.toml:8: upstream.servers[1].name: required: a lowercase letter, then up to 31 lowercase letters, digits, _ or -; got \"Linear\"",
+				"config.toml:9: upstream.servers[1].endpoint: must be an http or https URL such as https://mcp.example.com/mcp",
+				"config.toml:10: upstream.servers[1].colour: unknown key; valid keys in [[upstream.servers]] are allowed_tools, args, auth, command, cwd, disallowed_tools, enabled, endpoint, env, name, prefix, read_only_tools, timeout_secs, trust_annotations",
+				"config.toml:11: upstream.servers[1].auth.kind: must be one of bearer_token, basic, header, headers, query_param; got \"bearer\"",
+				"config.toml:16: upstream.servers[2].auth: applies to HTTP servers (endpoint) only; pass a stdio server's secrets through env",
 			},
 		},
 		"upstream servers of the wrong type": {

@@ -16,6 +16,10 @@ import (
 // order they are started and listed. Callers must not modify it.
 var BuiltinProviders = []string{"memory", "agent", "searxng"}
 
+// UpstreamProvider is the name of the built-in provider that serves the
+// tools of [[upstream.servers]]; no [providers.<name>] table may use it.
+const UpstreamProvider = "upstream"
+
 // IsBuiltin reports whether name is one of BuiltinProviders.
 func IsBuiltin(name string) bool {
 	return slices.Contains(BuiltinProviders, name)
@@ -233,6 +237,9 @@ func (d *decoder) validateProvider(p ProviderConfig) {
 	prefix := joinKey("providers", p.Name)
 	if !providerName.MatchString(p.Name) {
 		d.fail(prefix, "provider names must match %s (a lowercase letter, then up to 31 lowercase letters, digits, _ or -)", providerName)
+	}
+	if p.Name == UpstreamProvider {
+		d.fail(prefix, "the name %q is reserved for the provider that serves [[upstream.servers]]; rename the table", UpstreamProvider)
 	}
 	if IsBuiltin(p.Name) {
 		builtins := strings.Join(BuiltinProviders, ", ")

@@ -54,9 +54,7 @@ func (d *decoder) validate(c *Config) {
 		d.validateProvider(c.Providers[name])
 	}
 
-	for i := range c.Upstream.Servers {
-		d.fail(index("upstream.servers", i), "upstream servers are not supported by this version; remove this [[upstream.servers]] entry")
-	}
+	c.Upstream.Checked = d.upstreamServers(c.Upstream.Servers)
 }
 
 // check records msg, when not empty, as an error about path.

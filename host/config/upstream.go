@@ -1,0 +1,308 @@
+package config
+
+import (
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// UpstreamServer is one checked [[upstream.servers]] entry: an MCP server
+// whose tools the host re-exposes through its own policy and audit.
+type UpstreamServer struct {
+	// Name identifies the server: ^[a-z][a-z0-9_-]{0,31}$, unique.
+	Name string `json:"name"`
+	// Command, Args, Env and Cwd start a stdio server; Env values are
+	// given literally.
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	// Endpoint is the URL of a Streamable HTTP server; exactly one of
+	// Command and Endpoint is set.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Enabled connects the server; default true.
+	Enabled bool `json:"enabled"`
+	// AllowedTools and DisallowedTools filter the upstream tool names
+	// (exact names or path.Match globs); denial wins.
+	AllowedTools    []string `json:"allowed_tools,omitempty"`
+	DisallowedTools []string `json:"disallowed_tools,omitempty"`
+	// TimeoutSecs bounds each call, 1..3600; default 30.
+	TimeoutSecs int `json:"timeout_secs"`
+	// Prefix goes before every tool name; nil means "<name>__".
+	Prefix *string `json:"prefix,omitempty"`
+	// ReadOnlyTools are upstream tools the operator declares read class.
+	ReadOnlyTools []string `json:"read_only_tools,omitempty"`
+	// TrustAnnotations makes tools the upstream marks readOnlyHint read
+	// class too.
+	TrustAnnotations bool `json:"trust_annotations"`
+	// Auth says how to authenticate to an HTTP server; nil for none.
+	Auth *UpstreamAuth `json:"-"`
+}
+
+// UpstreamAuth is an [[upstream.servers]] auth table. Secrets come only
+// from environment variables, named by the *_env keys.
+type UpstreamAuth struct {
+	// Kind is bearer_token (token_env), basic (username_env,
+	// password_env), header (header, value_env), headers (headers: a
+	// table of header name → environment variable) or query_param (param,
+	// value_env).
+	Kind        string
+	TokenEnv    string
+	UsernameEnv string
+	PasswordEnv string
+	Header      string
+	Param       string
+	ValueEnv    string
+	Headers     map[string]string
+}
+
+var upstreamKeys = []string{"allowed_tools", "args", "auth", "command", "cwd", "disallowed_tools", "enabled", "endpoint", "env",
+	"name", "prefix", "read_only_tools", "timeout_secs", "trust_annotations"}
+
+var (
+	headerName = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+.^_` + "`" + `|~-]+$`)
+	prefixText = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,64}$`)
+)
+
+// upstreamServers checks the decoded [[upstream.servers]] entries and
+// returns them; problems are reported through d with the entry's key.
+func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
+	var out []UpstreamServer
+	seen := map[string]bool{}
+	for i, m := range raw {
+		at := index("upstream.servers", i)
+		s := UpstreamServer{Enabled: true, TimeoutSecs: 30}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			v := m[k]
+			path := joinKey(at, k)
+			switch k {
+			case "name", "command", "cwd", "endpoint":
+				str, ok := v.(string)
+				if !ok {
+					d.fail(path, "must be a string; got %s", describeValue(v))
+					continue
+				}
+				switch k {
+				case "name":
+					s.Name = str
+				case "command":
+					s.Command = str
+				case "cwd":
+					s.Cwd = str
+				case "endpoint":
+					s.Endpoint = str
+				}
+			case "args":
+				s.Args = d.stringList(path, v)
+			case "allowed_tools":
+				s.AllowedTools = d.stringList(path, v)
+			case "disallowed_tools":
+				s.DisallowedTools = d.stringList(path, v)
+			case "read_only_tools":
+				s.ReadOnlyTools = d.stringList(path, v)
+			case "enabled", "trust_annotations":
+				b, ok := v.(bool)
+				if !ok {
+					d.fail(path, "must be a boolean; got %s", describeValue(v))
+					continue
+				}
+				if k == "enabled" {
+					s.Enabled = b
+				} else {
+					s.TrustAnnotations = b
+				}
+			case "timeout_secs":
+				s.TimeoutSecs = d.secs(path, v, 3600)
+			case "prefix":
+				str, ok := v.(string)
+				if !ok || !prefixText.MatchString(str) {
+					d.fail(path, "must be a string of at most 64 letters, digits, _, . or -; got %s", describeValue(v))
+					continue
+				}
+				s.Prefix = &str
+			case "env":
+				t, ok := v.(map[string]any)
+				if !ok {
+					d.fail(path, "must be a table of environment variables; got %s", describeValue(v))
+					continue
+				}
+				s.Env = map[string]string{}
+				for name, val := range t {
+					str, ok := val.(string)
+					if !ok || !envName.MatchString(name) {
+						d.fail(joinKey(path, name), "must be a string, under a variable name of letters, digits and _")
+						continue
+					}
+					s.Env[name] = str
+				}
+			case "auth":
+				s.Auth = d.upstreamAuth(path, v)
+			default:
+				d.fail(path, "unknown key; valid keys in [[upstream.servers]] are %s", strings.Join(upstreamKeys, ", "))
+			}
+		}
+		switch {
+		case !providerName.MatchString(s.Name):
+			d.fail(joinKey(at, "name"), "required: a lowercase letter, then up to 31 lowercase letters, digits, _ or -; got %q", s.Name)
+		case seen[s.Name]:
+			d.fail(joinKey(at, "name"), "%q names two upstream servers; names must be unique", s.Name)
+		}
+		seen[s.Name] = true
+		switch {
+		case (s.Command == "") == (s.Endpoint == ""):
+			d.fail(at, "set exactly one of command (a stdio server) and endpoint (a Streamable HTTP server)")
+		case s.Endpoint != "":
+			if u, err := url.Parse(s.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				d.fail(joinKey(at, "endpoint"), "must be an http or https URL such as https://mcp.example.com/mcp")
+			}
+		}
+		if s.Auth != nil && s.Endpoint == "" {
+			d.fail(joinKey(at, "auth"), "applies to HTTP servers (endpoint) only; pass a stdio server's secrets through env")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
+	t, ok := v.(map[string]any)
+	if !ok {
+		d.fail(path, "must be a table such as { kind = \"bearer_token\", token_env = \"MY_TOKEN\" }; got %s", describeValue(v))
+		return nil
+	}
+	a := &UpstreamAuth{}
+	str := func(key string) string {
+		raw, present := t[key]
+		if !present {
+			return ""
+		}
+		s, ok := raw.(string)
+		if !ok {
+			d.fail(joinKey(path, key), "must be a string; got %s", describeValue(raw))
+		}
+		return s
+	}
+	a.Kind = str("kind")
+	need := map[string][]string{
+		"bearer_token": {"token_env"},
+		"basic":        {"username_env", "password_env"},
+		"header":       {"header", "value_env"},
+		"headers":      {"headers"},
+		"query_param":  {"param", "value_env"},
+	}
+	keys, known := need[a.Kind]
+	if !known {
+		d.fail(joinKey(path, "kind"), "must be one of bearer_token, basic, header, headers, query_param; got %q", a.Kind)
+		return nil
+	}
+	allowed := append([]string{"kind"}, keys...)
+	for k := range t {
+		if !slices.Contains(allowed, k) {
+			d.fail(joinKey(path, k), "unknown key for kind %q; it takes %s", a.Kind, strings.Join(keys, " and "))
+		}
+	}
+	for _, k := range keys {
+		if _, ok := t[k]; !ok {
+			d.fail(joinKey(path, k), "required for kind %q", a.Kind)
+		}
+	}
+	a.TokenEnv, a.UsernameEnv, a.PasswordEnv = str("token_env"), str("username_env"), str("password_env")
+	a.Header, a.Param, a.ValueEnv = str("header"), str("param"), str("value_env")
+	for _, k := range []string{"token_env", "username_env", "password_env", "value_env"} {
+		if s := str(k); s != "" && !envName.MatchString(s) {
+			d.fail(joinKey(path, k), "must name an environment variable; got %q", s)
+		}
+	}
+	if a.Header != "" && !headerName.MatchString(a.Header) {
+		d.fail(joinKey(path, "header"), "must be an HTTP header name; got %q", a.Header)
+	}
+	if raw, ok := t["headers"]; ok {
+		ht, ok := raw.(map[string]any)
+		if !ok {
+			d.fail(joinKey(path, "headers"), "must be a table of header name = environment variable; got %s", describeValue(raw))
+		}
+		a.Headers = map[string]string{}
+		for name, env := range ht {
+			s, ok := env.(string)
+			if !ok || !headerName.MatchString(name) || !envName.MatchString(s) {
+				d.fail(joinKey(joinKey(path, "headers"), name), "must map an HTTP header name to an environment variable's name")
+				continue
+			}
+			a.Headers[name] = s
+		}
+	}
+	return a
+}
+
+// ResolveAuth returns the request headers and the endpoint (with a query
+// parameter added for kind query_param) that s's auth asks for, reading
+// the named environment variables with getenv (nil means os.Getenv). An
+// empty variable is an error naming it. The values are secrets: never log
+// them.
+func (s UpstreamServer) ResolveAuth(getenv func(string) string) (map[string]string, string, error) {
+	if s.Auth == nil {
+		return nil, s.Endpoint, nil
+	}
+	if getenv == nil {
+		getenv = osEnviron.getenv
+	}
+	val := func(env string) (string, error) {
+		v := getenv(env)
+		if v == "" {
+			return "", fmt.Errorf("upstream server %s: environment variable %s (its auth) is empty or unset", s.Name, env)
+		}
+		return v, nil
+	}
+	headers := map[string]string{}
+	a := s.Auth
+	switch a.Kind {
+	case "bearer_token":
+		v, err := val(a.TokenEnv)
+		if err != nil {
+			return nil, "", err
+		}
+		headers["Authorization"] = "Bearer " + v
+	case "basic":
+		u, err := val(a.UsernameEnv)
+		if err != nil {
+			return nil, "", err
+		}
+		p, err := val(a.PasswordEnv)
+		if err != nil {
+			return nil, "", err
+		}
+		headers["Authorization"] = "Basic " + base64.StdEncoding.EncodeToString([]byte(u+":"+p))
+	case "header":
+		v, err := val(a.ValueEnv)
+		if err != nil {
+			return nil, "", err
+		}
+		headers[a.Header] = v
+	case "headers":
+		for name, env := range a.Headers {
+			v, err := val(env)
+			if err != nil {
+				return nil, "", err
+			}
+			headers[name] = v
+		}
+	case "query_param":
+		v, err := val(a.ValueEnv)
+		if err != nil {
+			return nil, "", err
+		}
+		u, err := url.Parse(s.Endpoint)
+		if err != nil {
+			return nil, "", fmt.Errorf("upstream server %s: endpoint: %w", s.Name, err)
+		}
+		q := u.Query()
+		q.Set(a.Param, v)
+		u.RawQuery = q.Encode()
+		return headers, u.String(), nil
+	}
+	return headers, s.Endpoint, nil
+}

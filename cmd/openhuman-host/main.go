@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,6 +21,7 @@ import (
 	"github.com/openhuman/openhuman-host/providers/agent"
 	"github.com/openhuman/openhuman-host/providers/memory"
 	"github.com/openhuman/openhuman-host/providers/searxng"
+	"github.com/openhuman/openhuman-host/providers/upstream"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -35,11 +37,12 @@ var builtins = map[string]func(log hclog.Logger) sdk.Provider{
 	"searxng": func(log hclog.Logger) sdk.Provider {
 		return searxng.New(&searxng.Options{Logger: log})
 	},
+	config.UpstreamProvider: func(log hclog.Logger) sdk.Provider { return upstream.New(&upstream.Options{Logger: log}) },
 }
 
 func builtinNames() []string {
 	var names []string
-	for _, n := range config.BuiltinProviders {
+	for _, n := range append(slices.Clone(config.BuiltinProviders), config.UpstreamProvider) {
 		if _, ok := builtins[n]; ok {
 			names = append(names, n)
 		}

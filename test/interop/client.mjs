@@ -13,6 +13,10 @@
 //   EXTRA_CALLS          a JSON array of {"name", "arguments", "text"}: each
 //                        tool is called (before the transport check) and must
 //                        succeed with "text" in its text content
+//   EXPECT_ABSENT        a JSON array of tool names that must be neither
+//                        listed nor callable (JSON-RPC -32602)
+//   RELAYED_PREFIXES     a JSON array of name prefixes of tools relayed from
+//                        upstream servers, whose schemas are their servers'
 //
 // Prints "ok - name" or "not ok - name: why" per check, then
 // "client: N passed, N failed". Exits 1 if any check failed, 2 on bad usage.
@@ -45,6 +49,7 @@ if (!opts) {
 }
 
 const readonly = process.env.EXPECT_READONLY === "1";
+const relayed = JSON.parse(process.env.RELAYED_PREFIXES || "[]");
 const deadlineMs = Number(process.env.CLIENT_DEADLINE_MS || 60000);
 const requestMs = Number(process.env.CLIENT_REQUEST_MS || 20000);
 const reqOpts = { timeout: requestMs };
@@ -157,6 +162,9 @@ await check("tools/list: every tool is fully described", async () => {
   for (const t of tools) {
     expect(typeof t.description === "string" && t.description.trim() !== "", `${t.name}: no description`);
     expect(t.inputSchema?.type === "object", `${t.name}: input schema type is ${t.inputSchema?.type}`);
+    // Tools relayed from upstream servers keep their servers' schemas and
+    // annotations; the host's own are closed and annotated.
+    if (relayed.some((prefix) => t.name.startsWith(prefix))) continue;
     expect(t.inputSchema?.additionalProperties === false, `${t.name}: input schema allows additional properties`);
     expect(t.annotations && typeof t.annotations === "object", `${t.name}: no annotations`);
   }
@@ -338,6 +346,20 @@ for (const extra of JSON.parse(process.env.EXTRA_CALLS || "[]")) {
     const r = await callTool(extra.name, extra.arguments || {});
     expect(!r.isError, r.text);
     expect(r.text.includes(extra.text || ""), `text ${JSON.stringify(r.text)} lacks ${JSON.stringify(extra.text)}`);
+  });
+}
+
+for (const name of JSON.parse(process.env.EXPECT_ABSENT || "[]")) {
+  await check(`absent tool: ${name}`, async () => {
+    const listed = (await client.listTools(undefined, reqOpts)).tools.map((t) => t.name);
+    expect(!listed.includes(name), `${name} is listed`);
+    try {
+      const r = await client.callTool({ name, arguments: {} }, undefined, reqOpts);
+      throw new CheckFailed(`${name} was callable: ${JSON.stringify(r).slice(0, 200)}`);
+    } catch (e) {
+      if (e instanceof CheckFailed) throw e;
+      expect(e instanceof McpError && e.code === ErrorCode.InvalidParams, `calling ${name}: ${e?.message || e}`);
+    }
   });
 }
 

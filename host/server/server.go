@@ -198,7 +198,7 @@ func (s *Server) unknownTool(v *view, name string) error {
 		}
 		parts[i] = n + " (" + reason + ")"
 	}
-	return fmt.Errorf("%w %q; it may belong to a provider that did not load: %s; fix the config (and restart a running server)",
+	return fmt.Errorf("%w %q; it may belong to a provider that did not load: %s; fix the config, then send the server SIGHUP or restart it",
 		ErrUnknownTool, name, strings.Join(parts, "; "))
 }
 

@@ -36,19 +36,6 @@ func loadConfig(g *globalFlags) (*config.Config, hclog.Logger, error) {
 	return cfg, log, nil
 }
 
-// detachStdin gives child processes /dev/null as stdin and returns the
-// real stdin for the host's own use: go-plugin hands os.Stdin to every
-// plugin it starts, and on stdio the MCP stream must reach the host alone.
-func detachStdin() (*os.File, error) {
-	real := os.Stdin
-	devNull, err := os.Open(os.DevNull)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", os.DevNull, err)
-	}
-	os.Stdin = devNull
-	return real, nil
-}
-
 // startHost starts the host; a non-empty statusFile is kept up to date
 // with its providers' state (servers set one, one-shot commands do not).
 func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger, statusFile string) (*host.Host, error) {
@@ -78,15 +65,15 @@ func withHost(g *globalFlags, fn func(context.Context, *host.Host) error) error 
 
 // runHost starts the host, runs fn until it returns or SIGINT/SIGTERM
 // cancels its context, then stops the providers and flushes the audit log.
-// fn gets the process's real stdin; child processes get /dev/null.
+// fn gets the process's stdin; child processes get /dev/null.
 // A non-empty statusFile is passed to the host (see startHost).
 func runHost(cfg *config.Config, log hclog.Logger, statusFile string, fn func(ctx context.Context, stdin *os.File, h *host.Host) error) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	stdin, err := detachStdin()
-	if err != nil {
-		return err
-	}
+	// Providers never see this stdin: the host starts them with /dev/null
+	// (host/plugins' runner), so on stdio the MCP stream is the host's
+	// alone.
+	stdin := os.Stdin
 	h, err := startHost(ctx, cfg, log, statusFile)
 	if err != nil {
 		return err

@@ -3,8 +3,7 @@
 //
 // Each provider runs isolated: gRPC only, AutoMTLS, an environment built
 // from an explicit allow-list (go-plugin SkipHostEnv), its own process
-// group, and the host's stdin never (callers give child processes
-// /dev/null; see [Manager.Start]). A third-party provider's executable is
+// group, and /dev/null as stdin, never the host's. A third-party provider's executable is
 // checksum-verified before every exec. After the handshake the manager
 // calls Configure with the provider's config table, data dir and secrets,
 // then Describe; all providers start in parallel and a provider that fails
@@ -238,8 +237,9 @@ type Failure struct {
 // is done or the manager is closed. Every loaded provider gets a
 // supervisor that restarts it when it crashes, until [Manager.Close].
 //
-// go-plugin hands the host's os.Stdin to every provider process; a host
-// that serves MCP on stdin must replace os.Stdin (with /dev/null) first.
+// Providers get /dev/null as stdin, never the host's: the manager starts
+// them through its own go-plugin runner, so a host serving MCP on stdin
+// keeps that stream to itself.
 func (m *Manager) Start(ctx context.Context, specs []Spec) ([]*Provider, []Failure, error) {
 	loaded := make([]*Provider, len(specs))
 	errs := make([]error, len(specs))

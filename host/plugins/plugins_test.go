@@ -264,8 +264,8 @@ func TestCatalogChangeIsReported(t *testing.T) {
 			changed <- c
 		}
 	}}, spec)
-	if n := len(p.Catalog().Tools); n != 9 {
-		t.Fatalf("%d tools before, want 9", n)
+	if n := len(p.Catalog().Tools); n != 10 {
+		t.Fatalf("%d tools before, want 10", n)
 	}
 	if err := os.WriteFile(filepath.Join(spec.DataDir, "extra"), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -279,8 +279,8 @@ func TestCatalogChangeIsReported(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no restart")
 	}
-	if n := len(p.Catalog().Tools); n != 10 {
-		t.Errorf("%d tools after, want 10", n)
+	if n := len(p.Catalog().Tools); n != 11 {
+		t.Errorf("%d tools after, want 11", n)
 	}
 }
 
@@ -441,5 +441,15 @@ func TestProviderExitingAtStart(t *testing.T) {
 	_, failed, err := m.Start(t.Context(), []Spec{{Name: "quits", Path: script}})
 	if err != nil || len(failed) != 1 || !strings.Contains(failed[0].Err.Error(), "the provider exited before its handshake (exit status 7)") {
 		t.Fatalf("failed = %v, err %v", failed, err)
+	}
+}
+
+// A provider's standard input is /dev/null, never the host's.
+func TestProviderStdinIsDevNull(t *testing.T) {
+	t.Parallel()
+	_, p := startKit(t, Options{}, kitSpec(t))
+	res, err := p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "kit.stdin", Arguments: []byte("{}")})
+	if err != nil || res.Content[0].Text != "/dev/null" {
+		t.Fatalf("kit.stdin: %v %v", res, err)
 	}
 }

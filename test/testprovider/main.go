@@ -71,6 +71,7 @@ func (k *kit) Describe(context.Context) (*sdk.Catalog, error) {
 		tool("kit.panic", "Panics.", sdk.ClassAct),
 		tool("kit.exit", "Exits the provider process with status 3.", sdk.ClassAct),
 		tool("kit.badlog", "Writes log lines that are JSON but not hclog's format to stderr.", sdk.ClassRead),
+		tool("kit.stdin", "Says what the provider's standard input is.", sdk.ClassRead),
 	}}
 	if _, err := os.Stat(filepath.Join(k.dir(), "extra")); err == nil {
 		cat.Tools = append(cat.Tools, tool("kit.extra", "Listed only when the data dir holds a file named extra.", sdk.ClassRead))
@@ -129,6 +130,12 @@ func (k *kit) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 		}
 		go func() { _ = cmd.Wait() }()
 		return sdk.TextResult(strconv.Itoa(cmd.Process.Pid)), nil
+	case "kit.stdin":
+		target, err := os.Readlink("/proc/self/fd/0")
+		if err != nil {
+			return nil, err
+		}
+		return sdk.TextResult(target), nil
 	case "kit.badlog":
 		for _, line := range []string{`{"@message":42}`, `{"@level":[1],"@message":"x"}`, `{"@message":"t","@timestamp":7}`, `{"@timestamp":"yesterday","@message":"t"}`} {
 			_, _ = syscall.Write(2, []byte(line+"\n"))

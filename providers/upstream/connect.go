@@ -24,7 +24,29 @@ const terminateGrace = 2 * time.Second
 type conn struct {
 	srv     *server
 	session *mcp.ClientSession
-	cmd     *exec.Cmd // nil for HTTP servers
+	cmd     *exec.Cmd     // nil for HTTP servers
+	done    chan struct{} // closed when the session has ended
+}
+
+// watch closes c.done once the session ends (the stdio server exited, the
+// HTTP connection failed for good, or close was called).
+func (c *conn) watch() *conn {
+	c.done = make(chan struct{})
+	go func() {
+		_ = c.session.Wait()
+		close(c.done)
+	}()
+	return c
+}
+
+// alive reports whether the session is still up.
+func (c *conn) alive() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // close ends the session and, for a stdio server, its process.
@@ -47,7 +69,7 @@ func connect(ctx context.Context, log hclog.Logger, s *server) (*conn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: cannot connect: %s", s.where(), redactText(err.Error()))
 		}
-		return &conn{srv: s, session: cs}, nil
+		return (&conn{srv: s, session: cs}).watch(), nil
 	}
 
 	env := childEnv(os.Environ(), s.env)
@@ -66,7 +88,7 @@ func connect(ctx context.Context, log hclog.Logger, s *server) (*conn, error) {
 		}
 		return nil, fmt.Errorf("%s: cannot start or initialise it: %s", s.where(), redactText(err.Error()))
 	}
-	return &conn{srv: s, session: cs, cmd: cmd}, nil
+	return (&conn{srv: s, session: cs, cmd: cmd}).watch(), nil
 }
 
 // headerTransport adds the server's configured headers to every request.

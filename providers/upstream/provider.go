@@ -57,17 +57,84 @@ type Provider struct {
 	servers []*server        // in config order, enabled or not
 	conns   map[string]*conn // by server name, enabled servers only
 	routes  map[string]route // by exposed tool name, from the last Describe
+
+	reconnectMu sync.Mutex            // serialises reconnections
+	retries     map[string]retryState // by server name; guarded by reconnectMu
 }
 
 // route maps an exposed tool name to its server and upstream name.
 type route struct {
-	conn *conn
+	srv  *server
 	name string
+}
+
+// Reconnection backoff after an upstream session ended: the first attempt
+// is immediate, then the delay doubles from firstRetry up to maxRetry.
+const (
+	firstRetry = 250 * time.Millisecond
+	maxRetry   = 30 * time.Second
+)
+
+// retryState is a server's reconnection backoff.
+type retryState struct {
+	failures int
+	next     time.Time
+}
+
+// session returns a live session with s, reconnecting (with backoff) when
+// the last one ended: a stdio server that exited is started again, an HTTP
+// session the server forgot is initialised again.
+func (p *Provider) session(ctx context.Context, s *server) (*conn, error) {
+	p.mu.RLock()
+	c := p.conns[s.name]
+	p.mu.RUnlock()
+	if c != nil && c.alive() {
+		return c, nil
+	}
+	p.reconnectMu.Lock()
+	defer p.reconnectMu.Unlock()
+	p.mu.RLock()
+	c = p.conns[s.name]
+	p.mu.RUnlock()
+	if c != nil && c.alive() {
+		return c, nil
+	}
+	st := p.retries[s.name]
+	if wait := time.Until(st.next); wait > 0 {
+		return nil, fmt.Errorf("%s is down and is tried again in %s", s.where(), wait.Round(100*time.Millisecond))
+	}
+	p.log.Warn("upstream session ended; reconnecting", "server", s.name, "failures", st.failures)
+	nc, err := connect(ctx, p.log, s)
+	if err != nil {
+		st.failures++
+		delay := firstRetry << min(st.failures-1, 10)
+		st.next = time.Now().Add(min(delay, maxRetry))
+		p.retries[s.name] = st
+		return nil, fmt.Errorf("reconnect: %w", err)
+	}
+	delete(p.retries, s.name)
+	p.mu.Lock()
+	p.conns[s.name] = nc
+	p.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+	return nc, nil
+}
+
+// dropSession marks s's session as gone, so that the next call reconnects.
+func (p *Provider) dropSession(s *server, c *conn) {
+	p.mu.Lock()
+	if p.conns[s.name] == c {
+		delete(p.conns, s.name)
+	}
+	p.mu.Unlock()
+	c.close()
 }
 
 // New returns an unconfigured upstream provider.
 func New(opts *Options) *Provider {
-	p := &Provider{log: hclog.NewNullLogger()}
+	p := &Provider{log: hclog.NewNullLogger(), retries: map[string]retryState{}}
 	if opts != nil && opts.Logger != nil {
 		p.log = opts.Logger
 	}
@@ -152,7 +219,7 @@ func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
 			}
 			if prev, dup := routes[exposed]; dup {
 				p.log.Warn("tool skipped", "server", s.name, "tool", t.Name,
-					"reason", fmt.Sprintf("the name %s is already taken by server %q (first in config order wins); set a prefix for one of them", exposed, prev.conn.srv.name))
+					"reason", fmt.Sprintf("the name %s is already taken by server %q (first in config order wins); set a prefix for one of them", exposed, prev.srv.name))
 				continue
 			}
 			tool, reason := exposeTool(s, exposed, t)
@@ -160,7 +227,7 @@ func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
 				p.log.Warn("tool skipped", "server", s.name, "tool", t.Name, "reason", reason)
 				continue
 			}
-			routes[exposed] = route{conn: c, name: t.Name}
+			routes[exposed] = route{srv: s, name: t.Name}
 			tools = append(tools, tool)
 		}
 	}
@@ -288,7 +355,7 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	if refused != "" {
 		return sdk.ErrorResult("%s: this tool is refused by %s", req.Name, refused), nil
 	}
-	s := rt.conn.srv
+	s := rt.srv
 	args := json.RawMessage(req.Arguments)
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -296,7 +363,21 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := rt.conn.session.CallTool(cctx, &mcp.CallToolParams{Name: rt.name, Arguments: args})
+	c, err := p.session(cctx, s)
+	if err != nil {
+		return sdk.ErrorResult("%s: %s", req.Name, redactText(err.Error())), nil
+	}
+	res, err := c.session.CallTool(cctx, &mcp.CallToolParams{Name: rt.name, Arguments: args})
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		// The server forgot the session (HTTP 404), so the call never
+		// ran: initialise a new session once and send the call once more.
+		p.log.Info("upstream session expired; initialising a new one", "server", s.name)
+		p.dropSession(s, c)
+		if c, err = p.session(cctx, s); err != nil {
+			return sdk.ErrorResult("%s: %s", req.Name, redactText(err.Error())), nil
+		}
+		res, err = c.session.CallTool(cctx, &mcp.CallToolParams{Name: rt.name, Arguments: args})
+	}
 	elapsed := time.Since(start).Round(time.Millisecond)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -312,6 +393,12 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 			return sdk.ErrorResult("%s: %s answered with an error: %s", req.Name, s.where(), sanitise(werr.Message, maxDescription)), nil
 		}
 		p.log.Warn("call failed", "server", s.name, "tool", rt.name, "duration", elapsed, "error", redactText(err.Error()))
+		if !c.alive() {
+			// The session ended under the call; the next call reconnects.
+			p.dropSession(s, c)
+			return sdk.ErrorResult("%s: %s ended the session during the call (the call may or may not have run); it is reconnected at the next call",
+				req.Name, s.where()), nil
+		}
 		return nil, fmt.Errorf("%s: call of %s failed: %s", s.where(), rt.name, redactText(err.Error()))
 	}
 	p.log.Debug("call", "server", s.name, "tool", rt.name, "duration", elapsed, "is_error", res.IsError)
@@ -329,7 +416,7 @@ func (p *Provider) resolve(name string) (route, string, error) {
 		return route{}, "", errors.New("upstream provider is not configured")
 	}
 	if rt, ok := routes[name]; ok {
-		if ok, key := rt.conn.srv.toolAllowed(rt.name); !ok {
+		if ok, key := rt.srv.toolAllowed(rt.name); !ok {
 			return route{}, key, nil
 		}
 		return rt, "", nil
@@ -346,7 +433,7 @@ func (p *Provider) resolve(name string) (route, string, error) {
 		if routes == nil {
 			// Describe has not run: forward by prefix to the first server
 			// whose prefix matches.
-			return route{conn: c, name: up}, "", nil
+			return route{srv: s, name: up}, "", nil
 		}
 	}
 	return route{}, "", fmt.Errorf("upstream provider has no tool %q", name)

@@ -109,7 +109,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.configPath, "config", "", "config file (default $XDG_CONFIG_HOME/openhuman-host/config.toml, else embedded defaults)")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log at debug level (OPENHUMAN_LOG_LEVEL wins)")
-	root.AddCommand(newServeCmd(g), newToolsCmd(g), newConfigCmd(g), newMemoryCmd(g), newAuditCmd(g), newProvidersCmd(g), newVersionCmd(), newProviderCmd())
+	root.AddCommand(newServeCmd(g), newToolsCmd(g), newConfigCmd(g), newMemoryCmd(g), newAuditCmd(g), newProvidersCmd(g), newUpstreamCmd(g), newVersionCmd(), newProviderCmd())
 	return root
 }
 

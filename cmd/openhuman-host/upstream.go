@@ -1,0 +1,273 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/providers/upstream"
+)
+
+// newUpstreamCmd builds the upstream command and its subcommands.
+func newUpstreamCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "upstream",
+		Short: "List and check the upstream MCP servers of [[upstream.servers]]",
+	}
+	cmd.AddCommand(newUpstreamListCmd(g), newUpstreamCheckCmd(g))
+	return cmd
+}
+
+// upstreamEntry is one server as upstream list --json prints it; secrets
+// (env values, auth values) are left out, endpoints are redacted.
+type upstreamEntry struct {
+	Name            string   `json:"name"`
+	Transport       string   `json:"transport"`
+	Enabled         bool     `json:"enabled"`
+	Target          string   `json:"target"`
+	Prefix          string   `json:"prefix"`
+	TimeoutSecs     int      `json:"timeout_secs"`
+	AllowedTools    []string `json:"allowed_tools"`
+	DisallowedTools []string `json:"disallowed_tools"`
+	Auth            string   `json:"auth,omitempty"`
+}
+
+func newUpstreamListCmd(g *globalFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the configured upstream servers (from the config; nothing is contacted)",
+		Long: "list prints every [[upstream.servers]] entry: its transport, whether it is enabled, its target\n" +
+			"(an HTTP endpoint reduced to scheme://host[:port], or a stdio command line), the prefix of its\n" +
+			"tools, its call timeout and its allowed_tools and disallowed_tools. Use \"upstream check NAME\"\n" +
+			"to connect to one.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, _, err := loadConfig(g)
+			if err != nil {
+				return err
+			}
+			entries := make([]upstreamEntry, 0, len(cfg.Upstream.Checked))
+			for _, s := range cfg.Upstream.Checked {
+				entries = append(entries, newUpstreamEntry(s))
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(entries)
+			}
+			if len(entries) == 0 {
+				_, err := fmt.Fprintf(out, "No upstream servers are configured; add [[upstream.servers]] entries to %s.\n", configName(cfg))
+				return err
+			}
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tTRANSPORT\tENABLED\tTARGET\tPREFIX\tTIMEOUT\tALLOWED\tDENIED")
+			for _, e := range entries {
+				state := "enabled"
+				if !e.Enabled {
+					state = "disabled"
+				}
+				prefix := e.Prefix
+				if prefix == "" {
+					prefix = `""`
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%ds\t%s\t%s\n", e.Name, e.Transport, state, oneLine(e.Target, 120),
+					prefix, e.TimeoutSecs, toolList(e.AllowedTools, "all"), toolList(e.DisallowedTools, "-"))
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the servers as a JSON array")
+	return cmd
+}
+
+// newUpstreamEntry describes s without its secrets.
+func newUpstreamEntry(s config.UpstreamServer) upstreamEntry {
+	e := upstreamEntry{
+		Name: s.Name, Transport: "http", Enabled: s.Enabled, Target: upstream.RedactEndpoint(s.Endpoint),
+		Prefix: s.Name + "__", TimeoutSecs: s.TimeoutSecs, AllowedTools: s.AllowedTools, DisallowedTools: s.DisallowedTools,
+	}
+	if s.Command != "" {
+		e.Transport = "stdio"
+		e.Target = commandLine(s.Command, s.Args)
+	}
+	if s.Prefix != nil {
+		e.Prefix = *s.Prefix
+	}
+	if s.Auth != nil {
+		e.Auth = s.Auth.Kind
+	}
+	return e
+}
+
+// commandLine joins a command and its arguments, quoting those a shell
+// would split or expand.
+func commandLine(command string, args []string) string {
+	parts := make([]string, 0, 1+len(args))
+	for _, a := range append([]string{command}, args...) {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`*?[]{}()<>|&;#~") {
+			a = strconv.Quote(a)
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// toolList shows an allowed_tools or disallowed_tools list; unset shows
+// as unset, an empty list as "none".
+func toolList(list []string, unset string) string {
+	switch {
+	case list == nil:
+		return unset
+	case len(list) == 0:
+		return "none"
+	}
+	return oneLine(strings.Join(list, ","), 80)
+}
+
+func newUpstreamCheckCmd(g *globalFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check NAME",
+		Short: "Connect to one upstream server, list its tools and report what authentication it wants",
+		Long: "check connects to the upstream server NAME the way the host does (its auth resolved from the\n" +
+			"environment), lists its tools and shows the names the host exposes them under and those that\n" +
+			"allowed_tools and disallowed_tools filter out. When the server answers 401 it reports what the\n" +
+			"server says about authentication (WWW-Authenticate, protected-resource metadata, authorization\n" +
+			"server metadata) and what to configure. It exits 1 when the check fails.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runUpstreamCheck(cmd, g, args[0], asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// checkOutput is the report as upstream check --json prints it.
+type checkOutput struct {
+	upstream.Report
+	Enabled bool   `json:"enabled"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error,omitempty"`
+}
+
+func runUpstreamCheck(cmd *cobra.Command, g *globalFlags, name string, asJSON bool) error {
+	cfg, log, err := loadConfig(g)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(cfg.Upstream.Checked, func(s config.UpstreamServer) bool { return s.Name == name })
+	if i < 0 {
+		var names []string
+		for _, s := range cfg.Upstream.Checked {
+			names = append(names, s.Name)
+		}
+		if len(names) == 0 {
+			return fmt.Errorf("no upstream server %q: none is configured; add an [[upstream.servers]] entry to %s", name, configName(cfg))
+		}
+		return fmt.Errorf("no upstream server %q; the configured ones are %s", name, strings.Join(names, ", "))
+	}
+	s := cfg.Upstream.Checked[i]
+	headers, endpoint, err := s.ResolveAuth(os.Getenv)
+	if err != nil {
+		return err
+	}
+	r := upstream.Check(cmd.Context(), s, headers, endpoint, log)
+	out := cmd.OutOrStdout()
+	if asJSON {
+		o := checkOutput{Report: r, Enabled: s.Enabled, OK: r.Err == nil}
+		if r.Err != nil {
+			o.Error = r.Err.Error()
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(o); err != nil {
+			return err
+		}
+	} else {
+		printCheck(out, r, s.Enabled)
+	}
+	if r.Err != nil {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// printCheck writes a check report for a terminal; text that comes from
+// the server is made safe for it first.
+func printCheck(out io.Writer, r upstream.Report, enabled bool) {
+	state := ""
+	if !enabled {
+		state = " (disabled in the config)"
+	}
+	fmt.Fprintf(out, "upstream server %q%s: %s %s\n", r.Name, state, r.Transport, oneLine(r.Endpoint, 200))
+	if r.Err != nil {
+		fmt.Fprintf(out, "check failed: %s\n", oneLine(r.Err.Error(), 1000))
+		if a := r.Auth; a != nil {
+			printAuth(out, a)
+		}
+		return
+	}
+	fmt.Fprintf(out, "%d tools, %d exposed, %d filtered out\n", len(r.Tools), len(r.Exposed), len(r.Denied))
+	if len(r.Exposed) > 0 {
+		fmt.Fprintln(out, "\nexposed:")
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, t := range r.Tools {
+			if _, denied := r.Reasons[t]; !denied {
+				fmt.Fprintf(w, "  %s\t← %s\n", oneLine(r.Prefix+t, 200), oneLine(t, 200))
+			}
+		}
+		_ = w.Flush()
+	}
+	if len(r.Denied) > 0 {
+		fmt.Fprintln(out, "\nfiltered out:")
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, t := range r.Denied {
+			fmt.Fprintf(w, "  %s\t%s\n", oneLine(t, 200), oneLine(r.Reasons[t], 300))
+		}
+		_ = w.Flush()
+	}
+}
+
+// printAuth writes the auth discovery result.
+func printAuth(out io.Writer, a *upstream.AuthReport) {
+	scheme := a.Scheme
+	if scheme == "" {
+		scheme = "no WWW-Authenticate challenge"
+	}
+	fmt.Fprintf(out, "\nthe server answered 401 Unauthorized (%s)\n", oneLine(scheme, 64))
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	row := func(label, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "  %s\t%s\n", label, oneLine(value, 300))
+		}
+	}
+	row("resource metadata:", a.ResourceMetadataURL)
+	row("authorization servers:", strings.Join(a.AuthorizationServers, ", "))
+	row("scopes:", strings.Join(a.Scopes, " "))
+	row("authorization endpoint:", a.AuthorizationEndpoint)
+	row("token endpoint:", a.TokenEndpoint)
+	for _, p := range a.Problems {
+		row("problem:", p)
+	}
+	_ = w.Flush()
+	fmt.Fprintf(out, "\nhint: %s\n", oneLine(a.Hint, 1000))
+}
+
+// configName names the config file for messages.
+func configName(cfg *config.Config) string {
+	if cfg.Source == config.DefaultSource {
+		return "the config file"
+	}
+	return cfg.Source
+}

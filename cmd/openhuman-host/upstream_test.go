@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// upstreamHome points the config and data directories at a fresh
+// directory and writes config there.
+func upstreamHome(t *testing.T, config string) {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
+	dir := filepath.Join(home, "config", "openhuman-host")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUpstreamList(t *testing.T) {
+	upstreamHome(t, `
+[[upstream.servers]]
+name = "remote"
+endpoint = "https://alice:hunter2@mcp.example.com:8443/secret-path/mcp?key=k3y"
+disallowed_tools = ["delete_*", "drop"]
+timeout_secs = 45
+
+[[upstream.servers]]
+name = "files"
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/My Docs"]
+enabled = false
+prefix = ""
+allowed_tools = ["read_file"]
+`)
+	out, err := runCLI(t, "upstream", "list")
+	if err != nil {
+		t.Fatalf("upstream list: %v\n%s", err, out)
+	}
+	for _, secret := range []string{"alice", "hunter2", "secret-path", "k3y", "example.com"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("list shows %q:\n%s", secret, out)
+		}
+	}
+	for _, re := range []string{
+		`(?m)^NAME\s+TRANSPORT\s+ENABLED\s+TARGET\s+PREFIX\s+TIMEOUT\s+ALLOWED\s+DENIED$`,
+		`(?m)^remote\s+http\s+enabled\s+<redacted>\s+remote__\s+45s\s+all\s+delete_\*,drop$`,
+		`(?m)^files\s+stdio\s+disabled\s+npx -y @modelcontextprotocol/server-filesystem "/home/me/My Docs"\s+""\s+30s\s+read_file\s+-$`,
+	} {
+		if !regexpMatch(t, re, out) {
+			t.Errorf("list lacks %s:\n%s", re, out)
+		}
+	}
+
+	out, err = runCLI(t, "upstream", "list", "--json")
+	if err != nil {
+		t.Fatalf("upstream list --json: %v", err)
+	}
+	var entries []upstreamEntry
+	if err := json.Unmarshal([]byte(out), &entries); err != nil || len(entries) != 2 {
+		t.Fatalf("list --json: %v\n%s", err, out)
+	}
+	if e := entries[0]; e.Target != "<redacted>" || !e.Enabled || e.Transport != "http" || e.Prefix != "remote__" {
+		t.Errorf("entry 0 = %+v", e)
+	}
+	if e := entries[1]; e.Enabled || e.Transport != "stdio" || e.Prefix != "" || e.AllowedTools[0] != "read_file" {
+		t.Errorf("entry 1 = %+v", e)
+	}
+}
+
+func TestUpstreamCheck(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "abc", Version: "1"}, nil)
+	for _, name := range []string{"a", "b", "c"} {
+		mcp.AddTool(s, &mcp.Tool{Name: name, Description: "Tool " + name + "."},
+			func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{}, nil, nil
+			})
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	var mu sync.Mutex
+	var auths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer tok-123" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="abc"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	upstreamHome(t, fmt.Sprintf(`
+[[upstream.servers]]
+name = "abc"
+endpoint = %q
+disallowed_tools = ["c"]
+auth = { kind = "bearer_token", token_env = "ABC_TOKEN" }
+
+[[upstream.servers]]
+name = "other"
+command = "true"
+`, srv.URL+"/mcp"))
+
+	// The token's variable is unset: the error names it.
+	t.Setenv("ABC_TOKEN", "")
+	if out, err := runCLI(t, "upstream", "check", "abc"); err == nil || !strings.Contains(err.Error(), "ABC_TOKEN") {
+		t.Errorf("check without the token: %v\n%s", err, out)
+	}
+
+	t.Setenv("ABC_TOKEN", "tok-123")
+	out, err := runCLI(t, "upstream", "check", "abc")
+	if err != nil {
+		t.Fatalf("upstream check: %v\n%s", err, out)
+	}
+	for _, re := range []string{
+		`upstream server "abc": http http://127\.0\.0\.1:\d+\n`,
+		`3 tools, 2 exposed, 1 filtered out`,
+		`(?m)^  abc__a\s+← a$`,
+		`(?m)^  abc__b\s+← b$`,
+		`(?m)^  c\s+matched by disallowed_tools$`,
+	} {
+		if !regexpMatch(t, re, out) {
+			t.Errorf("check output lacks %s:\n%s", re, out)
+		}
+	}
+	if strings.Contains(out, "tok-123") || strings.Contains(out, "/mcp") {
+		t.Errorf("check output shows a secret or the endpoint's path:\n%s", out)
+	}
+	mu.Lock()
+	sent := len(auths) > 0 && auths[0] == "Bearer tok-123"
+	mu.Unlock()
+	if !sent {
+		t.Errorf("the token was not sent: %q", auths)
+	}
+
+	out, err = runCLI(t, "upstream", "check", "abc", "--json")
+	if err != nil {
+		t.Fatalf("upstream check --json: %v\n%s", err, out)
+	}
+	var rep struct {
+		OK      bool     `json:"ok"`
+		Exposed []string `json:"exposed"`
+		Denied  []string `json:"denied"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.OK || strings.Join(rep.Exposed, ",") != "abc__a,abc__b" || strings.Join(rep.Denied, ",") != "c" {
+		t.Errorf("check --json: %v %+v\n%s", err, rep, out)
+	}
+
+	// A refused token: exit 1 with the auth discovery result and a hint.
+	t.Setenv("ABC_TOKEN", "wrong")
+	out, err = runCLI(t, "upstream", "check", "abc")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 {
+		t.Fatalf("check with a refused token: err %v\n%s", err, out)
+	}
+	for _, part := range []string{"check failed:", "401 Unauthorized (Bearer)", "hint:", "were refused", `kind = "bearer_token"`} {
+		if !strings.Contains(out, part) {
+			t.Errorf("refused check lacks %q:\n%s", part, out)
+		}
+	}
+	if strings.Contains(out, "wrong") || strings.Contains(out, "/mcp") {
+		t.Errorf("refused check shows the token or the endpoint's path:\n%s", out)
+	}
+
+	// An unknown name lists the configured ones.
+	if _, err := runCLI(t, "upstream", "check", "nope"); err == nil || !strings.Contains(err.Error(), "the configured ones are abc, other") {
+		t.Errorf("unknown name: %v", err)
+	}
+}

@@ -57,6 +57,10 @@ type Provider struct {
 	servers []*server        // in config order, enabled or not
 	conns   map[string]*conn // by server name, enabled servers only
 	routes  map[string]route // by exposed tool name, from the last Describe
+	// resourceRoutes and templateRoutes route resource reads, from the
+	// last Describe.
+	resourceRoutes map[string]*server
+	templateRoutes []templateRoute
 
 	reconnectMu sync.Mutex            // serialises reconnections
 	retries     map[string]retryState // by server name; guarded by reconnectMu
@@ -231,12 +235,13 @@ func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
 			tools = append(tools, tool)
 		}
 	}
+	resources, templates, byURI, tmplRoutes := p.resourceCatalog(ctx, servers, conns)
 	p.mu.Lock()
 	if sameConns(p.conns, conns) {
-		p.routes = routes
+		p.routes, p.resourceRoutes, p.templateRoutes = routes, byURI, tmplRoutes
 	}
 	p.mu.Unlock()
-	return &sdk.Catalog{Name: providerName, Version: Version, Tools: tools}, nil
+	return &sdk.Catalog{Name: providerName, Version: Version, Tools: tools, Resources: resources, ResourceTemplates: templates}, nil
 }
 
 func sameConns(a, b map[string]*conn) bool {
@@ -472,11 +477,6 @@ func (p *Provider) convertResult(s *server, res *mcp.CallToolResult) *sdk.CallTo
 		}
 	}
 	return out
-}
-
-// ReadResource always fails: this version serves no upstream resources.
-func (p *Provider) ReadResource(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	return nil, fmt.Errorf("upstream provider: %w: %s", sdk.ErrResourceNotFound, req.URI)
 }
 
 // Close ends every upstream session and stops the stdio servers; it is

@@ -9,18 +9,18 @@
 // and renamed <prefix><tool>; CallTool forwards a call to the server that
 // owns the tool.
 //
-// This is a first slice of the design. It does not yet do:
+// Each host session (told apart by its session hash) gets its own session
+// with each server, opened at its first call; calls from no MCP session
+// (the command line) and Describe share one opened at Configure time.
+// Resources and resource templates are relayed with their URIs unchanged.
+// A stdio server that exited is started again at the next call (with
+// backoff), and an HTTP session the server forgot (404) is initialised
+// again once and the call sent once more.
 //
-//   - one upstream session per host session: every host session shares one
-//     client session per server, opened at Configure time, so
-//     server-to-client requests (sampling, elicitation, roots) and
-//     notifications (progress, logging, list_changed) are not relayed;
-//   - resources, resource templates, prompts, completion and logging
-//     levels of upstreams (ReadResource always reports not found);
-//   - re-initialising an expired HTTP session, restarting a dead stdio
-//     server, OAuth discovery on 401, the auth table (the host resolves
-//     secrets and passes final header values in headers), and
-//     x-mcp-header mirroring.
+// This is not yet the whole design: server-to-client requests (sampling,
+// elicitation, roots) and notifications (progress, logging, list_changed,
+// resource updates) are not relayed; prompts, completion, logging levels
+// and x-mcp-header mirroring are not routed.
 //
 // Stdio servers run as children of the provider and stay in its process
 // group: the host starts each provider as the leader of a group of its own

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,9 @@ type Provider struct {
 	resourceRoutes map[string]*server
 	templateRoutes []templateRoute
 
+	// clients holds per-client sessions by server name, NUL, session hash.
+	clients map[string]*clientConn
+
 	reconnectMu sync.Mutex            // serialises reconnections
 	retries     map[string]retryState // by server name; guarded by reconnectMu
 }
@@ -85,10 +89,105 @@ type retryState struct {
 	next     time.Time
 }
 
-// session returns a live session with s, reconnecting (with backoff) when
-// the last one ended: a stdio server that exited is started again, an HTTP
-// session the server forgot is initialised again.
-func (p *Provider) session(ctx context.Context, s *server) (*conn, error) {
+// Per-client sessions: each host session (told apart by its session
+// hash) gets its own session with each upstream server, so that a server
+// keeping state per session keeps it per client. At most maxClientSessions
+// per server stay open (the least recently used is closed first), and one
+// idle for clientIdle is closed when another is opened.
+const (
+	maxClientSessions = 16
+	clientIdle        = 30 * time.Minute
+)
+
+// clientConn is a client's session with one server.
+type clientConn struct {
+	conn *conn
+	used time.Time
+}
+
+// session returns a live session with s for client (a host session hash;
+// "" for calls from no MCP session, such as the command line, which share
+// one), connecting or reconnecting (with the server's backoff) when needed.
+func (p *Provider) session(ctx context.Context, s *server, client string) (*conn, error) {
+	if client == "" {
+		return p.sharedSession(ctx, s)
+	}
+	key := s.name + "\x00" + client
+	p.mu.Lock()
+	if cc := p.clients[key]; cc != nil && cc.conn.alive() {
+		cc.used = time.Now()
+		p.mu.Unlock()
+		return cc.conn, nil
+	}
+	p.mu.Unlock()
+	p.reconnectMu.Lock()
+	defer p.reconnectMu.Unlock()
+	p.mu.Lock()
+	if cc := p.clients[key]; cc != nil && cc.conn.alive() {
+		cc.used = time.Now()
+		p.mu.Unlock()
+		return cc.conn, nil
+	}
+	p.mu.Unlock()
+	st := p.retries[s.name]
+	if wait := time.Until(st.next); wait > 0 {
+		return nil, fmt.Errorf("%s is down and is tried again in %s", s.where(), wait.Round(100*time.Millisecond))
+	}
+	nc, err := connect(ctx, p.log, s)
+	if err != nil {
+		st.failures++
+		st.next = time.Now().Add(min(firstRetry<<min(st.failures-1, 10), maxRetry))
+		p.retries[s.name] = st
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	delete(p.retries, s.name)
+	p.mu.Lock()
+	if p.clients == nil {
+		p.clients = map[string]*clientConn{}
+	}
+	old := p.clients[key]
+	p.clients[key] = &clientConn{conn: nc, used: time.Now()}
+	evicted := p.evictLocked(s.name)
+	p.mu.Unlock()
+	if old != nil {
+		evicted = append(evicted, old.conn)
+	}
+	for _, c := range evicted {
+		c.close()
+	}
+	return nc, nil
+}
+
+// evictLocked removes s's idle client sessions and, beyond
+// maxClientSessions, the least recently used ones, and returns them to be
+// closed. p.mu must be held.
+func (p *Provider) evictLocked(server string) []*conn {
+	var mine []string
+	var out []*conn
+	for k, cc := range p.clients {
+		if !strings.HasPrefix(k, server+"\x00") {
+			continue
+		}
+		if time.Since(cc.used) > clientIdle || !cc.conn.alive() {
+			out = append(out, cc.conn)
+			delete(p.clients, k)
+			continue
+		}
+		mine = append(mine, k)
+	}
+	sort.Slice(mine, func(i, j int) bool { return p.clients[mine[i]].used.Before(p.clients[mine[j]].used) })
+	for len(mine) > maxClientSessions {
+		out = append(out, p.clients[mine[0]].conn)
+		delete(p.clients, mine[0])
+		mine = mine[1:]
+	}
+	return out
+}
+
+// sharedSession returns the shared session with s, reconnecting (with
+// backoff) when the last one ended: a stdio server that exited is started
+// again, an HTTP session the server forgot is initialised again.
+func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) {
 	p.mu.RLock()
 	c := p.conns[s.name]
 	p.mu.RUnlock()
@@ -126,11 +225,15 @@ func (p *Provider) session(ctx context.Context, s *server) (*conn, error) {
 	return nc, nil
 }
 
-// dropSession marks s's session as gone, so that the next call reconnects.
-func (p *Provider) dropSession(s *server, c *conn) {
+// dropSession marks client's session with s as gone, so that the next
+// call reconnects.
+func (p *Provider) dropSession(s *server, c *conn, client string) {
 	p.mu.Lock()
-	if p.conns[s.name] == c {
+	if client == "" && p.conns[s.name] == c {
 		delete(p.conns, s.name)
+	}
+	if key := s.name + "\x00" + client; client != "" && p.clients[key] != nil && p.clients[key].conn == c {
+		delete(p.clients, key)
 	}
 	p.mu.Unlock()
 	c.close()
@@ -180,8 +283,14 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 			"duration", time.Since(start).Round(time.Millisecond))
 	}
 	p.mu.Lock()
-	old := p.conns
-	p.servers, p.conns, p.routes = servers, conns, nil
+	var old []*conn
+	for _, c := range p.conns {
+		old = append(old, c)
+	}
+	for _, cc := range p.clients {
+		old = append(old, cc.conn)
+	}
+	p.servers, p.conns, p.routes, p.clients = servers, conns, nil, nil
 	p.mu.Unlock()
 	for _, c := range old {
 		c.close()
@@ -368,7 +477,8 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	start := time.Now()
-	c, err := p.session(cctx, s)
+	client := req.Caller.SessionHash
+	c, err := p.session(cctx, s, client)
 	if err != nil {
 		return sdk.ErrorResult("%s: %s", req.Name, redactText(err.Error())), nil
 	}
@@ -377,8 +487,8 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 		// The server forgot the session (HTTP 404), so the call never
 		// ran: initialise a new session once and send the call once more.
 		p.log.Info("upstream session expired; initialising a new one", "server", s.name)
-		p.dropSession(s, c)
-		if c, err = p.session(cctx, s); err != nil {
+		p.dropSession(s, c, client)
+		if c, err = p.session(cctx, s, client); err != nil {
 			return sdk.ErrorResult("%s: %s", req.Name, redactText(err.Error())), nil
 		}
 		res, err = c.session.CallTool(cctx, &mcp.CallToolParams{Name: rt.name, Arguments: args})
@@ -400,7 +510,7 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 		p.log.Warn("call failed", "server", s.name, "tool", rt.name, "duration", elapsed, "error", redactText(err.Error()))
 		if !c.alive() {
 			// The session ended under the call; the next call reconnects.
-			p.dropSession(s, c)
+			p.dropSession(s, c, client)
 			return sdk.ErrorResult("%s: %s ended the session during the call (the call may or may not have run); it is reconnected at the next call",
 				req.Name, s.where()), nil
 		}
@@ -484,8 +594,14 @@ func (p *Provider) convertResult(s *server, res *mcp.CallToolResult) *sdk.CallTo
 // unconfigured afterwards.
 func (p *Provider) Close() error {
 	p.mu.Lock()
-	conns := p.conns
-	p.conns, p.routes, p.servers = nil, nil, nil
+	conns := []*conn{}
+	for _, c := range p.conns {
+		conns = append(conns, c)
+	}
+	for _, cc := range p.clients {
+		conns = append(conns, cc.conn)
+	}
+	p.conns, p.routes, p.servers, p.clients = nil, nil, nil, nil
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range conns {

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // A stdio upstream that exits is started again at the next call.
@@ -68,5 +71,65 @@ func TestExpiredHTTPSessionIsInitialisedAgain(t *testing.T) {
 	res, err := h.Call(ctx, "web__echo", map[string]any{"text": "b"})
 	if err != nil || res.IsError || text(res) != "http:b" {
 		t.Fatalf("call after the session expired: %v %+v", err, res)
+	}
+}
+
+// Each host session gets its own session with an upstream server; calls
+// from no session share one.
+func TestSessionPerClient(t *testing.T) {
+	h, p := start(t, map[string]any{"name": "local", "command": stdioServer, "prefix": ""})
+	ctx := context.Background()
+	call := func(hash string) {
+		t.Helper()
+		res, err := h.Provider.CallTool(ctx, &sdk.CallToolRequest{Name: "echo", Arguments: []byte(`{"text":"x"}`), Caller: sdk.Caller{SessionHash: hash}})
+		if err != nil || res.IsError {
+			t.Fatalf("call for %q: %v %+v", hash, err, res)
+		}
+	}
+	call("sha256:aaaaaaaa")
+	call("sha256:bbbbbbbb")
+	call("sha256:aaaaaaaa")
+	call("")
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if len(p.clients) != 2 {
+		t.Fatalf("%d client sessions, want 2", len(p.clients))
+	}
+	pids := map[int]bool{p.conns["local"].cmd.Process.Pid: true}
+	for _, cc := range p.clients {
+		pids[cc.conn.cmd.Process.Pid] = true
+	}
+	if len(pids) != 3 {
+		t.Errorf("%d distinct upstream processes for 2 clients and the shared session, want 3", len(pids))
+	}
+}
+
+// Beyond maxClientSessions the least recently used client session closes.
+func TestClientSessionsAreCapped(t *testing.T) {
+	h, p := start(t, map[string]any{"name": "local", "command": stdioServer, "prefix": ""})
+	ctx := context.Background()
+	var first *conn
+	for i := range maxClientSessions + 1 {
+		hash := fmt.Sprintf("sha256:%08x", i)
+		res, err := h.Provider.CallTool(ctx, &sdk.CallToolRequest{Name: "echo", Arguments: []byte(`{"text":"x"}`), Caller: sdk.Caller{SessionHash: hash}})
+		if err != nil || res.IsError {
+			t.Fatalf("call %d: %v %+v", i, err, res)
+		}
+		if i == 0 {
+			p.mu.RLock()
+			first = p.clients["local\x00"+hash].conn
+			p.mu.RUnlock()
+		}
+	}
+	p.mu.RLock()
+	n, kept := len(p.clients), p.clients["local\x00sha256:00000000"] != nil
+	p.mu.RUnlock()
+	if n != maxClientSessions || kept {
+		t.Errorf("%d client sessions (the oldest kept: %v), want %d without the oldest", n, kept, maxClientSessions)
+	}
+	select {
+	case <-first.done:
+	case <-time.After(5 * time.Second):
+		t.Error("the evicted session was not closed")
 	}
 }

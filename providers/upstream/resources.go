@@ -139,7 +139,7 @@ func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceReques
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	c, err := p.session(ctx, s)
+	c, err := p.session(ctx, s, req.Caller.SessionHash)
 	if err != nil {
 		return nil, err
 	}

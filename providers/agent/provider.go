@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -55,6 +56,7 @@ type Provider struct {
 	runTimeout  time.Duration
 	definitions []Definition // sorted by ID
 	resources   map[string]PromptResource
+	warned      sync.Map // "<agent id>\x00<scope entry>" already warned about
 }
 
 // New returns an unconfigured agent provider.
@@ -401,6 +403,7 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 			tools = append(tools, t)
 		}
 	}
+	p.warnUnmatchedScope(def, all)
 	usingSampling := model == nil
 	if usingSampling {
 		model = &SamplingModel{Host: host, Caller: req.Caller}
@@ -449,6 +452,33 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 	return sdk.StructuredResult(result.Response, map[string]any{
 		"agent_id": def.ID, "response": result.Response, "iterations": result.Iterations, "tool_calls": calls,
 	})
+}
+
+// warnUnmatchedScope logs, once per user definition and entry, a tool
+// scope entry that matches no tool the host serves: a typo there silently
+// leaves the sub-agent without the tool.
+func (p *Provider) warnUnmatchedScope(def Definition, tools []ToolSpec) {
+	if def.Source == BuiltinSource {
+		// Built-in scopes name optional providers' tools on purpose.
+		return
+	}
+	for _, entry := range def.Tools {
+		if entry == "*" {
+			continue
+		}
+		matched := slices.ContainsFunc(tools, func(t ToolSpec) bool {
+			ok, err := path.Match(entry, t.Name)
+			return err == nil && ok
+		})
+		if matched {
+			continue
+		}
+		key := def.ID + "\x00" + entry
+		if _, seen := p.warned.LoadOrStore(key, true); !seen {
+			p.log.Warn("a tool scope entry matches no tool the host serves; check its spelling, or enable the provider that serves it",
+				"agent", def.ID, "entry", entry, "source", def.Source)
+		}
+	}
 }
 
 // resultText is what the model reads of a tool result: its text blocks,

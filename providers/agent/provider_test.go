@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hashicorp/go-hclog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -995,3 +996,36 @@ type failingHost struct{ *fakeHost }
 func (f *failingHost) CallTool(context.Context, *sdk.HostCallToolRequest) (*sdk.CallToolResult, error) {
 	return nil, errors.New("host connection lost")
 }
+
+// A user definition's scope entry that matches no served tool is logged
+// once, naming the agent and the entry.
+func TestScopeTypoIsLogged(t *testing.T) {
+	t.Parallel()
+	llm := scriptedllm.New(t, scriptedllm.Reply("one"), scriptedllm.Reply("two"))
+	dir := writeAgents(t, map[string]string{
+		"typo.toml": "display_name = \"Typo\"\nwhen_to_use = \"Tests.\"\nprompt = \"p\"\ntools = [\"memory.search\", \"memory.serch\", \"tree.*\"]\n",
+	})
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := hclog.New(&hclog.LoggerOptions{Output: writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(b)
+	}), Level: hclog.Warn})
+	h := sdktest.Start(t, agent.New(&agent.Options{Logger: logger}), &sdktest.Options{Host: &fakeHost{}, Config: llmConfig(llm.URL, dir), Caller: testCaller})
+	for range 2 {
+		if res, err := h.Call(context.Background(), "agent.run_subagent", runArgs("typo", "go")); err != nil || res.IsError {
+			t.Fatalf("run: %v %+v", err, res)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	out := logs.String()
+	if strings.Count(out, "entry=memory.serch") != 1 || strings.Contains(out, "entry=memory.search") || strings.Contains(out, "entry=tree.*") {
+		t.Errorf("log:\n%s", out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

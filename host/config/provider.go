@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/openhuman/openhuman-host/internal/tomltype"
 )
 
 // BuiltinProviders names the providers compiled into openhuman-host, in the
@@ -166,19 +168,19 @@ func (d *decoder) provider(name string, base ProviderConfig, table map[string]an
 		case keyEnabled:
 			b, ok := v.(bool)
 			if !ok {
-				d.fail(path, "must be a boolean; got %s", describeValue(v))
+				d.fail(path, "must be a boolean; got %s", tomltype.Describe(v))
 			}
 			p.Enabled = b
 		case keyCommand:
 			s, ok := v.(string)
 			if !ok {
-				d.fail(path, "must be a string; got %s", describeValue(v))
+				d.fail(path, "must be a string; got %s", tomltype.Describe(v))
 			}
 			p.Command = s
 		case keySHA256:
 			s, ok := v.(string)
 			if !ok {
-				d.fail(path, "must be a string; got %s", describeValue(v))
+				d.fail(path, "must be a string; got %s", tomltype.Describe(v))
 			}
 			p.SHA256 = s
 		case keyArgs:
@@ -202,7 +204,7 @@ func (d *decoder) provider(name string, base ProviderConfig, table map[string]an
 func (d *decoder) secs(path string, v any, max int64) int {
 	n, ok := v.(int64)
 	if !ok {
-		d.fail(path, "must be an integer number of seconds; got %s", describeValue(v))
+		d.fail(path, "must be an integer number of seconds; got %s", tomltype.Describe(v))
 		return 0
 	}
 	if n < 1 || n > max {
@@ -217,14 +219,14 @@ func (d *decoder) secs(path string, v any, max int64) int {
 func (d *decoder) stringList(path string, v any) []string {
 	arr, ok := v.([]any)
 	if !ok {
-		d.fail(path, "must be an array of strings; got %s", describeValue(v))
+		d.fail(path, "must be an array of strings; got %s", tomltype.Describe(v))
 		return nil
 	}
 	out := make([]string, 0, len(arr))
 	for i, e := range arr {
 		s, ok := e.(string)
 		if !ok {
-			d.fail(index(path, i), "must be a string; got %s", describeValue(e))
+			d.fail(index(path, i), "must be a string; got %s", tomltype.Describe(e))
 			return nil
 		}
 		out = append(out, s)
@@ -267,7 +269,7 @@ func (d *decoder) validateProvider(p ProviderConfig) {
 		s, ok := v.(string)
 		switch {
 		case !ok:
-			d.fail(path, "must be a string naming an environment variable; got %s", describeValue(v))
+			d.fail(path, "must be a string naming an environment variable; got %s", tomltype.Describe(v))
 		case !envName.MatchString(s):
 			d.fail(path, "must name an environment variable (letters, digits and _, not starting with a digit); got %q", s)
 		}
@@ -314,25 +316,6 @@ func cloneValue(v any) any {
 		return out
 	}
 	return v
-}
-
-// describeValue names the TOML type of a decoded value.
-func describeValue(v any) string {
-	switch v.(type) {
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int64:
-		return "an integer"
-	case float64:
-		return "a float"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "a table"
-	}
-	return "a date or time"
 }
 
 // sortedProviderNames lists the names in providers, sorted.

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/openhuman/openhuman-host/internal/tomltype"
 )
 
 // UpstreamServer is one checked [[upstream.servers]] entry: an MCP server
@@ -83,7 +85,7 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 			case "name", "command", "cwd", "endpoint":
 				str, ok := v.(string)
 				if !ok {
-					d.fail(path, "must be a string; got %s", describeValue(v))
+					d.fail(path, "must be a string; got %s", tomltype.Describe(v))
 					continue
 				}
 				switch k {
@@ -107,7 +109,7 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 			case "enabled", "trust_annotations":
 				b, ok := v.(bool)
 				if !ok {
-					d.fail(path, "must be a boolean; got %s", describeValue(v))
+					d.fail(path, "must be a boolean; got %s", tomltype.Describe(v))
 					continue
 				}
 				if k == "enabled" {
@@ -120,14 +122,14 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 			case "prefix":
 				str, ok := v.(string)
 				if !ok || !prefixText.MatchString(str) {
-					d.fail(path, "must be a string of at most 64 letters, digits, _, . or -; got %s", describeValue(v))
+					d.fail(path, "must be a string of at most 64 letters, digits, _, . or -; got %s", tomltype.Describe(v))
 					continue
 				}
 				s.Prefix = &str
 			case "env":
 				t, ok := v.(map[string]any)
 				if !ok {
-					d.fail(path, "must be a table of environment variables; got %s", describeValue(v))
+					d.fail(path, "must be a table of environment variables; got %s", tomltype.Describe(v))
 					continue
 				}
 				s.Env = map[string]string{}
@@ -171,7 +173,7 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 	t, ok := v.(map[string]any)
 	if !ok {
-		d.fail(path, "must be a table such as { kind = \"bearer_token\", token_env = \"MY_TOKEN\" }; got %s", describeValue(v))
+		d.fail(path, "must be a table such as { kind = \"bearer_token\", token_env = \"MY_TOKEN\" }; got %s", tomltype.Describe(v))
 		return nil
 	}
 	a := &UpstreamAuth{}
@@ -182,7 +184,7 @@ func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 		}
 		s, ok := raw.(string)
 		if !ok {
-			d.fail(joinKey(path, key), "must be a string; got %s", describeValue(raw))
+			d.fail(joinKey(path, key), "must be a string; got %s", tomltype.Describe(raw))
 		}
 		return s
 	}
@@ -223,7 +225,7 @@ func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 	if raw, ok := t["headers"]; ok {
 		ht, ok := raw.(map[string]any)
 		if !ok {
-			d.fail(joinKey(path, "headers"), "must be a table of header name = environment variable; got %s", describeValue(raw))
+			d.fail(joinKey(path, "headers"), "must be a table of header name = environment variable; got %s", tomltype.Describe(raw))
 		}
 		a.Headers = map[string]string{}
 		for name, env := range ht {

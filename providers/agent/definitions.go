@@ -22,6 +22,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/openhuman/openhuman-host/internal/tomltype"
 )
 
 // Definition is one sub-agent: who it is, the system prompt it runs with, the
@@ -446,7 +448,7 @@ func (p *definitionParser) parse(data []byte, md *definitionMarkdown) (Definitio
 		s, isStr := v.(string)
 		switch {
 		case !isStr:
-			p.fail("model", p.lines["model"], "must be a string, such as \"gpt-4o-mini\"; got %s", definitionDescribe(v))
+			p.fail("model", p.lines["model"], "must be a string, such as \"gpt-4o-mini\"; got %s", tomltype.Describe(v))
 		case strings.TrimSpace(s) == "":
 			p.fail("model", p.lines["model"], "is empty; write a model name, or remove the key to use [providers.agent.llm] model")
 		default:
@@ -460,7 +462,7 @@ func (p *definitionParser) parse(data []byte, md *definitionMarkdown) (Definitio
 		if b, isBool := v.(bool); isBool {
 			d.MCPRunnable = b
 		} else {
-			p.fail("mcp_runnable", p.lines["mcp_runnable"], "must be true or false; got %s", definitionDescribe(v))
+			p.fail("mcp_runnable", p.lines["mcp_runnable"], "must be true or false; got %s", tomltype.Describe(v))
 		}
 	}
 	return d, len(p.errs) == 0
@@ -472,7 +474,7 @@ func (p *definitionParser) id(raw map[string]any, d *Definition) {
 	if present {
 		s, ok := v.(string)
 		if !ok {
-			p.fail("id", line, "must be a string equal to the file name without .toml (%q); got %s", p.stem, definitionDescribe(v))
+			p.fail("id", line, "must be a string equal to the file name without .toml (%q); got %s", p.stem, tomltype.Describe(v))
 			return
 		}
 		if s != p.stem {
@@ -503,7 +505,7 @@ func (p *definitionParser) text(raw map[string]any, key string, limit int, examp
 	}
 	s, ok := v.(string)
 	if !ok {
-		p.fail(key, line, "must be a string; got %s", definitionDescribe(v))
+		p.fail(key, line, "must be a string; got %s", tomltype.Describe(v))
 		return "", false
 	}
 	s = strings.TrimSpace(s)
@@ -532,7 +534,7 @@ func (p *definitionParser) prompt(raw map[string]any, md *definitionMarkdown, d 
 		s, ok := v.(string)
 		if !ok {
 			p.fail("prompt", line, "must be a string (a multi-line \"\"\"...\"\"\" string suits a prompt); got %s",
-				definitionDescribe(v))
+				tomltype.Describe(v))
 			return
 		}
 		if strings.TrimSpace(s) == "" {
@@ -570,7 +572,7 @@ func (p *definitionParser) temperature(raw map[string]any, d *Definition) {
 	case int64:
 		t = float64(n)
 	default:
-		p.fail("temperature", line, "must be a number from 0 to 2; got %s", definitionDescribe(v))
+		p.fail("temperature", line, "must be a number from 0 to 2; got %s", tomltype.Describe(v))
 		return
 	}
 	if math.IsNaN(t) || t < 0 || t > definitionMaxTemperature {
@@ -589,7 +591,7 @@ func (p *definitionParser) maxIterations(raw map[string]any, d *Definition) {
 	line := p.lines["max_iterations"]
 	n, ok := v.(int64)
 	if !ok {
-		p.fail("max_iterations", line, "must be an integer from 1 to %d; got %s", definitionMaxIterations, definitionDescribe(v))
+		p.fail("max_iterations", line, "must be an integer from 1 to %d; got %s", definitionMaxIterations, tomltype.Describe(v))
 		return
 	}
 	if n < 1 || n > definitionMaxIterations {
@@ -625,7 +627,7 @@ func (p *definitionParser) tools(raw map[string]any, d *Definition) {
 			}
 			s, ok := e.(string)
 			if !ok {
-				p.fail(field, line, "must be a string; got %s", definitionDescribe(e))
+				p.fail(field, line, "must be a string; got %s", tomltype.Describe(e))
 				bad = true
 				continue
 			}
@@ -640,7 +642,7 @@ func (p *definitionParser) tools(raw map[string]any, d *Definition) {
 			d.Tools = tools
 		}
 	default:
-		p.fail("tools", line, "%s; got %s", want, definitionDescribe(v))
+		p.fail("tools", line, "%s; got %s", want, tomltype.Describe(v))
 	}
 }
 
@@ -715,30 +717,6 @@ func definitionKeyLines(data []byte) map[string]int {
 // definitionLineAt returns the 1-based line of a byte offset in data.
 func definitionLineAt(data []byte, offset int) int {
 	return bytes.Count(data[:min(max(offset, 0), len(data))], []byte("\n")) + 1
-}
-
-// definitionDescribe names the TOML type of a decoded value.
-func definitionDescribe(v any) string {
-	switch v.(type) {
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int64:
-		return "an integer"
-	case float64:
-		return "a float"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "a table"
-	case toml.LocalDate, toml.LocalTime, toml.LocalDateTime:
-		return "a date or time"
-	}
-	if _, ok := v.(interface{ Unix() int64 }); ok {
-		return "a date or time"
-	}
-	return "a value"
 }
 
 // definitionSuggest returns the valid key closest to an unknown one, when it

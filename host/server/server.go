@@ -337,33 +337,26 @@ func (s *Server) Update(cat *catalog.Catalog, providers map[string]Dispatcher, n
 		}, s.resourceHandler(d))
 	}
 	s.view.Store(next)
-	var gone []string
-	for name := range old.tools {
-		if _, ok := next.tools[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := removed(old.tools, next.tools); len(gone) > 0 {
 		s.mcp.RemoveTools(gone...)
 	}
-	gone = gone[:0]
-	for uri := range old.resources {
-		if _, ok := next.resources[uri]; !ok {
-			gone = append(gone, uri)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := removed(old.resources, next.resources); len(gone) > 0 {
 		s.mcp.RemoveResources(gone...)
 	}
-	gone = gone[:0]
-	for tmpl := range old.templates {
-		if _, ok := next.templates[tmpl]; !ok {
-			gone = append(gone, tmpl)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := removed(old.templates, next.templates); len(gone) > 0 {
 		s.mcp.RemoveResourceTemplates(gone...)
 	}
+}
+
+// removed lists the keys of old that next lacks.
+func removed[V any](old, next map[string]V) []string {
+	var gone []string
+	for k := range old {
+		if _, ok := next[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	return gone
 }
 
 // sameDispatcher reports whether a and b are the same dispatcher; values

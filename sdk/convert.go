@@ -184,6 +184,7 @@ func callerToProto(c Caller) *providerv1.Caller {
 		Depth:             uint32(max(c.Depth, 0)),
 		ProgressTokenJson: c.ProgressToken,
 		CallToken:         c.CallToken,
+		SessionToken:      c.SessionToken,
 	}
 }
 
@@ -196,15 +197,14 @@ func callerFromProto(c *providerv1.Caller) Caller {
 		Depth:         int(c.GetDepth()),
 		ProgressToken: rawOrNil(c.GetProgressTokenJson()),
 		CallToken:     c.GetCallToken(),
+		SessionToken:  c.GetSessionToken(),
 	}
 }
 
 func resultToProto(r *CallToolResult) *providerv1.CallToolResult {
 	out := &providerv1.CallToolResult{StructuredContentJson: r.StructuredContent, IsError: r.IsError}
 	for _, c := range r.Content {
-		out.Content = append(out.Content, &providerv1.Content{
-			Type: c.Type, Text: c.Text, Data: c.Data, MimeType: c.MIMEType, Uri: c.URI, Name: c.Name, Title: c.Title, Description: c.Description,
-		})
+		out.Content = append(out.Content, contentToProto(c))
 	}
 	return out
 }
@@ -212,11 +212,21 @@ func resultToProto(r *CallToolResult) *providerv1.CallToolResult {
 func resultFromProto(r *providerv1.CallToolResult) *CallToolResult {
 	out := &CallToolResult{StructuredContent: rawOrNil(r.GetStructuredContentJson()), IsError: r.GetIsError()}
 	for _, c := range r.GetContent() {
-		out.Content = append(out.Content, Content{
-			Type: c.GetType(), Text: c.GetText(), Data: c.GetData(), MIMEType: c.GetMimeType(), URI: c.GetUri(), Name: c.GetName(), Title: c.GetTitle(), Description: c.GetDescription(),
-		})
+		out.Content = append(out.Content, contentFromProto(c))
 	}
 	return out
+}
+
+func contentToProto(c Content) *providerv1.Content {
+	return &providerv1.Content{
+		Type: c.Type, Text: c.Text, Data: c.Data, MimeType: c.MIMEType, Uri: c.URI, Name: c.Name, Title: c.Title, Description: c.Description,
+	}
+}
+
+func contentFromProto(c *providerv1.Content) Content {
+	return Content{
+		Type: c.GetType(), Text: c.GetText(), Data: c.GetData(), MIMEType: c.GetMimeType(), URI: c.GetUri(), Name: c.GetName(), Title: c.GetTitle(), Description: c.GetDescription(),
+	}
 }
 
 func progressToProto(p Progress) *providerv1.ProgressEvent {

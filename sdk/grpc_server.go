@@ -123,8 +123,12 @@ func (s *streamSink) Log(_ context.Context, m LogMessage) error {
 // cancellation and unknown resources from failures.
 func toStatus(err error) error {
 	switch {
-	case errors.Is(err, ErrSamplingUnavailable):
+	case errors.Is(err, ErrSamplingUnavailable), errors.Is(err, ErrClientUnavailable):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, ErrInvalidParams):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrPromptNotFound):
+		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
@@ -141,6 +145,11 @@ func toStatus(err error) error {
 // fromStatus turns a gRPC error back into an error that wraps the matching
 // sentinel.
 func fromStatus(what string, err error) error {
+	return fromStatusNotFound(what, err, ErrResourceNotFound)
+}
+
+// fromStatusNotFound is fromStatus with notFound as what NOT_FOUND means.
+func fromStatusNotFound(what string, err error, notFound error) error {
 	st, ok := status.FromError(err)
 	if !ok {
 		return fmt.Errorf("%s: %w", what, err)
@@ -151,11 +160,13 @@ func fromStatus(what string, err error) error {
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%s: %w", what, context.DeadlineExceeded)
 	case codes.NotFound:
-		return fmt.Errorf("%s: %w: %s", what, ErrResourceNotFound, st.Message())
+		return fmt.Errorf("%s: %w: %s", what, notFound, st.Message())
+	case codes.InvalidArgument:
+		return fmt.Errorf("%s: %w: %s", what, ErrInvalidParams, st.Message())
 	case codes.Unavailable:
 		return fmt.Errorf("%s: %w: %s", what, ErrUnavailable, st.Message())
 	case codes.FailedPrecondition:
-		return fmt.Errorf("%s: %w", what, samplingError(st.Message()))
+		return fmt.Errorf("%s: %w", what, unavailableError(st.Message()))
 	case codes.Internal:
 		if isPanic(st) {
 			return fmt.Errorf("%s: %w", what, panicError(st.Message()))
@@ -201,14 +212,18 @@ func recoverAsError(what string, log hclog.Logger, err *error) {
 	*err = st.Err()
 }
 
-// samplingError is the message of a FAILED_PRECONDITION status, which the
-// host sends only for [ErrSamplingUnavailable].
-type samplingError string
+// unavailableError is the message of a FAILED_PRECONDITION status, which
+// the host sends only for [ErrSamplingUnavailable] and
+// [ErrClientUnavailable]: the client cannot take a request.
+type unavailableError string
 
-func (e samplingError) Error() string { return string(e) }
+func (e unavailableError) Error() string { return string(e) }
 
-// Is reports whether target is [ErrSamplingUnavailable].
-func (e samplingError) Is(target error) bool { return target == ErrSamplingUnavailable }
+// Is reports whether target is [ErrSamplingUnavailable] or
+// [ErrClientUnavailable].
+func (e unavailableError) Is(target error) bool {
+	return target == ErrSamplingUnavailable || target == ErrClientUnavailable
+}
 
 // panicError is a recovered panic's message; it matches [ErrPanicked].
 type panicError string

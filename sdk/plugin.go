@@ -11,8 +11,9 @@ import (
 	"github.com/openhuman/openhuman-host/sdk/internal/providerv1"
 )
 
-// ProtocolVersion is the provider protocol version this package speaks.
-const ProtocolVersion = 1
+// ProtocolVersion is the newest provider protocol version this package
+// speaks; it also speaks every earlier one (see [VersionedPlugins]).
+const ProtocolVersion = 2
 
 // PluginName is the key of the provider plugin in go-plugin's plugin set.
 const PluginName = "provider"
@@ -21,18 +22,25 @@ const PluginName = "provider"
 // magic cookie keeps a provider binary from being run by hand by mistake; it
 // is not a security measure.
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  ProtocolVersion,
+	// go-plugin uses this only without VersionedPlugins: the oldest
+	// version, which every host and provider speaks.
+	ProtocolVersion:  1,
 	MagicCookieKey:   "OPENHUMAN_PROVIDER",
 	MagicCookieValue: "8d1f3c0e6b2a4f59a7c4e2d18b3f6a90",
 }
 
 // VersionedPlugins returns go-plugin's protocol-version → plugin-set map
 // for impl: the provider side passes its implementation, the host side nil.
-// Protocol version 1 is the only one so far; a later version is added here
-// while version 1 keeps loading.
+// Both sides offer versions 1 and 2 and go-plugin's handshake picks the
+// highest they share, so a provider written for protocol 1 (in any
+// language) still loads, and a provider built with this package still
+// runs under a host that speaks only version 1. Version 2 adds RPCs
+// (prompts, completion, subscriptions, session events, requests to the
+// client, notifications); nothing in version 1 changed.
 func VersionedPlugins(impl Provider) map[int]plugin.PluginSet {
 	return map[int]plugin.PluginSet{
 		1: {PluginName: &GRPCProviderPlugin{Impl: impl}},
+		2: {PluginName: &GRPCProviderPlugin{Impl: impl}},
 	}
 }
 

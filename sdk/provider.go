@@ -114,6 +114,29 @@ type Host interface {
 	// from an MCP session whose client can sample (or sample with tools,
 	// when req has tools).
 	CreateMessage(ctx context.Context, req *CreateMessageRequest) (*CreateMessageResult, error)
+
+	// RequestClient sends req.Method with req.Params to the MCP client of
+	// req.Caller's session and returns the client's result as JSON,
+	// unchanged (protocol 2). While req.Caller's call runs the request is
+	// related to it (on Streamable HTTP it travels on that call's
+	// stream). It fails with an error wrapping [ErrClientUnavailable]
+	// when the request cannot be sent, and with a [*ClientError] when the
+	// client answered with a JSON-RPC error.
+	RequestClient(ctx context.Context, req *ClientRequest) ([]byte, error)
+
+	// NotifyCatalogChanged tells the host that what Describe returns has
+	// changed; the host calls Describe again and tells connected clients
+	// when their lists change (protocol 2).
+	NotifyCatalogChanged(ctx context.Context) error
+
+	// NotifyResourceUpdated tells the clients subscribed to uri that the
+	// resource changed (MCP notifications/resources/updated) (protocol 2).
+	NotifyResourceUpdated(ctx context.Context, uri string) error
+
+	// NotifyLog sends m to the client of caller's session (MCP
+	// notifications/message) outside any call, subject to the level the
+	// client set; inside a call use [CallToolRequest.Log] (protocol 2).
+	NotifyLog(ctx context.Context, caller Caller, m LogMessage) error
 }
 
 // ErrSamplingUnavailable is wrapped by [Host.CreateMessage] errors when
@@ -375,6 +398,12 @@ type Caller struct {
 	// it runs, so that [Host.CreateMessage] reaches the client's MCP
 	// session; empty outside MCP sessions. Pass the Caller on unchanged.
 	CallToken string
+	// SessionToken is an opaque token that identifies the client's MCP
+	// session while it is connected (protocol 2): [Host.RequestClient]
+	// and [Host.NotifyLog] reach the session by it outside a call, and
+	// [SessionObserver.SessionClosed] carries it once the session ends.
+	// Empty outside MCP sessions.
+	SessionToken string
 }
 
 // CallToolRequest is the argument of [Provider.CallTool].

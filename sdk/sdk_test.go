@@ -277,3 +277,10 @@ func TestStructuredResultRejectsNonObjects(t *testing.T) {
 		t.Fatal("an array was accepted as structured content")
 	}
 }
+
+func (h *fakeHost) RequestClient(context.Context, *sdk.ClientRequest) ([]byte, error) {
+	return nil, sdk.ErrClientUnavailable
+}
+func (h *fakeHost) NotifyCatalogChanged(context.Context) error                  { return nil }
+func (h *fakeHost) NotifyResourceUpdated(context.Context, string) error         { return nil }
+func (h *fakeHost) NotifyLog(context.Context, sdk.Caller, sdk.LogMessage) error { return nil }

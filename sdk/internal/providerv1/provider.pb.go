@@ -1,10 +1,18 @@
-// The openhuman-host provider contract, protocol version 1.
+// The openhuman-host provider contract, protocol versions 1 and 2.
 //
 // A provider is a go-plugin gRPC subprocess. The host launches it, completes
 // the go-plugin handshake (magic cookie OPENHUMAN_PROVIDER, protocol version
-// 1), then calls Configure, Describe, and afterwards CallTool and
-// ReadResource as MCP clients ask for them. The Host service is served by the
-// host over go-plugin's GRPCBroker; its broker id arrives in Configure.
+// 1 or 2, the highest both sides offer), then calls Configure, Describe, and
+// afterwards CallTool and ReadResource as MCP clients ask for them. The Host
+// service is served by the host over go-plugin's GRPCBroker; its broker id
+// arrives in Configure.
+//
+// Protocol version 2 adds, on both services, the RPCs marked "(protocol 2)":
+// prompts, completion, resource subscriptions, the client's logging level,
+// session ends, requests to the client and notifications from the provider.
+// The host calls them only on providers that negotiated version 2, and a
+// provider may call them only on a host that did; everything else is the
+// same in both versions, so a version 1 provider keeps loading.
 //
 // JSON-valued fields (schemas, arguments, structured content) are carried as
 // UTF-8 JSON text in bytes fields so that any gRPC language can produce them
@@ -837,7 +845,11 @@ type Caller struct {
 	// An opaque token that identifies the client's call while it runs, so
 	// that Host.CreateMessage reaches the right MCP session; empty outside
 	// MCP sessions. Providers pass the Caller back unchanged.
-	CallToken     string `protobuf:"bytes,7,opt,name=call_token,json=callToken,proto3" json:"call_token,omitempty"`
+	CallToken string `protobuf:"bytes,7,opt,name=call_token,json=callToken,proto3" json:"call_token,omitempty"`
+	// An opaque token that identifies the client's MCP session while it is
+	// connected (protocol 2); empty outside MCP sessions. SessionClosed
+	// carries it once the session ends.
+	SessionToken  string `protobuf:"bytes,8,opt,name=session_token,json=sessionToken,proto3" json:"session_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -917,6 +929,13 @@ func (x *Caller) GetProgressTokenJson() []byte {
 func (x *Caller) GetCallToken() string {
 	if x != nil {
 		return x.CallToken
+	}
+	return ""
+}
+
+func (x *Caller) GetSessionToken() string {
+	if x != nil {
+		return x.SessionToken
 	}
 	return ""
 }
@@ -2147,6 +2166,1028 @@ func (x *HostCreateMessageResponse) GetStopReason() string {
 	return ""
 }
 
+type GetPromptRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Arguments     map[string]string      `protobuf:"bytes,2,rep,name=arguments,proto3" json:"arguments,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Caller        *Caller                `protobuf:"bytes,3,opt,name=caller,proto3" json:"caller,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPromptRequest) Reset() {
+	*x = GetPromptRequest{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPromptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPromptRequest) ProtoMessage() {}
+
+func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
+func (*GetPromptRequest) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *GetPromptRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetPromptRequest) GetArguments() map[string]string {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+func (x *GetPromptRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+type GetPromptResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Description   string                 `protobuf:"bytes,1,opt,name=description,proto3" json:"description,omitempty"`
+	Messages      []*PromptMessage       `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPromptResponse) Reset() {
+	*x = GetPromptResponse{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPromptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPromptResponse) ProtoMessage() {}
+
+func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
+func (*GetPromptResponse) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GetPromptResponse) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *GetPromptResponse) GetMessages() []*PromptMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+// PromptMessage follows MCP PromptMessage.
+type PromptMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "user" or "assistant".
+	Role          string   `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	Content       *Content `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptMessage) Reset() {
+	*x = PromptMessage{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptMessage) ProtoMessage() {}
+
+func (x *PromptMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
+func (*PromptMessage) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *PromptMessage) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *PromptMessage) GetContent() *Content {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+type CompleteRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "ref/prompt" (ref_name is the prompt) or "ref/resource" (ref_uri is
+	// the resource template).
+	RefType       string `protobuf:"bytes,1,opt,name=ref_type,json=refType,proto3" json:"ref_type,omitempty"`
+	RefName       string `protobuf:"bytes,2,opt,name=ref_name,json=refName,proto3" json:"ref_name,omitempty"`
+	RefUri        string `protobuf:"bytes,3,opt,name=ref_uri,json=refUri,proto3" json:"ref_uri,omitempty"`
+	ArgumentName  string `protobuf:"bytes,4,opt,name=argument_name,json=argumentName,proto3" json:"argument_name,omitempty"`
+	ArgumentValue string `protobuf:"bytes,5,opt,name=argument_value,json=argumentValue,proto3" json:"argument_value,omitempty"`
+	// Arguments the client already resolved, by name.
+	Context       map[string]string `protobuf:"bytes,6,rep,name=context,proto3" json:"context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Caller        *Caller           `protobuf:"bytes,7,opt,name=caller,proto3" json:"caller,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteRequest) Reset() {
+	*x = CompleteRequest{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteRequest) ProtoMessage() {}
+
+func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
+func (*CompleteRequest) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *CompleteRequest) GetRefType() string {
+	if x != nil {
+		return x.RefType
+	}
+	return ""
+}
+
+func (x *CompleteRequest) GetRefName() string {
+	if x != nil {
+		return x.RefName
+	}
+	return ""
+}
+
+func (x *CompleteRequest) GetRefUri() string {
+	if x != nil {
+		return x.RefUri
+	}
+	return ""
+}
+
+func (x *CompleteRequest) GetArgumentName() string {
+	if x != nil {
+		return x.ArgumentName
+	}
+	return ""
+}
+
+func (x *CompleteRequest) GetArgumentValue() string {
+	if x != nil {
+		return x.ArgumentValue
+	}
+	return ""
+}
+
+func (x *CompleteRequest) GetContext() map[string]string {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *CompleteRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+type CompleteResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 100 values.
+	Values []string `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	// How many values exist in all; 0 when unknown.
+	Total         int32 `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	HasMore       bool  `protobuf:"varint,3,opt,name=has_more,json=hasMore,proto3" json:"has_more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteResponse) Reset() {
+	*x = CompleteResponse{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteResponse) ProtoMessage() {}
+
+func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
+func (*CompleteResponse) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CompleteResponse) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *CompleteResponse) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *CompleteResponse) GetHasMore() bool {
+	if x != nil {
+		return x.HasMore
+	}
+	return false
+}
+
+type SubscribeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uri           string                 `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	Caller        *Caller                `protobuf:"bytes,2,opt,name=caller,proto3" json:"caller,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeRequest) Reset() {
+	*x = SubscribeRequest{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeRequest) ProtoMessage() {}
+
+func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
+func (*SubscribeRequest) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *SubscribeRequest) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *SubscribeRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+type SubscribeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeResponse) Reset() {
+	*x = SubscribeResponse{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeResponse) ProtoMessage() {}
+
+func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
+func (*SubscribeResponse) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{35}
+}
+
+type UnsubscribeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uri           string                 `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	Caller        *Caller                `protobuf:"bytes,2,opt,name=caller,proto3" json:"caller,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnsubscribeRequest) Reset() {
+	*x = UnsubscribeRequest{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnsubscribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnsubscribeRequest) ProtoMessage() {}
+
+func (x *UnsubscribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnsubscribeRequest.ProtoReflect.Descriptor instead.
+func (*UnsubscribeRequest) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *UnsubscribeRequest) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *UnsubscribeRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+type UnsubscribeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnsubscribeResponse) Reset() {
+	*x = UnsubscribeResponse{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnsubscribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnsubscribeResponse) ProtoMessage() {}
+
+func (x *UnsubscribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnsubscribeResponse.ProtoReflect.Descriptor instead.
+func (*UnsubscribeResponse) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{37}
+}
+
+type SetLoggingLevelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// An MCP logging level: debug, info, notice, warning, error, critical,
+	// alert, emergency.
+	Level         string  `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
+	Caller        *Caller `protobuf:"bytes,2,opt,name=caller,proto3" json:"caller,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLoggingLevelRequest) Reset() {
+	*x = SetLoggingLevelRequest{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLoggingLevelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLoggingLevelRequest) ProtoMessage() {}
+
+func (x *SetLoggingLevelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLoggingLevelRequest.ProtoReflect.Descriptor instead.
+func (*SetLoggingLevelRequest) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *SetLoggingLevelRequest) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *SetLoggingLevelRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+type SetLoggingLevelResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLoggingLevelResponse) Reset() {
+	*x = SetLoggingLevelResponse{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLoggingLevelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLoggingLevelResponse) ProtoMessage() {}
+
+func (x *SetLoggingLevelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLoggingLevelResponse.ProtoReflect.Descriptor instead.
+func (*SetLoggingLevelResponse) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{39}
+}
+
+type SessionClosedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionClosedRequest) Reset() {
+	*x = SessionClosedRequest{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionClosedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionClosedRequest) ProtoMessage() {}
+
+func (x *SessionClosedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionClosedRequest.ProtoReflect.Descriptor instead.
+func (*SessionClosedRequest) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SessionClosedRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+type SessionClosedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionClosedResponse) Reset() {
+	*x = SessionClosedResponse{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionClosedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionClosedResponse) ProtoMessage() {}
+
+func (x *SessionClosedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionClosedResponse.ProtoReflect.Descriptor instead.
+func (*SessionClosedResponse) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{41}
+}
+
+type HostRequestClientRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller the provider is acting for, as it received it.
+	Caller *Caller `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
+	// "sampling/createMessage", "elicitation/create" or "roots/list".
+	Method string `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	// The request's params as a JSON object (MCP 2025-11-25 schema).
+	ParamsJson    []byte `protobuf:"bytes,3,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostRequestClientRequest) Reset() {
+	*x = HostRequestClientRequest{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostRequestClientRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostRequestClientRequest) ProtoMessage() {}
+
+func (x *HostRequestClientRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostRequestClientRequest.ProtoReflect.Descriptor instead.
+func (*HostRequestClientRequest) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *HostRequestClientRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+func (x *HostRequestClientRequest) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *HostRequestClientRequest) GetParamsJson() []byte {
+	if x != nil {
+		return x.ParamsJson
+	}
+	return nil
+}
+
+type HostRequestClientResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client's result as a JSON object; empty when it answered with an
+	// error.
+	ResultJson []byte `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	// The JSON-RPC error the client answered with; code 0 when none.
+	ErrorCode     int64  `protobuf:"varint,2,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	ErrorMessage  string `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostRequestClientResponse) Reset() {
+	*x = HostRequestClientResponse{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostRequestClientResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostRequestClientResponse) ProtoMessage() {}
+
+func (x *HostRequestClientResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostRequestClientResponse.ProtoReflect.Descriptor instead.
+func (*HostRequestClientResponse) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *HostRequestClientResponse) GetResultJson() []byte {
+	if x != nil {
+		return x.ResultJson
+	}
+	return nil
+}
+
+func (x *HostRequestClientResponse) GetErrorCode() int64 {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return 0
+}
+
+func (x *HostRequestClientResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+type HostNotifyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*HostNotifyRequest_CatalogChanged
+	//	*HostNotifyRequest_ResourceUpdated
+	//	*HostNotifyRequest_Log
+	Event isHostNotifyRequest_Event `protobuf_oneof:"event"`
+	// The session the event is for; unset for catalog changes, and for a
+	// resource change every session subscribed to it.
+	Caller        *Caller `protobuf:"bytes,4,opt,name=caller,proto3" json:"caller,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostNotifyRequest) Reset() {
+	*x = HostNotifyRequest{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostNotifyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostNotifyRequest) ProtoMessage() {}
+
+func (x *HostNotifyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostNotifyRequest.ProtoReflect.Descriptor instead.
+func (*HostNotifyRequest) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *HostNotifyRequest) GetEvent() isHostNotifyRequest_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *HostNotifyRequest) GetCatalogChanged() *CatalogChanged {
+	if x != nil {
+		if x, ok := x.Event.(*HostNotifyRequest_CatalogChanged); ok {
+			return x.CatalogChanged
+		}
+	}
+	return nil
+}
+
+func (x *HostNotifyRequest) GetResourceUpdated() *ResourceUpdated {
+	if x != nil {
+		if x, ok := x.Event.(*HostNotifyRequest_ResourceUpdated); ok {
+			return x.ResourceUpdated
+		}
+	}
+	return nil
+}
+
+func (x *HostNotifyRequest) GetLog() *LogEvent {
+	if x != nil {
+		if x, ok := x.Event.(*HostNotifyRequest_Log); ok {
+			return x.Log
+		}
+	}
+	return nil
+}
+
+func (x *HostNotifyRequest) GetCaller() *Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return nil
+}
+
+type isHostNotifyRequest_Event interface {
+	isHostNotifyRequest_Event()
+}
+
+type HostNotifyRequest_CatalogChanged struct {
+	// The provider's catalog changed: the host calls Describe again.
+	CatalogChanged *CatalogChanged `protobuf:"bytes,1,opt,name=catalog_changed,json=catalogChanged,proto3,oneof"`
+}
+
+type HostNotifyRequest_ResourceUpdated struct {
+	// A resource changed (MCP notifications/resources/updated).
+	ResourceUpdated *ResourceUpdated `protobuf:"bytes,2,opt,name=resource_updated,json=resourceUpdated,proto3,oneof"`
+}
+
+type HostNotifyRequest_Log struct {
+	// A log message (MCP notifications/message) for caller's session.
+	Log *LogEvent `protobuf:"bytes,3,opt,name=log,proto3,oneof"`
+}
+
+func (*HostNotifyRequest_CatalogChanged) isHostNotifyRequest_Event() {}
+
+func (*HostNotifyRequest_ResourceUpdated) isHostNotifyRequest_Event() {}
+
+func (*HostNotifyRequest_Log) isHostNotifyRequest_Event() {}
+
+type CatalogChanged struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CatalogChanged) Reset() {
+	*x = CatalogChanged{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CatalogChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CatalogChanged) ProtoMessage() {}
+
+func (x *CatalogChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CatalogChanged.ProtoReflect.Descriptor instead.
+func (*CatalogChanged) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{45}
+}
+
+type ResourceUpdated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uri           string                 `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceUpdated) Reset() {
+	*x = ResourceUpdated{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceUpdated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceUpdated) ProtoMessage() {}
+
+func (x *ResourceUpdated) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceUpdated.ProtoReflect.Descriptor instead.
+func (*ResourceUpdated) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ResourceUpdated) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+type HostNotifyResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostNotifyResponse) Reset() {
+	*x = HostNotifyResponse{}
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostNotifyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostNotifyResponse) ProtoMessage() {}
+
+func (x *HostNotifyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_openhuman_provider_v1_provider_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostNotifyResponse.ProtoReflect.Descriptor instead.
+func (*HostNotifyResponse) Descriptor() ([]byte, []int) {
+	return file_openhuman_provider_v1_provider_proto_rawDescGZIP(), []int{47}
+}
+
 var File_openhuman_provider_v1_provider_proto protoreflect.FileDescriptor
 
 const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
@@ -2217,7 +3258,7 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\x0ePromptArgument\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1a\n" +
-	"\brequired\x18\x03 \x01(\bR\brequired\"\xf9\x01\n" +
+	"\brequired\x18\x03 \x01(\bR\brequired\"\x9e\x02\n" +
 	"\x06Caller\x12\x1f\n" +
 	"\vsource_type\x18\x01 \x01(\tR\n" +
 	"sourceType\x12!\n" +
@@ -2228,7 +3269,8 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\x05depth\x18\x05 \x01(\rR\x05depth\x12.\n" +
 	"\x13progress_token_json\x18\x06 \x01(\fR\x11progressTokenJson\x12\x1d\n" +
 	"\n" +
-	"call_token\x18\a \x01(\tR\tcallToken\"\x83\x01\n" +
+	"call_token\x18\a \x01(\tR\tcallToken\x12#\n" +
+	"\rsession_token\x18\b \x01(\tR\fsessionToken\"\x83\x01\n" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\fR\rargumentsJson\x125\n" +
@@ -2312,20 +3354,92 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\acontent\x18\x01 \x03(\v2&.openhuman.provider.v1.SamplingContentR\acontent\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1f\n" +
 	"\vstop_reason\x18\x03 \x01(\tR\n" +
-	"stopReason*X\n" +
+	"stopReason\"\xf1\x01\n" +
+	"\x10GetPromptRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12T\n" +
+	"\targuments\x18\x02 \x03(\v26.openhuman.provider.v1.GetPromptRequest.ArgumentsEntryR\targuments\x125\n" +
+	"\x06caller\x18\x03 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\x1a<\n" +
+	"\x0eArgumentsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"w\n" +
+	"\x11GetPromptResponse\x12 \n" +
+	"\vdescription\x18\x01 \x01(\tR\vdescription\x12@\n" +
+	"\bmessages\x18\x02 \x03(\v2$.openhuman.provider.v1.PromptMessageR\bmessages\"]\n" +
+	"\rPromptMessage\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\tR\x04role\x128\n" +
+	"\acontent\x18\x02 \x01(\v2\x1e.openhuman.provider.v1.ContentR\acontent\"\xee\x02\n" +
+	"\x0fCompleteRequest\x12\x19\n" +
+	"\bref_type\x18\x01 \x01(\tR\arefType\x12\x19\n" +
+	"\bref_name\x18\x02 \x01(\tR\arefName\x12\x17\n" +
+	"\aref_uri\x18\x03 \x01(\tR\x06refUri\x12#\n" +
+	"\rargument_name\x18\x04 \x01(\tR\fargumentName\x12%\n" +
+	"\x0eargument_value\x18\x05 \x01(\tR\rargumentValue\x12M\n" +
+	"\acontext\x18\x06 \x03(\v23.openhuman.provider.v1.CompleteRequest.ContextEntryR\acontext\x125\n" +
+	"\x06caller\x18\a \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\x1a:\n" +
+	"\fContextEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"[\n" +
+	"\x10CompleteResponse\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x05R\x05total\x12\x19\n" +
+	"\bhas_more\x18\x03 \x01(\bR\ahasMore\"[\n" +
+	"\x10SubscribeRequest\x12\x10\n" +
+	"\x03uri\x18\x01 \x01(\tR\x03uri\x125\n" +
+	"\x06caller\x18\x02 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\"\x13\n" +
+	"\x11SubscribeResponse\"]\n" +
+	"\x12UnsubscribeRequest\x12\x10\n" +
+	"\x03uri\x18\x01 \x01(\tR\x03uri\x125\n" +
+	"\x06caller\x18\x02 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\"\x15\n" +
+	"\x13UnsubscribeResponse\"e\n" +
+	"\x16SetLoggingLevelRequest\x12\x14\n" +
+	"\x05level\x18\x01 \x01(\tR\x05level\x125\n" +
+	"\x06caller\x18\x02 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\"\x19\n" +
+	"\x17SetLoggingLevelResponse\"M\n" +
+	"\x14SessionClosedRequest\x125\n" +
+	"\x06caller\x18\x01 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\"\x17\n" +
+	"\x15SessionClosedResponse\"\x8a\x01\n" +
+	"\x18HostRequestClientRequest\x125\n" +
+	"\x06caller\x18\x01 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x1f\n" +
+	"\vparams_json\x18\x03 \x01(\fR\n" +
+	"paramsJson\"\x80\x01\n" +
+	"\x19HostRequestClientResponse\x12\x1f\n" +
+	"\vresult_json\x18\x01 \x01(\fR\n" +
+	"resultJson\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\x02 \x01(\x03R\terrorCode\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"\xaf\x02\n" +
+	"\x11HostNotifyRequest\x12P\n" +
+	"\x0fcatalog_changed\x18\x01 \x01(\v2%.openhuman.provider.v1.CatalogChangedH\x00R\x0ecatalogChanged\x12S\n" +
+	"\x10resource_updated\x18\x02 \x01(\v2&.openhuman.provider.v1.ResourceUpdatedH\x00R\x0fresourceUpdated\x123\n" +
+	"\x03log\x18\x03 \x01(\v2\x1f.openhuman.provider.v1.LogEventH\x00R\x03log\x125\n" +
+	"\x06caller\x18\x04 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06callerB\a\n" +
+	"\x05event\"\x10\n" +
+	"\x0eCatalogChanged\"#\n" +
+	"\x0fResourceUpdated\x12\x10\n" +
+	"\x03uri\x18\x01 \x01(\tR\x03uri\"\x14\n" +
+	"\x12HostNotifyResponse*X\n" +
 	"\vPolicyClass\x12\x1c\n" +
 	"\x18POLICY_CLASS_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11POLICY_CLASS_READ\x10\x01\x12\x14\n" +
-	"\x10POLICY_CLASS_ACT\x10\x022\x8f\x03\n" +
+	"\x10POLICY_CLASS_ACT\x10\x022\xf0\a\n" +
 	"\bProvider\x12^\n" +
 	"\tConfigure\x12'.openhuman.provider.v1.ConfigureRequest\x1a(.openhuman.provider.v1.ConfigureResponse\x12[\n" +
 	"\bDescribe\x12&.openhuman.provider.v1.DescribeRequest\x1a'.openhuman.provider.v1.DescribeResponse\x12]\n" +
 	"\bCallTool\x12&.openhuman.provider.v1.CallToolRequest\x1a'.openhuman.provider.v1.CallToolResponse0\x01\x12g\n" +
-	"\fReadResource\x12*.openhuman.provider.v1.ReadResourceRequest\x1a+.openhuman.provider.v1.ReadResourceResponse2\xc9\x02\n" +
+	"\fReadResource\x12*.openhuman.provider.v1.ReadResourceRequest\x1a+.openhuman.provider.v1.ReadResourceResponse\x12^\n" +
+	"\tGetPrompt\x12'.openhuman.provider.v1.GetPromptRequest\x1a(.openhuman.provider.v1.GetPromptResponse\x12[\n" +
+	"\bComplete\x12&.openhuman.provider.v1.CompleteRequest\x1a'.openhuman.provider.v1.CompleteResponse\x12^\n" +
+	"\tSubscribe\x12'.openhuman.provider.v1.SubscribeRequest\x1a(.openhuman.provider.v1.SubscribeResponse\x12d\n" +
+	"\vUnsubscribe\x12).openhuman.provider.v1.UnsubscribeRequest\x1a*.openhuman.provider.v1.UnsubscribeResponse\x12p\n" +
+	"\x0fSetLoggingLevel\x12-.openhuman.provider.v1.SetLoggingLevelRequest\x1a..openhuman.provider.v1.SetLoggingLevelResponse\x12j\n" +
+	"\rSessionClosed\x12+.openhuman.provider.v1.SessionClosedRequest\x1a,.openhuman.provider.v1.SessionClosedResponse2\x9c\x04\n" +
 	"\x04Host\x12e\n" +
 	"\bCallTool\x12*.openhuman.provider.v1.HostCallToolRequest\x1a+.openhuman.provider.v1.HostCallToolResponse0\x01\x12f\n" +
 	"\tListTools\x12+.openhuman.provider.v1.HostListToolsRequest\x1a,.openhuman.provider.v1.HostListToolsResponse\x12r\n" +
-	"\rCreateMessage\x12/.openhuman.provider.v1.HostCreateMessageRequest\x1a0.openhuman.provider.v1.HostCreateMessageResponseBHZFgithub.com/openhuman/openhuman-host/sdk/internal/providerv1;providerv1b\x06proto3"
+	"\rCreateMessage\x12/.openhuman.provider.v1.HostCreateMessageRequest\x1a0.openhuman.provider.v1.HostCreateMessageResponse\x12r\n" +
+	"\rRequestClient\x12/.openhuman.provider.v1.HostRequestClientRequest\x1a0.openhuman.provider.v1.HostRequestClientResponse\x12]\n" +
+	"\x06Notify\x12(.openhuman.provider.v1.HostNotifyRequest\x1a).openhuman.provider.v1.HostNotifyResponseBHZFgithub.com/openhuman/openhuman-host/sdk/internal/providerv1;providerv1b\x06proto3"
 
 var (
 	file_openhuman_provider_v1_provider_proto_rawDescOnce sync.Once
@@ -2340,7 +3454,7 @@ func file_openhuman_provider_v1_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_openhuman_provider_v1_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_openhuman_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_openhuman_provider_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_openhuman_provider_v1_provider_proto_goTypes = []any{
 	(PolicyClass)(0),                  // 0: openhuman.provider.v1.PolicyClass
 	(*ConfigureRequest)(nil),          // 1: openhuman.provider.v1.ConfigureRequest
@@ -2372,10 +3486,31 @@ var file_openhuman_provider_v1_provider_proto_goTypes = []any{
 	(*SamplingContent)(nil),           // 27: openhuman.provider.v1.SamplingContent
 	(*SamplingTool)(nil),              // 28: openhuman.provider.v1.SamplingTool
 	(*HostCreateMessageResponse)(nil), // 29: openhuman.provider.v1.HostCreateMessageResponse
-	nil,                               // 30: openhuman.provider.v1.ConfigureRequest.SecretsEntry
+	(*GetPromptRequest)(nil),          // 30: openhuman.provider.v1.GetPromptRequest
+	(*GetPromptResponse)(nil),         // 31: openhuman.provider.v1.GetPromptResponse
+	(*PromptMessage)(nil),             // 32: openhuman.provider.v1.PromptMessage
+	(*CompleteRequest)(nil),           // 33: openhuman.provider.v1.CompleteRequest
+	(*CompleteResponse)(nil),          // 34: openhuman.provider.v1.CompleteResponse
+	(*SubscribeRequest)(nil),          // 35: openhuman.provider.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),         // 36: openhuman.provider.v1.SubscribeResponse
+	(*UnsubscribeRequest)(nil),        // 37: openhuman.provider.v1.UnsubscribeRequest
+	(*UnsubscribeResponse)(nil),       // 38: openhuman.provider.v1.UnsubscribeResponse
+	(*SetLoggingLevelRequest)(nil),    // 39: openhuman.provider.v1.SetLoggingLevelRequest
+	(*SetLoggingLevelResponse)(nil),   // 40: openhuman.provider.v1.SetLoggingLevelResponse
+	(*SessionClosedRequest)(nil),      // 41: openhuman.provider.v1.SessionClosedRequest
+	(*SessionClosedResponse)(nil),     // 42: openhuman.provider.v1.SessionClosedResponse
+	(*HostRequestClientRequest)(nil),  // 43: openhuman.provider.v1.HostRequestClientRequest
+	(*HostRequestClientResponse)(nil), // 44: openhuman.provider.v1.HostRequestClientResponse
+	(*HostNotifyRequest)(nil),         // 45: openhuman.provider.v1.HostNotifyRequest
+	(*CatalogChanged)(nil),            // 46: openhuman.provider.v1.CatalogChanged
+	(*ResourceUpdated)(nil),           // 47: openhuman.provider.v1.ResourceUpdated
+	(*HostNotifyResponse)(nil),        // 48: openhuman.provider.v1.HostNotifyResponse
+	nil,                               // 49: openhuman.provider.v1.ConfigureRequest.SecretsEntry
+	nil,                               // 50: openhuman.provider.v1.GetPromptRequest.ArgumentsEntry
+	nil,                               // 51: openhuman.provider.v1.CompleteRequest.ContextEntry
 }
 var file_openhuman_provider_v1_provider_proto_depIdxs = []int32{
-	30, // 0: openhuman.provider.v1.ConfigureRequest.secrets:type_name -> openhuman.provider.v1.ConfigureRequest.SecretsEntry
+	49, // 0: openhuman.provider.v1.ConfigureRequest.secrets:type_name -> openhuman.provider.v1.ConfigureRequest.SecretsEntry
 	5,  // 1: openhuman.provider.v1.DescribeResponse.tools:type_name -> openhuman.provider.v1.ToolSpec
 	7,  // 2: openhuman.provider.v1.DescribeResponse.resources:type_name -> openhuman.provider.v1.ResourceSpec
 	8,  // 3: openhuman.provider.v1.DescribeResponse.resource_templates:type_name -> openhuman.provider.v1.ResourceTemplateSpec
@@ -2400,25 +3535,56 @@ var file_openhuman_provider_v1_provider_proto_depIdxs = []int32{
 	28, // 22: openhuman.provider.v1.HostCreateMessageRequest.tools:type_name -> openhuman.provider.v1.SamplingTool
 	27, // 23: openhuman.provider.v1.SamplingMessage.content:type_name -> openhuman.provider.v1.SamplingContent
 	27, // 24: openhuman.provider.v1.HostCreateMessageResponse.content:type_name -> openhuman.provider.v1.SamplingContent
-	1,  // 25: openhuman.provider.v1.Provider.Configure:input_type -> openhuman.provider.v1.ConfigureRequest
-	3,  // 26: openhuman.provider.v1.Provider.Describe:input_type -> openhuman.provider.v1.DescribeRequest
-	12, // 27: openhuman.provider.v1.Provider.CallTool:input_type -> openhuman.provider.v1.CallToolRequest
-	19, // 28: openhuman.provider.v1.Provider.ReadResource:input_type -> openhuman.provider.v1.ReadResourceRequest
-	22, // 29: openhuman.provider.v1.Host.CallTool:input_type -> openhuman.provider.v1.HostCallToolRequest
-	23, // 30: openhuman.provider.v1.Host.ListTools:input_type -> openhuman.provider.v1.HostListToolsRequest
-	25, // 31: openhuman.provider.v1.Host.CreateMessage:input_type -> openhuman.provider.v1.HostCreateMessageRequest
-	2,  // 32: openhuman.provider.v1.Provider.Configure:output_type -> openhuman.provider.v1.ConfigureResponse
-	4,  // 33: openhuman.provider.v1.Provider.Describe:output_type -> openhuman.provider.v1.DescribeResponse
-	13, // 34: openhuman.provider.v1.Provider.CallTool:output_type -> openhuman.provider.v1.CallToolResponse
-	20, // 35: openhuman.provider.v1.Provider.ReadResource:output_type -> openhuman.provider.v1.ReadResourceResponse
-	14, // 36: openhuman.provider.v1.Host.CallTool:output_type -> openhuman.provider.v1.HostCallToolResponse
-	24, // 37: openhuman.provider.v1.Host.ListTools:output_type -> openhuman.provider.v1.HostListToolsResponse
-	29, // 38: openhuman.provider.v1.Host.CreateMessage:output_type -> openhuman.provider.v1.HostCreateMessageResponse
-	32, // [32:39] is the sub-list for method output_type
-	25, // [25:32] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	50, // 25: openhuman.provider.v1.GetPromptRequest.arguments:type_name -> openhuman.provider.v1.GetPromptRequest.ArgumentsEntry
+	11, // 26: openhuman.provider.v1.GetPromptRequest.caller:type_name -> openhuman.provider.v1.Caller
+	32, // 27: openhuman.provider.v1.GetPromptResponse.messages:type_name -> openhuman.provider.v1.PromptMessage
+	18, // 28: openhuman.provider.v1.PromptMessage.content:type_name -> openhuman.provider.v1.Content
+	51, // 29: openhuman.provider.v1.CompleteRequest.context:type_name -> openhuman.provider.v1.CompleteRequest.ContextEntry
+	11, // 30: openhuman.provider.v1.CompleteRequest.caller:type_name -> openhuman.provider.v1.Caller
+	11, // 31: openhuman.provider.v1.SubscribeRequest.caller:type_name -> openhuman.provider.v1.Caller
+	11, // 32: openhuman.provider.v1.UnsubscribeRequest.caller:type_name -> openhuman.provider.v1.Caller
+	11, // 33: openhuman.provider.v1.SetLoggingLevelRequest.caller:type_name -> openhuman.provider.v1.Caller
+	11, // 34: openhuman.provider.v1.SessionClosedRequest.caller:type_name -> openhuman.provider.v1.Caller
+	11, // 35: openhuman.provider.v1.HostRequestClientRequest.caller:type_name -> openhuman.provider.v1.Caller
+	46, // 36: openhuman.provider.v1.HostNotifyRequest.catalog_changed:type_name -> openhuman.provider.v1.CatalogChanged
+	47, // 37: openhuman.provider.v1.HostNotifyRequest.resource_updated:type_name -> openhuman.provider.v1.ResourceUpdated
+	16, // 38: openhuman.provider.v1.HostNotifyRequest.log:type_name -> openhuman.provider.v1.LogEvent
+	11, // 39: openhuman.provider.v1.HostNotifyRequest.caller:type_name -> openhuman.provider.v1.Caller
+	1,  // 40: openhuman.provider.v1.Provider.Configure:input_type -> openhuman.provider.v1.ConfigureRequest
+	3,  // 41: openhuman.provider.v1.Provider.Describe:input_type -> openhuman.provider.v1.DescribeRequest
+	12, // 42: openhuman.provider.v1.Provider.CallTool:input_type -> openhuman.provider.v1.CallToolRequest
+	19, // 43: openhuman.provider.v1.Provider.ReadResource:input_type -> openhuman.provider.v1.ReadResourceRequest
+	30, // 44: openhuman.provider.v1.Provider.GetPrompt:input_type -> openhuman.provider.v1.GetPromptRequest
+	33, // 45: openhuman.provider.v1.Provider.Complete:input_type -> openhuman.provider.v1.CompleteRequest
+	35, // 46: openhuman.provider.v1.Provider.Subscribe:input_type -> openhuman.provider.v1.SubscribeRequest
+	37, // 47: openhuman.provider.v1.Provider.Unsubscribe:input_type -> openhuman.provider.v1.UnsubscribeRequest
+	39, // 48: openhuman.provider.v1.Provider.SetLoggingLevel:input_type -> openhuman.provider.v1.SetLoggingLevelRequest
+	41, // 49: openhuman.provider.v1.Provider.SessionClosed:input_type -> openhuman.provider.v1.SessionClosedRequest
+	22, // 50: openhuman.provider.v1.Host.CallTool:input_type -> openhuman.provider.v1.HostCallToolRequest
+	23, // 51: openhuman.provider.v1.Host.ListTools:input_type -> openhuman.provider.v1.HostListToolsRequest
+	25, // 52: openhuman.provider.v1.Host.CreateMessage:input_type -> openhuman.provider.v1.HostCreateMessageRequest
+	43, // 53: openhuman.provider.v1.Host.RequestClient:input_type -> openhuman.provider.v1.HostRequestClientRequest
+	45, // 54: openhuman.provider.v1.Host.Notify:input_type -> openhuman.provider.v1.HostNotifyRequest
+	2,  // 55: openhuman.provider.v1.Provider.Configure:output_type -> openhuman.provider.v1.ConfigureResponse
+	4,  // 56: openhuman.provider.v1.Provider.Describe:output_type -> openhuman.provider.v1.DescribeResponse
+	13, // 57: openhuman.provider.v1.Provider.CallTool:output_type -> openhuman.provider.v1.CallToolResponse
+	20, // 58: openhuman.provider.v1.Provider.ReadResource:output_type -> openhuman.provider.v1.ReadResourceResponse
+	31, // 59: openhuman.provider.v1.Provider.GetPrompt:output_type -> openhuman.provider.v1.GetPromptResponse
+	34, // 60: openhuman.provider.v1.Provider.Complete:output_type -> openhuman.provider.v1.CompleteResponse
+	36, // 61: openhuman.provider.v1.Provider.Subscribe:output_type -> openhuman.provider.v1.SubscribeResponse
+	38, // 62: openhuman.provider.v1.Provider.Unsubscribe:output_type -> openhuman.provider.v1.UnsubscribeResponse
+	40, // 63: openhuman.provider.v1.Provider.SetLoggingLevel:output_type -> openhuman.provider.v1.SetLoggingLevelResponse
+	42, // 64: openhuman.provider.v1.Provider.SessionClosed:output_type -> openhuman.provider.v1.SessionClosedResponse
+	14, // 65: openhuman.provider.v1.Host.CallTool:output_type -> openhuman.provider.v1.HostCallToolResponse
+	24, // 66: openhuman.provider.v1.Host.ListTools:output_type -> openhuman.provider.v1.HostListToolsResponse
+	29, // 67: openhuman.provider.v1.Host.CreateMessage:output_type -> openhuman.provider.v1.HostCreateMessageResponse
+	44, // 68: openhuman.provider.v1.Host.RequestClient:output_type -> openhuman.provider.v1.HostRequestClientResponse
+	48, // 69: openhuman.provider.v1.Host.Notify:output_type -> openhuman.provider.v1.HostNotifyResponse
+	55, // [55:70] is the sub-list for method output_type
+	40, // [40:55] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_openhuman_provider_v1_provider_proto_init() }
@@ -2438,13 +3604,18 @@ func file_openhuman_provider_v1_provider_proto_init() {
 		(*HostCallToolResponse_Result)(nil),
 	}
 	file_openhuman_provider_v1_provider_proto_msgTypes[24].OneofWrappers = []any{}
+	file_openhuman_provider_v1_provider_proto_msgTypes[44].OneofWrappers = []any{
+		(*HostNotifyRequest_CatalogChanged)(nil),
+		(*HostNotifyRequest_ResourceUpdated)(nil),
+		(*HostNotifyRequest_Log)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_openhuman_provider_v1_provider_proto_rawDesc), len(file_openhuman_provider_v1_provider_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   30,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -1,10 +1,18 @@
-// The openhuman-host provider contract, protocol version 1.
+// The openhuman-host provider contract, protocol versions 1 and 2.
 //
 // A provider is a go-plugin gRPC subprocess. The host launches it, completes
 // the go-plugin handshake (magic cookie OPENHUMAN_PROVIDER, protocol version
-// 1), then calls Configure, Describe, and afterwards CallTool and
-// ReadResource as MCP clients ask for them. The Host service is served by the
-// host over go-plugin's GRPCBroker; its broker id arrives in Configure.
+// 1 or 2, the highest both sides offer), then calls Configure, Describe, and
+// afterwards CallTool and ReadResource as MCP clients ask for them. The Host
+// service is served by the host over go-plugin's GRPCBroker; its broker id
+// arrives in Configure.
+//
+// Protocol version 2 adds, on both services, the RPCs marked "(protocol 2)":
+// prompts, completion, resource subscriptions, the client's logging level,
+// session ends, requests to the client and notifications from the provider.
+// The host calls them only on providers that negotiated version 2, and a
+// provider may call them only on a host that did; everything else is the
+// same in both versions, so a version 1 provider keeps loading.
 //
 // JSON-valued fields (schemas, arguments, structured content) are carried as
 // UTF-8 JSON text in bytes fields so that any gRPC language can produce them
@@ -31,10 +39,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Provider_Configure_FullMethodName    = "/openhuman.provider.v1.Provider/Configure"
-	Provider_Describe_FullMethodName     = "/openhuman.provider.v1.Provider/Describe"
-	Provider_CallTool_FullMethodName     = "/openhuman.provider.v1.Provider/CallTool"
-	Provider_ReadResource_FullMethodName = "/openhuman.provider.v1.Provider/ReadResource"
+	Provider_Configure_FullMethodName       = "/openhuman.provider.v1.Provider/Configure"
+	Provider_Describe_FullMethodName        = "/openhuman.provider.v1.Provider/Describe"
+	Provider_CallTool_FullMethodName        = "/openhuman.provider.v1.Provider/CallTool"
+	Provider_ReadResource_FullMethodName    = "/openhuman.provider.v1.Provider/ReadResource"
+	Provider_GetPrompt_FullMethodName       = "/openhuman.provider.v1.Provider/GetPrompt"
+	Provider_Complete_FullMethodName        = "/openhuman.provider.v1.Provider/Complete"
+	Provider_Subscribe_FullMethodName       = "/openhuman.provider.v1.Provider/Subscribe"
+	Provider_Unsubscribe_FullMethodName     = "/openhuman.provider.v1.Provider/Unsubscribe"
+	Provider_SetLoggingLevel_FullMethodName = "/openhuman.provider.v1.Provider/SetLoggingLevel"
+	Provider_SessionClosed_FullMethodName   = "/openhuman.provider.v1.Provider/SessionClosed"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -54,6 +68,25 @@ type ProviderClient interface {
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallToolResponse], error)
 	// ReadResource returns the contents of one advertised resource.
 	ReadResource(ctx context.Context, in *ReadResourceRequest, opts ...grpc.CallOption) (*ReadResourceResponse, error)
+	// GetPrompt returns one advertised prompt filled in with the client's
+	// arguments (MCP prompts/get). NOT_FOUND for an unknown prompt,
+	// INVALID_ARGUMENT for arguments it refuses (protocol 2).
+	GetPrompt(ctx context.Context, in *GetPromptRequest, opts ...grpc.CallOption) (*GetPromptResponse, error)
+	// Complete suggests values for one argument of a prompt or resource
+	// template (MCP completion/complete) (protocol 2).
+	Complete(ctx context.Context, in *CompleteRequest, opts ...grpc.CallOption) (*CompleteResponse, error)
+	// Subscribe asks for notifications when a resource changes (MCP
+	// resources/subscribe); the provider reports changes with Host.Notify
+	// (protocol 2).
+	Subscribe(ctx context.Context, in *SubscribeRequest, opts ...grpc.CallOption) (*SubscribeResponse, error)
+	// Unsubscribe ends a Subscribe (MCP resources/unsubscribe) (protocol 2).
+	Unsubscribe(ctx context.Context, in *UnsubscribeRequest, opts ...grpc.CallOption) (*UnsubscribeResponse, error)
+	// SetLoggingLevel tells the provider the lowest level of log messages a
+	// client session wants (MCP logging/setLevel) (protocol 2).
+	SetLoggingLevel(ctx context.Context, in *SetLoggingLevelRequest, opts ...grpc.CallOption) (*SetLoggingLevelResponse, error)
+	// SessionClosed says a client session ended: what the provider keeps
+	// for it can go (protocol 2).
+	SessionClosed(ctx context.Context, in *SessionClosedRequest, opts ...grpc.CallOption) (*SessionClosedResponse, error)
 }
 
 type providerClient struct {
@@ -113,6 +146,66 @@ func (c *providerClient) ReadResource(ctx context.Context, in *ReadResourceReque
 	return out, nil
 }
 
+func (c *providerClient) GetPrompt(ctx context.Context, in *GetPromptRequest, opts ...grpc.CallOption) (*GetPromptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPromptResponse)
+	err := c.cc.Invoke(ctx, Provider_GetPrompt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *providerClient) Complete(ctx context.Context, in *CompleteRequest, opts ...grpc.CallOption) (*CompleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompleteResponse)
+	err := c.cc.Invoke(ctx, Provider_Complete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *providerClient) Subscribe(ctx context.Context, in *SubscribeRequest, opts ...grpc.CallOption) (*SubscribeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SubscribeResponse)
+	err := c.cc.Invoke(ctx, Provider_Subscribe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *providerClient) Unsubscribe(ctx context.Context, in *UnsubscribeRequest, opts ...grpc.CallOption) (*UnsubscribeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnsubscribeResponse)
+	err := c.cc.Invoke(ctx, Provider_Unsubscribe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *providerClient) SetLoggingLevel(ctx context.Context, in *SetLoggingLevelRequest, opts ...grpc.CallOption) (*SetLoggingLevelResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetLoggingLevelResponse)
+	err := c.cc.Invoke(ctx, Provider_SetLoggingLevel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *providerClient) SessionClosed(ctx context.Context, in *SessionClosedRequest, opts ...grpc.CallOption) (*SessionClosedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SessionClosedResponse)
+	err := c.cc.Invoke(ctx, Provider_SessionClosed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -130,6 +223,25 @@ type ProviderServer interface {
 	CallTool(*CallToolRequest, grpc.ServerStreamingServer[CallToolResponse]) error
 	// ReadResource returns the contents of one advertised resource.
 	ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error)
+	// GetPrompt returns one advertised prompt filled in with the client's
+	// arguments (MCP prompts/get). NOT_FOUND for an unknown prompt,
+	// INVALID_ARGUMENT for arguments it refuses (protocol 2).
+	GetPrompt(context.Context, *GetPromptRequest) (*GetPromptResponse, error)
+	// Complete suggests values for one argument of a prompt or resource
+	// template (MCP completion/complete) (protocol 2).
+	Complete(context.Context, *CompleteRequest) (*CompleteResponse, error)
+	// Subscribe asks for notifications when a resource changes (MCP
+	// resources/subscribe); the provider reports changes with Host.Notify
+	// (protocol 2).
+	Subscribe(context.Context, *SubscribeRequest) (*SubscribeResponse, error)
+	// Unsubscribe ends a Subscribe (MCP resources/unsubscribe) (protocol 2).
+	Unsubscribe(context.Context, *UnsubscribeRequest) (*UnsubscribeResponse, error)
+	// SetLoggingLevel tells the provider the lowest level of log messages a
+	// client session wants (MCP logging/setLevel) (protocol 2).
+	SetLoggingLevel(context.Context, *SetLoggingLevelRequest) (*SetLoggingLevelResponse, error)
+	// SessionClosed says a client session ended: what the provider keeps
+	// for it can go (protocol 2).
+	SessionClosed(context.Context, *SessionClosedRequest) (*SessionClosedResponse, error)
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -151,6 +263,24 @@ func (UnimplementedProviderServer) CallTool(*CallToolRequest, grpc.ServerStreami
 }
 func (UnimplementedProviderServer) ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadResource not implemented")
+}
+func (UnimplementedProviderServer) GetPrompt(context.Context, *GetPromptRequest) (*GetPromptResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPrompt not implemented")
+}
+func (UnimplementedProviderServer) Complete(context.Context, *CompleteRequest) (*CompleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Complete not implemented")
+}
+func (UnimplementedProviderServer) Subscribe(context.Context, *SubscribeRequest) (*SubscribeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Subscribe not implemented")
+}
+func (UnimplementedProviderServer) Unsubscribe(context.Context, *UnsubscribeRequest) (*UnsubscribeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Unsubscribe not implemented")
+}
+func (UnimplementedProviderServer) SetLoggingLevel(context.Context, *SetLoggingLevelRequest) (*SetLoggingLevelResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetLoggingLevel not implemented")
+}
+func (UnimplementedProviderServer) SessionClosed(context.Context, *SessionClosedRequest) (*SessionClosedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SessionClosed not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -238,6 +368,114 @@ func _Provider_ReadResource_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_GetPrompt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPromptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).GetPrompt(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_GetPrompt_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).GetPrompt(ctx, req.(*GetPromptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Provider_Complete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).Complete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_Complete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).Complete(ctx, req.(*CompleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Provider_Subscribe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubscribeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).Subscribe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_Subscribe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).Subscribe(ctx, req.(*SubscribeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Provider_Unsubscribe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnsubscribeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).Unsubscribe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_Unsubscribe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).Unsubscribe(ctx, req.(*UnsubscribeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Provider_SetLoggingLevel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetLoggingLevelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).SetLoggingLevel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_SetLoggingLevel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).SetLoggingLevel(ctx, req.(*SetLoggingLevelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Provider_SessionClosed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SessionClosedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).SessionClosed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_SessionClosed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).SessionClosed(ctx, req.(*SessionClosedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -257,6 +495,30 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ReadResource",
 			Handler:    _Provider_ReadResource_Handler,
 		},
+		{
+			MethodName: "GetPrompt",
+			Handler:    _Provider_GetPrompt_Handler,
+		},
+		{
+			MethodName: "Complete",
+			Handler:    _Provider_Complete_Handler,
+		},
+		{
+			MethodName: "Subscribe",
+			Handler:    _Provider_Subscribe_Handler,
+		},
+		{
+			MethodName: "Unsubscribe",
+			Handler:    _Provider_Unsubscribe_Handler,
+		},
+		{
+			MethodName: "SetLoggingLevel",
+			Handler:    _Provider_SetLoggingLevel_Handler,
+		},
+		{
+			MethodName: "SessionClosed",
+			Handler:    _Provider_SessionClosed_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -272,6 +534,8 @@ const (
 	Host_CallTool_FullMethodName      = "/openhuman.provider.v1.Host/CallTool"
 	Host_ListTools_FullMethodName     = "/openhuman.provider.v1.Host/ListTools"
 	Host_CreateMessage_FullMethodName = "/openhuman.provider.v1.Host/CreateMessage"
+	Host_RequestClient_FullMethodName = "/openhuman.provider.v1.Host/RequestClient"
+	Host_Notify_FullMethodName        = "/openhuman.provider.v1.Host/Notify"
 )
 
 // HostClient is the client API for Host service.
@@ -292,6 +556,16 @@ type HostClient interface {
 	// FAILED_PRECONDITION when the caller is not an MCP session whose client
 	// can sample.
 	CreateMessage(ctx context.Context, in *HostCreateMessageRequest, opts ...grpc.CallOption) (*HostCreateMessageResponse, error)
+	// RequestClient sends a request to the MCP client of the caller's
+	// session and returns its result as it came: sampling/createMessage,
+	// elicitation/create or roots/list. While the caller's call runs, the
+	// request is related to that call. FAILED_PRECONDITION when the session
+	// is gone or its client cannot take the request (protocol 2).
+	RequestClient(ctx context.Context, in *HostRequestClientRequest, opts ...grpc.CallOption) (*HostRequestClientResponse, error)
+	// Notify tells the host about a change: the provider's catalog changed
+	// (the host calls Describe again), a subscribed resource changed, or a
+	// log message for a client session outside any call (protocol 2).
+	Notify(ctx context.Context, in *HostNotifyRequest, opts ...grpc.CallOption) (*HostNotifyResponse, error)
 }
 
 type hostClient struct {
@@ -341,6 +615,26 @@ func (c *hostClient) CreateMessage(ctx context.Context, in *HostCreateMessageReq
 	return out, nil
 }
 
+func (c *hostClient) RequestClient(ctx context.Context, in *HostRequestClientRequest, opts ...grpc.CallOption) (*HostRequestClientResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HostRequestClientResponse)
+	err := c.cc.Invoke(ctx, Host_RequestClient_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *hostClient) Notify(ctx context.Context, in *HostNotifyRequest, opts ...grpc.CallOption) (*HostNotifyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HostNotifyResponse)
+	err := c.cc.Invoke(ctx, Host_Notify_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostServer is the server API for Host service.
 // All implementations must embed UnimplementedHostServer
 // for forward compatibility.
@@ -359,6 +653,16 @@ type HostServer interface {
 	// FAILED_PRECONDITION when the caller is not an MCP session whose client
 	// can sample.
 	CreateMessage(context.Context, *HostCreateMessageRequest) (*HostCreateMessageResponse, error)
+	// RequestClient sends a request to the MCP client of the caller's
+	// session and returns its result as it came: sampling/createMessage,
+	// elicitation/create or roots/list. While the caller's call runs, the
+	// request is related to that call. FAILED_PRECONDITION when the session
+	// is gone or its client cannot take the request (protocol 2).
+	RequestClient(context.Context, *HostRequestClientRequest) (*HostRequestClientResponse, error)
+	// Notify tells the host about a change: the provider's catalog changed
+	// (the host calls Describe again), a subscribed resource changed, or a
+	// log message for a client session outside any call (protocol 2).
+	Notify(context.Context, *HostNotifyRequest) (*HostNotifyResponse, error)
 	mustEmbedUnimplementedHostServer()
 }
 
@@ -377,6 +681,12 @@ func (UnimplementedHostServer) ListTools(context.Context, *HostListToolsRequest)
 }
 func (UnimplementedHostServer) CreateMessage(context.Context, *HostCreateMessageRequest) (*HostCreateMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateMessage not implemented")
+}
+func (UnimplementedHostServer) RequestClient(context.Context, *HostRequestClientRequest) (*HostRequestClientResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RequestClient not implemented")
+}
+func (UnimplementedHostServer) Notify(context.Context, *HostNotifyRequest) (*HostNotifyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Notify not implemented")
 }
 func (UnimplementedHostServer) mustEmbedUnimplementedHostServer() {}
 func (UnimplementedHostServer) testEmbeddedByValue()              {}
@@ -446,6 +756,42 @@ func _Host_CreateMessage_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Host_RequestClient_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HostRequestClientRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).RequestClient(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_RequestClient_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).RequestClient(ctx, req.(*HostRequestClientRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Host_Notify_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HostNotifyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostServer).Notify(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Host_Notify_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostServer).Notify(ctx, req.(*HostNotifyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Host_ServiceDesc is the grpc.ServiceDesc for Host service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -460,6 +806,14 @@ var Host_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateMessage",
 			Handler:    _Host_CreateMessage_Handler,
+		},
+		{
+			MethodName: "RequestClient",
+			Handler:    _Host_RequestClient_Handler,
+		},
+		{
+			MethodName: "Notify",
+			Handler:    _Host_Notify_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

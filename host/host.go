@@ -110,11 +110,11 @@ func (h *Host) claim(provider, kind, name string) error {
 	if config.IsBuiltin(provider) {
 		return nil
 	}
-	if kind == "tool" {
+	if kind == "tool" || kind == "prompt" {
 		for builtin, prefixes := range builtinNamespaces {
 			for _, p := range prefixes {
 				if strings.HasPrefix(name, p) {
-					return fmt.Errorf("tool names starting with %q are reserved for the built-in provider %s", p, builtin)
+					return fmt.Errorf("%s names starting with %q are reserved for the built-in provider %s", kind, p, builtin)
 				}
 			}
 		}
@@ -252,6 +252,9 @@ func (h *Host) merge() (*catalog.Catalog, map[string]server.Dispatcher, map[stri
 	}
 	for _, r := range cat.Resources() {
 		h.owners["resource:"+r.URI] = r.Provider
+	}
+	for _, p := range cat.Prompts() {
+		h.owners["prompt:"+p.Name] = p.Provider
 	}
 	return cat, dispatchers, notLoaded
 }
@@ -593,6 +596,38 @@ func (s *hostService) CreateMessage(ctx context.Context, req *sdk.CreateMessageR
 		return nil, errors.New("host is still starting")
 	}
 	return srv.CreateMessage(ctx, req)
+}
+
+// RequestClient relays a provider's request to the client of its
+// caller's session (provider protocol 2).
+func (s *hostService) RequestClient(ctx context.Context, req *sdk.ClientRequest) ([]byte, error) {
+	srv := s.srv.Load()
+	if srv == nil {
+		return nil, fmt.Errorf("%w: the host is still starting", sdk.ErrClientUnavailable)
+	}
+	return srv.RequestClient(ctx, req)
+}
+
+// NotifyCatalogChanged is answered per provider by host/plugins, which
+// calls the provider's Describe again; nothing reaches this one.
+func (s *hostService) NotifyCatalogChanged(context.Context) error { return nil }
+
+// NotifyResourceUpdated tells the sessions subscribed to uri.
+func (s *hostService) NotifyResourceUpdated(ctx context.Context, uri string) error {
+	srv := s.srv.Load()
+	if srv == nil {
+		return nil
+	}
+	return srv.NotifyResourceUpdated(ctx, uri)
+}
+
+// NotifyLog sends a provider's log message to its caller's session.
+func (s *hostService) NotifyLog(ctx context.Context, caller sdk.Caller, m sdk.LogMessage) error {
+	srv := s.srv.Load()
+	if srv == nil {
+		return nil
+	}
+	return srv.NotifyLog(ctx, caller, m)
 }
 
 // ReloadGrace is how long calls running in a provider that a reload stops

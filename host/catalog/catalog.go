@@ -58,6 +58,13 @@ type ResourceTemplate struct {
 	Provider string
 }
 
+// Prompt is one accepted prompt.
+type Prompt struct {
+	sdk.Prompt
+	// Provider is the name of the provider that serves the prompt.
+	Provider string
+}
+
 // Catalog is the merged, validated catalog. It is immutable once built and
 // safe for concurrent use.
 type Catalog struct {
@@ -66,6 +73,8 @@ type Catalog struct {
 	resources []*Resource
 	byURI     map[string]*Resource
 	templates []*ResourceTemplate
+	prompts   []*Prompt
+	byPrompt  map[string]*Prompt
 }
 
 // ErrInvalidTool is wrapped by the errors [ValidateTool] returns.
@@ -80,8 +89,9 @@ func Build(log hclog.Logger, sources []Source) *Catalog {
 	return BuildWith(log, sources, nil)
 }
 
-// Claim decides whether provider may serve a tool name (kind "tool") or
-// resource URI (kind "resource"); a non-nil error says why not. The host
+// Claim decides whether provider may serve a tool name (kind "tool"),
+// resource URI (kind "resource") or prompt name (kind "prompt"); a non-nil
+// error says why not. The host
 // keeps names with the provider that first served them, so that a provider
 // restarting with a new catalog cannot take over another's tools.
 type Claim func(provider, kind, name string) error
@@ -95,7 +105,7 @@ func BuildWith(log hclog.Logger, sources []Source, claim Claim) *Catalog {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	c := &Catalog{byName: map[string]*Tool{}, byURI: map[string]*Resource{}}
+	c := &Catalog{byName: map[string]*Tool{}, byURI: map[string]*Resource{}, byPrompt: map[string]*Prompt{}}
 	for _, src := range sources {
 		if src.Catalog == nil {
 			continue
@@ -140,6 +150,23 @@ func BuildWith(log hclog.Logger, sources []Source, claim Claim) *Catalog {
 				continue
 			}
 			c.templates = append(c.templates, &ResourceTemplate{ResourceTemplate: rt, Provider: src.Provider})
+		}
+		for _, p := range src.Catalog.Prompts {
+			if !toolName.MatchString(p.Name) {
+				log.Warn("prompt refused: its name must match [A-Za-z0-9_.-]{1,128}", "provider", src.Provider, "prompt", p.Name)
+				continue
+			}
+			if err := claim(src.Provider, "prompt", p.Name); err != nil {
+				log.Warn("prompt refused", "provider", src.Provider, "prompt", p.Name, "error", err)
+				continue
+			}
+			if prev, ok := c.byPrompt[p.Name]; ok {
+				log.Warn("prompt refused: name already served by another provider", "provider", src.Provider, "prompt", p.Name, "served_by", prev.Provider)
+				continue
+			}
+			entry := &Prompt{Prompt: p, Provider: src.Provider}
+			c.byPrompt[p.Name] = entry
+			c.prompts = append(c.prompts, entry)
 		}
 	}
 	return c
@@ -213,3 +240,12 @@ func (c *Catalog) Resources() []*Resource { return slices.Clone(c.resources) }
 
 // ResourceTemplates returns the accepted resource templates in merge order.
 func (c *Catalog) ResourceTemplates() []*ResourceTemplate { return slices.Clone(c.templates) }
+
+// Prompt returns the prompt with the given name.
+func (c *Catalog) Prompt(name string) (*Prompt, bool) {
+	p, ok := c.byPrompt[name]
+	return p, ok
+}
+
+// Prompts returns the accepted prompts in merge order.
+func (c *Catalog) Prompts() []*Prompt { return slices.Clone(c.prompts) }

@@ -247,7 +247,7 @@ func (m *Manager) Start(ctx context.Context, specs []Spec) ([]*Provider, []Failu
 	for i, spec := range specs {
 		wg.Go(func() {
 			p := m.newProvider(spec)
-			inst, cat, err := m.launch(ctx, spec, p.log)
+			inst, cat, err := m.launch(ctx, p)
 			if err != nil {
 				m.log.Error("provider failed to load; serving the others", "provider", spec.Name, "error", err)
 				errs[i] = err
@@ -305,6 +305,8 @@ type instance struct {
 	rpc    plugin.ClientProtocol
 	impl   sdk.Provider
 	pid    int
+	// version is the provider protocol version the handshake agreed on.
+	version int
 }
 
 // exited reports whether the instance's process has exited.
@@ -317,9 +319,10 @@ func (i *instance) exited() bool {
 	}
 }
 
-// launch starts one process for spec and runs the handshake, Configure
-// and Describe, within the spec's start timeout.
-func (m *Manager) launch(ctx context.Context, spec Spec, log hclog.Logger) (*instance, *sdk.Catalog, error) {
+// launch starts one process for p's spec and runs the handshake,
+// Configure and Describe, within the spec's start timeout.
+func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Catalog, error) {
+	spec, log := p.spec, p.log
 	timeout := spec.StartTimeout
 	if timeout <= 0 {
 		timeout = m.opts.StartTimeout
@@ -386,6 +389,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec, log hclog.Logger) (*ins
 		return fail(startError(spec, inst.run, err))
 	}
 	inst.rpc = rpc
+	inst.version = client.NegotiatedVersion()
 	raw, err := rpc.Dispense(sdk.PluginName)
 	if err != nil {
 		return fail(fmt.Errorf("dispense: %w", err))
@@ -403,7 +407,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec, log hclog.Logger) (*ins
 		Config:      config,
 		DataDir:     spec.DataDir,
 		Secrets:     spec.Secrets,
-		Host:        m.opts.Host,
+		Host:        p.host(),
 		HostVersion: m.opts.HostVersion,
 		LogLevel:    m.opts.LogLevel,
 		ConfigDir:   m.opts.ConfigDir,
@@ -414,7 +418,7 @@ func (m *Manager) launch(ctx context.Context, spec Spec, log hclog.Logger) (*ins
 	if err != nil {
 		return fail(timeoutError(ctx, "describe", timeout, err))
 	}
-	log.Debug("provider loaded", "pid", inst.pid, "version", cat.Version, "tools", len(cat.Tools), "resources", len(cat.Resources))
+	log.Debug("provider loaded", "pid", inst.pid, "protocol", inst.version, "version", cat.Version, "tools", len(cat.Tools), "resources", len(cat.Resources))
 	return inst, cat, nil
 }
 
@@ -642,9 +646,12 @@ type Provider struct {
 	inflight sync.WaitGroup
 
 	kick chan struct{} // wakes the supervisor after a failed call
-	stop chan struct{} // closed by close
-	done chan struct{} // closed when the supervisor returns
-	once sync.Once
+	// refresh asks the supervisor to call Describe again: the provider
+	// said its catalog changed (protocol 2).
+	refresh atomic.Bool
+	stop    chan struct{} // closed by close
+	done    chan struct{} // closed when the supervisor returns
+	once    sync.Once
 }
 
 // Spec returns the spec the provider was started from.
@@ -865,6 +872,9 @@ func (p *Provider) supervise() {
 		case <-p.stop:
 			return
 		case <-p.kick:
+			if p.refresh.Swap(false) {
+				p.describeAgain(inst)
+			}
 			continue
 		case <-inst.run.Exited():
 			reason = "its process exited"
@@ -949,7 +959,7 @@ func (p *Provider) restart(old *instance, reason string) bool {
 				return false
 			}
 		}
-		inst, cat, err := p.m.launch(p.m.ctx, p.spec, p.log)
+		inst, cat, err := p.m.launch(p.m.ctx, p)
 		if err != nil {
 			select {
 			case <-p.stop:

@@ -20,12 +20,12 @@ const defaultSamplingMaxTokens = 4096
 // beginCall registers a client's tools/call under a new call token, so
 // that providers acting for it can reach its session (Host.CreateMessage)
 // while it runs; the returned func unregisters it.
-func (s *Server) beginCall(ss *mcp.ServerSession) (string, func()) {
+func (s *Server) beginCall(ctx context.Context, ss *mcp.ServerSession) (string, func()) {
 	if ss == nil {
 		return "", func() {}
 	}
 	token := rand.Text()
-	s.calls.Store(token, ss)
+	s.calls.Store(token, &callEntry{session: ss, ctx: ctx})
 	return token, func() { s.calls.Delete(token) }
 }
 
@@ -41,7 +41,9 @@ func (s *Server) CreateMessage(ctx context.Context, req *sdk.CreateMessageReques
 		return nil, fmt.Errorf("%w: only a tool call from a connected MCP client can use the client's model, and this one came from %q",
 			sdk.ErrSamplingUnavailable, req.Caller.SourceType)
 	}
-	ss := v.(*mcp.ServerSession)
+	call := v.(*callEntry)
+	ss := call.session
+	ctx = related(ctx, call.ctx)
 	var caps *mcp.ClientCapabilities
 	version := ""
 	if init := ss.InitializeParams(); init != nil {

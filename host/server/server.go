@@ -109,7 +109,8 @@ type Server struct {
 	view     atomic.Pointer[view]
 	updateMu sync.Mutex // serialises Update
 	sessions sync.Map   // *mcp.ServerSession → *sessionInfo
-	calls    sync.Map   // call token → *mcp.ServerSession, while the call runs
+	calls    sync.Map   // call token → *callEntry, while the call runs
+	tokens   sync.Map   // session token → *mcp.ServerSession, while it is connected
 	// settings are the options Reconfigure may change, swapped whole.
 	settings atomic.Pointer[Settings]
 	// stopCtx is cancelled by CancelCalls; every tool call's context ends
@@ -167,6 +168,7 @@ type view struct {
 	tools     map[string]*catalog.Tool
 	resources map[string]*catalog.Resource
 	templates map[string]*catalog.ResourceTemplate
+	prompts   map[string]*catalog.Prompt
 }
 
 // ErrUnknownTool is returned by [Server.Call] for a tool that is not in the
@@ -241,14 +243,23 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "OpenHuman host", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.opts.Instructions,
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Completions: &mcp.CompletionCapabilities{},
 			//lint:ignore SA1019 logging stays supported for clients on protocol versions before 2026-07-28.
 			Logging: &mcp.LoggingCapabilities{},
 		},
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.session(req.Session) },
+		CompletionHandler:  s.complete,
+		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			return s.subscribe(ctx, req.Session, req.Params.URI, true)
+		},
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			return s.subscribe(ctx, req.Session, req.Params.URI, false)
+		},
 	})
-	s.mcp.AddReceivingMiddleware(s.unknownToolMiddleware)
+	s.mcp.AddReceivingMiddleware(s.unknownToolMiddleware, s.sessionMiddleware)
 	s.view.Store(&view{})
 	s.Update(cat, providers, s.opts.NotLoaded)
 	return s, nil
@@ -291,6 +302,7 @@ func (s *Server) Update(cat *catalog.Catalog, providers map[string]Dispatcher, n
 		tools:     map[string]*catalog.Tool{},
 		resources: map[string]*catalog.Resource{},
 		templates: map[string]*catalog.ResourceTemplate{},
+		prompts:   map[string]*catalog.Prompt{},
 	}
 	for _, t := range cat.Tools() {
 		if _, ok := providers[t.Provider]; !ok {
@@ -336,7 +348,20 @@ func (s *Server) Update(cat *catalog.Catalog, providers map[string]Dispatcher, n
 			URITemplate: rt.URITemplate, Name: rt.Name, Title: rt.Title, Description: rt.Description, MIMEType: rt.MIMEType,
 		}, s.resourceHandler(d))
 	}
+	for _, p := range cat.Prompts() {
+		if _, ok := providers[p.Provider]; !ok {
+			continue
+		}
+		next.prompts[p.Name] = p
+		if prev, ok := old.prompts[p.Name]; ok && prev.Provider == p.Provider && reflect.DeepEqual(prev.Prompt, p.Prompt) {
+			continue
+		}
+		s.mcp.AddPrompt(mcpPrompt(p), s.promptHandler(p.Name))
+	}
 	s.view.Store(next)
+	if gone := removed(old.prompts, next.prompts); len(gone) > 0 {
+		s.mcp.RemovePrompts(gone...)
+	}
 	if gone := removed(old.tools, next.tools); len(gone) > 0 {
 		s.mcp.RemoveTools(gone...)
 	}
@@ -614,18 +639,12 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(s.stopCtx, cancel)()
-		info := s.session(req.Session)
-		caller := sdk.Caller{
-			SourceType:    info.sourceType,
-			SessionHash:   info.hash,
-			ClientName:    info.clientName,
-			ClientVersion: info.clientVersion,
-		}
+		caller := s.caller(req.Session)
 		token := req.Params.GetProgressToken()
 		if token != nil {
 			caller.ProgressToken, _ = json.Marshal(token)
 		}
-		callToken, end := s.beginCall(req.Session)
+		callToken, end := s.beginCall(ctx, req.Session)
 		defer end()
 		caller.CallToken = callToken
 		call := Call{
@@ -651,10 +670,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 
 func (s *Server) resourceHandler(d Dispatcher) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		info := s.session(req.Session)
-		res, err := d.ReadResource(ctx, &sdk.ReadResourceRequest{URI: req.Params.URI, Caller: sdk.Caller{
-			SourceType: info.sourceType, SessionHash: info.hash, ClientName: info.clientName, ClientVersion: info.clientVersion,
-		}})
+		res, err := d.ReadResource(ctx, &sdk.ReadResourceRequest{URI: req.Params.URI, Caller: s.caller(req.Session)})
 		if errors.Is(err, sdk.ErrResourceNotFound) {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
@@ -675,23 +691,28 @@ func (s *Server) resourceHandler(d Dispatcher) mcp.ResourceHandler {
 func MCPResult(r *sdk.CallToolResult) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, 0, len(r.Content))}
 	for _, c := range r.Content {
-		switch c.Type {
-		case "image":
-			out.Content = append(out.Content, &mcp.ImageContent{Data: c.Data, MIMEType: c.MIMEType})
-		case "audio":
-			out.Content = append(out.Content, &mcp.AudioContent{Data: c.Data, MIMEType: c.MIMEType})
-		case "resource_link":
-			out.Content = append(out.Content, &mcp.ResourceLink{URI: c.URI, Name: c.Name, Title: c.Title, Description: c.Description, MIMEType: c.MIMEType})
-		case "resource":
-			out.Content = append(out.Content, &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: c.URI, MIMEType: c.MIMEType, Text: c.Text, Blob: c.Data}})
-		default:
-			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
-		}
+		out.Content = append(out.Content, mcpContent(c))
 	}
 	if len(r.StructuredContent) > 0 {
 		out.StructuredContent = json.RawMessage(r.StructuredContent)
 	}
 	return out
+}
+
+// mcpContent converts one provider content block to the go-sdk's; an
+// unknown type is sent as text.
+func mcpContent(c sdk.Content) mcp.Content {
+	switch c.Type {
+	case "image":
+		return &mcp.ImageContent{Data: c.Data, MIMEType: c.MIMEType}
+	case "audio":
+		return &mcp.AudioContent{Data: c.Data, MIMEType: c.MIMEType}
+	case "resource_link":
+		return &mcp.ResourceLink{URI: c.URI, Name: c.Name, Title: c.Title, Description: c.Description, MIMEType: c.MIMEType}
+	case "resource":
+		return &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: c.URI, MIMEType: c.MIMEType, Text: c.Text, Blob: c.Data}}
+	}
+	return &mcp.TextContent{Text: c.Text}
 }
 
 // sessionEvents relays a tool's events to the MCP session that called it.

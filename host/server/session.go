@@ -11,6 +11,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/internal/slug"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // sessionInfo is what the host keeps about one MCP session: its client's
@@ -21,6 +22,22 @@ type sessionInfo struct {
 	clientName    string
 	clientVersion string
 	hash          string
+	// token identifies the session to providers while it is connected
+	// (sdk.Caller.SessionToken).
+	token string
+}
+
+// caller is the sdk.Caller of a request made in ss, without call-specific
+// fields (progress and call tokens, depth).
+func (s *Server) caller(ss *mcp.ServerSession) sdk.Caller {
+	info := s.session(ss)
+	return sdk.Caller{
+		SourceType:    info.sourceType,
+		SessionHash:   info.hash,
+		ClientName:    info.clientName,
+		ClientVersion: info.clientVersion,
+		SessionToken:  info.token,
+	}
 }
 
 // session returns the session's info, creating it on first sight. The
@@ -47,12 +64,17 @@ func (s *Server) session(ss *mcp.ServerSession) *sessionInfo {
 		id = hex.EncodeToString(b[:])
 	}
 	info.hash = audit.SessionHash(id)
+	info.token = rand.Text()
 	if v, loaded := s.sessions.LoadOrStore(ss, info); loaded {
 		return v.(*sessionInfo)
 	}
+	s.tokens.Store(info.token, ss)
 	go func() {
 		_ = ss.Wait()
 		s.sessions.Delete(ss)
+		s.tokens.Delete(info.token)
+		s.sessionClosed(sdk.Caller{SourceType: info.sourceType, SessionHash: info.hash, ClientName: info.clientName,
+			ClientVersion: info.clientVersion, SessionToken: info.token})
 	}()
 	return info
 }

@@ -1,0 +1,410 @@
+package server
+
+//lint:file-ignore SA1019 sampling, roots and logging, deprecated from protocol 2026-07-28 (SEP-2577), stay supported for clients on earlier versions: providers relay them for upstream servers.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/openhuman/openhuman-host/host/catalog"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// This file serves what providers add through provider protocol 2:
+// prompts, completion, resource subscriptions, the client's logging level
+// and session ends on the way in; requests to the client, log messages
+// and resource updates on the way out.
+
+// sessionEventTimeout bounds telling providers about a session's logging
+// level or its end.
+const sessionEventTimeout = 5 * time.Second
+
+// callEntry is a client's tools/call while it runs: its session, and the
+// context of its handler, whose values relate requests sent for it to the
+// call (on Streamable HTTP they travel on the call's stream).
+type callEntry struct {
+	session *mcp.ServerSession
+	ctx     context.Context
+}
+
+// related returns ctx (for its deadline and cancellation) carrying the
+// values of values, so the go-sdk sends what it sends under ctx as part of
+// the request values belongs to.
+func related(ctx, values context.Context) context.Context {
+	return relatedCtx{Context: ctx, values: values}
+}
+
+type relatedCtx struct {
+	context.Context
+	values context.Context
+}
+
+func (c relatedCtx) Value(key any) any {
+	if v := c.values.Value(key); v != nil {
+		return v
+	}
+	return c.Context.Value(key)
+}
+
+// target finds the session a provider's request or notice for caller goes
+// to: the running call's (with its context) when CallToken names one, else
+// the session SessionToken names. ok is false when neither is live.
+func (s *Server) target(caller sdk.Caller) (ss *mcp.ServerSession, callCtx context.Context, ok bool) {
+	if caller.CallToken != "" {
+		if v, found := s.calls.Load(caller.CallToken); found {
+			e := v.(*callEntry)
+			return e.session, e.ctx, true
+		}
+	}
+	if caller.SessionToken != "" {
+		if v, found := s.tokens.Load(caller.SessionToken); found {
+			return v.(*mcp.ServerSession), nil, true
+		}
+	}
+	return nil, nil, false
+}
+
+// RequestClient sends a provider's request to the MCP client of
+// req.Caller's session and returns the client's result as JSON: method
+// sampling/createMessage (with tools when params has any),
+// elicitation/create or roots/list (MCP 2025-11-25, client features).
+// While the caller's call runs the request is related to it. Errors wrap
+// [sdk.ErrClientUnavailable] when the session is gone, the client lacks
+// the capability, or its protocol version rules requests during a call
+// out; a JSON-RPC error from the client comes back as [*sdk.ClientError].
+func (s *Server) RequestClient(ctx context.Context, req *sdk.ClientRequest) ([]byte, error) {
+	ss, callCtx, ok := s.target(req.Caller)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s needs a connected MCP client session, and the caller (%q) has none or it ended",
+			sdk.ErrClientUnavailable, req.Method, req.Caller.SourceType)
+	}
+	if callCtx != nil {
+		ctx = related(ctx, callCtx)
+	}
+	var caps *mcp.ClientCapabilities
+	version := ""
+	if init := ss.InitializeParams(); init != nil {
+		caps, version = init.Capabilities, init.ProtocolVersion
+	}
+	if caps == nil {
+		caps = &mcp.ClientCapabilities{}
+	}
+	client := nonEmpty(req.Caller.ClientName, "the client")
+	if !inRequestInputAllowed(version) && req.Method != sdk.MethodListRoots {
+		return nil, fmt.Errorf("%w: %s speaks MCP %s, where a server may not send %s while it serves a call (only protocol versions up to %s allow it)",
+			sdk.ErrClientUnavailable, client, version, req.Method, lastInRequestElicitation)
+	}
+	params := req.Params
+	if len(params) == 0 {
+		params = []byte("{}")
+	}
+	var (
+		res any
+		err error
+	)
+	switch req.Method {
+	case sdk.MethodCreateMessage:
+		var probe struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		if err := json.Unmarshal(params, &probe); err != nil {
+			return nil, fmt.Errorf("%s params: %w", req.Method, err)
+		}
+		switch {
+		case caps.Sampling == nil:
+			return nil, fmt.Errorf("%w: %s did not declare the sampling capability", sdk.ErrClientUnavailable, client)
+		case len(probe.Tools) > 0 && caps.Sampling.Tools == nil:
+			return nil, fmt.Errorf("%w: %s can sample, but not with tools (it did not declare sampling.tools)", sdk.ErrClientUnavailable, client)
+		case len(probe.Tools) > 0:
+			var p mcp.CreateMessageWithToolsParams
+			if err := json.Unmarshal(params, &p); err != nil {
+				return nil, fmt.Errorf("%s params: %w", req.Method, err)
+			}
+			res, err = ss.CreateMessageWithTools(ctx, &p)
+		default:
+			var p mcp.CreateMessageParams
+			if err := json.Unmarshal(params, &p); err != nil {
+				return nil, fmt.Errorf("%s params: %w", req.Method, err)
+			}
+			res, err = ss.CreateMessage(ctx, &p)
+		}
+	case sdk.MethodElicit:
+		if caps.Elicitation == nil {
+			return nil, fmt.Errorf("%w: %s did not declare the elicitation capability", sdk.ErrClientUnavailable, client)
+		}
+		var p mcp.ElicitParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, fmt.Errorf("%s params: %w", req.Method, err)
+		}
+		res, err = ss.Elicit(ctx, &p)
+	case sdk.MethodListRoots:
+		if !declaresRoots(ss) {
+			return nil, fmt.Errorf("%w: %s did not declare the roots capability", sdk.ErrClientUnavailable, client)
+		}
+		var p mcp.ListRootsParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, fmt.Errorf("%s params: %w", req.Method, err)
+		}
+		res, err = ss.ListRoots(ctx, &p)
+	default:
+		return nil, fmt.Errorf("%w: method %q: the host relays only %s, %s and %s", sdk.ErrInvalidParams, req.Method,
+			sdk.MethodCreateMessage, sdk.MethodElicit, sdk.MethodListRoots)
+	}
+	if err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			return nil, &sdk.ClientError{Code: werr.Code, Message: werr.Message}
+		}
+		return nil, fmt.Errorf("%s: %w", req.Method, err)
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encode the client's %s result: %w", req.Method, err)
+	}
+	return out, nil
+}
+
+// declaresRoots reports whether the session's client sent a roots
+// capability in initialize, whatever its fields.
+func declaresRoots(ss *mcp.ServerSession) bool {
+	init := ss.InitializeParams()
+	if init == nil || init.Capabilities == nil {
+		return false
+	}
+	raw, err := json.Marshal(init.Capabilities)
+	if err != nil {
+		return false
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m)
+	_, ok := m["roots"]
+	return ok
+}
+
+// NotifyLog sends a provider's log message to the session caller stands
+// for (MCP notifications/message), subject to the level the client set;
+// it is dropped when that session is gone.
+func (s *Server) NotifyLog(ctx context.Context, caller sdk.Caller, m sdk.LogMessage) error {
+	ss, callCtx, ok := s.target(caller)
+	if !ok {
+		return nil
+	}
+	if callCtx != nil {
+		ctx = related(ctx, callCtx)
+	}
+	return ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: m.Data})
+}
+
+// NotifyResourceUpdated tells every session subscribed to uri that it
+// changed (MCP notifications/resources/updated).
+func (s *Server) NotifyResourceUpdated(ctx context.Context, uri string) error {
+	return s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+}
+
+// promptHandler serves prompts/get for one prompt by asking its provider.
+func (s *Server) promptHandler(name string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		v := s.view.Load()
+		p, ok := v.prompts[name]
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
+		}
+		d, ok := v.providers[p.Provider].(sdk.PromptProvider)
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %q: provider %s serves no prompts", name, p.Provider)}
+		}
+		res, err := d.GetPrompt(ctx, &sdk.GetPromptRequest{Name: name, Arguments: req.Params.Arguments, Caller: s.caller(req.Session)})
+		switch {
+		case errors.Is(err, sdk.ErrPromptNotFound):
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q: %v", name, err)}
+		case errors.Is(err, sdk.ErrInvalidParams):
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		case err != nil:
+			s.log.Warn("prompt failed", "prompt", name, "provider", p.Provider, "error", err)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s: provider %s: %v", name, p.Provider, err)}
+		}
+		out := &mcp.GetPromptResult{Description: res.Description, Messages: []*mcp.PromptMessage{}}
+		for _, m := range res.Messages {
+			out.Messages = append(out.Messages, &mcp.PromptMessage{Role: mcp.Role(m.Role), Content: mcpContent(m.Content)})
+		}
+		return out, nil
+	}
+}
+
+// mcpPrompt is the go-sdk's form of a catalog prompt.
+func mcpPrompt(p *catalog.Prompt) *mcp.Prompt {
+	out := &mcp.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
+	for _, a := range p.Arguments {
+		out.Arguments = append(out.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+	}
+	return out
+}
+
+// complete serves completion/complete (MCP 2025-11-25,
+// server/utilities/completion) by asking the provider of the prompt or
+// resource template the reference names; providers without completion
+// give an empty list.
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
+	ref := req.Params.Ref
+	if ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete needs a ref"}
+	}
+	v := s.view.Load()
+	provider := ""
+	switch ref.Type {
+	case sdk.RefPrompt:
+		p, ok := v.prompts[ref.Name]
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
+		}
+		provider = p.Provider
+	case sdk.RefResource:
+		if t, ok := v.templates[ref.URI]; ok {
+			provider = t.Provider
+		} else if r, ok := v.resources[ref.URI]; ok {
+			provider = r.Provider
+		} else {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource template %q", ref.URI)}
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("ref type %q: must be %q or %q", ref.Type, sdk.RefPrompt, sdk.RefResource)}
+	}
+	d, ok := v.providers[provider].(sdk.Completer)
+	if !ok {
+		return empty, nil
+	}
+	creq := &sdk.CompleteRequest{
+		RefType: ref.Type, RefName: ref.Name, RefURI: ref.URI,
+		ArgumentName: req.Params.Argument.Name, ArgumentValue: req.Params.Argument.Value,
+		Caller: s.caller(req.Session),
+	}
+	if req.Params.Context != nil {
+		creq.Context = req.Params.Context.Arguments
+	}
+	res, err := d.Complete(ctx, creq)
+	switch {
+	case errors.Is(err, sdk.ErrNotImplemented):
+		return empty, nil
+	case errors.Is(err, sdk.ErrInvalidParams), errors.Is(err, sdk.ErrPromptNotFound):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	case err != nil:
+		s.log.Warn("completion failed", "provider", provider, "error", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("completion by provider %s failed: %v", provider, err)}
+	}
+	out := mcp.CompletionResultDetails{Values: res.Values, Total: res.Total, HasMore: res.HasMore}
+	if out.Values == nil {
+		out.Values = []string{}
+	}
+	if len(out.Values) > sdk.MaxCompletionValues {
+		out.Values, out.HasMore = out.Values[:sdk.MaxCompletionValues], true
+	}
+	return &mcp.CompleteResult{Completion: out}, nil
+}
+
+// resourceOwner returns the provider that serves uri: the one listing it,
+// else the one whose resource template matches it.
+func (v *view) resourceOwner(uri string) (string, bool) {
+	if r, ok := v.resources[uri]; ok {
+		return r.Provider, true
+	}
+	for _, t := range v.templates {
+		tmpl, err := uritemplate.New(t.URITemplate)
+		if err != nil {
+			continue
+		}
+		if tmpl.Regexp().MatchString(uri) {
+			return t.Provider, true
+		}
+	}
+	return "", false
+}
+
+// subscribe serves resources/subscribe and resources/unsubscribe by
+// telling the resource's provider; the go-sdk keeps the session's
+// subscriptions. A provider that cannot report changes accepts the
+// subscription, and no update ever comes.
+func (s *Server) subscribe(ctx context.Context, ss *mcp.ServerSession, uri string, on bool) error {
+	v := s.view.Load()
+	provider, ok := v.resourceOwner(uri)
+	if !ok {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	d, ok := v.providers[provider].(sdk.Subscriber)
+	if !ok {
+		return nil
+	}
+	req := &sdk.SubscribeRequest{URI: uri, Caller: s.caller(ss)}
+	var err error
+	if on {
+		err = d.Subscribe(ctx, req)
+	} else {
+		err = d.Unsubscribe(ctx, req)
+	}
+	switch {
+	case err == nil, errors.Is(err, sdk.ErrNotImplemented):
+		return nil
+	case errors.Is(err, sdk.ErrResourceNotFound):
+		return mcp.ResourceNotFoundError(uri)
+	case errors.Is(err, sdk.ErrInvalidParams):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	s.log.Warn("subscription failed", "provider", provider, "error", err)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("provider %s: %v", provider, err)}
+}
+
+// sessionMiddleware passes a session's logging/setLevel on to every
+// provider that keeps state per session, before the client gets its
+// answer, so that the level is in place for its next call.
+func (s *Server) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || method != "logging/setLevel" {
+			return res, err
+		}
+		params, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if !ok || params == nil || ss == nil {
+			return res, err
+		}
+		caller := s.caller(ss)
+		s.eachObserver(ctx, func(ctx context.Context, name string, o sdk.SessionObserver) {
+			if err := o.SetLoggingLevel(ctx, &sdk.SetLoggingLevelRequest{Level: string(params.Level), Caller: caller}); err != nil && !errors.Is(err, sdk.ErrNotImplemented) {
+				s.log.Warn("provider did not take the session's logging level", "provider", name, "error", err)
+			}
+		})
+		return res, err
+	}
+}
+
+// eachObserver runs fn for every provider that keeps state per session,
+// in parallel, each bounded by sessionEventTimeout, and waits for them.
+func (s *Server) eachObserver(ctx context.Context, fn func(ctx context.Context, name string, o sdk.SessionObserver)) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionEventTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for name, d := range s.view.Load().providers {
+		if o, ok := d.(sdk.SessionObserver); ok {
+			wg.Go(func() { fn(ctx, name, o) })
+		}
+	}
+	wg.Wait()
+}
+
+// sessionClosed tells providers that keep state per session that caller's
+// session ended.
+func (s *Server) sessionClosed(caller sdk.Caller) {
+	s.eachObserver(context.Background(), func(ctx context.Context, name string, o sdk.SessionObserver) {
+		if err := o.SessionClosed(ctx, caller); err != nil && !errors.Is(err, sdk.ErrNotImplemented) {
+			s.log.Debug("provider was not told of a session's end", "provider", name, "error", err)
+		}
+	})
+}

@@ -1,0 +1,164 @@
+package interop_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// suiteTimeout bounds one run of the whole conformance suite.
+const suiteTimeout = 5 * time.Minute
+
+// scenarioLine is one line of the suite's summary: "✓ name: 1 passed, 0
+// failed" or "✗ name: 0 passed, 1 failed".
+var scenarioLine = regexp.MustCompile(`(?m)^\s*[✓✗]\s+(\S+):\s+(\d+) passed, (\d+) failed`)
+
+// TestConformanceThroughUpstream runs the whole active conformance suite
+// twice: against the go-sdk's conformance everything-server on its own
+// (over Streamable HTTP), and against openhuman-host serving that same
+// server as its one upstream (over stdio, prefix ""). Every scenario that
+// passes directly must pass through the host: tools, resources, prompts,
+// completion, subscriptions, logging, progress, sampling and elicitation
+// are relayed transparently.
+func TestConformanceThroughUpstream(t *testing.T) {
+	p := requireInterop(t)
+	t.Parallel()
+	sb := newSandbox(t)
+	everything := buildEverythingServer(t)
+
+	direct := runEverythingDirect(t, p, sb, everything)
+	passedDirect := passed(direct)
+	if len(passedDirect) < 20 {
+		t.Fatalf("only %d scenarios pass against everything-server directly (want ≥ 20); summary:\n%s", len(passedDirect), indent(summary(direct)))
+	}
+
+	sb.writeConfig(t, fmt.Sprintf("[[upstream.servers]]\nname = \"conformance\"\ncommand = %q\nprefix = \"\"\ntrust_annotations = true\n", everything))
+	srv := startHTTPServer(t, p, sb)
+	defer srv.stop(t, "sigterm")
+	through := runSuite(t, p, sb, srv.url)
+	passedThrough := passed(through)
+	var missing []string
+	for _, s := range passedDirect {
+		if !slices.Contains(passedThrough, s) {
+			missing = append(missing, s)
+		}
+	}
+	t.Logf("%d scenarios pass directly, %d through the host", len(passedDirect), len(passedThrough))
+	if len(missing) > 0 {
+		t.Errorf("scenarios that pass against everything-server but not through the host: %s\nsummary through the host:\n%s\nhost stderr:\n%s",
+			strings.Join(missing, ", "), indent(summary(through)), indent(srv.stderr.String()))
+	}
+}
+
+// buildEverythingServer builds github.com/modelcontextprotocol/go-sdk's
+// conformance/everything-server at the go-sdk version in go.mod.
+func buildEverythingServer(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "everything-server")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	cmd.Dir = "."
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build everything-server: %v\n%s", err, b)
+	}
+	return out
+}
+
+// runEverythingDirect serves everything-server over Streamable HTTP on a
+// free loopback port and runs the suite against it.
+func runEverythingDirect(t *testing.T, p prereqs, sb *sandbox, bin string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "-http="+addr, "-stateless=false")
+	cmd.Env = sb.environ("")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start everything-server: %v", err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	deadline := time.Now().Add(startupTimeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("everything-server does not listen on %s within %s; stderr:\n%s", addr, startupTimeout, indent(stderr.String()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return runSuite(t, p, sb, "http://"+addr+"/mcp")
+}
+
+// runSuite runs the whole active conformance suite against url and returns
+// its output without colour codes. A failing scenario is not an error
+// here: the caller compares.
+func runSuite(t *testing.T, p prereqs, sb *sandbox, url string) string {
+	t.Helper()
+	results := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
+	defer cancel()
+	cli := filepath.Join(p.home, "node_modules", ".bin", "conformance")
+	cmd := exec.CommandContext(ctx, cli, "server", "--url", url, "-o", results)
+	cmd.Dir = results
+	cmd.Env = sb.environ(p.nodeDir())
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	raw, err := cmd.CombinedOutput()
+	out := ansiEscape.ReplaceAllString(string(raw), "")
+	t.Logf("conformance suite against %s took %s", url, time.Since(start).Round(time.Millisecond))
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("the conformance suite did not finish within %s; output:\n%s", suiteTimeout, indent(out))
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("run the conformance suite: %v\n%s", err, indent(out))
+	}
+	if len(scenarioLine.FindAllStringSubmatch(out, -1)) == 0 {
+		t.Fatalf("no scenario summary in the suite's output:\n%s", indent(out))
+	}
+	if os.Getenv("OPENHUMAN_CONFORMANCE_DETAILS") != "" {
+		t.Log(resultFiles(results))
+	}
+	return out
+}
+
+// passed lists the scenarios of a suite output that had no failed check.
+func passed(out string) []string {
+	var names []string
+	for _, m := range scenarioLine.FindAllStringSubmatch(out, -1) {
+		if m[3] == "0" && m[2] != "0" {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+// summary returns the suite's summary lines.
+func summary(out string) string {
+	var lines []string
+	for _, m := range scenarioLine.FindAllString(out, -1) {
+		lines = append(lines, strings.TrimSpace(m))
+	}
+	return strings.Join(lines, "\n")
+}

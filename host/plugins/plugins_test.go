@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -453,3 +454,55 @@ func TestProviderStdinIsDevNull(t *testing.T) {
 		t.Fatalf("kit.stdin: %v %v", res, err)
 	}
 }
+
+// An SDK provider negotiates protocol 2; its NotifyCatalogChanged makes
+// the manager call Describe again and report the change once.
+func TestCatalogChangeAnnounced(t *testing.T) {
+	t.Parallel()
+	changed := make(chan bool, 4)
+	_, p := startKit(t, Options{
+		Host:     nopHost{},
+		OnChange: func(_ *Provider, c bool) { changed <- c },
+	}, kitSpec(t))
+	if v := p.Protocol(); v != 2 {
+		t.Errorf("negotiated protocol %d, want 2", v)
+	}
+	if slices.ContainsFunc(p.Catalog().Tools, func(t sdk.Tool) bool { return t.Name == "kit.extra" }) {
+		t.Fatal("kit.extra listed before kit.grow")
+	}
+	res, err := p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "kit.grow", Arguments: []byte("{}")})
+	if err != nil || res.IsError {
+		t.Fatalf("kit.grow: %v %+v", err, res)
+	}
+	select {
+	case c := <-changed:
+		if !c {
+			t.Errorf("OnChange called with catalogChanged false")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no OnChange within 5s of the announcement")
+	}
+	if !slices.ContainsFunc(p.Catalog().Tools, func(t sdk.Tool) bool { return t.Name == "kit.extra" }) {
+		t.Error("kit.extra not in the catalog after the announcement")
+	}
+	if st := p.Status(); st.Restarts != 0 || st.State != StateRunning {
+		t.Errorf("status after a catalog change = %+v (no restart expected)", st)
+	}
+}
+
+// nopHost is a host service that offers nothing but itself.
+type nopHost struct{}
+
+func (nopHost) CallTool(context.Context, *sdk.HostCallToolRequest) (*sdk.CallToolResult, error) {
+	return nil, errors.New("no tools")
+}
+func (nopHost) ListTools(context.Context) ([]sdk.Tool, error) { return nil, nil }
+func (nopHost) CreateMessage(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	return nil, sdk.ErrSamplingUnavailable
+}
+func (nopHost) RequestClient(context.Context, *sdk.ClientRequest) ([]byte, error) {
+	return nil, sdk.ErrClientUnavailable
+}
+func (nopHost) NotifyCatalogChanged(context.Context) error                  { return nil }
+func (nopHost) NotifyResourceUpdated(context.Context, string) error         { return nil }
+func (nopHost) NotifyLog(context.Context, sdk.Caller, sdk.LogMessage) error { return nil }

@@ -44,12 +44,14 @@ func main() {
 type kit struct {
 	mu      sync.Mutex
 	dataDir string
+	host    sdk.Host
 }
 
 func (k *kit) Configure(_ context.Context, req *sdk.ConfigureRequest) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.dataDir = req.DataDir
+	k.host = req.Host
 	fmt.Println("testprovider: noise on stdout in Configure")
 	return nil
 }
@@ -72,6 +74,7 @@ func (k *kit) Describe(context.Context) (*sdk.Catalog, error) {
 		tool("kit.exit", "Exits the provider process with status 3.", sdk.ClassAct),
 		tool("kit.badlog", "Writes log lines that are JSON but not hclog's format to stderr.", sdk.ClassRead),
 		tool("kit.stdin", "Says what the provider's standard input is.", sdk.ClassRead),
+		tool("kit.grow", "Creates the data dir's extra file and tells the host the catalog changed.", sdk.ClassAct),
 	}}
 	if _, err := os.Stat(filepath.Join(k.dir(), "extra")); err == nil {
 		cat.Tools = append(cat.Tools, tool("kit.extra", "Listed only when the data dir holds a file named extra.", sdk.ClassRead))
@@ -141,6 +144,20 @@ func (k *kit) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 			_, _ = syscall.Write(2, []byte(line+"\n"))
 		}
 		return sdk.TextResult("logged"), nil
+	case "kit.grow":
+		if err := os.WriteFile(filepath.Join(k.dir(), "extra"), nil, 0o600); err != nil {
+			return nil, err
+		}
+		k.mu.Lock()
+		host := k.host
+		k.mu.Unlock()
+		if host == nil {
+			return sdk.ErrorResult("no host service"), nil
+		}
+		if err := host.NotifyCatalogChanged(ctx); err != nil {
+			return nil, err
+		}
+		return sdk.TextResult("grown"), nil
 	case "kit.panic":
 		panic("testprovider: kit.panic called")
 	case "kit.exit":

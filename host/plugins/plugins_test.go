@@ -265,8 +265,8 @@ func TestCatalogChangeIsReported(t *testing.T) {
 			changed <- c
 		}
 	}}, spec)
-	if n := len(p.Catalog().Tools); n != 10 {
-		t.Fatalf("%d tools before, want 10", n)
+	if n := len(p.Catalog().Tools); n != 11 {
+		t.Fatalf("%d tools before, want 11", n)
 	}
 	if err := os.WriteFile(filepath.Join(spec.DataDir, "extra"), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -280,8 +280,8 @@ func TestCatalogChangeIsReported(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no restart")
 	}
-	if n := len(p.Catalog().Tools); n != 11 {
-		t.Errorf("%d tools after, want 11", n)
+	if n := len(p.Catalog().Tools); n != 12 {
+		t.Errorf("%d tools after, want 12", n)
 	}
 }
 

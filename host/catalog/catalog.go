@@ -152,8 +152,8 @@ func BuildWith(log hclog.Logger, sources []Source, claim Claim) *Catalog {
 			c.templates = append(c.templates, &ResourceTemplate{ResourceTemplate: rt, Provider: src.Provider})
 		}
 		for _, p := range src.Catalog.Prompts {
-			if !toolName.MatchString(p.Name) {
-				log.Warn("prompt refused: its name must match [A-Za-z0-9_.-]{1,128}", "provider", src.Provider, "prompt", p.Name)
+			if err := ValidatePrompt(p); err != nil {
+				log.Warn("prompt refused", "provider", src.Provider, "prompt", p.Name, "error", err)
 				continue
 			}
 			if err := claim(src.Provider, "prompt", p.Name); err != nil {
@@ -180,6 +180,26 @@ func BuildWith(log hclog.Logger, sources []Source, claim Claim) *Catalog {
 func ValidateTool(t sdk.Tool) error {
 	_, err := newTool("", t)
 	return err
+}
+
+// ErrInvalidPrompt is wrapped by the errors [ValidatePrompt] returns.
+var ErrInvalidPrompt = errors.New("invalid prompt spec")
+
+// ValidatePrompt checks what the host requires of a prompt: a name
+// matching [A-Za-z0-9_.-]{1,128}, as tool names, and arguments with
+// distinct, non-empty names. Errors wrap [ErrInvalidPrompt].
+func ValidatePrompt(p sdk.Prompt) error {
+	if !toolName.MatchString(p.Name) {
+		return fmt.Errorf("%w: name %q must match [A-Za-z0-9_.-]{1,128}", ErrInvalidPrompt, p.Name)
+	}
+	seen := map[string]bool{}
+	for _, a := range p.Arguments {
+		if a.Name == "" || seen[a.Name] {
+			return fmt.Errorf("%w: %s: argument names must be non-empty and distinct, got %q twice or empty", ErrInvalidPrompt, p.Name, a.Name)
+		}
+		seen[a.Name] = true
+	}
+	return nil
 }
 
 func newTool(provider string, t sdk.Tool) (*Tool, error) {

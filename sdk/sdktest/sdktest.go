@@ -309,6 +309,17 @@ func CheckCatalog(cat *sdk.Catalog) error {
 			errs = append(errs, fmt.Errorf("resource template %q has no URI template; the host would refuse it", rt.Name))
 		}
 	}
+	prompts := map[string]bool{}
+	for _, p := range cat.Prompts {
+		if err := catalog.ValidatePrompt(p); err != nil {
+			errs = append(errs, fmt.Errorf("prompt %q would be refused by the host: %w", p.Name, err))
+			continue
+		}
+		if prompts[p.Name] {
+			errs = append(errs, fmt.Errorf("prompt %q is listed twice; the host keeps the first", p.Name))
+		}
+		prompts[p.Name] = true
+	}
 	return errors.Join(errs...)
 }
 
@@ -539,4 +550,30 @@ func marshalArgs(args any) (json.RawMessage, error) {
 // wraps [sdk.ErrResourceNotFound] when the provider follows the contract.
 func (h *Harness) Read(ctx context.Context, uri string) (*sdk.ReadResourceResult, error) {
 	return h.Provider.ReadResource(ctx, &sdk.ReadResourceRequest{URI: uri, Caller: h.caller})
+}
+
+// Prompt fills in the prompt name with args through the provider's
+// [sdk.PromptProvider] (provider protocol 2), as prompts/get does. The
+// error wraps [sdk.ErrNotImplemented] when the provider has no prompts,
+// [sdk.ErrPromptNotFound] for an unknown name and [sdk.ErrInvalidParams]
+// for arguments it refuses, when the provider follows the contract.
+func (h *Harness) Prompt(ctx context.Context, name string, args map[string]string) (*sdk.GetPromptResult, error) {
+	pp, ok := h.Provider.(sdk.PromptProvider)
+	if !ok {
+		return nil, fmt.Errorf("prompt %s: %w", name, sdk.ErrNotImplemented)
+	}
+	return pp.GetPrompt(ctx, &sdk.GetPromptRequest{Name: name, Arguments: args, Caller: h.caller})
+}
+
+// Complete asks the provider's [sdk.Completer] (provider protocol 2) for
+// values of req's argument, as completion/complete does; req.Caller is
+// filled in. The error wraps [sdk.ErrNotImplemented] when the provider
+// does not complete.
+func (h *Harness) Complete(ctx context.Context, req sdk.CompleteRequest) (*sdk.CompleteResult, error) {
+	c, ok := h.Provider.(sdk.Completer)
+	if !ok {
+		return nil, fmt.Errorf("complete: %w", sdk.ErrNotImplemented)
+	}
+	req.Caller = h.caller
+	return c.Complete(ctx, &req)
 }

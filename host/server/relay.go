@@ -98,7 +98,7 @@ func (s *Server) RequestClient(ctx context.Context, req *sdk.ClientRequest) ([]b
 		caps = &mcp.ClientCapabilities{}
 	}
 	client := nonEmpty(req.Caller.ClientName, "the client")
-	if !inRequestInputAllowed(version) && req.Method != sdk.MethodListRoots {
+	if !inRequestInputAllowed(version) {
 		return nil, fmt.Errorf("%w: %s speaks MCP %s, where a server may not send %s while it serves a call (only protocol versions up to %s allow it)",
 			sdk.ErrClientUnavailable, client, version, req.Method, lastInRequestElicitation)
 	}
@@ -172,21 +172,11 @@ func (s *Server) RequestClient(ctx context.Context, req *sdk.ClientRequest) ([]b
 	return out, nil
 }
 
-// declaresRoots reports whether the session's client sent a roots
-// capability in initialize, whatever its fields.
+// declaresRoots reports whether the session's client declared the roots
+// capability in initialize (the go-sdk records what it sent in RootsV2).
 func declaresRoots(ss *mcp.ServerSession) bool {
 	init := ss.InitializeParams()
-	if init == nil || init.Capabilities == nil {
-		return false
-	}
-	raw, err := json.Marshal(init.Capabilities)
-	if err != nil {
-		return false
-	}
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &m)
-	_, ok := m["roots"]
-	return ok
+	return init != nil && init.Capabilities != nil && init.Capabilities.RootsV2 != nil
 }
 
 // NotifyLog sends a provider's log message to the session caller stands

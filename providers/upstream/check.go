@@ -99,7 +99,7 @@ func Check(ctx context.Context, s config.UpstreamServer, headers map[string]stri
 	r.Prefix = srv.prefix
 
 	cctx, cancel := context.WithTimeout(ctx, srv.timeout)
-	c, err := connect(cctx, log, srv)
+	c, err := connect(cctx, log, srv, nil)
 	cancel()
 	if err != nil {
 		r.Err = err

@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // terminateGrace is how long a stdio server gets to exit after its stdin
@@ -26,6 +28,9 @@ type conn struct {
 	session *mcp.ClientSession
 	cmd     *exec.Cmd     // nil for HTTP servers
 	done    chan struct{} // closed when the session has ended
+	// relay routes the session's server requests and notifications; nil
+	// for sessions that relay nothing (upstream check).
+	relay *relay
 }
 
 // watch closes c.done once the session ends (the stdio server exited, the
@@ -57,9 +62,17 @@ func (c *conn) close() {
 	}
 }
 
-// connect opens a client session with s within ctx.
-func connect(ctx context.Context, log hclog.Logger, s *server) (*conn, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "openhuman-host-upstream", Version: Version}, nil)
+// connect opens a session with s within ctx whose server requests and
+// notifications go to the host, on behalf of owner (nil for the shared
+// session).
+func (p *Provider) connect(ctx context.Context, s *server, owner *sdk.Caller) (*conn, error) {
+	return connect(ctx, p.log, s, newRelay(p, s, owner))
+}
+
+// connect opens a client session with s within ctx, its handlers set up
+// by r (nil: none).
+func connect(ctx context.Context, log hclog.Logger, s *server, r *relay) (*conn, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "openhuman-host-upstream", Version: Version}, clientOptions(r))
 	if s.endpoint != nil {
 		t := &mcp.StreamableClientTransport{
 			Endpoint:   s.endpoint.String(),
@@ -69,7 +82,7 @@ func connect(ctx context.Context, log hclog.Logger, s *server) (*conn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: cannot connect: %s", s.where(), redactText(err.Error()))
 		}
-		return (&conn{srv: s, session: cs}).watch(), nil
+		return (&conn{srv: s, session: cs, relay: r}).watch(), nil
 	}
 
 	env := childEnv(os.Environ(), s.env)
@@ -88,7 +101,7 @@ func connect(ctx context.Context, log hclog.Logger, s *server) (*conn, error) {
 		}
 		return nil, fmt.Errorf("%s: cannot start or initialise it: %s", s.where(), redactText(err.Error()))
 	}
-	return (&conn{srv: s, session: cs, cmd: cmd}).watch(), nil
+	return (&conn{srv: s, session: cs, cmd: cmd, relay: r}).watch(), nil
 }
 
 // headerTransport adds the server's configured headers to every request.

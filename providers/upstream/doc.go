@@ -1,6 +1,7 @@
-// Package upstream is the built-in provider that re-exposes the tools of
-// other MCP servers ("upstreams") through the host, so that the host's
-// policy and audit apply to them (DESIGN §9, issue 8).
+// Package upstream is the built-in provider that re-exposes the tools,
+// prompts and resources of other MCP servers ("upstreams") through the
+// host, so that the host's policy and audit apply to them (DESIGN §9,
+// issue 8).
 //
 // Its settings are a list of servers, [[upstream.servers]], each reached
 // over stdio (command, args, env, cwd) or Streamable HTTP (endpoint,
@@ -9,18 +10,50 @@
 // and renamed <prefix><tool>; CallTool forwards a call to the server that
 // owns the tool.
 //
-// Each host session (told apart by its session hash) gets its own session
-// with each server, opened at its first call; calls from no MCP session
-// (the command line) and Describe share one opened at Configure time.
-// Resources and resource templates are relayed with their URIs unchanged.
-// A stdio server that exited is started again at the next call (with
-// backoff), and an HTTP session the server forgot (404) is initialised
-// again once and the call sent once more.
+// Each host session (told apart by its session token, else its session
+// hash) gets its own session with each server, opened at its first
+// request; calls from no MCP session (the command line) and Describe
+// share one opened at Configure time. A stdio server that exited is
+// started again at the next call (with backoff), and an HTTP session the
+// server forgot (404) is initialised again once and the request sent once
+// more.
 //
-// This is not yet the whole design: server-to-client requests (sampling,
-// elicitation, roots) and notifications (progress, logging, list_changed,
-// resource updates) are not relayed; prompts, completion, logging levels
-// and x-mcp-header mirroring are not routed.
+// The provider aims to be transparent, relaying through the host's
+// protocol 2 service ([sdk.Host]):
+//
+//   - Prompts are listed as <prefix><prompt> (allowed_tools and
+//     disallowed_tools do not apply to them) and filled in by GetPrompt;
+//     Complete asks the server of the prompt or resource template.
+//     Resources and resource templates keep their URIs; Subscribe and
+//     Unsubscribe reach the server, and subscriptions are renewed when a
+//     client's session is opened again.
+//   - Server requests during a call (sampling/createMessage,
+//     elicitation/create) go to the client of the call in flight on the
+//     session, else to the client that owns the session, with
+//     [sdk.Host.RequestClient]; the client's result, or its JSON-RPC
+//     error, goes back to the server unchanged. Roots are not offered.
+//   - Progress notifications reach the call they belong to (each call
+//     gets an upstream progress token of its own), and log messages the
+//     most recent call in flight, else the owning client's session
+//     ([sdk.Host.NotifyLog]). The logging level a client sets is passed on
+//     to its sessions (logging/setLevel, or each request's _meta from
+//     protocol 2026-07-28).
+//   - tools, prompts and resources list_changed make the host describe
+//     the provider again, and resources/updated reach the subscribed
+//     clients; both are coalesced over 100 ms.
+//   - On Streamable HTTP sessions of protocol 2026-07-28 the go-sdk
+//     client mirrors arguments annotated x-mcp-header as Mcp-Param-*
+//     headers (SEP-2243); the provider lists a session's tools before its
+//     first call so that it can, and refuses arguments that cannot be
+//     headers (not a string, integer or boolean) with an isError result.
+//
+// When the host ends a client session (SessionClosed) its upstream
+// sessions are closed and its level and subscriptions forgotten.
+//
+// A notification the server sends just before a call's result may be
+// handled after the call returned (the go-sdk client handles
+// notifications apart from responses): a late progress report is then
+// dropped, and a late log message goes to the client outside the call.
 //
 // Stdio servers run as children of the provider and stay in its process
 // group: the host starts each provider as the leader of a group of its own

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -47,33 +47,46 @@ type Options struct {
 	Logger hclog.Logger
 }
 
-// Provider re-exposes the tools of upstream MCP servers. Create it with
-// [New] and call Configure before anything else; its methods are safe for
-// concurrent use once Configure has returned. It implements
-// [sdk.Provider].
+// Provider re-exposes the tools, prompts and resources of upstream MCP
+// servers. Create it with [New] and call Configure before anything else;
+// its methods are safe for concurrent use once Configure has returned. It
+// implements [sdk.Provider], [sdk.PromptProvider], [sdk.Completer],
+// [sdk.Subscriber] and [sdk.SessionObserver].
 type Provider struct {
 	log hclog.Logger
 
 	mu      sync.RWMutex
+	host    sdk.Host         // from Configure; nil when the host offers none
 	servers []*server        // in config order, enabled or not
 	conns   map[string]*conn // by server name, enabled servers only
 	routes  map[string]route // by exposed tool name, from the last Describe
+	// promptRoutes routes prompts by exposed name, from the last Describe.
+	promptRoutes map[string]route
 	// resourceRoutes and templateRoutes route resource reads, from the
 	// last Describe.
 	resourceRoutes map[string]*server
 	templateRoutes []templateRoute
 
-	// clients holds per-client sessions by server name, NUL, session hash.
+	// clients holds per-client sessions by server name, NUL, client key
+	// (see clientKey).
 	clients map[string]*clientConn
+	// states holds what each host session set up, by client key.
+	states map[string]*clientState
 
 	reconnectMu sync.Mutex            // serialises reconnections
 	retries     map[string]retryState // by server name; guarded by reconnectMu
+
+	tokens atomic.Uint64 // numbers upstream progress tokens
+	notify debouncer     // coalesces notifications to the host
 }
 
-// route maps an exposed tool name to its server and upstream name.
+// route maps an exposed tool or prompt name to its server and upstream
+// name.
 type route struct {
 	srv  *server
 	name string
+	// headers are the tool's arguments sent as Mcp-Param-* headers.
+	headers []headerBinding
 }
 
 // Reconnection backoff after an upstream session ended: the first attempt
@@ -87,156 +100,6 @@ const (
 type retryState struct {
 	failures int
 	next     time.Time
-}
-
-// Per-client sessions: each host session (told apart by its session
-// hash) gets its own session with each upstream server, so that a server
-// keeping state per session keeps it per client. At most maxClientSessions
-// per server stay open (the least recently used is closed first), and one
-// idle for clientIdle is closed when another is opened.
-const (
-	maxClientSessions = 16
-	clientIdle        = 30 * time.Minute
-)
-
-// clientConn is a client's session with one server.
-type clientConn struct {
-	conn *conn
-	used time.Time
-}
-
-// session returns a live session with s for client (a host session hash;
-// "" for calls from no MCP session, such as the command line, which share
-// one), connecting or reconnecting (with the server's backoff) when needed.
-func (p *Provider) session(ctx context.Context, s *server, client string) (*conn, error) {
-	if client == "" {
-		return p.sharedSession(ctx, s)
-	}
-	key := s.name + "\x00" + client
-	p.mu.Lock()
-	if cc := p.clients[key]; cc != nil && cc.conn.alive() {
-		cc.used = time.Now()
-		p.mu.Unlock()
-		return cc.conn, nil
-	}
-	p.mu.Unlock()
-	p.reconnectMu.Lock()
-	defer p.reconnectMu.Unlock()
-	p.mu.Lock()
-	if cc := p.clients[key]; cc != nil && cc.conn.alive() {
-		cc.used = time.Now()
-		p.mu.Unlock()
-		return cc.conn, nil
-	}
-	p.mu.Unlock()
-	st := p.retries[s.name]
-	if wait := time.Until(st.next); wait > 0 {
-		return nil, fmt.Errorf("%s is down and is tried again in %s", s.where(), wait.Round(100*time.Millisecond))
-	}
-	nc, err := connect(ctx, p.log, s)
-	if err != nil {
-		st.failures++
-		st.next = time.Now().Add(min(firstRetry<<min(st.failures-1, 10), maxRetry))
-		p.retries[s.name] = st
-		return nil, fmt.Errorf("connect: %w", err)
-	}
-	delete(p.retries, s.name)
-	p.mu.Lock()
-	if p.clients == nil {
-		p.clients = map[string]*clientConn{}
-	}
-	old := p.clients[key]
-	p.clients[key] = &clientConn{conn: nc, used: time.Now()}
-	evicted := p.evictLocked(s.name)
-	p.mu.Unlock()
-	if old != nil {
-		evicted = append(evicted, old.conn)
-	}
-	for _, c := range evicted {
-		c.close()
-	}
-	return nc, nil
-}
-
-// evictLocked removes s's idle client sessions and, beyond
-// maxClientSessions, the least recently used ones, and returns them to be
-// closed. p.mu must be held.
-func (p *Provider) evictLocked(server string) []*conn {
-	var mine []string
-	var out []*conn
-	for k, cc := range p.clients {
-		if !strings.HasPrefix(k, server+"\x00") {
-			continue
-		}
-		if time.Since(cc.used) > clientIdle || !cc.conn.alive() {
-			out = append(out, cc.conn)
-			delete(p.clients, k)
-			continue
-		}
-		mine = append(mine, k)
-	}
-	sort.Slice(mine, func(i, j int) bool { return p.clients[mine[i]].used.Before(p.clients[mine[j]].used) })
-	for len(mine) > maxClientSessions {
-		out = append(out, p.clients[mine[0]].conn)
-		delete(p.clients, mine[0])
-		mine = mine[1:]
-	}
-	return out
-}
-
-// sharedSession returns the shared session with s, reconnecting (with
-// backoff) when the last one ended: a stdio server that exited is started
-// again, an HTTP session the server forgot is initialised again.
-func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) {
-	p.mu.RLock()
-	c := p.conns[s.name]
-	p.mu.RUnlock()
-	if c != nil && c.alive() {
-		return c, nil
-	}
-	p.reconnectMu.Lock()
-	defer p.reconnectMu.Unlock()
-	p.mu.RLock()
-	c = p.conns[s.name]
-	p.mu.RUnlock()
-	if c != nil && c.alive() {
-		return c, nil
-	}
-	st := p.retries[s.name]
-	if wait := time.Until(st.next); wait > 0 {
-		return nil, fmt.Errorf("%s is down and is tried again in %s", s.where(), wait.Round(100*time.Millisecond))
-	}
-	p.log.Warn("upstream session ended; reconnecting", "server", s.name, "failures", st.failures)
-	nc, err := connect(ctx, p.log, s)
-	if err != nil {
-		st.failures++
-		delay := firstRetry << min(st.failures-1, 10)
-		st.next = time.Now().Add(min(delay, maxRetry))
-		p.retries[s.name] = st
-		return nil, fmt.Errorf("reconnect: %w", err)
-	}
-	delete(p.retries, s.name)
-	p.mu.Lock()
-	p.conns[s.name] = nc
-	p.mu.Unlock()
-	if c != nil {
-		c.close()
-	}
-	return nc, nil
-}
-
-// dropSession marks client's session with s as gone, so that the next
-// call reconnects.
-func (p *Provider) dropSession(s *server, c *conn, client string) {
-	p.mu.Lock()
-	if client == "" && p.conns[s.name] == c {
-		delete(p.conns, s.name)
-	}
-	if key := s.name + "\x00" + client; client != "" && p.clients[key] != nil && p.clients[key].conn == c {
-		delete(p.clients, key)
-	}
-	p.mu.Unlock()
-	c.close()
 }
 
 // New returns an unconfigured upstream provider.
@@ -260,6 +123,10 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	if err != nil {
 		return err
 	}
+	// The handlers of the sessions about to open read the host service.
+	p.mu.Lock()
+	p.host = req.Host
+	p.mu.Unlock()
 	conns := map[string]*conn{}
 	for _, s := range servers {
 		if !s.enabled {
@@ -267,7 +134,7 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 			continue
 		}
 		start := time.Now()
-		c, err := connect(ctx, p.log, s)
+		c, err := p.connect(ctx, s, nil)
 		if err != nil {
 			for _, c := range conns {
 				c.close()
@@ -290,7 +157,7 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	for _, cc := range p.clients {
 		old = append(old, cc.conn)
 	}
-	p.servers, p.conns, p.routes, p.clients = servers, conns, nil, nil
+	p.servers, p.conns, p.routes, p.promptRoutes, p.clients = servers, conns, nil, nil, nil
 	p.mu.Unlock()
 	for _, c := range old {
 		c.close()
@@ -303,7 +170,9 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 // <prefix><tool>. A tool whose name is taken by an earlier one, whose
 // exposed name the host would refuse, or whose input schema is not an
 // object schema is skipped with a logged reason. Failing to list a
-// server's tools is an error naming the server.
+// server's tools is an error naming the server. Prompts (named
+// <prefix><prompt>), resources and resource templates are listed too;
+// failing to list them is logged and leaves that server's out.
 func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
 	p.mu.RLock()
 	servers, conns := p.servers, p.conns
@@ -340,17 +209,19 @@ func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
 				p.log.Warn("tool skipped", "server", s.name, "tool", t.Name, "reason", reason)
 				continue
 			}
-			routes[exposed] = route{srv: s, name: t.Name}
+			routes[exposed] = route{srv: s, name: t.Name, headers: headerBindings(t.InputSchema)}
 			tools = append(tools, tool)
 		}
 	}
+	prompts, promptRoutes := p.promptCatalog(ctx, servers, conns)
 	resources, templates, byURI, tmplRoutes := p.resourceCatalog(ctx, servers, conns)
 	p.mu.Lock()
 	if sameConns(p.conns, conns) {
-		p.routes, p.resourceRoutes, p.templateRoutes = routes, byURI, tmplRoutes
+		p.routes, p.promptRoutes, p.resourceRoutes, p.templateRoutes = routes, promptRoutes, byURI, tmplRoutes
 	}
 	p.mu.Unlock()
-	return &sdk.Catalog{Name: providerName, Version: Version, Tools: tools, Resources: resources, ResourceTemplates: templates}, nil
+	return &sdk.Catalog{Name: providerName, Version: Version, Tools: tools, Prompts: prompts,
+		Resources: resources, ResourceTemplates: templates}, nil
 }
 
 func sameConns(a, b map[string]*conn) bool {
@@ -365,10 +236,15 @@ func sameConns(a, b map[string]*conn) bool {
 	return true
 }
 
-// listTools reads every page of the server's tools/list.
+// listTools reads every page of the server's tools/list (which also fills
+// the session's tools cache, see conn.needsToolList).
 func listTools(ctx context.Context, c *conn) ([]*mcp.Tool, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.srv.timeout)
 	defer cancel()
+	var gen uint64
+	if c.relay != nil {
+		gen = c.relay.listing()
+	}
 	var out []*mcp.Tool
 	cursor := ""
 	for range maxListPages {
@@ -378,9 +254,12 @@ func listTools(ctx context.Context, c *conn) ([]*mcp.Tool, error) {
 		}
 		out = append(out, res.Tools...)
 		if res.NextCursor == "" {
-			return out, nil
+			break
 		}
 		cursor = res.NextCursor
+	}
+	if c.relay != nil {
+		c.relay.listed(gen)
 	}
 	return out, nil
 }
@@ -456,11 +335,14 @@ func sanitise(s string, max int) string {
 }
 
 // CallTool forwards a call to the server that owns the tool, within the
-// server's timeout_secs. A tool refused by allowed_tools or
-// disallowed_tools, an error the server answers with, and the timeout
-// are isError results; an error is returned when ctx ends, the tool is
-// unknown, or the server cannot be reached (naming the server, its
-// endpoint redacted).
+// server's timeout_secs, on the caller's own session with the server.
+// The server's progress notifications and log messages during the call
+// reach req's event sink, and its sampling and elicitation requests the
+// caller's client. A tool refused by allowed_tools or disallowed_tools,
+// an argument that cannot be sent as its x-mcp-header, an error the
+// server answers with, and the timeout are isError results; an error is
+// returned when ctx ends, the tool is unknown, or the server cannot be
+// reached (naming the server, its endpoint redacted).
 func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	rt, refused, err := p.resolve(req.Name)
 	if err != nil {
@@ -474,24 +356,27 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	if msg := headerArgProblem(req.Name, rt.headers, args); msg != "" {
+		return sdk.ErrorResult("%s", msg), nil
+	}
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	start := time.Now()
-	client := req.Caller.SessionHash
-	c, err := p.session(cctx, s, client)
+	client := clientKey(req.Caller)
+	c, err := p.session(cctx, s, req.Caller)
 	if err != nil {
 		return sdk.ErrorResult("%s: %s", req.Name, redactText(err.Error())), nil
 	}
-	res, err := c.session.CallTool(cctx, &mcp.CallToolParams{Name: rt.name, Arguments: args})
+	res, err := p.forward(cctx, c, req, rt.name, args)
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		// The server forgot the session (HTTP 404), so the call never
 		// ran: initialise a new session once and send the call once more.
 		p.log.Info("upstream session expired; initialising a new one", "server", s.name)
 		p.dropSession(s, c, client)
-		if c, err = p.session(cctx, s, client); err != nil {
+		if c, err = p.session(cctx, s, req.Caller); err != nil {
 			return sdk.ErrorResult("%s: %s", req.Name, redactText(err.Error())), nil
 		}
-		res, err = c.session.CallTool(cctx, &mcp.CallToolParams{Name: rt.name, Arguments: args})
+		res, err = p.forward(cctx, c, req, rt.name, args)
 	}
 	elapsed := time.Since(start).Round(time.Millisecond)
 	if err != nil {
@@ -518,6 +403,37 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	}
 	p.log.Debug("call", "server", s.name, "tool", rt.name, "duration", elapsed, "is_error", res.IsError)
 	return p.convertResult(s, res), nil
+}
+
+// forward sends the call of the upstream tool name with args on c,
+// registered as in flight so that the session's notifications and server
+// requests reach req: with a progress token of its own when the client
+// asked for progress, and on protocol 2026-07-28 and later with the
+// client's logging level in _meta (earlier sessions got logging/setLevel).
+// An HTTP session of that protocol lists its tools first when it has not
+// since they last changed, so that the go-sdk client sends the tool's
+// x-mcp-header arguments as Mcp-Param-* headers.
+func (p *Provider) forward(ctx context.Context, c *conn, req *sdk.CallToolRequest, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if c.needsToolList() {
+		if _, err := listTools(ctx, c); err != nil {
+			p.log.Warn("tools not listed before a call; x-mcp-header arguments are not sent as headers", "server", c.srv.name, "error", err)
+		}
+	}
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	if newProtocol(c) {
+		p.mu.RLock()
+		level := p.levelLocked(clientKey(req.Caller))
+		p.mu.RUnlock()
+		if level != "" {
+			params.Meta = logLevelMeta(level)
+		}
+	}
+	call := c.relay.begin(ctx, req)
+	defer c.relay.end(call)
+	if call.token != "" {
+		params.SetProgressToken(call.token)
+	}
+	return c.session.CallTool(withCaller(ctx, req.Caller), params)
 }
 
 // resolve finds the route of an exposed tool name; refused names the key
@@ -554,29 +470,39 @@ func (p *Provider) resolve(name string) (route, string, error) {
 	return route{}, "", fmt.Errorf("upstream provider has no tool %q", name)
 }
 
+// convertContent turns an upstream content block into the sdk's; false
+// for a block of a kind the sdk has no place for.
+func convertContent(c mcp.Content) (sdk.Content, bool) {
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		return sdk.TextContent(c.Text), true
+	case *mcp.ImageContent:
+		return sdk.Content{Type: "image", Data: c.Data, MIMEType: c.MIMEType}, true
+	case *mcp.AudioContent:
+		return sdk.Content{Type: "audio", Data: c.Data, MIMEType: c.MIMEType}, true
+	case *mcp.ResourceLink:
+		return sdk.Content{Type: "resource_link", URI: c.URI, Name: c.Name,
+			Title: c.Title, Description: c.Description, MIMEType: c.MIMEType}, true
+	case *mcp.EmbeddedResource:
+		if c.Resource == nil {
+			return sdk.Content{}, false
+		}
+		return sdk.Content{Type: "resource", URI: c.Resource.URI,
+			MIMEType: c.Resource.MIMEType, Text: c.Resource.Text, Data: c.Resource.Blob}, true
+	}
+	return sdk.Content{}, false
+}
+
 // convertResult turns an upstream result into the sdk's.
 func (p *Provider) convertResult(s *server, res *mcp.CallToolResult) *sdk.CallToolResult {
 	out := &sdk.CallToolResult{IsError: res.IsError}
 	for _, c := range res.Content {
-		switch c := c.(type) {
-		case *mcp.TextContent:
-			out.Content = append(out.Content, sdk.TextContent(c.Text))
-		case *mcp.ImageContent:
-			out.Content = append(out.Content, sdk.Content{Type: "image", Data: c.Data, MIMEType: c.MIMEType})
-		case *mcp.AudioContent:
-			out.Content = append(out.Content, sdk.Content{Type: "audio", Data: c.Data, MIMEType: c.MIMEType})
-		case *mcp.ResourceLink:
-			out.Content = append(out.Content, sdk.Content{Type: "resource_link", URI: c.URI, Name: c.Name,
-				Title: c.Title, Description: c.Description, MIMEType: c.MIMEType})
-		case *mcp.EmbeddedResource:
-			if c.Resource == nil {
-				continue
-			}
-			out.Content = append(out.Content, sdk.Content{Type: "resource", URI: c.Resource.URI,
-				MIMEType: c.Resource.MIMEType, Text: c.Resource.Text, Data: c.Resource.Blob})
-		default:
+		sc, ok := convertContent(c)
+		if !ok {
 			p.log.Debug("content block dropped", "server", s.name, "type", fmt.Sprintf("%T", c))
+			continue
 		}
+		out.Content = append(out.Content, sc)
 	}
 	if res.StructuredContent != nil {
 		raw, err := json.Marshal(res.StructuredContent)
@@ -601,7 +527,7 @@ func (p *Provider) Close() error {
 	for _, cc := range p.clients {
 		conns = append(conns, cc.conn)
 	}
-	p.conns, p.routes, p.servers, p.clients = nil, nil, nil, nil
+	p.conns, p.routes, p.promptRoutes, p.servers, p.clients, p.states = nil, nil, nil, nil, nil, nil
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range conns {

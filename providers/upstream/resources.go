@@ -54,7 +54,7 @@ func (p *Provider) resourceCatalog(ctx context.Context, servers []*server, conns
 				continue
 			}
 			seenTmpl[t.URITemplate] = s.name
-			tmplRoutes = append(tmplRoutes, templateRoute{prefix: templatePrefix(t.URITemplate), srv: s})
+			tmplRoutes = append(tmplRoutes, templateRoute{template: t.URITemplate, prefix: templatePrefix(t.URITemplate), srv: s})
 			templates = append(templates, sdk.ResourceTemplate{URITemplate: t.URITemplate, Name: sanitise(t.Name, 200), Title: sanitise(t.Title, 200),
 				Description: sanitise(t.Description, maxDescription), MIMEType: t.MIMEType})
 		}
@@ -65,8 +65,9 @@ func (p *Provider) resourceCatalog(ctx context.Context, servers []*server, conns
 // templateRoute sends reads of URIs a server's template may produce to
 // that server: those starting with the template's literal prefix.
 type templateRoute struct {
-	prefix string
-	srv    *server
+	template string
+	prefix   string
+	srv      *server
 }
 
 // templatePrefix is the part of an RFC 6570 template before its first
@@ -76,6 +77,12 @@ func templatePrefix(t string) string {
 		return t[:i]
 	}
 	return t
+}
+
+// canSubscribe reports whether the server declared resources.subscribe.
+func canSubscribe(c *conn) bool {
+	init := c.session.InitializeResult()
+	return init != nil && init.Capabilities != nil && init.Capabilities.Resources != nil && init.Capabilities.Resources.Subscribe
 }
 
 // hasResources reports whether the server declared the resources
@@ -119,31 +126,20 @@ func listResources(ctx context.Context, c *conn) ([]*mcp.Resource, []*mcp.Resour
 
 // ReadResource reads a relayed resource from the server that lists it, or
 // whose template's literal prefix the URI starts with (the longest such
-// prefix wins). An unknown URI, or one the server does not know, is
-// sdk.ErrResourceNotFound.
+// prefix wins), on the caller's session with it. An unknown URI, or one
+// the server does not know, is sdk.ErrResourceNotFound.
 func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	p.mu.RLock()
-	s := p.resourceRoutes[req.URI]
-	tmpls := p.templateRoutes
-	p.mu.RUnlock()
-	if s == nil {
-		best := -1
-		for _, r := range tmpls {
-			if strings.HasPrefix(req.URI, r.prefix) && len(r.prefix) > best {
-				s, best = r.srv, len(r.prefix)
-			}
-		}
-	}
+	s := p.resourceServer(req.URI)
 	if s == nil {
 		return nil, fmt.Errorf("upstream provider: %w: %s", sdk.ErrResourceNotFound, req.URI)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	c, err := p.session(ctx, s, req.Caller.SessionHash)
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.URI})
+	var res *mcp.ReadResourceResult
+	err := p.onSession(ctx, s, req.Caller, func(c *conn) (err error) {
+		res, err = c.session.ReadResource(withCaller(ctx, req.Caller), &mcp.ReadResourceParams{URI: req.URI})
+		return err
+	})
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams {
@@ -157,3 +153,108 @@ func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceReques
 	}
 	return out, nil
 }
+
+// resourceServer returns the server that lists uri, or whose template's
+// literal prefix uri starts with (the longest such prefix wins); nil for
+// none.
+func (p *Provider) resourceServer(uri string) *server {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if s := p.resourceRoutes[uri]; s != nil {
+		return s
+	}
+	var s *server
+	best := -1
+	for _, r := range p.templateRoutes {
+		if strings.HasPrefix(uri, r.prefix) && len(r.prefix) > best {
+			s, best = r.srv, len(r.prefix)
+		}
+	}
+	return s
+}
+
+// Subscribe subscribes req.Caller's session with the server that serves
+// req.URI (routed as reads are) to the resource's updates, which reach
+// the host as NotifyResourceUpdated. The subscription is remembered and
+// renewed when the session is opened again. A server without
+// resources.subscribe is accepted silently: no updates will come. An
+// unknown URI, or one the server refuses, is sdk.ErrResourceNotFound. It
+// implements [sdk.Subscriber].
+func (p *Provider) Subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
+	s := p.resourceServer(req.URI)
+	if s == nil {
+		return fmt.Errorf("upstream provider: %w: %s", sdk.ErrResourceNotFound, req.URI)
+	}
+	client := clientKey(req.Caller)
+	p.mu.RLock()
+	shared := p.conns[s.name]
+	p.mu.RUnlock()
+	// Every session with a server declares the same capabilities: ask the
+	// shared one rather than open a client's session for nothing.
+	if shared != nil && !canSubscribe(shared) {
+		p.log.Debug("subscription not relayed", "server", s.name, "reason", "the server does not declare resources.subscribe")
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	subscribed := false
+	err := p.onSession(ctx, s, req.Caller, func(c *conn) error {
+		if !canSubscribe(c) {
+			return nil
+		}
+		subscribed = true
+		return c.session.Subscribe(ctx, &mcp.SubscribeParams{URI: req.URI})
+	})
+	if err != nil {
+		return subscribeError(s, req.URI, "subscribe", err)
+	}
+	if subscribed {
+		p.mu.Lock()
+		st := p.stateLocked(client)
+		if st.subs[s.name] == nil {
+			st.subs[s.name] = map[string]bool{}
+		}
+		st.subs[s.name][req.URI] = true
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// Unsubscribe ends req.Caller's subscription to req.URI on its open
+// session with the server (a session that is not open has none) and
+// forgets it. An unknown URI is sdk.ErrResourceNotFound. It implements
+// [sdk.Subscriber].
+func (p *Provider) Unsubscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
+	s := p.resourceServer(req.URI)
+	if s == nil {
+		return fmt.Errorf("upstream provider: %w: %s", sdk.ErrResourceNotFound, req.URI)
+	}
+	client := clientKey(req.Caller)
+	p.mu.Lock()
+	if st := p.states[client]; st != nil {
+		delete(st.subs[s.name], req.URI)
+	}
+	p.mu.Unlock()
+	c := p.openSession(s, client)
+	if c == nil || !canSubscribe(c) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := c.session.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: req.URI}); err != nil {
+		return subscribeError(s, req.URI, "unsubscribe", err)
+	}
+	return nil
+}
+
+// subscribeError describes a failed (un)subscription: a JSON-RPC -32602
+// (the server's resource-not-found) wraps sdk.ErrResourceNotFound.
+func subscribeError(s *server, uri, what string, err error) error {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams {
+		return fmt.Errorf("%s: %w: %s", s.where(), sdk.ErrResourceNotFound, uri)
+	}
+	return upstreamError(s, what+" "+sanitise(uri, 200), err)
+}
+
+var _ sdk.Subscriber = (*Provider)(nil)

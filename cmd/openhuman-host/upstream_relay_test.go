@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// upstreamServer is a Streamable HTTP MCP server on a fixed loopback
+// address that a test can stop and start again (new process state, new
+// session ids), as a restarted remote server would be.
+type upstreamServer struct {
+	addr string
+	mcp  *mcp.Server
+	http *httptest.Server
+}
+
+func newUpstreamServer(t *testing.T, tools ...string) *upstreamServer {
+	t.Helper()
+	u := &upstreamServer{}
+	u.start(t, "127.0.0.1:0", tools...)
+	t.Cleanup(func() { u.http.Close() })
+	return u
+}
+
+func (u *upstreamServer) start(t *testing.T, addr string, tools ...string) {
+	t.Helper()
+	u.mcp = mcp.NewServer(&mcp.Implementation{Name: "relay-upstream", Version: "1"}, nil)
+	for _, name := range tools {
+		u.addTool(name)
+	}
+	var l net.Listener
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if l, err = net.Listen("tcp", addr); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("listen on %s: %v", addr, err)
+	}
+	srv := u.mcp
+	u.http = httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	u.http.Listener = l
+	u.http.Start()
+	u.addr = l.Addr().String()
+}
+
+// restart stops the server and serves a new one, with no memory of old
+// sessions, on the same address.
+func (u *upstreamServer) restart(t *testing.T, tools ...string) {
+	t.Helper()
+	u.http.CloseClientConnections()
+	u.http.Close()
+	u.start(t, u.addr, tools...)
+}
+
+func (u *upstreamServer) addTool(name string) {
+	mcp.AddTool(u.mcp, &mcp.Tool{Name: name, Description: "Answers with its name and the text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Text string `json:"text"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ":" + in.Text}}}, nil, nil
+		})
+}
+
+func callText(t *testing.T, cs *mcp.ClientSession, tool, arg string) string {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": arg}})
+	if err != nil {
+		t.Fatalf("call %s: %v", tool, err)
+	}
+	var out string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			out += tc.Text
+		}
+	}
+	if res.IsError {
+		t.Fatalf("call %s: isError: %s", tool, out)
+	}
+	return out
+}
+
+// An upstream's tools/list_changed reaches connected clients as the
+// host's own list_changed, and the new tool is listed and callable.
+func TestUpstreamListChangedIsReadvertised(t *testing.T) {
+	up := newUpstreamServer(t, "first")
+	cfg, _ := testConfig(t, fmt.Sprintf("[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n",
+		"http://"+up.addr+"/"))
+	h := startTestHost(t, cfg)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	changed := make(chan struct{}, 8)
+	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"up__first"}) {
+		t.Fatalf("tools before the change: %v", got)
+	}
+	up.addTool("second")
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed within 10s of the upstream's")
+	}
+	waitUntil(t, 5*time.Second, "up__second listed", func() bool { return slices.Contains(toolNames(t, cs), "up__second") })
+	if got := callText(t, cs, "up__second", "hi"); got != "second:hi" {
+		t.Errorf("up__second answered %q", got)
+	}
+}
+
+// An HTTP upstream restarted mid-session (its old session ids unknown to
+// it now) is used again on the next call, without an error.
+func TestRestartedHTTPUpstreamIsUsedAgain(t *testing.T) {
+	up := newUpstreamServer(t, "echo")
+	cfg, _ := testConfig(t, fmt.Sprintf("[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n",
+		"http://"+up.addr+"/"))
+	h := startTestHost(t, cfg)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	cs := connect(t, h, nil)
+	if got := callText(t, cs, "up__echo", "before"); got != "echo:before" {
+		t.Fatalf("before the restart: %q", got)
+	}
+	up.restart(t, "echo")
+	if got := callText(t, cs, "up__echo", "after"); got != "echo:after" {
+		t.Errorf("after the restart: %q", got)
+	}
+	// The command line's shared session survives it too.
+	if got := text(call(t, h, "up__echo", `{"text":"cli"}`)); got != "echo:cli" {
+		t.Errorf("command-line call after the restart: %q", got)
+	}
+}

@@ -1,0 +1,661 @@
+//lint:file-ignore SA1019 the test upstreams sample, elicit and log, features deprecated from protocol 2026-07-28 (SEP-2577) that the provider relays for servers on earlier versions.
+
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// waitTimeout bounds every wait of these tests.
+const waitTimeout = 10 * time.Second
+
+// fakeHost is an sdk.Host that records what the provider asks of it.
+// answer, when set, answers RequestClient.
+type fakeHost struct {
+	answer func(*sdk.ClientRequest) ([]byte, error)
+
+	catalog chan struct{}
+	updated chan string
+	logs    chan hostLog
+
+	mu       sync.Mutex
+	requests []sdk.ClientRequest
+}
+
+// hostLog is one NotifyLog call.
+type hostLog struct {
+	caller sdk.Caller
+	msg    sdk.LogMessage
+}
+
+func newFakeHost() *fakeHost {
+	return &fakeHost{catalog: make(chan struct{}, 100), updated: make(chan string, 100), logs: make(chan hostLog, 100)}
+}
+
+func (h *fakeHost) CallTool(context.Context, *sdk.HostCallToolRequest) (*sdk.CallToolResult, error) {
+	return nil, errors.New("not in this test")
+}
+
+func (h *fakeHost) ListTools(context.Context) ([]sdk.Tool, error) {
+	return nil, errors.New("not in this test")
+}
+
+func (h *fakeHost) CreateMessage(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	return nil, errors.New("not in this test")
+}
+
+func (h *fakeHost) RequestClient(_ context.Context, req *sdk.ClientRequest) ([]byte, error) {
+	h.mu.Lock()
+	h.requests = append(h.requests, *req)
+	h.mu.Unlock()
+	if h.answer == nil {
+		return nil, fmt.Errorf("fake host: %w", sdk.ErrClientUnavailable)
+	}
+	return h.answer(req)
+}
+
+func (h *fakeHost) clientRequests() []sdk.ClientRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.requests)
+}
+
+func (h *fakeHost) NotifyCatalogChanged(context.Context) error {
+	select {
+	case h.catalog <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (h *fakeHost) NotifyResourceUpdated(_ context.Context, uri string) error {
+	select {
+	case h.updated <- uri:
+	default:
+	}
+	return nil
+}
+
+func (h *fakeHost) NotifyLog(_ context.Context, caller sdk.Caller, m sdk.LogMessage) error {
+	select {
+	case h.logs <- hostLog{caller: caller, msg: m}:
+	default:
+	}
+	return nil
+}
+
+var _ sdk.Host = (*fakeHost)(nil)
+
+// sink records one call's events and closes gate at the event last says
+// is the last.
+type sink struct {
+	last func(p *sdk.Progress, m *sdk.LogMessage) bool
+	gate chan struct{}
+	once sync.Once
+
+	mu       sync.Mutex
+	progress []sdk.Progress
+	logs     []sdk.LogMessage
+}
+
+func (s *sink) Progress(_ context.Context, p sdk.Progress) error {
+	s.mu.Lock()
+	s.progress = append(s.progress, p)
+	s.mu.Unlock()
+	if s.last != nil && s.last(&p, nil) {
+		s.once.Do(func() { close(s.gate) })
+	}
+	return nil
+}
+
+func (s *sink) Log(_ context.Context, m sdk.LogMessage) error {
+	s.mu.Lock()
+	s.logs = append(s.logs, m)
+	s.mu.Unlock()
+	if s.last != nil && s.last(nil, &m) {
+		s.once.Do(func() { close(s.gate) })
+	}
+	return nil
+}
+
+func (s *sink) events() ([]sdk.Progress, []sdk.LogMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.progress), slices.Clone(s.logs)
+}
+
+// gates let an upstream tool wait until the test saw what the tool sent
+// before it returns: the go-sdk client handles notifications apart from
+// responses, so without it a notification sent just before the result
+// may be handled after the call returned.
+type gates struct{ m sync.Map }
+
+// open registers a gate for name and returns it; a tool waiting on name
+// returns once it is closed.
+func (g *gates) open(name string) chan struct{} {
+	ch := make(chan struct{})
+	g.m.Store(name, ch)
+	return ch
+}
+
+func (g *gates) wait(ctx context.Context, name string) {
+	v, ok := g.m.Load(name)
+	if !ok {
+		return
+	}
+	select {
+	case <-v.(chan struct{}):
+	case <-ctx.Done():
+	case <-time.After(waitTimeout):
+	}
+}
+
+type gateArgs struct {
+	Gate string `json:"gate"`
+}
+
+// serve runs s as a Streamable HTTP server (stateless with new protocol
+// support when stateless is set) and returns its URL; record, when set,
+// sees every request first.
+func serve(t *testing.T, s *mcp.Server, stateless bool, record func(*http.Request)) string {
+	t.Helper()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if record != nil {
+			record(r)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+// configure configures a provider with servers and host, directly (the
+// test keeps the provider's own event sinks), and returns it with what
+// Describe listed.
+func configure(t *testing.T, host sdk.Host, servers ...map[string]any) (*Provider, *sdk.Catalog) {
+	t.Helper()
+	p := New(nil)
+	t.Cleanup(func() { _ = p.Close() })
+	raw, err := json.Marshal(map[string]any{"servers": servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if err := p.Configure(ctx, &sdk.ConfigureRequest{Config: raw, Host: host}); err != nil {
+		t.Fatalf("configure: %v", err)
+	}
+	cat, err := p.Describe(ctx)
+	if err != nil {
+		t.Fatalf("describe: %v", err)
+	}
+	return p, cat
+}
+
+// caller is an MCP client's caller: session token session, call token
+// call, with a progress token.
+func caller(session, call string) sdk.Caller {
+	return sdk.Caller{SourceType: "mcp:test", SessionHash: "sha256:0000" + session, ClientName: "test",
+		SessionToken: session, CallToken: call, ProgressToken: json.RawMessage(`"` + call + `"`)}
+}
+
+// receive waits for a value on ch.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitTimeout):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// until runs trigger, and again every 100 ms, until ch yields a value.
+// The go-sdk server sends notifications outside requests on the standalone
+// SSE stream, and drops them while the client's GET for that stream has
+// not arrived yet; there is no event to wait for instead.
+func until[T any](t *testing.T, ch <-chan T, what string, trigger func()) T {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	trigger()
+	for {
+		select {
+		case v := <-ch:
+			return v
+		case <-tick.C:
+			trigger()
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// resultText returns a function that fails t unless the call succeeded,
+// and returns the result's text.
+func resultText(t *testing.T) func(*sdk.CallToolResult, error) string {
+	return func(res *sdk.CallToolResult, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("call: %v", err)
+		}
+		if res.IsError {
+			t.Fatalf("call: isError result %q", text(res))
+		}
+		return text(res)
+	}
+}
+
+// Progress notifications reach the call they belong to, in order, also
+// when two calls run at once on one session; each call gets an upstream
+// progress token of its own, and reports that do not increase are dropped.
+func TestProgressRelayed(t *testing.T) {
+	var g gates
+	tokens := make(chan string, 2)
+	s := mcp.NewServer(&mcp.Implementation{Name: "steps", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "steps", Description: "Reports three steps."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in gateArgs) (*mcp.CallToolResult, any, error) {
+			tok := req.Params.GetProgressToken()
+			tokens <- fmt.Sprint(tok)
+			for _, n := range []float64{1, 1, 2, 3} {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Total: 3,
+					Message: fmt.Sprintf("%s step %g", in.Gate, n)})
+			}
+			g.wait(ctx, in.Gate)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done " + in.Gate}}}, nil, nil
+		})
+	p, _ := configure(t, newFakeHost(), map[string]any{"name": "web", "endpoint": serve(t, s, false, nil)})
+
+	var wg sync.WaitGroup
+	sinks := map[string]*sink{}
+	for _, name := range []string{"a", "b"} {
+		sk := &sink{gate: g.open(name), last: func(p *sdk.Progress, _ *sdk.LogMessage) bool { return p != nil && p.Progress == 3 }}
+		sinks[name] = sk
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := (&sdk.CallToolRequest{Name: "web__steps", Arguments: json.RawMessage(`{"gate":"` + name + `"}`), Caller: caller("A", "call-"+name)}).WithEvents(sk)
+			res, err := p.CallTool(context.Background(), req)
+			if err != nil || res.IsError || text(res) != "done "+name {
+				t.Errorf("call %s: %v %+v", name, err, res)
+			}
+		}()
+	}
+	wg.Wait()
+	for name, sk := range sinks {
+		progress, _ := sk.events()
+		want := []sdk.Progress{
+			{Progress: 1, Total: 3, Message: name + " step 1"},
+			{Progress: 2, Total: 3, Message: name + " step 2"},
+			{Progress: 3, Total: 3, Message: name + " step 3"},
+		}
+		if diff := cmp.Diff(want, progress); diff != "" {
+			t.Errorf("progress of call %s (-want +got):\n%s", name, diff)
+		}
+	}
+	t1, t2 := receive(t, tokens, "a token"), receive(t, tokens, "a token")
+	if t1 == t2 || !strings.HasPrefix(t1, progressPrefix) || !strings.HasPrefix(t2, progressPrefix) {
+		t.Errorf("upstream progress tokens %q and %q, want two distinct %s<n>", t1, t2, progressPrefix)
+	}
+	p.mu.RLock()
+	n := len(p.clients)
+	p.mu.RUnlock()
+	if n != 1 {
+		t.Errorf("%d client sessions, want the one of session A", n)
+	}
+}
+
+// The logging level a client set reaches its upstream session when that
+// opens, and again when the client changes it; log messages during a call
+// reach the call, and outside calls the client's session through the
+// host.
+func TestLoggingRelayed(t *testing.T) {
+	var g gates
+	sessions := make(chan *mcp.ServerSession, 10)
+	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "chatty", Description: "Logs at three levels."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in gateArgs) (*mcp.CallToolResult, any, error) {
+			for _, m := range []struct{ level, data string }{{"debug", "d"}, {"info", "i"}, {"error", "done"}} {
+				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.level), Logger: "chat", Data: m.data})
+			}
+			g.wait(ctx, in.Gate)
+			sessions <- req.Session
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+		})
+	host := newFakeHost()
+	p, _ := configure(t, host, map[string]any{"name": "web", "endpoint": serve(t, s, false, nil)})
+	ctx := context.Background()
+	a := caller("A", "call-1")
+
+	// Before any session with the server exists: remembered.
+	if err := p.SetLoggingLevel(ctx, &sdk.SetLoggingLevelRequest{Level: "info", Caller: a}); err != nil {
+		t.Fatal(err)
+	}
+	call := func(gate string) []sdk.LogMessage {
+		t.Helper()
+		sk := &sink{gate: g.open(gate), last: func(_ *sdk.Progress, m *sdk.LogMessage) bool { return m != nil && m.Data == "done" }}
+		req := (&sdk.CallToolRequest{Name: "web__chatty", Arguments: json.RawMessage(`{"gate":"` + gate + `"}`), Caller: a}).WithEvents(sk)
+		if got := resultText(t)(p.CallTool(ctx, req)); got != "ok" {
+			t.Fatalf("result %q", got)
+		}
+		_, logs := sk.events()
+		return logs
+	}
+	want := []sdk.LogMessage{{Level: "info", Logger: "chat", Data: "i"}, {Level: "error", Logger: "chat", Data: "done"}}
+	if diff := cmp.Diff(want, call("g1")); diff != "" {
+		t.Errorf("logs at level info (-want +got):\n%s", diff)
+	}
+	// On the open session.
+	if err := p.SetLoggingLevel(ctx, &sdk.SetLoggingLevelRequest{Level: "debug", Caller: a}); err != nil {
+		t.Fatal(err)
+	}
+	want = append([]sdk.LogMessage{{Level: "debug", Logger: "chat", Data: "d"}}, want...)
+	if diff := cmp.Diff(want, call("g2")); diff != "" {
+		t.Errorf("logs at level debug (-want +got):\n%s", diff)
+	}
+
+	// Outside any call the message goes to the session's client.
+	ss := receive(t, sessions, "the upstream session")
+	got := until(t, host.logs, "NotifyLog", func() {
+		_ = ss.Log(context.Background(), &mcp.LoggingMessageParams{Level: "warning", Logger: "bg", Data: map[string]any{"n": 1}})
+	})
+	wantCaller := sdk.Caller{SourceType: "mcp:test", SessionHash: "sha256:0000A", ClientName: "test", SessionToken: "A"}
+	if diff := cmp.Diff(hostLog{caller: wantCaller, msg: sdk.LogMessage{Level: "warning", Logger: "bg", Data: map[string]any{"n": float64(1)}}}, got,
+		cmp.AllowUnexported(hostLog{})); diff != "" {
+		t.Errorf("NotifyLog (-want +got):\n%s", diff)
+	}
+}
+
+type askArgs struct {
+	Question string `json:"question"`
+}
+
+// samplingUpstream has the tools ask (samples the client's model) and
+// confirm (elicits a yes or no), which report the client's answer or its
+// JSON-RPC error as text.
+func samplingUpstream(t *testing.T) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "Asks the client's model."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in askArgs) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 50,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Question}}}})
+			return answerText(err, func() string {
+				tc, _ := res.Content.(*mcp.TextContent)
+				return fmt.Sprintf("%s (%s, %s)", tc.Text, res.Model, res.Role)
+			}), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "confirm", Description: "Asks the user."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in askArgs) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: in.Question,
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}})
+			return answerText(err, func() string { return fmt.Sprintf("%s %v", res.Action, res.Content["ok"]) }), nil, nil
+		})
+	return serve(t, s, false, nil)
+}
+
+func answerText(err error, ok func() string) *mcp.CallToolResult {
+	var werr *jsonrpc.Error
+	switch {
+	case errors.As(err, &werr):
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("error %d: %s", werr.Code, werr.Message)}}}
+	case err != nil:
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "failed: " + err.Error()}}}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: ok()}}}
+}
+
+// An upstream's sampling request reaches the client of the call through
+// the host, related to the call by its call token; the client's answer
+// reaches the tool unchanged, and so does its JSON-RPC error.
+func TestSamplingRelayed(t *testing.T) {
+	host := newFakeHost()
+	host.answer = func(req *sdk.ClientRequest) ([]byte, error) {
+		if req.Caller.CallToken == "call-refused" {
+			return nil, &sdk.ClientError{Code: -1, Message: "User rejected sampling"}
+		}
+		return []byte(`{"role":"assistant","content":{"type":"text","text":"Paris"},"model":"m-1","stopReason":"endTurn"}`), nil
+	}
+	p, _ := configure(t, host, map[string]any{"name": "web", "endpoint": samplingUpstream(t)})
+	ctx := context.Background()
+	call := func(callToken string) string {
+		t.Helper()
+		return resultText(t)(p.CallTool(ctx, &sdk.CallToolRequest{Name: "web__ask", Arguments: json.RawMessage(`{"question":"Capital of France?"}`),
+			Caller: caller("A", callToken)}))
+	}
+	if got := call("call-1"); got != "Paris (m-1, assistant)" {
+		t.Errorf("sampled answer %q", got)
+	}
+	if got := call("call-refused"); got != "error -1: User rejected sampling" {
+		t.Errorf("refused sampling reached the tool as %q", got)
+	}
+	reqs := host.clientRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d client requests, want 2", len(reqs))
+	}
+	for i, tok := range []string{"call-1", "call-refused"} {
+		r := reqs[i]
+		if r.Method != sdk.MethodCreateMessage || r.Caller.CallToken != tok || r.Caller.SessionToken != "A" {
+			t.Errorf("request %d: method %q, call token %q, session token %q", i, r.Method, r.Caller.CallToken, r.Caller.SessionToken)
+		}
+		var params mcp.CreateMessageParams
+		if err := json.Unmarshal(r.Params, &params); err != nil {
+			t.Fatalf("params %s: %v", r.Params, err)
+		}
+		tc, _ := params.Messages[0].Content.(*mcp.TextContent)
+		if params.MaxTokens != 50 || len(params.Messages) != 1 || params.Messages[0].Role != "user" || tc == nil || tc.Text != "Capital of France?" {
+			t.Errorf("request %d params %s", i, r.Params)
+		}
+	}
+}
+
+// An upstream's elicitation reaches the client of the call through the
+// host; the client's answer, or its JSON-RPC error, reaches the tool.
+func TestElicitationRelayed(t *testing.T) {
+	host := newFakeHost()
+	host.answer = func(req *sdk.ClientRequest) ([]byte, error) {
+		if req.Caller.CallToken == "call-refused" {
+			return nil, &sdk.ClientError{Code: -32602, Message: "no form support"}
+		}
+		return []byte(`{"action":"accept","content":{"ok":true}}`), nil
+	}
+	p, _ := configure(t, host, map[string]any{"name": "web", "endpoint": samplingUpstream(t)})
+	ctx := context.Background()
+	got := resultText(t)(p.CallTool(ctx, &sdk.CallToolRequest{Name: "web__confirm", Arguments: json.RawMessage(`{"question":"Proceed?"}`), Caller: caller("A", "call-1")}))
+	if got != "accept true" {
+		t.Errorf("elicited answer %q", got)
+	}
+	got = resultText(t)(p.CallTool(ctx, &sdk.CallToolRequest{Name: "web__confirm", Arguments: json.RawMessage(`{"question":"Proceed?"}`), Caller: caller("A", "call-refused")}))
+	if got != "error -32602: no form support" {
+		t.Errorf("refused elicitation reached the tool as %q", got)
+	}
+	reqs := host.clientRequests()
+	if len(reqs) != 2 || reqs[0].Method != sdk.MethodElicit || reqs[0].Caller.CallToken != "call-1" {
+		t.Fatalf("client requests %+v", reqs)
+	}
+	var params struct {
+		Message         string         `json:"message"`
+		RequestedSchema map[string]any `json:"requestedSchema"`
+	}
+	if err := json.Unmarshal(reqs[0].Params, &params); err != nil || params.Message != "Proceed?" || params.RequestedSchema["type"] != "object" {
+		t.Errorf("params %s (%v)", reqs[0].Params, err)
+	}
+}
+
+// A session no client owns (the shared one) with no call in flight cannot
+// relay a server request: the upstream gets an error saying so.
+func TestServerRequestWithoutClient(t *testing.T) {
+	p := New(nil)
+	p.host = newFakeHost()
+	r := newRelay(p, &server{name: "web"}, nil)
+	_, err := r.createMessage(context.Background(), &mcp.CreateMessageRequest{Params: &mcp.CreateMessageParams{}})
+	want := "sampling/createMessage cannot be relayed: no client is connected to this session (it serves calls from the command line)"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	owner := caller("A", "")
+	r = newRelay(p, &server{name: "web"}, sessionOwner(owner))
+	if _, err := r.elicit(context.Background(), &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: "m"}}); !errors.Is(err, sdk.ErrClientUnavailable) {
+		t.Errorf("error %v, want the host's ErrClientUnavailable", err)
+	}
+	reqs := p.host.(*fakeHost).clientRequests()
+	if len(reqs) != 1 || reqs[0].Caller.SessionToken != "A" || reqs[0].Caller.CallToken != "" || reqs[0].Caller.ProgressToken != nil {
+		t.Errorf("requests %+v, want one for the owner outside any call", reqs)
+	}
+}
+
+// A tool list change upstream makes the host describe the provider again,
+// and Describe then lists the new tool.
+func TestToolListChangeNotified(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "growing", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	host := newFakeHost()
+	p, cat := configure(t, host, map[string]any{"name": "web", "endpoint": serve(t, s, false, nil)})
+	if got := strings.Join(toolNames(cat), ","); got != "web__echo" {
+		t.Fatalf("tools before = %s", got)
+	}
+	until(t, host.catalog, "NotifyCatalogChanged", func() {
+		mcp.AddTool(s, &mcp.Tool{Name: "late", Description: "Added later."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late"}}}, nil, nil
+			})
+	})
+	cat, err := p.Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(toolNames(cat), ","); got != "web__echo,web__late" {
+		t.Errorf("tools after = %s", got)
+	}
+	if got := resultText(t)(p.CallTool(context.Background(), &sdk.CallToolRequest{Name: "web__late", Arguments: json.RawMessage(`{}`)})); got != "late" {
+		t.Errorf("web__late: %q", got)
+	}
+}
+
+// A burst of triggers runs the function once.
+func TestDebouncerCoalesces(t *testing.T) {
+	var d debouncer
+	ran := make(chan int, 10)
+	n := 0
+	for range 10 {
+		d.trigger("k", 50*time.Millisecond, func() { n++; ran <- n })
+	}
+	if got := receive(t, ran, "the run"); got != 1 {
+		t.Fatalf("run %d", got)
+	}
+	d.trigger("k", time.Millisecond, func() { ran <- 2 })
+	if got := receive(t, ran, "the second run"); got != 2 {
+		t.Errorf("after the burst, run %d", got)
+	}
+	select {
+	case extra := <-ran:
+		t.Errorf("extra run %d", extra)
+	default:
+	}
+}
+
+// Per-client sessions are keyed by the session token before the session
+// hash; SessionClosed closes that client's sessions only and forgets its
+// state, and its next call opens a new one.
+func TestSessionClosed(t *testing.T) {
+	p, _ := configure(t, newFakeHost(), map[string]any{"name": "local", "command": stdioServer, "prefix": ""})
+	ctx := context.Background()
+	a, b := caller("A", "c1"), caller("B", "c2")
+	b.SessionHash = a.SessionHash // one hash, two tokens: two sessions
+	for _, c := range []sdk.Caller{a, b} {
+		if got := resultText(t)(p.CallTool(ctx, &sdk.CallToolRequest{Name: "echo", Arguments: json.RawMessage(`{"text":"x"}`), Caller: c})); got != "stdio:x" {
+			t.Fatalf("echo: %q", got)
+		}
+	}
+	if err := p.SetLoggingLevel(ctx, &sdk.SetLoggingLevelRequest{Level: "info", Caller: a}); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.RLock()
+	oldA, oldB := p.clients["local\x00A"], p.clients["local\x00B"]
+	p.mu.RUnlock()
+	if oldA == nil || oldB == nil {
+		t.Fatalf("client sessions %v %v, want one per token", oldA, oldB)
+	}
+	if err := p.SessionClosed(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-oldA.conn.done:
+	case <-time.After(waitTimeout):
+		t.Fatal("the closed client's upstream session is still open")
+	}
+	p.mu.RLock()
+	_, kept := p.clients["local\x00B"]
+	_, gone := p.clients["local\x00A"]
+	_, state := p.states["A"]
+	p.mu.RUnlock()
+	if !kept || gone || state || !oldB.conn.alive() {
+		t.Errorf("after SessionClosed(A): B kept %v, A kept %v, A's state kept %v, B alive %v", kept, gone, state, oldB.conn.alive())
+	}
+	if got := resultText(t)(p.CallTool(ctx, &sdk.CallToolRequest{Name: "echo", Arguments: json.RawMessage(`{"text":"y"}`), Caller: a})); got != "stdio:y" {
+		t.Fatalf("echo after close: %q", got)
+	}
+	p.mu.RLock()
+	fresh := p.clients["local\x00A"]
+	p.mu.RUnlock()
+	if fresh == nil || fresh.conn == oldA.conn || fresh.conn.cmd.Process.Pid == oldA.conn.cmd.Process.Pid {
+		t.Error("no new upstream session for A's next call")
+	}
+}
+
+// On protocol 2026-07-28, which has no logging/setLevel, the level the
+// client set travels in each call's _meta.
+func TestLoggingLevelInMeta(t *testing.T) {
+	var g gates
+	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "chatty", Description: "Logs at two levels."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in gateArgs) (*mcp.CallToolResult, any, error) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "d"})
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: "done"})
+			g.wait(ctx, in.Gate)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+		})
+	p, _ := configure(t, newFakeHost(), map[string]any{"name": "web", "endpoint": serve(t, s, true, nil)})
+	ctx := context.Background()
+	a := caller("A", "call-1")
+	if err := p.SetLoggingLevel(ctx, &sdk.SetLoggingLevelRequest{Level: "info", Caller: a}); err != nil {
+		t.Fatal(err)
+	}
+	sk := &sink{gate: g.open("g"), last: func(_ *sdk.Progress, m *sdk.LogMessage) bool { return m != nil && m.Data == "done" }}
+	req := (&sdk.CallToolRequest{Name: "web__chatty", Arguments: json.RawMessage(`{"gate":"g"}`), Caller: a}).WithEvents(sk)
+	if got := resultText(t)(p.CallTool(ctx, req)); got != "ok" {
+		t.Fatalf("result %q", got)
+	}
+	p.mu.RLock()
+	c := p.clients["web\x00A"].conn
+	p.mu.RUnlock()
+	if !newProtocol(c) {
+		t.Fatalf("negotiated %s, want %s", c.session.InitializeResult().ProtocolVersion, protocolWithHeaders)
+	}
+	_, logs := sk.events()
+	if diff := cmp.Diff([]sdk.LogMessage{{Level: "warning", Data: "done"}}, logs); diff != "" {
+		t.Errorf("logs at level info (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,373 @@
+//lint:file-ignore SA1019 logging, deprecated from protocol 2026-07-28 (SEP-2577), stays supported for upstream servers on earlier versions: the level a client sets is passed on to them.
+
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// Per-client sessions: each host session (told apart by its session token,
+// else its session hash) gets its own session with each upstream server,
+// so that a server keeping state per session keeps it per client. At most
+// maxClientSessions per server stay open (the least recently used is
+// closed first), and one idle for clientIdle is closed when another is
+// opened, unless the client subscribed to resources through it.
+const (
+	maxClientSessions = 16
+	clientIdle        = 30 * time.Minute
+)
+
+// clientConn is a client's session with one server.
+type clientConn struct {
+	conn *conn
+	used time.Time
+}
+
+// clientState is what the provider remembers for one host session across
+// its upstream sessions, so that a session opened again (after eviction,
+// or after its server restarted) is set up the same way.
+type clientState struct {
+	// level is the logging level the client set; "" when it set none.
+	level string
+	// subs holds the subscribed resource URIs, by server name.
+	subs map[string]map[string]bool
+}
+
+// clientKey tells host sessions apart: the session token when the host
+// sends one (protocol 2), else the session hash; "" for calls from no MCP
+// session, which share one upstream session per server.
+func clientKey(c sdk.Caller) string {
+	if c.SessionToken != "" {
+		return c.SessionToken
+	}
+	return c.SessionHash
+}
+
+// sessionOwner is the caller that a per-client session acts for outside
+// any call (log messages, server requests between calls): caller without
+// what belongs to one call. Nil when the caller has no session token, so
+// that the host could not reach its session anyway.
+func sessionOwner(c sdk.Caller) *sdk.Caller {
+	if c.SessionToken == "" {
+		return nil
+	}
+	c.ProgressToken, c.CallToken = nil, ""
+	return &c
+}
+
+// session returns a live session with s for caller (its own per-client
+// session, or the shared one for calls from no MCP session, such as the
+// command line), connecting or reconnecting (with the server's backoff)
+// when needed. A new per-client session gets the client's logging level
+// and subscriptions before it is returned.
+func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (*conn, error) {
+	client := clientKey(caller)
+	if client == "" {
+		return p.sharedSession(ctx, s)
+	}
+	key := s.name + "\x00" + client
+	p.mu.Lock()
+	if cc := p.clients[key]; cc != nil && cc.conn.alive() {
+		cc.used = time.Now()
+		p.mu.Unlock()
+		return cc.conn, nil
+	}
+	p.mu.Unlock()
+	p.reconnectMu.Lock()
+	defer p.reconnectMu.Unlock()
+	p.mu.Lock()
+	if cc := p.clients[key]; cc != nil && cc.conn.alive() {
+		cc.used = time.Now()
+		p.mu.Unlock()
+		return cc.conn, nil
+	}
+	p.mu.Unlock()
+	st := p.retries[s.name]
+	if wait := time.Until(st.next); wait > 0 {
+		return nil, fmt.Errorf("%s is down and is tried again in %s", s.where(), wait.Round(100*time.Millisecond))
+	}
+	nc, err := p.connect(ctx, s, sessionOwner(caller))
+	if err != nil {
+		st.failures++
+		st.next = time.Now().Add(min(firstRetry<<min(st.failures-1, 10), maxRetry))
+		p.retries[s.name] = st
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	delete(p.retries, s.name)
+	applied := p.prepare(ctx, nc, client)
+	p.mu.Lock()
+	if p.clients == nil {
+		p.clients = map[string]*clientConn{}
+	}
+	old := p.clients[key]
+	p.clients[key] = &clientConn{conn: nc, used: time.Now()}
+	evicted := p.evictLocked(s.name)
+	// A level set while the session was being prepared reached neither
+	// prepare nor SetLoggingLevel's list of open sessions.
+	level := p.levelLocked(client)
+	p.mu.Unlock()
+	if level != applied {
+		p.applyLevel(ctx, nc, level)
+	}
+	if old != nil {
+		evicted = append(evicted, old.conn)
+	}
+	for _, c := range evicted {
+		c.close()
+	}
+	return nc, nil
+}
+
+// prepare sets a new session up for client: the logging level it set and
+// the resources it subscribed to through s. Failures are logged. It
+// returns the level it applied.
+func (p *Provider) prepare(ctx context.Context, c *conn, client string) string {
+	p.mu.RLock()
+	var level string
+	var uris []string
+	if st := p.states[client]; st != nil {
+		level = st.level
+		for uri := range st.subs[c.srv.name] {
+			uris = append(uris, uri)
+		}
+	}
+	p.mu.RUnlock()
+	if level != "" {
+		p.applyLevel(ctx, c, level)
+	}
+	if len(uris) == 0 {
+		return level
+	}
+	if !canSubscribe(c) {
+		p.log.Warn("subscriptions not renewed", "server", c.srv.name, "reason", "the server no longer declares resources.subscribe")
+		return level
+	}
+	slices.Sort(uris)
+	for _, uri := range uris {
+		if err := c.session.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			p.log.Warn("subscription not renewed", "server", c.srv.name, "uri", sanitise(uri, 200), "error", redactText(err.Error()))
+		}
+	}
+	p.log.Debug("subscriptions renewed", "server", c.srv.name, "count", len(uris))
+	return level
+}
+
+// keyClient is the client key of a p.clients key (server name, NUL, client
+// key).
+func keyClient(k string) string {
+	_, client, _ := strings.Cut(k, "\x00")
+	return client
+}
+
+// levelLocked returns the logging level client set. p.mu must be held.
+func (p *Provider) levelLocked(client string) string {
+	if st := p.states[client]; st != nil {
+		return st.level
+	}
+	return ""
+}
+
+// stateLocked returns client's state, creating it. p.mu must be held for
+// writing.
+func (p *Provider) stateLocked(client string) *clientState {
+	st := p.states[client]
+	if st == nil {
+		st = &clientState{subs: map[string]map[string]bool{}}
+		if p.states == nil {
+			p.states = map[string]*clientState{}
+		}
+		p.states[client] = st
+	}
+	return st
+}
+
+// hasSubsLocked reports whether client subscribed to resources of server.
+// p.mu must be held.
+func (p *Provider) hasSubsLocked(client, server string) bool {
+	st := p.states[client]
+	return st != nil && len(st.subs[server]) > 0
+}
+
+// evictLocked removes s's ended and idle client sessions (keeping idle
+// ones that carry subscriptions) and, beyond maxClientSessions, the least
+// recently used ones, and returns them to be closed. p.mu must be held.
+func (p *Provider) evictLocked(server string) []*conn {
+	var mine []string
+	var out []*conn
+	for k, cc := range p.clients {
+		client, ok := strings.CutPrefix(k, server+"\x00")
+		if !ok {
+			continue
+		}
+		idle := time.Since(cc.used) > clientIdle && !p.hasSubsLocked(client, server)
+		if idle || !cc.conn.alive() {
+			out = append(out, cc.conn)
+			delete(p.clients, k)
+			continue
+		}
+		mine = append(mine, k)
+	}
+	sort.Slice(mine, func(i, j int) bool { return p.clients[mine[i]].used.Before(p.clients[mine[j]].used) })
+	for len(mine) > maxClientSessions {
+		out = append(out, p.clients[mine[0]].conn)
+		delete(p.clients, mine[0])
+		mine = mine[1:]
+	}
+	return out
+}
+
+// sharedSession returns the shared session with s, reconnecting (with
+// backoff) when the last one ended: a stdio server that exited is started
+// again, an HTTP session the server forgot is initialised again.
+func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) {
+	p.mu.RLock()
+	c := p.conns[s.name]
+	p.mu.RUnlock()
+	if c != nil && c.alive() {
+		return c, nil
+	}
+	p.reconnectMu.Lock()
+	defer p.reconnectMu.Unlock()
+	p.mu.RLock()
+	c = p.conns[s.name]
+	p.mu.RUnlock()
+	if c != nil && c.alive() {
+		return c, nil
+	}
+	st := p.retries[s.name]
+	if wait := time.Until(st.next); wait > 0 {
+		return nil, fmt.Errorf("%s is down and is tried again in %s", s.where(), wait.Round(100*time.Millisecond))
+	}
+	p.log.Warn("upstream session ended; reconnecting", "server", s.name, "failures", st.failures)
+	nc, err := p.connect(ctx, s, nil)
+	if err != nil {
+		st.failures++
+		delay := firstRetry << min(st.failures-1, 10)
+		st.next = time.Now().Add(min(delay, maxRetry))
+		p.retries[s.name] = st
+		return nil, fmt.Errorf("reconnect: %w", err)
+	}
+	delete(p.retries, s.name)
+	p.prepare(ctx, nc, "")
+	p.mu.Lock()
+	p.conns[s.name] = nc
+	p.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+	return nc, nil
+}
+
+// dropSession marks client's session with s as gone, so that the next
+// call reconnects.
+func (p *Provider) dropSession(s *server, c *conn, client string) {
+	p.mu.Lock()
+	if client == "" && p.conns[s.name] == c {
+		delete(p.conns, s.name)
+	}
+	if key := s.name + "\x00" + client; client != "" && p.clients[key] != nil && p.clients[key].conn == c {
+		delete(p.clients, key)
+	}
+	p.mu.Unlock()
+	c.close()
+}
+
+// openSession returns client's open session with s without connecting:
+// nil when there is none or it ended.
+func (p *Provider) openSession(s *server, client string) *conn {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var c *conn
+	if client == "" {
+		c = p.conns[s.name]
+	} else if cc := p.clients[s.name+"\x00"+client]; cc != nil {
+		c = cc.conn
+	}
+	if c == nil || !c.alive() {
+		return nil
+	}
+	return c
+}
+
+// SetLoggingLevel remembers the level req.Caller's session set and passes
+// it on to that client's open upstream sessions whose server declares the
+// logging capability; sessions opened later get it right after they
+// connect. On sessions of protocol 2026-07-28 and later the level travels
+// with each call instead. Failures are logged, never returned. It
+// implements [sdk.SessionObserver].
+func (p *Provider) SetLoggingLevel(ctx context.Context, req *sdk.SetLoggingLevelRequest) error {
+	client := clientKey(req.Caller)
+	if client == "" {
+		p.log.Debug("logging level ignored: the caller has no session")
+		return nil
+	}
+	p.mu.Lock()
+	p.stateLocked(client).level = req.Level
+	var open []*conn
+	for k, cc := range p.clients {
+		if keyClient(k) == client && cc.conn.alive() {
+			open = append(open, cc.conn)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range open {
+		p.applyLevel(ctx, c, req.Level)
+	}
+	return nil
+}
+
+// applyLevel sends logging/setLevel on c when its server declares the
+// logging capability and the session predates protocol 2026-07-28 (which
+// carries the level in each request's _meta instead).
+func (p *Provider) applyLevel(ctx context.Context, c *conn, level string) {
+	if level == "" || newProtocol(c) {
+		return
+	}
+	init := c.session.InitializeResult()
+	if init == nil || init.Capabilities == nil || init.Capabilities.Logging == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.srv.timeout)
+	defer cancel()
+	if err := c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)}); err != nil {
+		p.log.Warn("logging level not set", "server", c.srv.name, "level", sanitise(level, 20), "error", redactText(err.Error()))
+	}
+}
+
+// SessionClosed closes caller's per-client sessions and forgets its
+// logging level and subscriptions. It implements [sdk.SessionObserver].
+func (p *Provider) SessionClosed(_ context.Context, caller sdk.Caller) error {
+	client := clientKey(caller)
+	if client == "" {
+		return nil
+	}
+	p.mu.Lock()
+	var closing []*conn
+	for k, cc := range p.clients {
+		if keyClient(k) == client {
+			closing = append(closing, cc.conn)
+			delete(p.clients, k)
+		}
+	}
+	delete(p.states, client)
+	p.mu.Unlock()
+	if len(closing) > 0 {
+		p.log.Debug("client session closed", "upstream_sessions", len(closing))
+	}
+	// A stdio server gets terminateGrace to exit: do not hold the host up.
+	for _, c := range closing {
+		go c.close()
+	}
+	return nil
+}
+
+var _ sdk.SessionObserver = (*Provider)(nil)

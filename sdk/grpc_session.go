@@ -20,13 +20,30 @@ import (
 // that speaks protocol 1; the host treats it as "nothing to do".
 var ErrNotImplemented = errors.New("not implemented by the provider")
 
+// optional returns impl as T, looking through wrappers that have an
+// Unwrap() Provider method (as [Serve]'s own does), so an interface the
+// author's provider implements is found however it was wrapped.
+func optional[T any](impl Provider) (T, bool) {
+	for {
+		if t, ok := impl.(T); ok {
+			return t, true
+		}
+		u, ok := impl.(interface{ Unwrap() Provider })
+		if !ok {
+			var zero T
+			return zero, false
+		}
+		impl = u.Unwrap()
+	}
+}
+
 func unimplemented(method, iface string) error {
 	return status.Errorf(codes.Unimplemented, "%s: the provider does not implement sdk.%s", method, iface)
 }
 
 func (s *grpcProviderServer) GetPrompt(ctx context.Context, req *providerv1.GetPromptRequest) (_ *providerv1.GetPromptResponse, err error) {
 	defer recoverAsError("GetPrompt "+req.GetName(), s.log, &err)
-	impl, ok := s.impl.(PromptProvider)
+	impl, ok := optional[PromptProvider](s.impl)
 	if !ok {
 		return nil, unimplemented("GetPrompt", "PromptProvider")
 	}
@@ -46,7 +63,7 @@ func (s *grpcProviderServer) GetPrompt(ctx context.Context, req *providerv1.GetP
 
 func (s *grpcProviderServer) Complete(ctx context.Context, req *providerv1.CompleteRequest) (_ *providerv1.CompleteResponse, err error) {
 	defer recoverAsError("Complete", s.log, &err)
-	impl, ok := s.impl.(Completer)
+	impl, ok := optional[Completer](s.impl)
 	if !ok {
 		return nil, unimplemented("Complete", "Completer")
 	}
@@ -66,7 +83,7 @@ func (s *grpcProviderServer) Complete(ctx context.Context, req *providerv1.Compl
 
 func (s *grpcProviderServer) Subscribe(ctx context.Context, req *providerv1.SubscribeRequest) (_ *providerv1.SubscribeResponse, err error) {
 	defer recoverAsError("Subscribe", s.log, &err)
-	impl, ok := s.impl.(Subscriber)
+	impl, ok := optional[Subscriber](s.impl)
 	if !ok {
 		return nil, unimplemented("Subscribe", "Subscriber")
 	}
@@ -78,7 +95,7 @@ func (s *grpcProviderServer) Subscribe(ctx context.Context, req *providerv1.Subs
 
 func (s *grpcProviderServer) Unsubscribe(ctx context.Context, req *providerv1.UnsubscribeRequest) (_ *providerv1.UnsubscribeResponse, err error) {
 	defer recoverAsError("Unsubscribe", s.log, &err)
-	impl, ok := s.impl.(Subscriber)
+	impl, ok := optional[Subscriber](s.impl)
 	if !ok {
 		return nil, unimplemented("Unsubscribe", "Subscriber")
 	}
@@ -90,7 +107,7 @@ func (s *grpcProviderServer) Unsubscribe(ctx context.Context, req *providerv1.Un
 
 func (s *grpcProviderServer) SetLoggingLevel(ctx context.Context, req *providerv1.SetLoggingLevelRequest) (_ *providerv1.SetLoggingLevelResponse, err error) {
 	defer recoverAsError("SetLoggingLevel", s.log, &err)
-	impl, ok := s.impl.(SessionObserver)
+	impl, ok := optional[SessionObserver](s.impl)
 	if !ok {
 		return nil, unimplemented("SetLoggingLevel", "SessionObserver")
 	}
@@ -102,7 +119,7 @@ func (s *grpcProviderServer) SetLoggingLevel(ctx context.Context, req *providerv
 
 func (s *grpcProviderServer) SessionClosed(ctx context.Context, req *providerv1.SessionClosedRequest) (_ *providerv1.SessionClosedResponse, err error) {
 	defer recoverAsError("SessionClosed", s.log, &err)
-	impl, ok := s.impl.(SessionObserver)
+	impl, ok := optional[SessionObserver](s.impl)
 	if !ok {
 		return nil, unimplemented("SessionClosed", "SessionObserver")
 	}

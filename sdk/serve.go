@@ -115,6 +115,10 @@ type levelFromHost struct {
 	log hclog.Logger
 }
 
+// Unwrap returns the author's provider, whose optional interfaces
+// (PromptProvider, Completer, ...) the gRPC server looks for.
+func (l *levelFromHost) Unwrap() Provider { return l.Provider }
+
 func (l *levelFromHost) Configure(ctx context.Context, req *ConfigureRequest) error {
 	if level := hclog.LevelFromString(req.LogLevel); level != hclog.NoLevel {
 		l.log.SetLevel(level)

@@ -185,19 +185,21 @@ func callerToProto(c Caller) *providerv1.Caller {
 		ProgressTokenJson: c.ProgressToken,
 		CallToken:         c.CallToken,
 		SessionToken:      c.SessionToken,
+		ProtocolVersion:   c.ProtocolVersion,
 	}
 }
 
 func callerFromProto(c *providerv1.Caller) Caller {
 	return Caller{
-		SourceType:    c.GetSourceType(),
-		SessionHash:   c.GetSessionHash(),
-		ClientName:    c.GetClientName(),
-		ClientVersion: c.GetClientVersion(),
-		Depth:         int(c.GetDepth()),
-		ProgressToken: rawOrNil(c.GetProgressTokenJson()),
-		CallToken:     c.GetCallToken(),
-		SessionToken:  c.GetSessionToken(),
+		SourceType:      c.GetSourceType(),
+		SessionHash:     c.GetSessionHash(),
+		ClientName:      c.GetClientName(),
+		ClientVersion:   c.GetClientVersion(),
+		Depth:           int(c.GetDepth()),
+		ProgressToken:   rawOrNil(c.GetProgressTokenJson()),
+		CallToken:       c.GetCallToken(),
+		SessionToken:    c.GetSessionToken(),
+		ProtocolVersion: c.GetProtocolVersion(),
 	}
 }
 

@@ -404,6 +404,11 @@ type Caller struct {
 	// [SessionObserver.SessionClosed] carries it once the session ends.
 	// Empty outside MCP sessions.
 	SessionToken string
+	// ProtocolVersion is the MCP protocol version the client asked for in
+	// initialize, such as "2025-11-25" (protocol 2); a provider that
+	// opens sessions of its own for the client (the upstream provider)
+	// asks for the same. Empty outside MCP sessions.
+	ProtocolVersion string
 }
 
 // CallToolRequest is the argument of [Provider.CallTool].

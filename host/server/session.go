@@ -25,18 +25,25 @@ type sessionInfo struct {
 	// token identifies the session to providers while it is connected
 	// (sdk.Caller.SessionToken).
 	token string
+	// protocolVersion is the MCP version the client asked for.
+	protocolVersion string
 }
 
 // caller is the sdk.Caller of a request made in ss, without call-specific
 // fields (progress and call tokens, depth).
 func (s *Server) caller(ss *mcp.ServerSession) sdk.Caller {
-	info := s.session(ss)
+	return s.session(ss).caller()
+}
+
+// caller is the session's sdk.Caller without call-specific fields.
+func (info *sessionInfo) caller() sdk.Caller {
 	return sdk.Caller{
-		SourceType:    info.sourceType,
-		SessionHash:   info.hash,
-		ClientName:    info.clientName,
-		ClientVersion: info.clientVersion,
-		SessionToken:  info.token,
+		SourceType:      info.sourceType,
+		SessionHash:     info.hash,
+		ClientName:      info.clientName,
+		ClientVersion:   info.clientVersion,
+		SessionToken:    info.token,
+		ProtocolVersion: info.protocolVersion,
 	}
 }
 
@@ -54,6 +61,9 @@ func (s *Server) session(ss *mcp.ServerSession) *sessionInfo {
 		info.clientName = cleanClientText(p.ClientInfo.Name)
 		info.clientVersion = cleanClientText(p.ClientInfo.Version)
 		info.sourceType = SourceType(p.ClientInfo.Name)
+	}
+	if p := ss.InitializeParams(); p != nil {
+		info.protocolVersion = cleanClientText(p.ProtocolVersion)
 	}
 	id := ss.ID()
 	if id == "" {
@@ -73,8 +83,7 @@ func (s *Server) session(ss *mcp.ServerSession) *sessionInfo {
 		_ = ss.Wait()
 		s.sessions.Delete(ss)
 		s.tokens.Delete(info.token)
-		s.sessionClosed(sdk.Caller{SourceType: info.sourceType, SessionHash: info.hash, ClientName: info.clientName,
-			ClientVersion: info.clientVersion, SessionToken: info.token})
+		s.sessionClosed(info.caller())
 	}()
 	return info
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,12 +74,16 @@ func (p *Provider) connect(ctx context.Context, s *server, owner *sdk.Caller) (*
 // by r (nil: none).
 func connect(ctx context.Context, log hclog.Logger, s *server, r *relay) (*conn, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "openhuman-host-upstream", Version: Version}, clientOptions(r))
+	if r != nil {
+		client.AddReceivingMiddleware(r.passThroughElicitation)
+	}
+	opts := sessionOptions(r)
 	if s.endpoint != nil {
 		t := &mcp.StreamableClientTransport{
 			Endpoint:   s.endpoint.String(),
 			HTTPClient: &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: s.headers}},
 		}
-		cs, err := client.Connect(ctx, t, nil)
+		cs, err := client.Connect(ctx, t, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: cannot connect: %s", s.where(), redactText(err.Error()))
 		}
@@ -94,7 +99,7 @@ func connect(ctx context.Context, log hclog.Logger, s *server, r *relay) (*conn,
 	cmd.Env = env
 	cmd.Dir = s.cwd
 	cmd.Stderr = log.Named(s.name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, opts)
 	if err != nil {
 		if cmd.Process != nil && cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
@@ -102,6 +107,19 @@ func connect(ctx context.Context, log hclog.Logger, s *server, r *relay) (*conn,
 		return nil, fmt.Errorf("%s: cannot start or initialise it: %s", s.where(), redactText(err.Error()))
 	}
 	return (&conn{srv: s, session: cs, cmd: cmd, relay: r}).watch(), nil
+}
+
+// sessionOptions asks a client's own upstream session for the protocol
+// version that client asked the host for (when the go-sdk speaks it), so
+// the upstream server behaves towards the client as it would directly:
+// before 2026-07-28 it may sample and elicit during a call, from then on
+// it returns input requests instead. The shared session asks for the
+// newest version.
+func sessionOptions(r *relay) *mcp.ClientSessionOptions {
+	if r == nil || r.owner == nil || !slices.Contains(mcp.SupportedProtocolVersions(), r.owner.ProtocolVersion) {
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: r.owner.ProtocolVersion}
 }
 
 // headerTransport adds the server's configured headers to every request.

@@ -207,6 +207,21 @@ func (r *relay) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elicit
 	return &out, nil
 }
 
+// passThroughElicitation answers elicitation/create before the go-sdk
+// client checks the requested schema against its own reading of the spec:
+// the client at the end of the relay is the one to judge the form (the
+// go-sdk refuses a titled multi-select whose items carry "type": "string"
+// next to their anyOf, which the TypeScript SDK and the go-sdk server
+// accept), so the request reaches it as the upstream sent it.
+func (r *relay) passThroughElicitation(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if er, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && er.Params != nil && r.p.hostService() != nil {
+			return r.elicit(ctx, er)
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // requestClient sends method with params to the client through the host
 // and decodes its result into out. A JSON-RPC error of the client comes
 // back as the same *jsonrpc.Error, so that the upstream server sees the

@@ -849,9 +849,12 @@ type Caller struct {
 	// An opaque token that identifies the client's MCP session while it is
 	// connected (protocol 2); empty outside MCP sessions. SessionClosed
 	// carries it once the session ends.
-	SessionToken  string `protobuf:"bytes,8,opt,name=session_token,json=sessionToken,proto3" json:"session_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SessionToken string `protobuf:"bytes,8,opt,name=session_token,json=sessionToken,proto3" json:"session_token,omitempty"`
+	// The MCP protocol version the client asked for in initialize, for
+	// example "2025-11-25" (protocol 2); empty outside MCP sessions.
+	ProtocolVersion string `protobuf:"bytes,9,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Caller) Reset() {
@@ -936,6 +939,13 @@ func (x *Caller) GetCallToken() string {
 func (x *Caller) GetSessionToken() string {
 	if x != nil {
 		return x.SessionToken
+	}
+	return ""
+}
+
+func (x *Caller) GetProtocolVersion() string {
+	if x != nil {
+		return x.ProtocolVersion
 	}
 	return ""
 }
@@ -3258,7 +3268,7 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\x0ePromptArgument\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1a\n" +
-	"\brequired\x18\x03 \x01(\bR\brequired\"\x9e\x02\n" +
+	"\brequired\x18\x03 \x01(\bR\brequired\"\xc9\x02\n" +
 	"\x06Caller\x12\x1f\n" +
 	"\vsource_type\x18\x01 \x01(\tR\n" +
 	"sourceType\x12!\n" +
@@ -3270,7 +3280,8 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\x13progress_token_json\x18\x06 \x01(\fR\x11progressTokenJson\x12\x1d\n" +
 	"\n" +
 	"call_token\x18\a \x01(\tR\tcallToken\x12#\n" +
-	"\rsession_token\x18\b \x01(\tR\fsessionToken\"\x83\x01\n" +
+	"\rsession_token\x18\b \x01(\tR\fsessionToken\x12)\n" +
+	"\x10protocol_version\x18\t \x01(\tR\x0fprotocolVersion\"\x83\x01\n" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\fR\rargumentsJson\x125\n" +

@@ -16,7 +16,9 @@
 // share one opened at Configure time. A stdio server that exited is
 // started again at the next call (with backoff), and an HTTP session the
 // server forgot (404) is initialised again once and the request sent once
-// more.
+// more. A client's own session asks the server for the protocol version
+// that client asked the host for, so the server treats it as it would
+// directly (before 2026-07-28 it may sample and elicit during a call).
 //
 // The provider aims to be transparent, relaying through the host's
 // protocol 2 service ([sdk.Host]):
@@ -31,7 +33,9 @@
 //     elicitation/create) go to the client of the call in flight on the
 //     session, else to the client that owns the session, with
 //     [sdk.Host.RequestClient]; the client's result, or its JSON-RPC
-//     error, goes back to the server unchanged. Roots are not offered.
+//     error, goes back to the server unchanged. Elicitation forms are
+//     not checked by the go-sdk client on the way: the client at the end
+//     judges them. Roots are not offered.
 //   - Progress notifications reach the call they belong to (each call
 //     gets an upstream progress token of its own), and log messages the
 //     most recent call in flight, else the owning client's session

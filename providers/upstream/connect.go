@@ -45,6 +45,16 @@ func (c *conn) watch() *conn {
 	return c
 }
 
+// busy reports whether a call is in flight on the session.
+func (c *conn) busy() bool {
+	if c.relay == nil {
+		return false
+	}
+	c.relay.mu.Lock()
+	defer c.relay.mu.Unlock()
+	return len(c.relay.calls) > 0
+}
+
 // alive reports whether the session is still up.
 func (c *conn) alive() bool {
 	select {

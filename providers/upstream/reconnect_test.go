@@ -133,3 +133,41 @@ func TestClientSessionsAreCapped(t *testing.T) {
 		t.Error("the evicted session was not closed")
 	}
 }
+
+// A session with a call in flight is not evicted under the call: the
+// least recently used idle one goes instead, and the busy one once its
+// call has ended.
+func TestBusyClientSessionIsNotEvicted(t *testing.T) {
+	h, p := start(t, map[string]any{"name": "local", "command": stdioServer, "prefix": ""})
+	ctx := context.Background()
+	callAs := func(i int) {
+		t.Helper()
+		res, err := h.Provider.CallTool(ctx, &sdk.CallToolRequest{Name: "echo", Arguments: []byte(`{"text":"x"}`), Caller: sdk.Caller{SessionHash: fmt.Sprintf("sha256:%08x", i)}})
+		if err != nil || res.IsError {
+			t.Fatalf("call %d: %v %+v", i, err, res)
+		}
+	}
+	callAs(0)
+	p.mu.RLock()
+	busy := p.clients["local\x00sha256:00000000"].conn
+	p.mu.RUnlock()
+	call := busy.relay.begin(ctx, &sdk.CallToolRequest{Name: "echo"})
+	for i := 1; i <= maxClientSessions; i++ {
+		callAs(i)
+	}
+	p.mu.RLock()
+	n, kept, second := len(p.clients), p.clients["local\x00sha256:00000000"] != nil, p.clients["local\x00sha256:00000001"] != nil
+	p.mu.RUnlock()
+	if !kept || second || n != maxClientSessions || !busy.alive() {
+		t.Fatalf("with a call in flight on the oldest: %d sessions, oldest kept %v (alive %v), next oldest kept %v; want %d, true (true), false",
+			n, kept, busy.alive(), second, maxClientSessions)
+	}
+	busy.relay.end(call)
+	callAs(maxClientSessions + 1)
+	p.mu.RLock()
+	n, kept = len(p.clients), p.clients["local\x00sha256:00000000"] != nil
+	p.mu.RUnlock()
+	if kept || n != maxClientSessions {
+		t.Errorf("after the call ended: %d sessions, oldest kept %v; want %d without it", n, kept, maxClientSessions)
+	}
+}

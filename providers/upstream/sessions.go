@@ -96,7 +96,13 @@ func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (*
 		return nil, fmt.Errorf("%s is down and is tried again in %s", s.where(), wait.Round(100*time.Millisecond))
 	}
 	nc, err := p.connect(ctx, s, sessionOwner(caller))
+	if err != nil && ctx.Err() != nil {
+		// The caller stopped waiting (its deadline or cancellation): that
+		// says nothing about the server, so no backoff for everyone.
+		return nil, fmt.Errorf("connect: %w", err)
+	}
 	if err != nil {
+		p.log.Warn("cannot open a client's upstream session", "server", s.name, "error", redactText(err.Error()))
 		st.failures++
 		st.next = time.Now().Add(min(firstRetry<<min(st.failures-1, 10), maxRetry))
 		p.retries[s.name] = st
@@ -217,10 +223,20 @@ func (p *Provider) evictLocked(server string) []*conn {
 		mine = append(mine, k)
 	}
 	sort.Slice(mine, func(i, j int) bool { return p.clients[mine[i]].used.Before(p.clients[mine[j]].used) })
-	for len(mine) > maxClientSessions {
-		out = append(out, p.clients[mine[0]].conn)
-		delete(p.clients, mine[0])
-		mine = mine[1:]
+	// Sessions with a call in flight are never closed under it: while
+	// more than maxClientSessions are busy, the cap is exceeded until
+	// their calls end.
+	excess := len(mine) - maxClientSessions
+	for _, k := range mine {
+		if excess <= 0 {
+			break
+		}
+		if p.clients[k].conn.busy() {
+			continue
+		}
+		out = append(out, p.clients[k].conn)
+		delete(p.clients, k)
+		excess--
 	}
 	return out
 }
@@ -249,6 +265,9 @@ func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) 
 	}
 	p.log.Warn("upstream session ended; reconnecting", "server", s.name, "failures", st.failures)
 	nc, err := p.connect(ctx, s, nil)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("reconnect: %w", err)
+	}
 	if err != nil {
 		st.failures++
 		delay := firstRetry << min(st.failures-1, 10)

@@ -138,7 +138,10 @@ func (s *recordingSink) Log(_ context.Context, m sdk.LogMessage) error {
 
 var temperature = 0.5
 
-type fakeHost struct{ got *sdk.HostCallToolRequest }
+type fakeHost struct {
+	sdktest.StubHost
+	got *sdk.HostCallToolRequest
+}
 
 func (h *fakeHost) ListTools(context.Context) ([]sdk.Tool, error) {
 	return []sdk.Tool{{Name: "memory.search", Class: sdk.ClassRead, InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
@@ -277,10 +280,3 @@ func TestStructuredResultRejectsNonObjects(t *testing.T) {
 		t.Fatal("an array was accepted as structured content")
 	}
 }
-
-func (h *fakeHost) RequestClient(context.Context, *sdk.ClientRequest) ([]byte, error) {
-	return nil, sdk.ErrClientUnavailable
-}
-func (h *fakeHost) NotifyCatalogChanged(context.Context) error                  { return nil }
-func (h *fakeHost) NotifyResourceUpdated(context.Context, string) error         { return nil }
-func (h *fakeHost) NotifyLog(context.Context, sdk.Caller, sdk.LogMessage) error { return nil }

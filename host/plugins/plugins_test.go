@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/sdktest"
 )
 
 var kitPath string
@@ -461,7 +462,7 @@ func TestCatalogChangeAnnounced(t *testing.T) {
 	t.Parallel()
 	changed := make(chan bool, 4)
 	_, p := startKit(t, Options{
-		Host:     nopHost{},
+		Host:     sdktest.StubHost{},
 		OnChange: func(_ *Provider, c bool) { changed <- c },
 	}, kitSpec(t))
 	if v := p.Protocol(); v != 2 {
@@ -489,20 +490,3 @@ func TestCatalogChangeAnnounced(t *testing.T) {
 		t.Errorf("status after a catalog change = %+v (no restart expected)", st)
 	}
 }
-
-// nopHost is a host service that offers nothing but itself.
-type nopHost struct{}
-
-func (nopHost) CallTool(context.Context, *sdk.HostCallToolRequest) (*sdk.CallToolResult, error) {
-	return nil, errors.New("no tools")
-}
-func (nopHost) ListTools(context.Context) ([]sdk.Tool, error) { return nil, nil }
-func (nopHost) CreateMessage(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
-	return nil, sdk.ErrSamplingUnavailable
-}
-func (nopHost) RequestClient(context.Context, *sdk.ClientRequest) ([]byte, error) {
-	return nil, sdk.ErrClientUnavailable
-}
-func (nopHost) NotifyCatalogChanged(context.Context) error                  { return nil }
-func (nopHost) NotifyResourceUpdated(context.Context, string) error         { return nil }
-func (nopHost) NotifyLog(context.Context, sdk.Caller, sdk.LogMessage) error { return nil }

@@ -26,6 +26,7 @@ import (
 // fakeHost is the host service as the agent provider sees it: a small
 // catalog, recorded tool calls and a scripted client model.
 type fakeHost struct {
+	sdktest.StubHost
 	mu      sync.Mutex
 	calls   []sdk.HostCallToolRequest
 	samples []sdk.CreateMessageRequest
@@ -1029,10 +1030,3 @@ func TestScopeTypoIsLogged(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
-
-func (f *fakeHost) RequestClient(context.Context, *sdk.ClientRequest) ([]byte, error) {
-	return nil, sdk.ErrClientUnavailable
-}
-func (f *fakeHost) NotifyCatalogChanged(context.Context) error                  { return nil }
-func (f *fakeHost) NotifyResourceUpdated(context.Context, string) error         { return nil }
-func (f *fakeHost) NotifyLog(context.Context, sdk.Caller, sdk.LogMessage) error { return nil }

@@ -93,19 +93,13 @@ func hasCompletions(c *conn) bool {
 func listPrompts(ctx context.Context, c *conn) ([]*mcp.Prompt, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.srv.timeout)
 	defer cancel()
-	var out []*mcp.Prompt
-	cursor := ""
-	for range maxListPages {
+	return listAll(ctx, c, "prompts", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
 		res, err := c.session.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 		if err != nil {
-			return nil, fmt.Errorf("%s: cannot list its prompts: %s", c.srv.where(), redactText(err.Error()))
+			return nil, "", err
 		}
-		out = append(out, res.Prompts...)
-		if cursor = res.NextCursor; cursor == "" {
-			break
-		}
-	}
-	return out, nil
+		return res.Prompts, res.NextCursor, nil
+	})
 }
 
 // GetPrompt fills in a relayed prompt on the caller's session with the

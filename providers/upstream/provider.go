@@ -32,7 +32,8 @@ const (
 	maxDescription = 2000
 	// maxTitle caps a re-exposed tool's title, in characters.
 	maxTitle = 200
-	// maxListPages bounds the tools/list pages read from one server.
+	// maxListPages bounds the pages of one list (tools, prompts, resources,
+	// templates) read from one server.
 	maxListPages = 100
 )
 
@@ -236,6 +237,24 @@ func sameConns(a, b map[string]*conn) bool {
 	return true
 }
 
+// listAll reads the pages of one of a server's lists (what names it in
+// the error), at most maxListPages of them, following next cursors.
+func listAll[T any](ctx context.Context, c *conn, what string, page func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
+	var out []T
+	cursor := ""
+	for range maxListPages {
+		items, next, err := page(ctx, cursor)
+		if err != nil {
+			return nil, fmt.Errorf("%s: cannot list its %s: %s", c.srv.where(), what, redactText(err.Error()))
+		}
+		out = append(out, items...)
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	return out, nil
+}
+
 // listTools reads every page of the server's tools/list (which also fills
 // the session's tools cache, see conn.needsToolList).
 func listTools(ctx context.Context, c *conn) ([]*mcp.Tool, error) {
@@ -245,18 +264,15 @@ func listTools(ctx context.Context, c *conn) ([]*mcp.Tool, error) {
 	if c.relay != nil {
 		gen = c.relay.listing()
 	}
-	var out []*mcp.Tool
-	cursor := ""
-	for range maxListPages {
+	out, err := listAll(ctx, c, "tools", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
 		res, err := c.session.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
-			return nil, fmt.Errorf("%s: cannot list its tools: %s", c.srv.where(), redactText(err.Error()))
+			return nil, "", err
 		}
-		out = append(out, res.Tools...)
-		if res.NextCursor == "" {
-			break
-		}
-		cursor = res.NextCursor
+		return res.Tools, res.NextCursor, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if c.relay != nil {
 		c.relay.listed(gen)

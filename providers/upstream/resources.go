@@ -96,30 +96,26 @@ func hasResources(c *conn) bool {
 func listResources(ctx context.Context, c *conn) ([]*mcp.Resource, []*mcp.ResourceTemplate, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.srv.timeout)
 	defer cancel()
-	var resources []*mcp.Resource
-	cursor := ""
-	for range maxListPages {
+	resources, err := listAll(ctx, c, "resources", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
 		res, err := c.session.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: cannot list its resources: %s", c.srv.where(), redactText(err.Error()))
+			return nil, "", err
 		}
-		resources = append(resources, res.Resources...)
-		if cursor = res.NextCursor; cursor == "" {
-			break
-		}
+		return res.Resources, res.NextCursor, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	var templates []*mcp.ResourceTemplate
-	cursor = ""
-	for range maxListPages {
+	templates, err := listAll(ctx, c, "resource templates", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
 		res, err := c.session.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 		if err != nil {
-			// Templates are optional even with the capability.
-			break
+			return nil, "", err
 		}
-		templates = append(templates, res.ResourceTemplates...)
-		if cursor = res.NextCursor; cursor == "" {
-			break
-		}
+		return res.ResourceTemplates, res.NextCursor, nil
+	})
+	if err != nil {
+		// Templates are optional even with the capability.
+		templates = nil
 	}
 	return resources, templates, nil
 }

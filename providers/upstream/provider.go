@@ -74,8 +74,12 @@ type Provider struct {
 	// states holds what each host session set up, by client key.
 	states map[string]*clientState
 
-	reconnectMu sync.Mutex            // serialises reconnections
-	retries     map[string]retryState // by server name; guarded by reconnectMu
+	// opening serialises the opening of one session (shared or a
+	// client's) so that concurrent requests open it once; different
+	// sessions open in parallel.
+	opening keyedMutex
+	retryMu sync.Mutex
+	retries map[string]retryState // by server name; guarded by retryMu
 
 	tokens atomic.Uint64 // numbers upstream progress tokens
 	notify debouncer     // coalesces notifications to the host

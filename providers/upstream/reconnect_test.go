@@ -1,10 +1,13 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -169,5 +172,56 @@ func TestBusyClientSessionIsNotEvicted(t *testing.T) {
 	p.mu.RUnlock()
 	if kept || n != maxClientSessions {
 		t.Errorf("after the call ended: %d sessions, oldest kept %v; want %d without it", n, kept, maxClientSessions)
+	}
+}
+
+// Two clients' sessions with one server open in parallel: one slow
+// initialize does not hold the other client's up.
+func TestClientSessionsOpenInParallel(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "h", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "http:" + in.Text}}}, nil, nil
+		})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	// After the shared session, every initialize waits until two are in
+	// flight at once (or 5 s pass, which fails the test).
+	var inits atomic.Int32
+	var alone atomic.Bool
+	both := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"method":"initialize"`)) {
+			switch inits.Add(1) {
+			case 1: // the shared session, at Configure
+			case 3:
+				close(both)
+			default:
+				select {
+				case <-both:
+				case <-time.After(5 * time.Second):
+					alone.Store(true)
+				}
+			}
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	h, _ := start(t, map[string]any{"name": "web", "endpoint": srv.URL + "/mcp"})
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range 2 {
+		wg.Go(func() {
+			res, err := h.Provider.CallTool(t.Context(), &sdk.CallToolRequest{Name: "web__echo", Arguments: []byte(`{"text":"x"}`),
+				Caller: sdk.Caller{SessionToken: fmt.Sprintf("client-%d", i)}})
+			if err != nil || res.IsError {
+				t.Errorf("call of client %d: %v %+v", i, err, res)
+			}
+		})
+	}
+	wg.Wait()
+	if alone.Load() {
+		t.Fatalf("one client's initialize waited alone for 5s: the sessions were opened one after the other (took %s)", time.Since(start))
 	}
 }

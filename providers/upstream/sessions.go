@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -82,8 +83,7 @@ func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (*
 		return cc.conn, nil
 	}
 	p.mu.Unlock()
-	p.reconnectMu.Lock()
-	defer p.reconnectMu.Unlock()
+	defer p.opening.lock(key)()
 	p.mu.Lock()
 	if cc := p.clients[key]; cc != nil && cc.conn.alive() {
 		cc.used = time.Now()
@@ -91,24 +91,18 @@ func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (*
 		return cc.conn, nil
 	}
 	p.mu.Unlock()
-	st := p.retries[s.name]
-	if wait := time.Until(st.next); wait > 0 {
-		return nil, fmt.Errorf("%s is down and is tried again in %s", s.where(), wait.Round(100*time.Millisecond))
+	if err := p.backingOff(s); err != nil {
+		return nil, err
 	}
 	nc, err := p.connect(ctx, s, sessionOwner(caller))
-	if err != nil && ctx.Err() != nil {
-		// The caller stopped waiting (its deadline or cancellation): that
-		// says nothing about the server, so no backoff for everyone.
-		return nil, fmt.Errorf("connect: %w", err)
-	}
 	if err != nil {
-		p.log.Warn("cannot open a client's upstream session", "server", s.name, "error", redactText(err.Error()))
-		st.failures++
-		st.next = time.Now().Add(min(firstRetry<<min(st.failures-1, 10), maxRetry))
-		p.retries[s.name] = st
+		if ctx.Err() == nil {
+			p.log.Warn("cannot open a client's upstream session", "server", s.name, "error", redactText(err.Error()))
+		}
+		p.connectFailed(ctx, s)
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	delete(p.retries, s.name)
+	p.connected(s)
 	applied := p.prepare(ctx, nc, client)
 	p.mu.Lock()
 	if p.clients == nil {
@@ -251,31 +245,23 @@ func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) 
 	if c != nil && c.alive() {
 		return c, nil
 	}
-	p.reconnectMu.Lock()
-	defer p.reconnectMu.Unlock()
+	defer p.opening.lock(s.name)()
 	p.mu.RLock()
 	c = p.conns[s.name]
 	p.mu.RUnlock()
 	if c != nil && c.alive() {
 		return c, nil
 	}
-	st := p.retries[s.name]
-	if wait := time.Until(st.next); wait > 0 {
-		return nil, fmt.Errorf("%s is down and is tried again in %s", s.where(), wait.Round(100*time.Millisecond))
+	if err := p.backingOff(s); err != nil {
+		return nil, err
 	}
-	p.log.Warn("upstream session ended; reconnecting", "server", s.name, "failures", st.failures)
+	p.log.Warn("upstream session ended; reconnecting", "server", s.name)
 	nc, err := p.connect(ctx, s, nil)
-	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("reconnect: %w", err)
-	}
 	if err != nil {
-		st.failures++
-		delay := firstRetry << min(st.failures-1, 10)
-		st.next = time.Now().Add(min(delay, maxRetry))
-		p.retries[s.name] = st
+		p.connectFailed(ctx, s)
 		return nil, fmt.Errorf("reconnect: %w", err)
 	}
-	delete(p.retries, s.name)
+	p.connected(s)
 	p.prepare(ctx, nc, "")
 	p.mu.Lock()
 	p.conns[s.name] = nc
@@ -284,6 +270,75 @@ func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) 
 		c.close()
 	}
 	return nc, nil
+}
+
+// backingOff returns an error while s is in its reconnection backoff.
+func (p *Provider) backingOff(s *server) error {
+	p.retryMu.Lock()
+	defer p.retryMu.Unlock()
+	if wait := time.Until(p.retries[s.name].next); wait > 0 {
+		return fmt.Errorf("%s is down and is tried again in %s", s.where(), wait.Round(100*time.Millisecond))
+	}
+	return nil
+}
+
+// connectFailed starts or lengthens s's backoff after a failed connect:
+// the next attempt waits firstRetry, doubling per failure up to maxRetry.
+// A connect that failed because ctx ended (the caller stopped waiting)
+// says nothing about the server and starts no backoff.
+func (p *Provider) connectFailed(ctx context.Context, s *server) {
+	if ctx.Err() != nil {
+		return
+	}
+	p.retryMu.Lock()
+	defer p.retryMu.Unlock()
+	st := p.retries[s.name]
+	st.failures++
+	st.next = time.Now().Add(min(firstRetry<<min(st.failures-1, 10), maxRetry))
+	p.retries[s.name] = st
+}
+
+// connected ends s's backoff.
+func (p *Provider) connected(s *server) {
+	p.retryMu.Lock()
+	defer p.retryMu.Unlock()
+	delete(p.retries, s.name)
+}
+
+// keyedMutex is a set of mutexes by key, each existing while locked or
+// waited for.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu      sync.Mutex
+	waiters int
+}
+
+// lock locks key's mutex and returns the func that unlocks it.
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedEntry{}
+	}
+	e := k.m[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.m[key] = e
+	}
+	e.waiters++
+	k.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.mu.Lock()
+		if e.waiters--; e.waiters == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
 }
 
 // dropSession marks client's session with s as gone, so that the next

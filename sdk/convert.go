@@ -177,29 +177,31 @@ func samplingContentFromProto(cs []*providerv1.SamplingContent) []SamplingConten
 
 func callerToProto(c Caller) *providerv1.Caller {
 	return &providerv1.Caller{
-		SourceType:        c.SourceType,
-		SessionHash:       c.SessionHash,
-		ClientName:        c.ClientName,
-		ClientVersion:     c.ClientVersion,
-		Depth:             uint32(max(c.Depth, 0)),
-		ProgressTokenJson: c.ProgressToken,
-		CallToken:         c.CallToken,
-		SessionToken:      c.SessionToken,
-		ProtocolVersion:   c.ProtocolVersion,
+		SourceType:             c.SourceType,
+		SessionHash:            c.SessionHash,
+		ClientName:             c.ClientName,
+		ClientVersion:          c.ClientVersion,
+		Depth:                  uint32(max(c.Depth, 0)),
+		ProgressTokenJson:      c.ProgressToken,
+		CallToken:              c.CallToken,
+		SessionToken:           c.SessionToken,
+		ProtocolVersion:        c.ProtocolVersion,
+		ClientCapabilitiesJson: c.ClientCapabilities,
 	}
 }
 
 func callerFromProto(c *providerv1.Caller) Caller {
 	return Caller{
-		SourceType:      c.GetSourceType(),
-		SessionHash:     c.GetSessionHash(),
-		ClientName:      c.GetClientName(),
-		ClientVersion:   c.GetClientVersion(),
-		Depth:           int(c.GetDepth()),
-		ProgressToken:   rawOrNil(c.GetProgressTokenJson()),
-		CallToken:       c.GetCallToken(),
-		SessionToken:    c.GetSessionToken(),
-		ProtocolVersion: c.GetProtocolVersion(),
+		SourceType:         c.GetSourceType(),
+		SessionHash:        c.GetSessionHash(),
+		ClientName:         c.GetClientName(),
+		ClientVersion:      c.GetClientVersion(),
+		Depth:              int(c.GetDepth()),
+		ProgressToken:      rawOrNil(c.GetProgressTokenJson()),
+		CallToken:          c.GetCallToken(),
+		SessionToken:       c.GetSessionToken(),
+		ProtocolVersion:    c.GetProtocolVersion(),
+		ClientCapabilities: rawOrNil(c.GetClientCapabilitiesJson()),
 	}
 }
 

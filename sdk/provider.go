@@ -409,6 +409,12 @@ type Caller struct {
 	// opens sessions of its own for the client (the upstream provider)
 	// asks for the same. Empty outside MCP sessions.
 	ProtocolVersion string
+	// ClientCapabilities is what the client declared in initialize, a
+	// JSON object in the MCP ClientCapabilities schema (sampling,
+	// elicitation, roots, ...) (protocol 2); a provider that opens
+	// sessions of its own for the client declares no more than this. Nil
+	// outside MCP sessions.
+	ClientCapabilities json.RawMessage
 }
 
 // CallToolRequest is the argument of [Provider.CallTool].

@@ -474,7 +474,7 @@ func TestGetPromptPassesArgumentsAndConvertsContent(t *testing.T) {
 		t.Fatalf("provider got %d prompts/get, want 1", len(got))
 	}
 	want1 := sdk.GetPromptRequest{Name: "relay.greet", Arguments: map[string]string{"name": "Ada", "style": "formal"}, Caller: sdk.Caller{
-		SourceType: "mcp:claude-desktop", SessionHash: got[0].Caller.SessionHash, ClientName: "Claude Desktop", ClientVersion: "9.9", SessionToken: tok, ProtocolVersion: "2025-11-25",
+		SourceType: "mcp:claude-desktop", SessionHash: got[0].Caller.SessionHash, ClientName: "Claude Desktop", ClientVersion: "9.9", SessionToken: tok, ProtocolVersion: "2025-11-25", ClientCapabilities: json.RawMessage(`{"roots":{"listChanged":true}}`),
 	}}
 	if diff := cmp.Diff(want1, got[0]); diff != "" {
 		t.Errorf("GetPrompt request (-want +got):\n%s", diff)
@@ -870,7 +870,7 @@ func TestSessionClosedTellsObservers(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Fatal(err)
 	}
-	want := sdk.Caller{SourceType: "mcp:claude-desktop", SessionHash: hash, ClientName: "Claude Desktop", ClientVersion: "9.9", SessionToken: tok, ProtocolVersion: "2025-11-25"}
+	want := sdk.Caller{SourceType: "mcp:claude-desktop", SessionHash: hash, ClientName: "Claude Desktop", ClientVersion: "9.9", SessionToken: tok, ProtocolVersion: "2025-11-25", ClientCapabilities: json.RawMessage(`{"roots":{"listChanged":true}}`)}
 	for _, f := range []*relayFake{relay, watch} {
 		got := recv(t, f.closedCh, f.name+"'s SessionClosed")
 		if diff := cmp.Diff(want, got); diff != "" {

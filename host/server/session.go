@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -27,6 +28,8 @@ type sessionInfo struct {
 	token string
 	// protocolVersion is the MCP version the client asked for.
 	protocolVersion string
+	// capabilities is what the client declared, as JSON.
+	capabilities json.RawMessage
 }
 
 // caller is the sdk.Caller of a request made in ss, without call-specific
@@ -44,6 +47,8 @@ func (info *sessionInfo) caller() sdk.Caller {
 		ClientVersion:   info.clientVersion,
 		SessionToken:    info.token,
 		ProtocolVersion: info.protocolVersion,
+		// Shared, never changed: providers only read it.
+		ClientCapabilities: info.capabilities,
 	}
 }
 
@@ -64,6 +69,9 @@ func (s *Server) session(ss *mcp.ServerSession) *sessionInfo {
 	}
 	if p := ss.InitializeParams(); p != nil {
 		info.protocolVersion = cleanClientText(p.ProtocolVersion)
+		if p.Capabilities != nil {
+			info.capabilities, _ = json.Marshal(p.Capabilities)
+		}
 	}
 	id := ss.ID()
 	if id == "" {

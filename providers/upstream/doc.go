@@ -17,8 +17,9 @@
 // started again at the next call (with backoff), and an HTTP session the
 // server forgot (404) is initialised again once and the request sent once
 // more. A client's own session asks the server for the protocol version
-// that client asked the host for, so the server treats it as it would
-// directly (before 2026-07-28 it may sample and elicit during a call).
+// that client asked the host for, and declares sampling and elicitation
+// only as that client did, so the server treats it as it would directly
+// (before 2026-07-28 it may sample and elicit during a call).
 //
 // The provider aims to be transparent, relaying through the host's
 // protocol 2 service ([sdk.Host]):

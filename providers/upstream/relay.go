@@ -39,6 +39,9 @@ type relay struct {
 	// owner is the caller whose host session the upstream session serves;
 	// nil for the shared session (Describe, command-line calls).
 	owner *sdk.Caller
+	// relaysElicitation is set once, before the session opens, when its
+	// elicitation requests go to the client.
+	relaysElicitation bool
 
 	mu      sync.Mutex
 	calls   []*inflight          // calls in flight, oldest first
@@ -67,15 +70,26 @@ func newRelay(p *Provider, s *server, owner *sdk.Caller) *relay {
 
 // clientOptions are the go-sdk client options of a session relayed by r;
 // nil r (upstream check) gets no handlers. No roots are advertised;
-// sampling and elicitation only when the host can relay them.
+// sampling and elicitation only when the host can relay them and, for a
+// client's own session, only when that client declared them (elicitation
+// with the modes it declared), so the server sees what the client can do.
 func clientOptions(r *relay) *mcp.ClientOptions {
 	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
 	if r == nil {
 		return opts
 	}
 	if r.p.hostService() != nil {
-		opts.CreateMessageHandler = r.createMessage
-		opts.ElicitationHandler = r.elicit
+		declared := r.ownerCapabilities()
+		if declared == nil || declared.Sampling != nil {
+			opts.CreateMessageHandler = r.createMessage
+		}
+		if declared == nil || declared.Elicitation != nil {
+			opts.ElicitationHandler = r.elicit
+			r.relaysElicitation = true
+			if declared != nil {
+				opts.Capabilities.Elicitation = declared.Elicitation
+			}
+		}
 	}
 	opts.ProgressNotificationHandler = r.progress
 	opts.LoggingMessageHandler = r.logMessage
@@ -207,6 +221,20 @@ func (r *relay) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elicit
 	return &out, nil
 }
 
+// ownerCapabilities returns what the client owning r's session declared,
+// nil for the shared session or when the host did not say.
+func (r *relay) ownerCapabilities() *mcp.ClientCapabilities {
+	if r.owner == nil || len(r.owner.ClientCapabilities) == 0 {
+		return nil
+	}
+	var caps mcp.ClientCapabilities
+	if err := json.Unmarshal(r.owner.ClientCapabilities, &caps); err != nil {
+		r.p.log.Debug("client capabilities not readable; relaying all", "error", err)
+		return nil
+	}
+	return &caps
+}
+
 // passThroughElicitation answers elicitation/create before the go-sdk
 // client checks the requested schema against its own reading of the spec:
 // the client at the end of the relay is the one to judge the form (the
@@ -215,7 +243,7 @@ func (r *relay) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elicit
 // accept), so the request reaches it as the upstream sent it.
 func (r *relay) passThroughElicitation(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if er, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && er.Params != nil && r.p.hostService() != nil {
+		if er, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && er.Params != nil && r.relaysElicitation {
 			return r.elicit(ctx, er)
 		}
 		return next(ctx, method, req)

@@ -659,3 +659,42 @@ func TestLoggingLevelInMeta(t *testing.T) {
 		t.Errorf("logs at level info (-want +got):\n%s", diff)
 	}
 }
+
+// A client's own upstream session declares what that client declared:
+// sampling only if it can sample, elicitation with its modes; the shared
+// session, with no client, declares both.
+func TestSessionCapabilitiesMirrorTheClient(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "caps", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "caps", Description: "Says what the client declared."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			c := req.Session.InitializeParams().Capabilities
+			out := fmt.Sprintf("sampling=%v elicitation=%v", c.Sampling != nil, c.Elicitation != nil)
+			if c.Elicitation != nil {
+				out += fmt.Sprintf(" form=%v url=%v", c.Elicitation.Form != nil, c.Elicitation.URL != nil)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}}, nil, nil
+		})
+	p, _ := configure(t, newFakeHost(), map[string]any{"name": "web", "endpoint": serve(t, s, false, nil)})
+	call := func(c sdk.Caller) string {
+		t.Helper()
+		return resultText(t)(p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "web__caps", Arguments: []byte(`{}`), Caller: c}))
+	}
+	for _, tc := range []struct {
+		caps json.RawMessage
+		want string
+	}{
+		{nil, "sampling=true elicitation=true form=true url=false"},
+		{json.RawMessage(`{}`), "sampling=false elicitation=false"},
+		{json.RawMessage(`{"sampling":{}}`), "sampling=true elicitation=false"},
+		{json.RawMessage(`{"elicitation":{"url":{}}}`), "sampling=false elicitation=true form=false url=true"},
+	} {
+		c := caller(fmt.Sprintf("caps-%s", tc.caps), "")
+		c.ClientCapabilities = tc.caps
+		if got := call(c); got != tc.want {
+			t.Errorf("client declaring %s: upstream saw %q, want %q", tc.caps, got, tc.want)
+		}
+	}
+	if got := call(sdk.Caller{SourceType: "cli"}); got != "sampling=true elicitation=true form=true url=false" {
+		t.Errorf("shared session: upstream saw %q", got)
+	}
+}

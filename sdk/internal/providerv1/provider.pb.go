@@ -853,8 +853,11 @@ type Caller struct {
 	// The MCP protocol version the client asked for in initialize, for
 	// example "2025-11-25" (protocol 2); empty outside MCP sessions.
 	ProtocolVersion string `protobuf:"bytes,9,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The capabilities the client declared in initialize, a JSON object
+	// (MCP ClientCapabilities) (protocol 2); empty outside MCP sessions.
+	ClientCapabilitiesJson []byte `protobuf:"bytes,10,opt,name=client_capabilities_json,json=clientCapabilitiesJson,proto3" json:"client_capabilities_json,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *Caller) Reset() {
@@ -948,6 +951,13 @@ func (x *Caller) GetProtocolVersion() string {
 		return x.ProtocolVersion
 	}
 	return ""
+}
+
+func (x *Caller) GetClientCapabilitiesJson() []byte {
+	if x != nil {
+		return x.ClientCapabilitiesJson
+	}
+	return nil
 }
 
 type CallToolRequest struct {
@@ -3268,7 +3278,7 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\x0ePromptArgument\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1a\n" +
-	"\brequired\x18\x03 \x01(\bR\brequired\"\xc9\x02\n" +
+	"\brequired\x18\x03 \x01(\bR\brequired\"\x83\x03\n" +
 	"\x06Caller\x12\x1f\n" +
 	"\vsource_type\x18\x01 \x01(\tR\n" +
 	"sourceType\x12!\n" +
@@ -3281,7 +3291,9 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\n" +
 	"call_token\x18\a \x01(\tR\tcallToken\x12#\n" +
 	"\rsession_token\x18\b \x01(\tR\fsessionToken\x12)\n" +
-	"\x10protocol_version\x18\t \x01(\tR\x0fprotocolVersion\"\x83\x01\n" +
+	"\x10protocol_version\x18\t \x01(\tR\x0fprotocolVersion\x128\n" +
+	"\x18client_capabilities_json\x18\n" +
+	" \x01(\fR\x16clientCapabilitiesJson\"\x83\x01\n" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\fR\rargumentsJson\x125\n" +

@@ -36,10 +36,26 @@ type callEntry struct {
 }
 
 // related returns ctx (for its deadline and cancellation) carrying the
-// values of values, so the go-sdk sends what it sends under ctx as part of
-// the request values belongs to.
-func related(ctx, values context.Context) context.Context {
-	return relatedCtx{Context: ctx, values: values}
+// values of values while values is not done, so the go-sdk sends what it
+// sends under ctx as part of the request values belongs to while that
+// request runs. Once it has ended (the client cancelled the call) its
+// stream is gone, and what is still sent, such as the
+// notifications/cancelled for a relayed request, goes out unrelated (on
+// Streamable HTTP: the session's standalone stream) instead of nowhere.
+//
+// ctx's own values are dropped: a ctx derived from the call (a provider
+// called in-process) would otherwise relate the request to the ended call
+// all the same. The returned stop releases ctx's watch.
+func related(ctx, values context.Context) (context.Context, context.CancelFunc) {
+	base, cancel := context.WithCancelCause(context.Background())
+	if d, ok := ctx.Deadline(); ok {
+		var cancelDeadline context.CancelFunc
+		base, cancelDeadline = context.WithDeadline(base, d)
+		prev := cancel
+		cancel = func(err error) { cancelDeadline(); prev(err) }
+	}
+	stopWatch := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	return relatedCtx{Context: base, values: values}, func() { stopWatch(); cancel(context.Canceled) }
 }
 
 type relatedCtx struct {
@@ -48,8 +64,10 @@ type relatedCtx struct {
 }
 
 func (c relatedCtx) Value(key any) any {
-	if v := c.values.Value(key); v != nil {
-		return v
+	if c.values.Err() == nil {
+		if v := c.values.Value(key); v != nil {
+			return v
+		}
 	}
 	return c.Context.Value(key)
 }
@@ -87,7 +105,9 @@ func (s *Server) RequestClient(ctx context.Context, req *sdk.ClientRequest) ([]b
 			sdk.ErrClientUnavailable, req.Method, req.Caller.SourceType)
 	}
 	if callCtx != nil {
-		ctx = related(ctx, callCtx)
+		var stop context.CancelFunc
+		ctx, stop = related(ctx, callCtx)
+		defer stop()
 	}
 	var caps *mcp.ClientCapabilities
 	version := ""
@@ -188,7 +208,9 @@ func (s *Server) NotifyLog(ctx context.Context, caller sdk.Caller, m sdk.LogMess
 		return nil
 	}
 	if callCtx != nil {
-		ctx = related(ctx, callCtx)
+		var stop context.CancelFunc
+		ctx, stop = related(ctx, callCtx)
+		defer stop()
 	}
 	return ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: m.Data})
 }

@@ -43,7 +43,8 @@ func (s *Server) CreateMessage(ctx context.Context, req *sdk.CreateMessageReques
 	}
 	call := v.(*callEntry)
 	ss := call.session
-	ctx = related(ctx, call.ctx)
+	ctx, stop := related(ctx, call.ctx)
+	defer stop()
 	var caps *mcp.ClientCapabilities
 	version := ""
 	if init := ss.InitializeParams(); init != nil {

@@ -101,7 +101,7 @@ func (s *Server) target(caller sdk.Caller) (ss *mcp.ServerSession, callCtx conte
 func (s *Server) RequestClient(ctx context.Context, req *sdk.ClientRequest) ([]byte, error) {
 	ss, callCtx, ok := s.target(req.Caller)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s needs a connected MCP client session, and the caller (%q) has none or it ended",
+		return nil, fmt.Errorf("%w: %s needs a connected MCP client session, and the caller (%q) has none or it ended; call the tool from an MCP client that supports it, not the command line",
 			sdk.ErrClientUnavailable, req.Method, req.Caller.SourceType)
 	}
 	if callCtx != nil {

@@ -1107,7 +1107,7 @@ func TestRequestClientOutsideCall(t *testing.T) {
 		}
 	}
 	_, err = s.RequestClient(ctx, &sdk.ClientRequest{Caller: sdk.Caller{SessionToken: "no-such-token", SourceType: "cli"}, Method: sdk.MethodElicit})
-	want := `the client cannot take this request: elicitation/create needs a connected MCP client session, and the caller ("cli") has none or it ended`
+	want := `the client cannot take this request: elicitation/create needs a connected MCP client session, and the caller ("cli") has none or it ended; call the tool from an MCP client that supports it, not the command line`
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %q", err, want)
 	}

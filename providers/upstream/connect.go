@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -43,6 +45,21 @@ func (c *conn) watch() *conn {
 		close(c.done)
 	}()
 	return c
+}
+
+// sessionEndGrace is how long a failed request waits for its session to
+// be seen ending: the transport error (EOF) reaches the request a moment
+// before the session's end is noticed.
+const sessionEndGrace = 250 * time.Millisecond
+
+// endedSoon reports whether the session has ended or ends within d.
+func (c *conn) endedSoon(d time.Duration) bool {
+	select {
+	case <-c.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // busy reports whether a call is in flight on the session.
@@ -108,13 +125,18 @@ func connect(ctx context.Context, log hclog.Logger, s *server, r *relay) (*conn,
 	cmd := exec.Command(bin, s.args...)
 	cmd.Env = env
 	cmd.Dir = s.cwd
-	cmd.Stderr = log.Named(s.name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
+	tail := &tailBuffer{max: stderrTail}
+	cmd.Stderr = io.MultiWriter(log.Named(s.name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), tail)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, opts)
 	if err != nil {
 		if cmd.Process != nil && cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
 		}
-		return nil, fmt.Errorf("%s: cannot start or initialise it: %s", s.where(), redactText(err.Error()))
+		msg := fmt.Sprintf("%s: cannot start or initialise it: %s", s.where(), redactText(err.Error()))
+		if t := tail.text(); t != "" {
+			msg += "; its stderr ended with: " + t
+		}
+		return nil, errors.New(msg)
 	}
 	return (&conn{srv: s, session: cs, cmd: cmd, relay: r}).watch(), nil
 }
@@ -130,6 +152,37 @@ func sessionOptions(r *relay) *mcp.ClientSessionOptions {
 		return nil
 	}
 	return &mcp.ClientSessionOptions{ProtocolVersion: r.owner.ProtocolVersion}
+}
+
+// stderrTail is how much of a stdio server's last stderr output a failed
+// start quotes, in bytes.
+const stderrTail = 512
+
+// tailBuffer keeps the last max bytes written to it; safe for concurrent
+// use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+// Write implements io.Writer.
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// text is what the buffer holds, on one line, without control characters
+// or invalid UTF-8, endpoints redacted.
+func (b *tailBuffer) text() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return redactText(sanitise(strings.Join(strings.Fields(string(b.buf)), " "), b.max))
 }
 
 // headerTransport adds the server's configured headers to every request.

@@ -413,7 +413,7 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 			return sdk.ErrorResult("%s: %s answered with an error: %s", req.Name, s.where(), sanitise(werr.Message, maxDescription)), nil
 		}
 		p.log.Warn("call failed", "server", s.name, "tool", rt.name, "duration", elapsed, "error", redactText(err.Error()))
-		if !c.alive() {
+		if c.endedSoon(sessionEndGrace) {
 			// The session ended under the call; the next call reconnects.
 			p.dropSession(s, c, client)
 			return sdk.ErrorResult("%s: %s ended the session during the call (the call may or may not have run); it is reconnected at the next call",

@@ -225,3 +225,47 @@ func TestClientSessionsOpenInParallel(t *testing.T) {
 		t.Fatalf("one client's initialize waited alone for 5s: the sessions were opened one after the other (took %s)", time.Since(start))
 	}
 }
+
+// A stdio upstream that dies during a call fails that call saying the
+// call may or may not have run, and the next call starts it again.
+func TestStdioUpstreamDyingDuringACall(t *testing.T) {
+	h, p := start(t, map[string]any{"name": "local", "command": stdioServer, "prefix": ""})
+	caller := sdk.Caller{SessionToken: "dying"}
+	type outcome struct {
+		res *sdk.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := h.Provider.CallTool(t.Context(), &sdk.CallToolRequest{Name: "hang", Arguments: []byte(`{}`), Caller: caller})
+		done <- outcome{res, err}
+	}()
+	var c *conn
+	for deadline := time.Now().Add(5 * time.Second); c == nil || !c.busy(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hang call did not start within 5s")
+		}
+		p.mu.RLock()
+		if cc := p.clients["local\x00"+clientKey(caller)]; cc != nil {
+			c = cc.conn
+		}
+		p.mu.RUnlock()
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var got outcome
+	select {
+	case got = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not end within 10s of its server's death")
+	}
+	want := `hang: upstream server "local" (command ` + stdioServer + `) ended the session during the call (the call may or may not have run); it is reconnected at the next call`
+	if got.err != nil || got.res == nil || !got.res.IsError || text(got.res) != want {
+		t.Fatalf("call during the server's death: %v %+v\nwant isError %q", got.err, got.res, want)
+	}
+	res, err := h.Provider.CallTool(t.Context(), &sdk.CallToolRequest{Name: "echo", Arguments: []byte(`{"text":"again"}`), Caller: caller})
+	if err != nil || res.IsError || text(res) != "stdio:again" {
+		t.Fatalf("next call: %v %+v", err, res)
+	}
+}

@@ -69,13 +69,19 @@ func newRelay(p *Provider, s *server, owner *sdk.Caller) *relay {
 }
 
 // clientOptions are the go-sdk client options of a session relayed by r;
-// nil r (upstream check) gets no handlers. No roots are advertised;
+// nil r (upstream check) gets no handlers but declares sampling and
+// elicitation. No roots are advertised;
 // sampling and elicitation only when the host can relay them and, for a
 // client's own session, only when that client declared them (elicitation
 // with the modes it declared), so the server sees what the client can do.
 func clientOptions(r *relay) *mcp.ClientOptions {
 	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
 	if r == nil {
+		// upstream check only lists: it declares what the host's shared
+		// session declares, since some servers list tools that sample
+		// or elicit only to clients that can.
+		opts.Capabilities.Sampling = &mcp.SamplingCapabilities{}
+		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
 		return opts
 	}
 	if r.p.hostService() != nil {

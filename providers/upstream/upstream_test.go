@@ -289,6 +289,8 @@ func TestConfigureErrors(t *testing.T) {
 			"command no-such-command-xyz not found on PATH ("},
 		{"redacted endpoint", map[string]any{"name": "a", "endpoint": "http://user:pw@127.0.0.1:1/secret/path?k=v"}, "<redacted>"},
 		{"plain endpoint", map[string]any{"name": "a", "endpoint": "http://127.0.0.1:1/secret/path?k=v"}, "http://127.0.0.1:1"},
+		{"server that refuses to start", map[string]any{"name": "a", "command": "sh", "args": []string{"-c", "printf 'noise\\nflaky: refusing\\tto start\\n' >&2; exit 1"}},
+			"; its stderr ended with: noise flaky: refusing to start"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,7 +60,7 @@ func TestCheckStdio(t *testing.T) {
 	if r.Err != nil {
 		t.Fatalf("Check: %v", r.Err)
 	}
-	if r.Transport != "stdio" || r.Endpoint != stdioServer || !reflect.DeepEqual(r.Exposed, []string{"local__echo"}) || len(r.Denied) != 0 {
+	if r.Transport != "stdio" || r.Endpoint != stdioServer || !reflect.DeepEqual(r.Exposed, []string{"local__echo", "local__hang"}) || len(r.Denied) != 0 {
 		t.Errorf("report = %+v", r)
 	}
 

@@ -141,7 +141,7 @@ func TestPrefixAndForwarding(t *testing.T) {
 		map[string]any{"name": "local", "command": stdioServer, "prefix": ""},
 	)
 	got := strings.Join(toolNames(h.Catalog), ",")
-	if got != "web__add,web__echo,web__fail,web__secret,web__slow,echo" {
+	if got != "web__add,web__echo,web__fail,web__secret,web__slow,echo,hang" {
 		t.Fatalf("tools = %s", got)
 	}
 	ctx := context.Background()
@@ -234,7 +234,7 @@ func TestDuplicateFirstWins(t *testing.T) {
 		map[string]any{"name": "one", "command": stdioServer, "prefix": ""},
 		map[string]any{"name": "two", "endpoint": u.url, "prefix": "", "allowed_tools": []string{"echo", "add"}},
 	)
-	if got := strings.Join(toolNames(h.Catalog), ","); got != "echo,add" {
+	if got := strings.Join(toolNames(h.Catalog), ","); got != "echo,hang,add" {
 		t.Fatalf("tools = %s", got)
 	}
 	res, err := h.Call(context.Background(), "echo", map[string]any{"text": "x"})

@@ -78,9 +78,12 @@ type Host struct {
 	changeMu sync.Mutex
 	// owners maps "tool:<name>" and "resource:<uri>" to the provider that
 	// first served it, for the host's lifetime (guarded by changeMu).
-	owners  map[string]string
-	opts    Options
-	dataDir string
+	owners map[string]string
+	// replayed maps a provider to the pid of its process last told the
+	// sessions' state (Server.Replay), guarded by changeMu.
+	replayed map[string]int
+	opts     Options
+	dataDir  string
 	// policy is the policy in effect (guarded by changeMu).
 	policy *policy.Policy
 	// reloadMu serialises Reload.
@@ -189,6 +192,10 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	// Hold changeMu until the server exists: a provider that changes now
 	// has its change applied right after.
 	h.changeMu.Lock()
+	h.replayed = map[string]int{}
+	for _, p := range loaded {
+		h.replayed[p.Name] = p.Pid()
+	}
 	cat, dispatchers, notLoaded := h.merge()
 	timeouts := map[string]time.Duration{}
 	for _, p := range cfg.EnabledProviders() {
@@ -269,9 +276,16 @@ func (h *Host) providerChanged(p *plugins.Provider, catalogChanged bool) {
 	if h.Server == nil {
 		return
 	}
-	if catalogChanged || p.Status().State == plugins.StateFailed {
+	st := p.Status()
+	if catalogChanged || st.State == plugins.StateFailed {
 		cat, dispatchers, notLoaded := h.merge()
 		h.Server.Update(cat, dispatchers, notLoaded)
+	}
+	if st.State == plugins.StateRunning && st.Pid != h.replayed[p.Name] {
+		// A new process knows nothing of the connected sessions: tell it
+		// their logging levels and subscriptions again.
+		h.replayed[p.Name] = st.Pid
+		go h.Server.Replay(context.Background(), p.Name)
 	}
 	h.writeStatus()
 }
@@ -752,6 +766,12 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 	h.policy = pol
 	h.Server.Reconfigure(serverSettings(cfg, pol))
 	h.Server.Update(cat, dispatchers, notLoaded)
+	for _, p := range loaded {
+		// Replacements and newly enabled providers learn what the
+		// connected sessions asked of the instances before them.
+		h.replayed[p.Name] = p.Pid()
+		go h.Server.Replay(context.Background(), p.Name)
+	}
 	h.writeStatus()
 	h.changeMu.Unlock()
 	warnUnmatchedPatterns(h.log, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +33,14 @@ func newUpstreamServer(t *testing.T, tools ...string) *upstreamServer {
 
 func (u *upstreamServer) start(t *testing.T, addr string, tools ...string) {
 	t.Helper()
-	u.mcp = mcp.NewServer(&mcp.Implementation{Name: "relay-upstream", Version: "1"}, nil)
+	u.mcp = mcp.NewServer(&mcp.Implementation{Name: "relay-upstream", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	u.mcp.AddResource(&mcp.Resource{URI: "test://watched", Name: "watched", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "watched"}}}, nil
+		})
 	for _, name := range tools {
 		u.addTool(name)
 	}
@@ -136,4 +144,53 @@ func TestRestartedHTTPUpstreamIsUsedAgain(t *testing.T) {
 	if got := text(call(t, h, "up__echo", `{"text":"cli"}`)); got != "echo:cli" {
 		t.Errorf("command-line call after the restart: %q", got)
 	}
+}
+
+// A client's subscription survives a crash of the upstream provider: the
+// restarted provider is told it again, and the upstream's updates reach
+// the client as before.
+func TestSubscriptionSurvivesUpstreamProviderRestart(t *testing.T) {
+	up := newUpstreamServer(t, "echo")
+	cfg, _ := testConfig(t, fmt.Sprintf("[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n",
+		"http://"+up.addr+"/"))
+	h := startTestHost(t, cfg)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	updated := make(chan string, 64)
+	cs := connectVersion(t, h, "2025-11-25", &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+		updated <- req.Params.URI
+	}})
+	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "test://watched"}); err != nil {
+		t.Fatal(err)
+	}
+	// until triggers an update every 100 ms until the client hears one.
+	until := func(what string) {
+		t.Helper()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(10 * time.Second)
+		for {
+			_ = up.mcp.ResourceUpdated(t.Context(), &mcp.ResourceUpdatedNotificationParams{URI: "test://watched"})
+			select {
+			case uri := <-updated:
+				if uri != "test://watched" {
+					t.Fatalf("%s: update for %q", what, uri)
+				}
+				return
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("%s: no notifications/resources/updated within 10s", what)
+			}
+		}
+	}
+	until("before the restart")
+	p := providerByName(t, h, "upstream")
+	pid := p.Pid()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "upstream provider restarted", func() bool { return p.Pid() != 0 && p.Pid() != pid })
+	for len(updated) > 0 {
+		<-updated
+	}
+	until("after the restart")
 }

@@ -362,7 +362,10 @@ func (s *Server) subscribe(ctx context.Context, ss *mcp.ServerSession, uri strin
 		err = d.Unsubscribe(ctx, req)
 	}
 	switch {
-	case err == nil, errors.Is(err, sdk.ErrNotImplemented):
+	case err == nil:
+		s.session(ss).remember("", uri, on)
+		return nil
+	case errors.Is(err, sdk.ErrNotImplemented):
 		return nil
 	case errors.Is(err, sdk.ErrResourceNotFound):
 		return mcp.ResourceNotFoundError(uri)
@@ -387,7 +390,9 @@ func (s *Server) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || params == nil || ss == nil {
 			return res, err
 		}
-		caller := s.caller(ss)
+		info := s.session(ss)
+		info.remember(string(params.Level), "", false)
+		caller := info.caller()
 		s.eachObserver(ctx, func(ctx context.Context, name string, o sdk.SessionObserver) {
 			if err := o.SetLoggingLevel(ctx, &sdk.SetLoggingLevelRequest{Level: string(params.Level), Caller: caller}); err != nil && !errors.Is(err, sdk.ErrNotImplemented) {
 				s.log.Warn("provider did not take the session's logging level", "provider", name, "error", err)
@@ -409,6 +414,53 @@ func (s *Server) eachObserver(ctx context.Context, fn func(ctx context.Context, 
 		}
 	}
 	wg.Wait()
+}
+
+// Replay tells the provider named provider, after it restarted (a new
+// process knows nothing of the sessions), what each connected session
+// asked of it: the session's logging level, and its subscriptions to the
+// resources the provider serves. Failures are logged. Replay waits for
+// every answer, each bounded by five seconds.
+func (s *Server) Replay(ctx context.Context, provider string) {
+	v := s.view.Load()
+	d, ok := v.providers[provider]
+	if !ok {
+		return
+	}
+	observer, _ := d.(sdk.SessionObserver)
+	subscriber, _ := d.(sdk.Subscriber)
+	if observer == nil && subscriber == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionEventTimeout)
+	defer cancel()
+	s.sessions.Range(func(_, value any) bool {
+		info := value.(*sessionInfo)
+		info.mu.Lock()
+		level := info.level
+		var uris []string
+		for uri := range info.subs {
+			if owner, ok := v.resourceOwner(uri); ok && owner == provider {
+				uris = append(uris, uri)
+			}
+		}
+		info.mu.Unlock()
+		caller := info.caller()
+		if level != "" && observer != nil {
+			if err := observer.SetLoggingLevel(ctx, &sdk.SetLoggingLevelRequest{Level: level, Caller: caller}); err != nil && !errors.Is(err, sdk.ErrNotImplemented) {
+				s.log.Warn("restarted provider did not take a session's logging level", "provider", provider, "error", err)
+			}
+		}
+		for _, uri := range uris {
+			if subscriber == nil {
+				break
+			}
+			if err := subscriber.Subscribe(ctx, &sdk.SubscribeRequest{URI: uri, Caller: caller}); err != nil && !errors.Is(err, sdk.ErrNotImplemented) {
+				s.log.Warn("restarted provider did not take a session's subscription", "provider", provider, "error", err)
+			}
+		}
+		return true
+	})
 }
 
 // sessionClosed tells providers that keep state per session that caller's

@@ -1333,3 +1333,50 @@ func TestSessionTokenPerSession(t *testing.T) {
 		t.Errorf("%d calls and reads recorded, want 8", n)
 	}
 }
+
+// Replay tells a provider (after its restart) each session's logging
+// level and the subscriptions it still holds on that provider's resources.
+func TestReplayTellsARestartedProviderWhatSessionsAsked(t *testing.T) {
+	t.Parallel()
+	s, relay, watch := newRelayServer(t)
+	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	tok := sessionToken(t, cs, relay)
+	ctx := context.Background()
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, uri := range []string{"relay://doc", "relay://notes/7", "relay://notes/8"} {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("subscribe %s: %v", uri, err)
+		}
+	}
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "relay://notes/8"}); err != nil {
+		t.Fatal(err)
+	}
+	// A subscription the plain provider accepted is not relay's to hear.
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "plain://doc"}); err != nil {
+		t.Fatal(err)
+	}
+	relayLevels, watchLevels, subs := len(relay.allLevels()), len(watch.allLevels()), len(relay.allSubs())
+
+	s.Replay(ctx, "relay")
+
+	levels := relay.allLevels()[relayLevels:]
+	if len(levels) != 1 || levels[0].Level != "warning" || levels[0].Caller.SessionToken != tok {
+		t.Errorf("levels replayed to relay: %+v", levels)
+	}
+	var replayed []string
+	for _, e := range relay.allSubs()[subs:] {
+		if !e.On || e.SessionToken != tok {
+			t.Errorf("replayed subscription event %+v", e)
+		}
+		replayed = append(replayed, e.URI)
+	}
+	slices.Sort(replayed)
+	if want := []string{"relay://doc", "relay://notes/7"}; !slices.Equal(replayed, want) {
+		t.Errorf("subscriptions replayed to relay: %v, want %v", replayed, want)
+	}
+	if n := len(watch.allLevels()); n != watchLevels {
+		t.Errorf("watch heard %d more levels from a replay meant for relay", n-watchLevels)
+	}
+}

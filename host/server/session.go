@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -30,6 +31,33 @@ type sessionInfo struct {
 	protocolVersion string
 	// capabilities is what the client declared, as JSON.
 	capabilities json.RawMessage
+
+	// mu guards what the session asked providers to keep, which a
+	// provider that restarts is told again (Server.Replay).
+	mu    sync.Mutex
+	level string          // the last logging/setLevel
+	subs  map[string]bool // resources/subscribe URIs not unsubscribed
+}
+
+// remember records what a provider restarted later must be told again:
+// level when not empty, and uri subscribed (on) or not.
+func (info *sessionInfo) remember(level, uri string, on bool) {
+	info.mu.Lock()
+	defer info.mu.Unlock()
+	if level != "" {
+		info.level = level
+	}
+	if uri == "" {
+		return
+	}
+	if on {
+		if info.subs == nil {
+			info.subs = map[string]bool{}
+		}
+		info.subs[uri] = true
+	} else {
+		delete(info.subs, uri)
+	}
 }
 
 // caller is the sdk.Caller of a request made in ss, without call-specific

@@ -37,8 +37,10 @@
 //     error, goes back to the server unchanged. Elicitation forms are
 //     not checked by the go-sdk client on the way: the client at the end
 //     judges them. Roots are not offered.
-//   - Progress notifications reach the call they belong to (each call
-//     gets an upstream progress token of its own), and log messages the
+//   - Progress notifications reach the call they belong to (a client's
+//     session forwards the client's own progress token; the shared session
+//     and a token already in flight get one of the provider's), and log
+//     messages the
 //     most recent call in flight, else the owning client's session
 //     ([sdk.Host.NotifyLog]). The logging level a client sets is passed on
 //     to its sessions (logging/setLevel, or each request's _meta from

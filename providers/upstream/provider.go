@@ -450,7 +450,7 @@ func (p *Provider) forward(ctx context.Context, c *conn, req *sdk.CallToolReques
 	}
 	call := c.relay.begin(ctx, req)
 	defer c.relay.end(call)
-	if call.token != "" {
+	if call.token != nil {
 		params.SetProgressToken(call.token)
 	}
 	return c.session.CallTool(withCaller(ctx, req.Caller), params)

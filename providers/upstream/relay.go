@@ -3,10 +3,12 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -56,7 +58,8 @@ type relay struct {
 type inflight struct {
 	ctx   context.Context
 	req   *sdk.CallToolRequest
-	token string // upstream progress token; "" when the client asked for none
+	token any    // upstream progress token (string or int64); nil when the client asked for none
+	key   string // token as JSON, the key in relay.byToken
 	last  float64
 	seen  bool // a progress report was relayed
 	// handlers counts notification handlers relaying to this call, so
@@ -116,26 +119,65 @@ func clientOptions(r *relay) *mcp.ClientOptions {
 }
 
 // begin registers a call about to be forwarded; end must follow. When
-// the client asked for progress the call gets an upstream progress token
-// of its own, so that concurrent calls on one session are told apart.
+// the client asked for progress, a client's own session forwards the
+// client's token unchanged (the client keeps its tokens unique among its
+// requests in flight, and the session is that client's alone), so the
+// server sees what it would see directly; the shared session, and a token
+// already in flight, get a token of the provider's own, so that
+// concurrent calls are still told apart.
 func (r *relay) begin(ctx context.Context, req *sdk.CallToolRequest) *inflight {
 	call := &inflight{ctx: ctx, req: req}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(req.Caller.ProgressToken) > 0 {
-		call.token = fmt.Sprintf("%s%d", progressPrefix, r.p.tokens.Add(1))
-		r.byToken[call.token] = call
+		if tok, key, ok := clientToken(req.Caller.ProgressToken); ok && r.owner != nil && r.byToken[key] == nil {
+			call.token, call.key = tok, key
+		} else {
+			own := fmt.Sprintf("%s%d", progressPrefix, r.p.tokens.Add(1))
+			key, _ := json.Marshal(own)
+			call.token, call.key = own, string(key)
+		}
+		r.byToken[call.key] = call
 	}
 	r.calls = append(r.calls, call)
 	return call
+}
+
+// clientToken decodes a progress token the client sent (JSON): a string,
+// or an integer that fits int64, as the go-sdk takes them; key is its
+// canonical JSON. ok is false for anything else.
+func clientToken(raw json.RawMessage) (tok any, key string, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, "", false
+	}
+	switch v := v.(type) {
+	case string:
+		tok = v
+	case json.Number:
+		n, err := v.Int64()
+		if err != nil {
+			return nil, "", false
+		}
+		tok = n
+	default:
+		return nil, "", false
+	}
+	b, err := json.Marshal(tok)
+	if err != nil {
+		return nil, "", false
+	}
+	return tok, string(b), true
 }
 
 // end unregisters call and waits for the handlers relaying to it.
 func (r *relay) end(call *inflight) {
 	r.mu.Lock()
 	r.calls = slices.DeleteFunc(r.calls, func(c *inflight) bool { return c == call })
-	if call.token != "" {
-		delete(r.byToken, call.token)
+	if call.key != "" {
+		delete(r.byToken, call.key)
 	}
 	r.mu.Unlock()
 	call.handlers.Wait()
@@ -296,9 +338,9 @@ func (r *relay) progress(_ context.Context, req *mcp.ProgressNotificationClientR
 	if req.Params == nil {
 		return
 	}
-	token, _ := req.Params.ProgressToken.(string)
+	key := progressKey(req.Params.ProgressToken)
 	r.mu.Lock()
-	call := r.byToken[token]
+	call := r.byToken[key]
 	if call == nil || (call.seen && req.Params.Progress <= call.last) {
 		r.mu.Unlock()
 		r.p.log.Trace("progress dropped", "server", r.srv.name, "reason", "no call in flight with its token, or no increase")
@@ -312,6 +354,27 @@ func (r *relay) progress(_ context.Context, req *mcp.ProgressNotificationClientR
 	if err := call.req.Progress(call.ctx, p); err != nil {
 		r.p.log.Debug("progress not relayed", "server", r.srv.name, "error", err)
 	}
+}
+
+// progressKey is the canonical JSON of a progress token the server sent
+// back (a string, or a number the JSON decoder made a float64), "" when
+// it is neither.
+func progressKey(tok any) string {
+	switch t := tok.(type) {
+	case float64:
+		if t != math.Trunc(t) || math.Abs(t) >= 1<<63 {
+			return ""
+		}
+		tok = int64(t)
+	case string, int64, int:
+	default:
+		return ""
+	}
+	b, err := json.Marshal(tok)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // logMessage relays a log message to the most recent call in flight on

@@ -312,15 +312,88 @@ func TestProgressRelayed(t *testing.T) {
 			t.Errorf("progress of call %s (-want +got):\n%s", name, diff)
 		}
 	}
-	t1, t2 := receive(t, tokens, "a token"), receive(t, tokens, "a token")
-	if t1 == t2 || !strings.HasPrefix(t1, progressPrefix) || !strings.HasPrefix(t2, progressPrefix) {
-		t.Errorf("upstream progress tokens %q and %q, want two distinct %s<n>", t1, t2, progressPrefix)
+	// A client's own session forwards the client's tokens unchanged.
+	got := []string{receive(t, tokens, "a token"), receive(t, tokens, "a token")}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"call-a", "call-b"}) {
+		t.Errorf("upstream progress tokens %q, want the clients' own [call-a call-b]", got)
 	}
 	p.mu.RLock()
 	n := len(p.clients)
 	p.mu.RUnlock()
 	if n != 1 {
 		t.Errorf("%d client sessions, want the one of session A", n)
+	}
+}
+
+// A progress token is forwarded as the client sent it (string or
+// integer); one already in flight on the session, and calls on the shared
+// session, get a token of the provider's own.
+func TestProgressTokens(t *testing.T) {
+	var g gates
+	tokens := make(chan any, 4)
+	s := mcp.NewServer(&mcp.Implementation{Name: "tok", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "tok", Description: "Reports its token and one step."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in gateArgs) (*mcp.CallToolResult, any, error) {
+			tok := req.Params.GetProgressToken()
+			tokens <- tok
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: in.Gate})
+			g.wait(ctx, in.Gate)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
+	p, _ := configure(t, newFakeHost(), map[string]any{"name": "web", "endpoint": serve(t, s, false, nil)})
+	// newSink's gate closes at the first progress report, or, with hold,
+	// only when the test closes it.
+	newSink := func(gate string, hold bool) *sink {
+		return &sink{gate: g.open(gate), last: func(p *sdk.Progress, _ *sdk.LogMessage) bool { return p != nil && !hold }}
+	}
+	callWith := func(gate string, c sdk.Caller, sk *sink) {
+		req := (&sdk.CallToolRequest{Name: "web__tok", Arguments: json.RawMessage(`{"gate":"` + gate + `"}`), Caller: c}).WithEvents(sk)
+		if res, err := p.CallTool(context.Background(), req); err != nil || res.IsError {
+			t.Errorf("call %s: %v %+v", gate, err, res)
+		}
+	}
+	call := func(gate string, c sdk.Caller) { callWith(gate, c, newSink(gate, false)) }
+	numeric := caller("N", "n")
+	numeric.ProgressToken = json.RawMessage(`7`)
+	call("numeric", numeric)
+	if tok := receive(t, tokens, "the numeric token"); fmt.Sprintf("%T %v", tok, tok) != "float64 7" {
+		t.Errorf("numeric token reached the upstream as %T %v, want the number 7", tok, tok)
+	}
+	// Two calls of one client with the same token at once: the second
+	// cannot reuse it on the shared upstream session of that client.
+	// The first call is held until the second has its token.
+	var wg sync.WaitGroup
+	sinks := []*sink{newSink("first", true), newSink("second", false)}
+	wg.Go(func() { callWith("first", caller("D", "dup"), sinks[0]) })
+	if tok := receive(t, tokens, "the first token"); tok != "dup" {
+		t.Errorf("first call's token %v, want dup", tok)
+	}
+	wg.Go(func() { callWith("second", caller("D", "dup"), sinks[1]) })
+	second := receive(t, tokens, "the second token")
+	if s, ok := second.(string); !ok || !strings.HasPrefix(s, progressPrefix) {
+		t.Errorf("second call's token %v, want %s<n>", second, progressPrefix)
+	}
+	waitProgress := func(sk *sink) {
+		for deadline := time.Now().Add(waitTimeout); ; time.Sleep(10 * time.Millisecond) {
+			if progress, _ := sk.events(); len(progress) > 0 || time.Now().After(deadline) {
+				return
+			}
+		}
+	}
+	waitProgress(sinks[0])
+	sinks[0].once.Do(func() { close(sinks[0].gate) })
+	wg.Wait()
+	for i, sk := range sinks {
+		progress, _ := sk.events()
+		if len(progress) != 1 || progress[0].Message != []string{"first", "second"}[i] {
+			t.Errorf("call %d got progress %+v", i, progress)
+		}
+	}
+	shared := sdk.Caller{SourceType: "cli", ProgressToken: json.RawMessage(`"cli-token"`)}
+	call("shared", shared)
+	if tok, _ := receive(t, tokens, "the shared session's token").(string); !strings.HasPrefix(tok, progressPrefix) {
+		t.Errorf("shared session's token %q, want %s<n>", tok, progressPrefix)
 	}
 }
 

@@ -68,7 +68,7 @@ bench: build
 	$(GO) run -tags $(TAGS) ./bench/memory
 
 # The memory provider's benchmark alone, in-process: import throughput,
-# memory.search and memory.recall latency and bytes per chunk as a generated
+# memory_search and memory_recall latency and bytes per chunk as a generated
 # corpus grows: make bench-memory ARGS="-sizes 1000,10000 -json"
 bench-memory:
 	$(GO) run -tags $(TAGS) ./bench/memory $(ARGS)

@@ -137,7 +137,7 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target
 		if err != nil {
 			return nil, err
 		}
-		mem.tool, mem.listed = "memory.search", "memory.search"
+		mem.tool, mem.listed = "memory_search", "memory_search"
 		mem.args = map[string]any{"query": "reef harbour", "k": 10}
 		docs := o.memoryDocs
 		mem.seed = func(ctx context.Context, r *running) error { return seedMemory(ctx, r.cs, docs) }
@@ -310,7 +310,7 @@ var seedWords = strings.Fields(`reef harbour tide coral lagoon anchor current sa
 	meeting budget review draft schedule invoice travel visa report notes
 	garden kitchen recipe bread coffee music river mountain forest bridge`)
 
-// seedMemory stores n documents of about 300 words through memory.store;
+// seedMemory stores n documents of about 300 words through memory_store;
 // about one in four mentions the reef.
 func seedMemory(ctx context.Context, cs *mcp.ClientSession, n int) error {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -327,7 +327,7 @@ func seedMemory(ctx context.Context, cs *mcp.ClientSession, n int) error {
 			b.WriteString(word)
 		}
 		callCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "memory.store", Arguments: map[string]any{
+		res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "memory_store", Arguments: map[string]any{
 			"title":   fmt.Sprintf("Bench document %d", i),
 			"content": b.String(),
 		}})
@@ -336,7 +336,7 @@ func seedMemory(ctx context.Context, cs *mcp.ClientSession, n int) error {
 			return err
 		}
 		if res.IsError {
-			return fmt.Errorf("memory.store: %s", resultText(res))
+			return fmt.Errorf("memory_store: %s", resultText(res))
 		}
 	}
 	return nil

@@ -90,11 +90,12 @@ type Host struct {
 	reloadMu sync.Mutex
 }
 
-// builtinNamespaces are the tool name prefixes of built-in providers; no
-// other provider may serve a tool under them, enabled or not.
+// builtinNamespaces are the advertised tool and prompt name prefixes of
+// built-in providers; no other provider may serve a name under them,
+// enabled or not.
 var builtinNamespaces = map[string][]string{
-	"memory":  {"memory.", "tree."},
-	"agent":   {"agent.", "core."},
+	"memory":  {"memory_", "tree_"},
+	"agent":   {"agent_", "core_"},
 	"searxng": {"searxng_"},
 }
 
@@ -424,6 +425,7 @@ func disabledHint(cfg *config.Config) func(string) string {
 		where = cfg.Source
 	}
 	return func(tool string) string {
+		tool = sdk.ClientName(tool)
 		for builtin, prefixes := range builtinNamespaces {
 			p, ok := cfg.Providers[builtin]
 			if ok && p.Enabled {
@@ -441,12 +443,13 @@ func disabledHint(cfg *config.Config) func(string) string {
 }
 
 // warnUnmatchedPatterns logs allow/deny entries that match no tool: a typo
-// in a deny list would otherwise fail open without a sign.
+// in a deny list would otherwise fail open without a sign. Patterns match
+// advertised names after [sdk.ClientNameGlob], as the policy's do.
 func warnUnmatchedPatterns(log hclog.Logger, cat *catalog.Catalog, key string, patterns []string) {
 	for _, pat := range patterns {
 		matched := false
 		for _, t := range cat.Tools() {
-			if ok, _ := path.Match(pat, t.Name); ok {
+			if ok, _ := path.Match(sdk.ClientNameGlob(pat), t.Name); ok {
 				matched = true
 				break
 			}

@@ -215,7 +215,8 @@ type CreateMessageResult struct {
 // HostCallToolRequest is the argument of [Host.CallTool].
 type HostCallToolRequest struct {
 	// Name is the tool's name in the host catalog, for example
-	// "memory.search".
+	// "memory_search", as [Host.ListTools] gives it; a declared or old
+	// dotted name ("memory.search") finds the tool too ([ClientName]).
 	Name string
 	// Arguments is a JSON object.
 	Arguments json.RawMessage
@@ -264,9 +265,14 @@ type Catalog struct {
 // Tool describes one MCP tool (MCP 2025-11-25, server/tools).
 type Tool struct {
 	// Name is unique across the host's catalog; it must match
-	// ^[A-Za-z0-9_.-]{1,128}$. Start it with the provider's name and a dot
-	// ("hello.greet") so it cannot collide with another provider's: the
-	// host keeps the first provider's tool and refuses the others.
+	// ^[A-Za-z0-9_.-]{1,128}$, and should match ^[a-zA-Z0-9_-]{1,64}$
+	// ([IsClientName]): MCP clients such as Claude Desktop accept no
+	// other names, so the host advertises any other name as
+	// [ClientName] of it ("hello.greet" as "hello_greet") and calls the
+	// provider with the name declared here. Start it with the provider's
+	// name and "_" ("hello_greet") so it cannot collide with another
+	// provider's: the host keeps the first provider's tool and refuses the
+	// others, also when two names map to one client name.
 	Name string
 	// Title is a human-readable name; optional.
 	Title string
@@ -354,7 +360,9 @@ type ResourceTemplate struct {
 
 // Prompt describes one MCP prompt.
 type Prompt struct {
-	// Name is unique across the host.
+	// Name is unique across the host. As with [Tool.Name], it must match
+	// ^[A-Za-z0-9_.-]{1,128}$ and is advertised to clients as
+	// [ClientName] of it, so prefer a name matching ^[a-zA-Z0-9_-]{1,64}$.
 	Name string
 	// Title is a human-readable name; optional.
 	Title string
@@ -419,7 +427,8 @@ type Caller struct {
 
 // CallToolRequest is the argument of [Provider.CallTool].
 type CallToolRequest struct {
-	// Name is the tool's name.
+	// Name is the tool's name as the provider declared it in Describe,
+	// also when the host advertises it under [ClientName] of it.
 	Name string
 	// Arguments is the JSON object the client sent, validated against the
 	// tool's input schema.

@@ -144,7 +144,7 @@ type fakeHost struct {
 }
 
 func (h *fakeHost) ListTools(context.Context) ([]sdk.Tool, error) {
-	return []sdk.Tool{{Name: "memory.search", Class: sdk.ClassRead, InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
+	return []sdk.Tool{{Name: "memory_search", Class: sdk.ClassRead, InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
 }
 
 // CreateMessage answers with what it was asked, so the test sees every
@@ -197,7 +197,7 @@ func TestCallTool(t *testing.T) {
 		"provider error names the tool":   {tool: "echo.fail", wantErr: "call echo.fail: disk on fire"},
 		"panic is a failed call":          {tool: "echo.panic", wantErr: "call echo.panic: CallTool echo.panic panicked: boom"},
 		"host service through the broker": {tool: "echo.host", want: sdk.TextResult("host says hi to agent:test")},
-		"host tool list":                  {tool: "echo.list", want: sdk.TextResult(`memory.search read {"type":"object"}`)},
+		"host tool list":                  {tool: "echo.list", want: sdk.TextResult(`memory_search read {"type":"object"}`)},
 		"sampling through the broker": {tool: "echo.sample", want: sdk.TextResult(
 			`be brief|0.5|small|3|user:hi|tool_use:memory_search:{"query":"x"}|tool_result:u1:none:true|{"type":"object"} toolUse tool_use memory_search {"query":"y"}`)},
 		"sampling unavailable": {tool: "echo.nosample", wantErr: "call echo.nosample: host create message: sampling is not available for this call: no session for this call"},

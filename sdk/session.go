@@ -82,7 +82,8 @@ type CompleteRequest struct {
 	// RefType is [RefPrompt] (RefName names the prompt) or [RefResource]
 	// (RefURI is the resource template).
 	RefType string
-	// RefName is the prompt's name, for [RefPrompt].
+	// RefName is the prompt's name as the provider declared it, for
+	// [RefPrompt].
 	RefName string
 	// RefURI is the resource template, for [RefResource].
 	RefURI string

@@ -1,5 +1,5 @@
 // Command memory benchmarks the memory provider in-process: import
-// throughput, memory.search and memory.recall latency, and database size,
+// throughput, memory_search and memory_recall latency, and database size,
 // as the store grows over a generated corpus.
 //
 // Run it from the module with the FTS5 build tag:
@@ -19,9 +19,9 @@
 // and 100000). Each step writes enough new files to reach the size and
 // imports them with Provider.Import, which gives the step's import
 // throughput (chunks written / elapsed). Then, at that size, it times
-// -queries calls of memory.search (k=10; 1 to 3 words, each drawn from the
+// -queries calls of memory_search (k=10; 1 to 3 words, each drawn from the
 // Zipf distribution, which mixes frequent and rare words) and as many of
-// memory.recall (a question of English function words around two
+// memory_recall (a question of English function words around two
 // vocabulary words; keyword mode, as no embedder is configured), each after
 // -warmup unmeasured calls. The same queries are used at every size. A
 // call's latency is that of Provider.CallTool alone: no host, no gRPC, no
@@ -29,12 +29,12 @@
 // (Stats.DBBytes, memory.db with its write-ahead log, over Stats.Chunks).
 //
 // With -analyze (the default), the chunks each search query matches are
-// counted after the timing with tree.browse, whose total counts the chunks
-// containing every word as memory.search matches them; the report then
+// counted after the timing with tree_browse, whose total counts the chunks
+// containing every word as memory_search matches them; the report then
 // breaks search latency down by how many chunks matched and lists the
 // -slowest queries with the chunks each of their words matches.
 //
-// The report ends with the project's goal, memory.search p99 under 20 ms at
+// The report ends with the project's goal, memory_search p99 under 20 ms at
 // 100,000 chunks, as "goal met" or "goal MISSED"; it is printed, never
 // asserted. The run's wall time and its peak disk use (corpus files plus
 // the database) come last. Progress goes to stderr, results to stdout; -json
@@ -69,7 +69,7 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// The goal the project tracks: memory.search p99 at goalChunks.
+// The goal the project tracks: memory_search p99 at goalChunks.
 const (
 	goalChunks = 100000
 	goalP99    = 20 * time.Millisecond
@@ -124,13 +124,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sizes := fs.String("sizes", "1000,10000,100000", "store sizes to measure at, in chunks, comma-separated and increasing")
-	fs.IntVar(&o.queries, "queries", 500, "timed calls of memory.search, and of memory.recall, at each size")
+	fs.IntVar(&o.queries, "queries", 500, "timed calls of memory_search, and of memory_recall, at each size")
 	fs.IntVar(&o.warmup, "warmup", 50, "unmeasured calls before each timed series")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the corpus and the queries")
 	fs.StringVar(&o.dir, "dir", "", "directory for the corpus and the database, kept after the run (default: a temporary directory, removed)")
 	fs.BoolVar(&o.json, "json", false, "also print the results as JSON")
-	fs.BoolVar(&o.analyze, "analyze", true, "count the chunks each search query matches (untimed, with tree.browse) and report latency by match count")
-	fs.IntVar(&o.slowest, "slowest", 10, "with -analyze, list this many slowest memory.search queries per size")
+	fs.BoolVar(&o.analyze, "analyze", true, "count the chunks each search query matches (untimed, with tree_browse) and report latency by match count")
+	fs.IntVar(&o.slowest, "slowest", 10, "with -analyze, list this many slowest memory_search queries per size")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func summarize(ds []time.Duration) latency {
 // ms converts d to fractional milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// slowQuery is one of the slowest memory.search calls of a size.
+// slowQuery is one of the slowest memory_search calls of a size.
 type slowQuery struct {
 	Query string  `json:"query"`
 	MS    float64 `json:"ms"`
@@ -268,7 +268,7 @@ type results struct {
 	Queries   int           `json:"queries"`
 	Warmup    int           `json:"warmup"`
 	Sizes     []*sizeResult `json:"sizes"`
-	// Goal says whether memory.search p99 was under 20 ms at 100,000
+	// Goal says whether memory_search p99 was under 20 ms at 100,000
 	// chunks: "met", "missed" or "not measured".
 	Goal        string  `json:"goal"`
 	WallSeconds float64 `json:"wall_seconds"`
@@ -606,7 +606,7 @@ func countNonZero(ns []int) int {
 	return c
 }
 
-// measure times memory.search and memory.recall at the store's current
+// measure times memory_search and memory_recall at the store's current
 // size, records its size on disk and, with -analyze, explains the search
 // latencies by the chunks each query matched.
 func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ, recallWarm, recallQ []string) error {
@@ -620,14 +620,14 @@ func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ,
 	}
 	b.sampleDisk()
 
-	b.logf("at %d chunks: %d memory.search calls after %d warm-up calls", r.Chunks, len(searchQ), len(searchWarm))
+	b.logf("at %d chunks: %d memory_search calls after %d warm-up calls", r.Chunks, len(searchQ), len(searchWarm))
 	searchDs, searchHits, searchCPU, err := b.series(ctx, memory.ToolSearch, searchWarm, searchQ)
 	if err != nil {
 		return err
 	}
 	r.SearchCPU = searchCPU
 	r.Search, r.SearchHits = summarize(searchDs), countNonZero(searchHits)
-	b.logf("at %d chunks: %d memory.recall calls after %d warm-up calls", r.Chunks, len(recallQ), len(recallWarm))
+	b.logf("at %d chunks: %d memory_recall calls after %d warm-up calls", r.Chunks, len(recallQ), len(recallWarm))
 	recallDs, recallHits, recallCPU, err := b.series(ctx, memory.ToolRecall, recallWarm, recallQ)
 	if err != nil {
 		return err
@@ -641,7 +641,7 @@ func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ,
 }
 
 // matched counts the chunks containing every word of query, as
-// memory.search matches them, with tree.browse's total.
+// memory_search matches them, with tree_browse's total.
 func (b *bench) matched(ctx context.Context, query string) (int64, error) {
 	args, err := json.Marshal(map[string]any{"query": query, "k": 1})
 	if err != nil {
@@ -670,7 +670,7 @@ var bucketBounds = []int64{0, 1, 10, 100, 1000, 10000, 100000, 1000000}
 // r.ByMatched and r.Slowest.
 func (b *bench) analyze(ctx context.Context, r *sizeResult, queries []string, ds []time.Duration, hits []int) error {
 	start := time.Now()
-	b.logf("at %d chunks: counting the chunks each search query matches (tree.browse, untimed)", r.Chunks)
+	b.logf("at %d chunks: counting the chunks each search query matches (tree_browse, untimed)", r.Chunks)
 	counts := map[string]int64{}
 	count := func(q string) (int64, error) {
 		if n, ok := counts[q]; ok {
@@ -796,7 +796,7 @@ func report(w io.Writer, res *results, o *options) {
 		if len(r.Slowest) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "slowest %d memory.search calls at %d chunks (matched: chunks with every word; per word: chunks with each word):\n", len(r.Slowest), r.Chunks)
+		fmt.Fprintf(w, "slowest %d memory_search calls at %d chunks (matched: chunks with every word; per word: chunks with each word):\n", len(r.Slowest), r.Chunks)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "latency\treturned\tmatched\tper word\tquery")
 		for _, s := range r.Slowest {

@@ -24,7 +24,7 @@ func llmConfig(url string) string {
 }
 
 // The acceptance path: the CLI runs the archivist on a scripted model; the
-// archivist stores a memory through the host; memory.search finds it; the
+// archivist stores a memory through the host; memory_search finds it; the
 // audit log attributes the inner call to the agent.
 func TestSubagentStoresMemoryThroughTheHost(t *testing.T) {
 	llm := scriptedllm.New(t,
@@ -42,7 +42,7 @@ func TestSubagentStoresMemoryThroughTheHost(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte(llmConfig(llm.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runCLI(t, "tools", "call", "--json", "agent.run_subagent", `{"agent_id":"archivist","prompt":"File this: coral bleaching at site four."}`)
+	out, err := runCLI(t, "tools", "call", "--json", "agent_run_subagent", `{"agent_id":"archivist","prompt":"File this: coral bleaching at site four."}`)
 	if err != nil {
 		t.Fatalf("run_subagent: %v\n%s", err, out)
 	}
@@ -60,7 +60,7 @@ func TestSubagentStoresMemoryThroughTheHost(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	sc := res.StructuredContent
-	if sc.AgentID != "archivist" || sc.Response != `Filed it as "Reef survey".` || len(sc.ToolCalls) != 1 || sc.ToolCalls[0].Name != "memory.store" || sc.ToolCalls[0].IsError {
+	if sc.AgentID != "archivist" || sc.Response != `Filed it as "Reef survey".` || len(sc.ToolCalls) != 1 || sc.ToolCalls[0].Name != "memory_store" || sc.ToolCalls[0].IsError {
 		t.Errorf("result = %+v", sc)
 	}
 	reqs := llm.Requests()
@@ -77,17 +77,17 @@ func TestSubagentStoresMemoryThroughTheHost(t *testing.T) {
 		t.Errorf("the tool result sent back: %+v", last)
 	}
 
-	out, err = runCLI(t, "tools", "call", "memory.search", `{"query":"coral bleaching"}`)
+	out, err = runCLI(t, "tools", "call", "memory_search", `{"query":"coral bleaching"}`)
 	if err != nil || !strings.Contains(out, "Reef survey") {
-		t.Fatalf("memory.search after the run: %v\n%s", err, out)
+		t.Fatalf("memory_search after the run: %v\n%s", err, out)
 	}
 	rows := auditRows(t, filepath.Join(home, "data", "openhuman-host"))
 	var inner, outer *audit.Record
 	for i := range rows {
 		switch rows[i].Tool {
-		case "memory.store":
+		case "memory_store":
 			inner = &rows[i]
-		case "agent.run_subagent":
+		case "agent_run_subagent":
 			outer = &rows[i]
 		}
 	}
@@ -106,13 +106,13 @@ func TestSubagentUnderPolicy(t *testing.T) {
 	t.Parallel()
 	llm := scriptedllm.New(t,
 		scriptedllm.CallTools(scriptedllm.Call{Name: "memory_store", Arguments: `{"title":"T","content":"C"}`}),
-		scriptedllm.Reply("I could not store it: the policy denies memory.store."),
+		scriptedllm.Reply("I could not store it: the policy denies memory_store."),
 	)
-	cfg, dataDir := testConfig(t, "[autonomy]\ndenied_tools = [\"memory.store\"]\n"+llmConfig(llm.URL))
+	cfg, dataDir := testConfig(t, "[autonomy]\ndenied_tools = [\"memory_store\"]\n"+llmConfig(llm.URL))
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
-	res := call(t, h, "agent.run_subagent", `{"agent_id":"archivist","prompt":"store T"}`)
-	if res.IsError || text(res) != "I could not store it: the policy denies memory.store." {
+	res := call(t, h, "agent_run_subagent", `{"agent_id":"archivist","prompt":"store T"}`)
+	if res.IsError || text(res) != "I could not store it: the policy denies memory_store." {
 		t.Fatalf("run: %q", text(res))
 	}
 	reqs := llm.Requests()
@@ -125,7 +125,7 @@ func TestSubagentUnderPolicy(t *testing.T) {
 	}
 	var denied []audit.Record
 	for _, r := range auditRows(t, dataDir) {
-		if r.Tool == "memory.store" {
+		if r.Tool == "memory_store" {
 			denied = append(denied, r)
 		}
 	}
@@ -136,7 +136,7 @@ func TestSubagentUnderPolicy(t *testing.T) {
 	ro, _ := testConfig(t, "[autonomy]\nlevel = \"readonly\"\n"+llmConfig(llm.URL))
 	h2 := startTestHost(t, ro)
 	defer h2.Close(context.Background())
-	res = call(t, h2, "agent.run_subagent", `{"agent_id":"archivist","prompt":"store T"}`)
+	res = call(t, h2, "agent_run_subagent", `{"agent_id":"archivist","prompt":"store T"}`)
 	if !res.IsError || !strings.Contains(text(res), `[autonomy] level is "readonly"`) {
 		t.Fatalf("run_subagent under readonly: %q", text(res))
 	}
@@ -160,7 +160,7 @@ func TestSubagentDepthLimit(t *testing.T) {
 	cfg, dataDir := testConfig(t, llmConfig(llm.URL))
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
-	res := call(t, h, "agent.run_subagent", `{"agent_id":"orchestrator","prompt":"go deeper"}`)
+	res := call(t, h, "agent_run_subagent", `{"agent_id":"orchestrator","prompt":"go deeper"}`)
 	if res.IsError || text(res) != "level 0 done" {
 		t.Fatalf("outer run: %q", text(res))
 	}
@@ -197,7 +197,7 @@ func TestSubagentOnTheClientsModel(t *testing.T) {
 	cfg, _ := testConfig(t, "")
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
-	if res := call(t, h, "memory.store", `{"title":"Tide tables","content":"High tide at 06:12 on Monday."}`); res.IsError {
+	if res := call(t, h, "memory_store", `{"title":"Tide tables","content":"High tide at 06:12 on Monday."}`); res.IsError {
 		t.Fatal(text(res))
 	}
 	var mu sync.Mutex
@@ -214,7 +214,7 @@ func TestSubagentOnTheClientsModel(t *testing.T) {
 		return &mcp.CreateMessageWithToolsResult{Model: "client-model", Role: "assistant", StopReason: "endTurn",
 			Content: []mcp.Content{&mcp.TextContent{Text: "High tide is at 06:12 on Monday."}}}, nil
 	}})
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent.run_subagent", Arguments: map[string]any{"agent_id": "researcher", "prompt": "When is high tide?"}})
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent_run_subagent", Arguments: map[string]any{"agent_id": "researcher", "prompt": "When is high tide?"}})
 	if err != nil || res.IsError {
 		t.Fatalf("run on the client's model: %v %+v %q", err, res, res.Content[0].(*mcp.TextContent).Text)
 	}
@@ -246,7 +246,7 @@ func TestSubagentOnTheClientsModel(t *testing.T) {
 	// A client without sampling, and one on a protocol version that does
 	// not let a server sample during a call: the run says which key to set.
 	plain := connect(t, h, nil)
-	res, err = plain.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent.run_subagent", Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
+	res, err = plain.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent_run_subagent", Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "[providers.agent.llm]") {
 		t.Errorf("run for a client that cannot sample: %v %+v", err, res)
 	}
@@ -254,7 +254,7 @@ func TestSubagentOnTheClientsModel(t *testing.T) {
 		t.Error("sampling request on a protocol version that does not allow it")
 		return nil, fmt.Errorf("unexpected")
 	}})
-	res, err = newer.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent.run_subagent", Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
+	res, err = newer.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent_run_subagent", Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "only protocol versions up to 2025-11-25 allow it") {
 		t.Errorf("run for a client on a newer protocol: %v %+v", err, res)
 	}

@@ -38,7 +38,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			"outcome, duration and error. Arguments are stored summarised (bodies as lengths), never raw;\n" +
 			"--json prints whole records, one JSON object per line.",
 		Example: "  openhuman-host audit list --since 24h --failed\n" +
-			"  openhuman-host audit list --tool memory.store --client mcp:claude-desktop --json",
+			"  openhuman-host audit list --tool memory_store --client mcp:claude-desktop --json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 || limit > maxAuditLimit {
@@ -61,7 +61,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	list.Flags().StringVar(&since, "since", "", "only records at or after: a duration ago (90m, 24h, 7d) or a time (2026-11-30, 2026-11-30T08:00:00Z)")
-	list.Flags().StringVar(&tool, "tool", "", "only this tool, such as memory.store")
+	list.Flags().StringVar(&tool, "tool", "", "only this tool, such as memory_store (old dotted names match too)")
 	list.Flags().StringVar(&client, "client", "", "only this source type or client name, such as mcp:claude-desktop or cli")
 	list.Flags().BoolVar(&failed, "failed", false, "only calls that failed or were denied")
 	list.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("at most this many records, 1 to %d", maxAuditLimit))

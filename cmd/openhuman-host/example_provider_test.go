@@ -83,21 +83,21 @@ greeting_suffix = " :)"
 	}
 	ctx := context.Background()
 
-	res := call(t, h, "hello.greet", `{"name":"Ada"}`)
+	res := call(t, h, "hello_greet", `{"name":"Ada"}`)
 	if res.IsError || text(res) != "Hello, Ada! :)" || string(res.StructuredContent) != `{"greeting":"Hello, Ada! :)"}` {
 		t.Errorf("greet: isError=%v %q %s", res.IsError, text(res), res.StructuredContent)
 	}
-	res = call(t, h, "hello.greet", `{"name":" Grace ","language":"de"}`)
+	res = call(t, h, "hello_greet", `{"name":" Grace ","language":"de"}`)
 	if res.IsError || string(res.StructuredContent) != `{"greeting":"Hallo, Grace! :)"}` {
 		t.Errorf("greet in German: isError=%v %q %s", res.IsError, text(res), res.StructuredContent)
 	}
 
-	// hello.count with a progress token: its progress event crosses the
+	// hello_count with a progress token: its progress event crosses the
 	// provider process and the host to the caller's sink.
 	for _, step := range []struct{ args, want string }{{`{}`, `{"count":1}`}, {`{"by":41}`, `{"count":42}`}} {
 		events := &progressRecorder{}
 		res, err := h.Server.Call(ctx, server.Call{
-			Tool: "hello.count", Arguments: json.RawMessage(step.args), Events: events,
+			Tool: "hello_count", Arguments: json.RawMessage(step.args), Events: events,
 			Caller: sdk.Caller{SourceType: "cli", ProgressToken: json.RawMessage(`"count-progress"`)},
 		})
 		if err != nil || res.IsError || string(res.StructuredContent) != step.want {
@@ -113,7 +113,7 @@ greeting_suffix = " :)"
 	}
 
 	// The host rejects a blank name before the provider sees it.
-	res = call(t, h, "hello.greet", `{"name":"   "}`)
+	res = call(t, h, "hello_greet", `{"name":"   "}`)
 	if !res.IsError || text(res) != `argument "name" must not be blank` {
 		t.Errorf("blank name: isError=%v %q", res.IsError, text(res))
 	}
@@ -127,12 +127,12 @@ greeting_suffix = " :)"
 	var names []string
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
-		if tl.Name == "hello.count" && (tl.Annotations == nil || tl.Annotations.ReadOnlyHint || tl.Annotations.IdempotentHint ||
+		if tl.Name == "hello_count" && (tl.Annotations == nil || tl.Annotations.ReadOnlyHint || tl.Annotations.IdempotentHint ||
 			tl.Annotations.DestructiveHint == nil || *tl.Annotations.DestructiveHint || tl.Annotations.OpenWorldHint == nil || *tl.Annotations.OpenWorldHint) {
-			t.Errorf("hello.count annotations = %+v", tl.Annotations)
+			t.Errorf("hello_count annotations = %+v", tl.Annotations)
 		}
 	}
-	if diff := cmp.Diff([]string{"hello.count", "hello.greet"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"hello_count", "hello_greet"}, names); diff != "" {
 		t.Errorf("tools/list (-want +got):\n%s", diff)
 	}
 	readme, err := os.ReadFile(filepath.Join("..", "..", "examples", "provider-hello", "README.md"))
@@ -165,11 +165,11 @@ greeting_suffix = " :)"
 		got = append(got, row{r.Tool, r.Provider, r.Class, r.Decision, r.SourceType, r.ArgsSummary, r.Success})
 	}
 	wantRows := []row{
-		{"hello.greet", "hello", "read", "allowed", "cli", `{"name":{"len":3}}`, true},
-		{"hello.greet", "hello", "read", "allowed", "cli", `{"language":"de","name":{"len":7}}`, true},
-		{"hello.count", "hello", "act", "allowed", "cli", `{}`, true},
-		{"hello.count", "hello", "act", "allowed", "cli", `{"by":41}`, true},
-		{"hello.greet", "hello", "read", "denied:invalid_arguments", "cli", `{"name":{"len":3}}`, false},
+		{"hello_greet", "hello", "read", "allowed", "cli", `{"name":{"len":3}}`, true},
+		{"hello_greet", "hello", "read", "allowed", "cli", `{"language":"de","name":{"len":7}}`, true},
+		{"hello_count", "hello", "act", "allowed", "cli", `{}`, true},
+		{"hello_count", "hello", "act", "allowed", "cli", `{"by":41}`, true},
+		{"hello_greet", "hello", "read", "denied:invalid_arguments", "cli", `{"name":{"len":3}}`, false},
 	}
 	if diff := cmp.Diff(wantRows, got); diff != "" {
 		t.Errorf("audit rows (-want +got):\n%s", diff)
@@ -178,7 +178,7 @@ greeting_suffix = " :)"
 	// A new host, a new provider process: the count lives in the data dir.
 	h = startTestHost(t, cfg)
 	defer h.Close(ctx)
-	if res := call(t, h, "hello.count", `{"by":2}`); res.IsError || string(res.StructuredContent) != `{"count":44}` {
+	if res := call(t, h, "hello_count", `{"by":2}`); res.IsError || string(res.StructuredContent) != `{"count":44}` {
 		t.Errorf("count after a host restart: %q %s", text(res), res.StructuredContent)
 	}
 }

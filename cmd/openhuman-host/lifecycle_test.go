@@ -135,7 +135,7 @@ func TestKilledProviderIsBackWithin2s(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		tool, args := "memory.search", `{"query":"anything"}`
+		tool, args := "memory_search", `{"query":"anything"}`
 		if name == "kit" {
 			tool, args = "kit.ping", `{}`
 		}
@@ -158,7 +158,7 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 	defer h.Close(context.Background())
 	changed := make(chan struct{}, 8)
 	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
-	if names := toolNames(t, cs); !slices.Contains(names, "kit.panic") {
+	if names := toolNames(t, cs); !slices.Contains(names, "kit_panic") {
 		t.Fatalf("tools before: %v", names)
 	}
 	for i := range plugins.DefaultRestartPolicy.MaxFailures {
@@ -175,7 +175,7 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 		t.Fatal("no notifications/tools/list_changed after kit failed")
 	}
 	names := toolNames(t, cs)
-	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "kit.") }) || !slices.Contains(names, "memory.search") {
+	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "kit_") }) || !slices.Contains(names, "memory_search") {
 		t.Errorf("tools after kit failed: %v", names)
 	}
 	_, err := h.Server.Call(t.Context(), server.Call{Tool: "kit.ping", Arguments: json.RawMessage(`{}`)})
@@ -188,7 +188,7 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, "kit (it crashed or stopped answering too often") {
 		t.Errorf("MCP call to a failed provider's tool: %v", err)
 	}
-	if res := call(t, h, "memory.search", `{"query":"x"}`); res.IsError {
+	if res := call(t, h, "memory_search", `{"query":"x"}`); res.IsError {
 		t.Errorf("memory unusable next to a failed provider: %s", text(res))
 	}
 	var failed []string
@@ -230,7 +230,7 @@ func TestRestartSendsListChangedOnlyWhenTheCatalogChanged(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("no list_changed after a restart that added a tool")
 	}
-	if names := toolNames(t, cs); !slices.Contains(names, "kit.extra") {
+	if names := toolNames(t, cs); !slices.Contains(names, "kit_extra") {
 		t.Errorf("tools after restart: %v", names)
 	}
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.extra", Arguments: map[string]any{}})
@@ -312,7 +312,7 @@ func TestPerProviderTimeouts(t *testing.T) {
 	defer h.Close(context.Background())
 	start := time.Now()
 	res := call(t, h, "kit.wait", `{}`)
-	if !res.IsError || text(res) != "kit.wait timed out after 1s (the limit comes from [providers.kit] tool_timeout_secs)" {
+	if !res.IsError || text(res) != "kit_wait timed out after 1s (the limit comes from [providers.kit] tool_timeout_secs)" {
 		t.Errorf("kit.wait: %q", text(res))
 	}
 	if d := time.Since(start); d < time.Second || d > 5*time.Second {
@@ -382,7 +382,7 @@ func TestTamperedProviderIsRefused(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}
 	}
-	if res := call(t, h, "memory.search", `{"query":"x"}`); res.IsError {
+	if res := call(t, h, "memory_search", `{"query":"x"}`); res.IsError {
 		t.Errorf("memory unusable next to refused providers: %s", text(res))
 	}
 }
@@ -398,7 +398,8 @@ func TestToolsAreNotTakenOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// kit2 declares kit's tools (it is the same program) and memory.search.
+	// kit2 declares kit's tools (it is the same program) and memory.search,
+	// which clients would see as memory_search.
 	if err := os.WriteFile(filepath.Join(dataDir, "kit2", "claim"), []byte("memory.search\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -411,11 +412,11 @@ func TestToolsAreNotTakenOver(t *testing.T) {
 		}
 		return ""
 	}
-	if owner("memory.search") != "memory" || owner("kit.ping") != "kit" {
-		t.Fatalf("owners at start: memory.search %q, kit.ping %q", owner("memory.search"), owner("kit.ping"))
+	if owner("memory_search") != "memory" || owner("kit.ping") != "kit" {
+		t.Fatalf("owners at start: memory_search %q, kit.ping %q", owner("memory_search"), owner("kit.ping"))
 	}
-	if !strings.Contains(logs.String(), `provider=kit2 tool=memory.search error="tool names starting with \"memory.\" are reserved for the built-in provider memory"`) {
-		t.Errorf("no reason logged for kit2's memory.search (failed %v):\n%s", h.Failed, logs.String())
+	if !strings.Contains(logs.String(), `provider=kit2 tool=memory.search error="tool names starting with \"memory_\" are reserved for the built-in provider memory"`) {
+		t.Errorf("no reason logged for kit2's memory_search (failed %v):\n%s", h.Failed, logs.String())
 	}
 	// kit fails for good; its tools must not pass to kit2.
 	kit := providerByName(t, h, "kit")
@@ -432,7 +433,7 @@ func TestToolsAreNotTakenOver(t *testing.T) {
 	if o := owner("kit.ping"); o != "" {
 		t.Errorf("kit.ping served by %q after kit failed", o)
 	}
-	if !strings.Contains(logs.String(), `provider=kit2 tool=kit.ping error="tool \"kit.ping\" belongs to provider kit, which served it first"`) {
+	if !strings.Contains(logs.String(), `provider=kit2 tool=kit.ping error="tool \"kit_ping\" belongs to provider kit, which served it first"`) {
 		t.Errorf("no reason logged for refusing kit.ping to kit2")
 	}
 	_, err := h.Server.Call(t.Context(), server.Call{Tool: "kit.ping", Arguments: json.RawMessage(`{}`)})
@@ -464,10 +465,10 @@ func TestReload(t *testing.T) {
 	defer h.Close(context.Background())
 	changed := make(chan struct{}, 8)
 	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
-	if names := toolNames(t, cs); slices.Contains(names, "kit.ping") || slices.Contains(names, "agent.run_subagent") {
+	if names := toolNames(t, cs); slices.Contains(names, "kit_ping") || slices.Contains(names, "agent_run_subagent") {
 		t.Fatalf("disabled providers' tools listed: %v", names)
 	}
-	_, err = h.Server.Call(t.Context(), server.Call{Tool: "agent.list_subagents", Arguments: json.RawMessage(`{}`)})
+	_, err = h.Server.Call(t.Context(), server.Call{Tool: "agent_list_subagents", Arguments: json.RawMessage(`{}`)})
 	if err == nil || !strings.Contains(err.Error(), "it belongs to the agent provider, which is disabled; set [providers.agent] enabled = true in test.toml") {
 		t.Errorf("a disabled built-in's tool: %v", err)
 	}
@@ -483,7 +484,7 @@ func TestReload(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no list_changed after enabling providers")
 	}
-	if names := toolNames(t, cs); !slices.Contains(names, "kit.ping") || !slices.Contains(names, "agent.run_subagent") {
+	if names := toolNames(t, cs); !slices.Contains(names, "kit_ping") || !slices.Contains(names, "agent_run_subagent") {
 		t.Fatalf("tools after enabling: %v", names)
 	}
 	if r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.ping", Arguments: map[string]any{}}); err != nil || r.IsError {
@@ -512,7 +513,7 @@ func TestReload(t *testing.T) {
 	if err := <-errc; err != nil && !strings.Contains(err.Error(), "stopped") {
 		t.Errorf("call during the reload: %v", err)
 	}
-	waitUntil(t, 5*time.Second, "kit's tools gone", func() bool { return !slices.Contains(toolNames(t, cs), "kit.ping") })
+	waitUntil(t, 5*time.Second, "kit's tools gone", func() bool { return !slices.Contains(toolNames(t, cs), "kit_ping") })
 }
 
 // Edited sub-agent definitions are picked up by a reload, though the
@@ -524,7 +525,7 @@ func TestReloadPicksUpAgentDefinitions(t *testing.T) {
 	cfg, _ := testConfig(t, extra)
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
-	if strings.Contains(text(call(t, h, "agent.list_subagents", `{}`)), "tide") {
+	if strings.Contains(text(call(t, h, "agent_list_subagents", `{}`)), "tide") {
 		t.Fatal("tide listed before it exists")
 	}
 	def := "display_name = \"Tide\"\nwhen_to_use = \"Tide questions.\"\nprompt = \"Answer about tides.\"\n"
@@ -535,7 +536,7 @@ func TestReloadPicksUpAgentDefinitions(t *testing.T) {
 	if err != nil || fmt.Sprint(res.Started) != "[agent]" {
 		t.Fatalf("reload: %+v %v", res, err)
 	}
-	if out := text(call(t, h, "agent.list_subagents", `{}`)); !strings.Contains(out, "- tide (Tide): Tide questions.") {
+	if out := text(call(t, h, "agent_list_subagents", `{}`)); !strings.Contains(out, "- tide (Tide): Tide questions.") {
 		t.Errorf("after the reload: %s", out)
 	}
 	if res, err := h.Reload(t.Context(), cfg); err != nil || len(res.Started) != 0 {

@@ -28,8 +28,9 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 		Use:   "list",
 		Short: "List tools, one per line: name, class, provider, description",
 		Long: "list prints one line per tool: name, policy class, provider and description, tab-separated;\n" +
-			"--json prints every tool as MCP's tools/list describes it (input and output schemas,\n" +
-			"annotations) plus its class and provider. It exits with status 1 when an enabled provider did\n" +
+			"the name is the one MCP clients see. --json prints every tool as MCP's tools/list describes\n" +
+			"it (input and output schemas, annotations) plus its class, provider and, when clients see\n" +
+			"another name, the name its provider declared. It exits with status 1 when an enabled provider did\n" +
 			"not load (the reason is on stderr).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,9 +68,10 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 		Short: "Call a tool with JSON arguments (default {}); exit status 1 on an error result",
 		Long: "call runs one tool through the host's full pipeline (validation, security policy, audit) with\n" +
 			"source type \"cli\" and prints its text result on stdout; --json prints the whole result.\n" +
+			"NAME is a name from \"tools list\"; the old dotted names (memory.store) work too.\n" +
 			"An error result is printed on stderr and the exit status is 1. Use - as JSON to read stdin.",
-		Example: `  openhuman-host tools call memory.store '{"title":"Reef","content":"The reef is north."}'` + "\n" +
-			`  openhuman-host tools call memory.search '{"query":"reef","k":3}'`,
+		Example: `  openhuman-host tools call memory_store '{"title":"Reef","content":"The reef is north."}'` + "\n" +
+			`  openhuman-host tools call memory_search '{"query":"reef","k":3}'`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raw := "{}"
@@ -210,7 +212,8 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 }
 
 // toolJSON is one tool in "tools list --json": MCP's tools/list fields
-// (MCP 2025-11-25, Tool) plus the host's class and provider.
+// (MCP 2025-11-25, Tool) plus the host's class and provider, and the name
+// the provider declared when clients see another (sdk.ClientName).
 type toolJSON struct {
 	Name         string          `json:"name"`
 	Title        string          `json:"title,omitempty"`
@@ -220,6 +223,7 @@ type toolJSON struct {
 	Annotations  map[string]any  `json:"annotations,omitempty"`
 	Class        sdk.PolicyClass `json:"class"`
 	Provider     string          `json:"provider"`
+	Declared     string          `json:"declared,omitempty"`
 }
 
 // writeToolsJSON writes the catalog as an indented JSON array.
@@ -238,10 +242,14 @@ func writeToolsJSON(w io.Writer, h *host.Host) error {
 				ann[k] = *v
 			}
 		}
-		list = append(list, toolJSON{
+		entry := toolJSON{
 			Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
 			OutputSchema: t.OutputSchema, Annotations: ann, Class: t.Class, Provider: t.Provider,
-		})
+		}
+		if t.Declared != t.Name {
+			entry.Declared = t.Declared
+		}
+		list = append(list, entry)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -81,7 +81,7 @@ type hello struct {
 	log hclog.Logger
 
 	// mu guards the settings below and the counter file: two concurrent
-	// hello.count calls must not both read n and write n+by. It serialises
+	// hello_count calls must not both read n and write n+by. It serialises
 	// the calls of this process only; two hosts sharing a data dir run a
 	// process each, and an exact count across them would need a file lock.
 	mu      sync.Mutex
@@ -137,7 +137,7 @@ func (h *hello) Describe(context.Context) (*sdk.Catalog, error) {
 		Name:    providerName,
 		Version: "0.1.0",
 		Tools: []sdk.Tool{{
-			Name:         "hello.greet",
+			Name:         "hello_greet",
 			Title:        "Greet someone",
 			Description:  "Greets someone by name in English, French or German. Use it to say hello.",
 			InputSchema:  greetInput,
@@ -145,7 +145,7 @@ func (h *hello) Describe(context.Context) (*sdk.Catalog, error) {
 			Annotations:  sdk.Annotations{ReadOnlyHint: sdk.Bool(true), OpenWorldHint: sdk.Bool(false)},
 			Class:        sdk.ClassRead,
 		}, {
-			Name:         "hello.count",
+			Name:         "hello_count",
 			Title:        "Count up",
 			Description:  "Adds `by` (default 1) to a persistent counter and returns the new count.",
 			InputSchema:  countInput,
@@ -163,7 +163,7 @@ func (h *hello) Describe(context.Context) (*sdk.Catalog, error) {
 			URI:         readmeURI,
 			Name:        "readme",
 			Title:       "provider-hello README",
-			Description: "What hello.greet and hello.count do and take.",
+			Description: "What hello_greet and hello_count do and take.",
 			MIMEType:    "text/markdown",
 			Size:        int64(len(readme)),
 		}},
@@ -174,12 +174,12 @@ func (h *hello) Describe(context.Context) (*sdk.Catalog, error) {
 // sdk.ErrorResult; a returned error is for failures of the provider itself.
 func (h *hello) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	switch req.Name {
-	case "hello.greet":
+	case "hello_greet":
 		return h.greet(req)
-	case "hello.count":
+	case "hello_count":
 		return h.count(ctx, req)
 	}
-	return sdk.ErrorResult("unknown tool %q; provider-hello serves hello.greet and hello.count", req.Name), nil
+	return sdk.ErrorResult("unknown tool %q; provider-hello serves hello_greet and hello_count", req.Name), nil
 }
 
 func (h *hello) greet(req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -190,7 +190,7 @@ func (h *hello) greet(req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		Language string `json:"language"`
 	}
 	if err := json.Unmarshal(req.Arguments, &args); err != nil {
-		return sdk.ErrorResult("hello.greet takes {\"name\": string, \"language\": \"en\"|\"fr\"|\"de\"}: %v", err), nil
+		return sdk.ErrorResult("hello_greet takes {\"name\": string, \"language\": \"en\"|\"fr\"|\"de\"}: %v", err), nil
 	}
 	name := strings.TrimSpace(args.Name)
 	if name == "" || utf8.RuneCountInString(name) > 100 {
@@ -215,7 +215,7 @@ func (h *hello) count(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallT
 		By *int64 `json:"by"`
 	}{}
 	if err := json.Unmarshal(req.Arguments, &args); err != nil {
-		return sdk.ErrorResult("hello.count takes {\"by\": integer from 1 to 1000}: %v", err), nil
+		return sdk.ErrorResult("hello_count takes {\"by\": integer from 1 to 1000}: %v", err), nil
 	}
 	by := int64(1)
 	if args.By != nil {

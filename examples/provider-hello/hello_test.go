@@ -31,14 +31,14 @@ func TestCatalog(t *testing.T) {
 	}
 	f, tr := sdk.Bool(false), sdk.Bool(true)
 	want := []tool{
-		{"hello.greet", sdk.ClassRead, sdk.Annotations{ReadOnlyHint: tr, OpenWorldHint: f}},
-		{"hello.count", sdk.ClassAct, sdk.Annotations{ReadOnlyHint: f, DestructiveHint: f, IdempotentHint: f, OpenWorldHint: f}},
+		{"hello_greet", sdk.ClassRead, sdk.Annotations{ReadOnlyHint: tr, OpenWorldHint: f}},
+		{"hello_count", sdk.ClassAct, sdk.Annotations{ReadOnlyHint: f, DestructiveHint: f, IdempotentHint: f, OpenWorldHint: f}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	wantRes := []sdk.Resource{{URI: "hello://readme", Name: "readme", Title: "provider-hello README",
-		Description: "What hello.greet and hello.count do and take.", MIMEType: "text/markdown", Size: int64(len(readme))}}
+		Description: "What hello_greet and hello_count do and take.", MIMEType: "text/markdown", Size: int64(len(readme))}}
 	if diff := cmp.Diff(wantRes, h.Catalog.Resources); diff != "" {
 		t.Errorf("resources (-want +got):\n%s", diff)
 	}
@@ -62,7 +62,7 @@ func TestGreet(t *testing.T) {
 		{smiley, map[string]any{"name": "Émilie", "language": "fr"}, "Bonjour, Émilie! :)"},
 	}
 	for _, tc := range tests {
-		res, err := tc.h.Call(context.Background(), "hello.greet", tc.args)
+		res, err := tc.h.Call(context.Background(), "hello_greet", tc.args)
 		if err != nil {
 			t.Errorf("%v: %v", tc.args, err)
 			continue
@@ -83,15 +83,15 @@ func TestArgumentsTheHostRejects(t *testing.T) {
 		args any
 		want string
 	}{
-		{"hello.greet", map[string]any{}, `missing required argument "name"`},
-		{"hello.greet", map[string]any{"name": " \t "}, `argument "name" must not be blank`},
-		{"hello.greet", map[string]any{"name": strings.Repeat("a", 101)}, `argument "name" is 101 characters long; at most 100 allowed`},
-		{"hello.greet", map[string]any{"name": "Ada", "language": "es"}, `argument "language" must be one of "en", "fr", "de"`},
-		{"hello.greet", map[string]any{"name": "Ada", "lang": "fr"}, `unknown argument "lang"; hello.greet takes: language, name`},
-		{"hello.count", map[string]any{"by": 0}, `argument "by" must be between 1 and 1000; got 0`},
-		{"hello.count", map[string]any{"by": 1001}, `argument "by" must be between 1 and 1000; got 1001`},
-		{"hello.count", map[string]any{"by": 1.5}, `argument "by" must be of type integer; got number 1.5`},
-		{"hello.count", map[string]any{"by": "2"}, `argument "by" must be of type integer; got string (1 characters)`},
+		{"hello_greet", map[string]any{}, `missing required argument "name"`},
+		{"hello_greet", map[string]any{"name": " \t "}, `argument "name" must not be blank`},
+		{"hello_greet", map[string]any{"name": strings.Repeat("a", 101)}, `argument "name" is 101 characters long; at most 100 allowed`},
+		{"hello_greet", map[string]any{"name": "Ada", "language": "es"}, `argument "language" must be one of "en", "fr", "de"`},
+		{"hello_greet", map[string]any{"name": "Ada", "lang": "fr"}, `unknown argument "lang"; hello_greet takes: language, name`},
+		{"hello_count", map[string]any{"by": 0}, `argument "by" must be between 1 and 1000; got 0`},
+		{"hello_count", map[string]any{"by": 1001}, `argument "by" must be between 1 and 1000; got 1001`},
+		{"hello_count", map[string]any{"by": 1.5}, `argument "by" must be of type integer; got number 1.5`},
+		{"hello_count", map[string]any{"by": "2"}, `argument "by" must be of type integer; got string (1 characters)`},
 	}
 	for _, tc := range tests {
 		_, err := h.Call(context.Background(), tc.tool, tc.args)
@@ -100,7 +100,7 @@ func TestArgumentsTheHostRejects(t *testing.T) {
 			t.Errorf("%s %v: error %v, want the message %q", tc.tool, tc.args, err, tc.want)
 		}
 	}
-	// Nothing reached hello.count.
+	// Nothing reached hello_count.
 	if _, err := os.Stat(filepath.Join(h.DataDir, countFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("counter file exists after rejected calls: %v", err)
 	}
@@ -116,11 +116,11 @@ func TestOwnArgumentChecks(t *testing.T) {
 		args string
 		want string
 	}{
-		{"hello.greet", `{"name":"   "}`, `argument "name" must be 1 to 100 characters, not blank`},
-		{"hello.greet", `{"name":"Ada","language":"es"}`, `argument "language" must be one of "en", "fr", "de"`},
-		{"hello.greet", `{"name":5}`, `hello.greet takes {"name": string, "language": "en"|"fr"|"de"}: json: cannot unmarshal number`},
-		{"hello.count", `{"by":0}`, `argument "by" must be between 1 and 1000; got 0`},
-		{"hello.wave", `{}`, `unknown tool "hello.wave"; provider-hello serves hello.greet and hello.count`},
+		{"hello_greet", `{"name":"   "}`, `argument "name" must be 1 to 100 characters, not blank`},
+		{"hello_greet", `{"name":"Ada","language":"es"}`, `argument "language" must be one of "en", "fr", "de"`},
+		{"hello_greet", `{"name":5}`, `hello_greet takes {"name": string, "language": "en"|"fr"|"de"}: json: cannot unmarshal number`},
+		{"hello_count", `{"by":0}`, `argument "by" must be between 1 and 1000; got 0`},
+		{"hello.wave", `{}`, `unknown tool "hello.wave"; provider-hello serves hello_greet and hello_count`},
 	}
 	for _, tc := range tests {
 		res, err := h.CallRaw(context.Background(), tc.tool, json.RawMessage(tc.args))
@@ -143,7 +143,7 @@ func TestCount(t *testing.T) {
 		args any
 		want int
 	}{{nil, 1}, {map[string]any{"by": 5}, 6}, {map[string]any{}, 7}, {map[string]any{"by": 1000}, 1007}} {
-		res, events, err := h.CallWithEvents(ctx, "hello.count", step.args)
+		res, events, err := h.CallWithEvents(ctx, "hello_count", step.args)
 		if err != nil {
 			t.Fatalf("count %v: %v", step.args, err)
 		}
@@ -166,7 +166,7 @@ func TestCount(t *testing.T) {
 
 	// A new provider process on the same data dir continues the count.
 	again := sdktest.Start(t, newHello(nil), &sdktest.Options{DataDir: h.DataDir})
-	res, err := again.Call(ctx, "hello.count", map[string]any{"by": 3})
+	res, err := again.Call(ctx, "hello_count", map[string]any{"by": 3})
 	if err != nil || string(res.StructuredContent) != `{"count":1010}` {
 		t.Errorf("count after restart: %v %s", err, res.StructuredContent)
 	}
@@ -181,7 +181,7 @@ func TestConcurrentCountsAreNotLost(t *testing.T) {
 	for range callers {
 		wg.Go(func() {
 			for range each {
-				if _, err := h.Call(context.Background(), "hello.count", nil); err != nil {
+				if _, err := h.Call(context.Background(), "hello_count", nil); err != nil {
 					errs <- err
 				}
 			}
@@ -192,7 +192,7 @@ func TestConcurrentCountsAreNotLost(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	res, err := h.Call(context.Background(), "hello.count", map[string]any{"by": 1})
+	res, err := h.Call(context.Background(), "hello_count", map[string]any{"by": 1})
 	if err != nil || string(res.StructuredContent) != fmt.Sprintf(`{"count":%d}`, callers*each+1) {
 		t.Errorf("final count: %v %s", err, res.StructuredContent)
 	}
@@ -216,8 +216,8 @@ func TestCorruptCounterFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := sdktest.Start(t, newHello(nil), &sdktest.Options{DataDir: dir})
-	_, err := h.Call(context.Background(), "hello.count", nil)
-	want := "call hello.count: counter file " + filepath.Join(dir, countFile) + " is corrupt"
+	_, err := h.Call(context.Background(), "hello_count", nil)
+	want := "call hello_count: counter file " + filepath.Join(dir, countFile) + " is corrupt"
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "; delete it to start again from 0") {
 		t.Errorf("error = %v, want %q...", err, want)
 	}
@@ -234,7 +234,7 @@ func TestReadme(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	for _, s := range []string{"# provider-hello", "`hello.greet` (read)", "`hello.count` (act)", "`greeting_suffix`"} {
+	for _, s := range []string{"# provider-hello", "`hello_greet` (read)", "`hello_count` (act)", "`greeting_suffix`"} {
 		if !strings.Contains(got.Contents[0].Text, s) {
 			t.Errorf("readme does not mention %q", s)
 		}

@@ -1,9 +1,9 @@
 // Command provider-hello is a minimal openhuman-host provider, written as
 // a starting point for your own. It serves two tools and one resource:
 //
-//   - hello.greet (read): greets someone by name, in English, French or
+//   - hello_greet (read): greets someone by name, in English, French or
 //     German;
-//   - hello.count (act): adds to a counter kept in the provider's data
+//   - hello_count (act): adds to a counter kept in the provider's data
 //     directory, reporting progress on the way;
 //   - hello://readme: a Markdown description of the two tools.
 //
@@ -11,7 +11,7 @@
 //
 //	go build -o provider-hello ./examples/provider-hello
 //	openhuman-host providers add ./provider-hello
-//	openhuman-host tools call hello.greet '{"name":"Ada","language":"fr"}'
+//	openhuman-host tools call hello_greet '{"name":"Ada","language":"fr"}'
 //
 // or add the table by hand to the host's config file:
 //

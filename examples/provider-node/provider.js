@@ -9,7 +9,7 @@
 // go-plugin clients call: grpc.health.v1.Health, plugin.GRPCController and
 // plugin.GRPCBroker. docs/provider-protocol.md describes the contract.
 //
-// Tools: node.echo and node.add. Resource: node://about.
+// Tools: node_echo and node_add. Resource: node://about.
 'use strict';
 
 const crypto = require('node:crypto');
@@ -104,14 +104,14 @@ const ABOUT_TEXT = [
   '',
   'An openhuman-host provider written in Node.js. It speaks the go-plugin',
   'handshake and the openhuman.provider.v1 gRPC protocol directly, without',
-  'the Go SDK, and serves two tools: `node.echo` and `node.add`.',
+  'the Go SDK, and serves two tools: `node_echo` and `node_add`.',
   '',
 ].join('\n');
 
 const json = (v) => Buffer.from(JSON.stringify(v));
 
 const TOOLS = {
-  'node.echo': {
+  'node_echo': {
     spec: {
       title: 'Echo',
       description: 'Returns the text it is given, unchanged.',
@@ -138,7 +138,7 @@ const TOOLS = {
       return { content: [{ type: 'text', text: args.text }], structured: { text: args.text } };
     },
   },
-  'node.add': {
+  'node_add': {
     spec: {
       title: 'Add',
       description: 'Adds two numbers and returns their sum.',

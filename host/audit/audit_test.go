@@ -272,12 +272,12 @@ func TestRoundTrip(t *testing.T) {
 	in := []Record{
 		{
 			TimeMs: ms(0), SessionHash: SessionHash("session-1"), SourceType: "mcp:claude-desktop",
-			ClientName: "Claude Desktop", ClientVersion: "1.2.3", Tool: "memory.store", Provider: "memory",
+			ClientName: "Claude Desktop", ClientVersion: "1.2.3", Tool: "memory_store", Provider: "memory",
 			Class: "act", Decision: DecisionAllowed, Success: true, DurationUs: 1234,
 			ArgsSummary: `{"content":{"len":42},"title":"Notes"}`, ResultRef: "mcp-store-notes",
 		},
 		{
-			ID: 99, TimeMs: ms(time.Second), SourceType: "cli", Tool: "tree.tag", Provider: "memory", Class: "act",
+			ID: 99, TimeMs: ms(time.Second), SourceType: "cli", Tool: "tree_tag", Provider: "memory", Class: "act",
 			Decision: DecisionDenied("readonly"), Error: longErr, ArgsSummary: "{}",
 		},
 	}
@@ -298,7 +298,7 @@ func TestRecordStampsZeroTime(t *testing.T) {
 	t.Parallel()
 	l, _ := openLog(t, nil)
 	before := time.Now().UnixMilli()
-	mustRecord(t, l, Record{Tool: "memory.search"})
+	mustRecord(t, l, Record{Tool: "memory_search"})
 	after := time.Now().UnixMilli()
 	mustFlush(t, l)
 	got := mustList(t, l, Query{})
@@ -422,7 +422,7 @@ func TestFailedInsertIsRetried(t *testing.T) {
 	}
 	secret := SummarizeArgs([]byte(`{"title":"very private title"}`))
 	for i := range 3 {
-		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "memory.store", SessionHash: "sha256:0badc0de", ArgsSummary: secret})
+		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "memory_store", SessionHash: "sha256:0badc0de", ArgsSummary: secret})
 	}
 	waitFor(t, "a retry warning", func() bool { return strings.Contains(logs.String(), "audit insert failed, retrying") })
 	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit_away RENAME TO mcp_audit"); err != nil {
@@ -594,13 +594,13 @@ func TestRetention(t *testing.T) {
 
 // fixture is the data set the query tests read: ids 1..7 in this order.
 var fixture = []Record{
-	{TimeMs: ms(0), SourceType: "mcp:claude-desktop", ClientName: "Claude Desktop", Tool: "memory.search", Decision: DecisionAllowed, Success: true, DurationUs: 100},
-	{TimeMs: ms(1 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory.search", Decision: DecisionAllowed, Success: true, DurationUs: 300},
-	{TimeMs: ms(2 * time.Minute), SourceType: "cli", ClientName: "", Tool: "memory.store", Decision: DecisionAllowed, Success: false, Error: "boom", DurationUs: 50},
-	{TimeMs: ms(3 * time.Minute), SourceType: "mcp:claude-desktop", ClientName: "Claude Desktop", Tool: "memory.store", Decision: DecisionDenied("budget"), DurationUs: 3},
-	{TimeMs: ms(4 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory.search", Decision: DecisionAllowed, Success: true, DurationUs: 200},
-	{TimeMs: ms(5 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory.search", Decision: DecisionAllowed, Success: false, DurationUs: 900},
-	{TimeMs: ms(5 * time.Minute), SourceType: "cli", ClientName: "Claude Desktop", Tool: "tree.tag", Decision: DecisionDenied("readonly"), DurationUs: 2},
+	{TimeMs: ms(0), SourceType: "mcp:claude-desktop", ClientName: "Claude Desktop", Tool: "memory_search", Decision: DecisionAllowed, Success: true, DurationUs: 100},
+	{TimeMs: ms(1 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory_search", Decision: DecisionAllowed, Success: true, DurationUs: 300},
+	{TimeMs: ms(2 * time.Minute), SourceType: "cli", ClientName: "", Tool: "memory_store", Decision: DecisionAllowed, Success: false, Error: "boom", DurationUs: 50},
+	{TimeMs: ms(3 * time.Minute), SourceType: "mcp:claude-desktop", ClientName: "Claude Desktop", Tool: "memory_store", Decision: DecisionDenied("budget"), DurationUs: 3},
+	{TimeMs: ms(4 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory_search", Decision: DecisionAllowed, Success: true, DurationUs: 200},
+	{TimeMs: ms(5 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory_search", Decision: DecisionAllowed, Success: false, DurationUs: 900},
+	{TimeMs: ms(5 * time.Minute), SourceType: "cli", ClientName: "Claude Desktop", Tool: "tree_tag", Decision: DecisionDenied("readonly"), DurationUs: 2},
 }
 
 func fixtureLog(t *testing.T) *Log {
@@ -622,17 +622,17 @@ func TestList(t *testing.T) {
 		"limit":                               {q: Query{Limit: 2}, want: []uint64{7, 6}},
 		"negative limit means default":        {q: Query{Limit: -1}, want: []uint64{7, 6, 5, 4, 3, 2, 1}},
 		"since is inclusive":                  {q: Query{Since: base.Add(4 * time.Minute)}, want: []uint64{7, 6, 5}},
-		"tool":                                {q: Query{Tool: "memory.store"}, want: []uint64{4, 3}},
+		"tool":                                {q: Query{Tool: "memory_store"}, want: []uint64{4, 3}},
 		"unknown tool":                        {q: Query{Tool: "memory"}, want: []uint64{}},
 		"client by source type":               {q: Query{Client: "cli"}, want: []uint64{7, 3}},
 		"client by client name":               {q: Query{Client: "Claude Desktop"}, want: []uint64{7, 4, 1}},
 		"failed includes denied":              {q: Query{FailedOnly: true}, want: []uint64{7, 6, 4, 3}},
 		"filters combine": {
-			q:    Query{Client: "mcp:cursor", Tool: "memory.search", FailedOnly: true, Since: base.Add(time.Minute)},
+			q:    Query{Client: "mcp:cursor", Tool: "memory_search", FailedOnly: true, Since: base.Add(time.Minute)},
 			want: []uint64{6},
 		},
 		"client filter does not escape tool filter": {
-			q:    Query{Client: "Claude Desktop", Tool: "tree.tag"},
+			q:    Query{Client: "Claude Desktop", Tool: "tree_tag"},
 			want: []uint64{7},
 		},
 	}
@@ -652,7 +652,7 @@ func TestListReturnsWholeRecords(t *testing.T) {
 	l := fixtureLog(t)
 	want := fixture[2]
 	want.ID = 3
-	if diff := cmp.Diff([]Record{want}, mustList(t, l, Query{Client: "cli", Tool: "memory.store"})); diff != "" {
+	if diff := cmp.Diff([]Record{want}, mustList(t, l, Query{Client: "cli", Tool: "memory_store"})); diff != "" {
 		t.Errorf("List() (-want +got):\n%s", diff)
 	}
 }
@@ -667,28 +667,28 @@ func TestStats(t *testing.T) {
 		"all records": {
 			want: []ToolStats{
 				// Durations 100, 200, 300, 900: the nearest-rank median is the 2nd smallest.
-				{Tool: "memory.search", Calls: 4, Failures: 1, Denied: 0, P50Us: 200, MaxUs: 900},
+				{Tool: "memory_search", Calls: 4, Failures: 1, Denied: 0, P50Us: 200, MaxUs: 900},
 				// The denied attempt's 3µs is not a run.
-				{Tool: "memory.store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
-				{Tool: "tree.tag", Calls: 1, Failures: 0, Denied: 1, P50Us: 0, MaxUs: 0},
+				{Tool: "memory_store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
+				{Tool: "tree_tag", Calls: 1, Failures: 0, Denied: 1, P50Us: 0, MaxUs: 0},
 			},
 		},
 		"since": {
 			since: base.Add(3 * time.Minute),
 			want: []ToolStats{
 				// Durations 200, 900.
-				{Tool: "memory.search", Calls: 2, Failures: 1, P50Us: 200, MaxUs: 900},
-				{Tool: "memory.store", Calls: 1, Denied: 1},
-				{Tool: "tree.tag", Calls: 1, Denied: 1},
+				{Tool: "memory_search", Calls: 2, Failures: 1, P50Us: 200, MaxUs: 900},
+				{Tool: "memory_store", Calls: 1, Denied: 1},
+				{Tool: "tree_tag", Calls: 1, Denied: 1},
 			},
 		},
 		"odd count median": {
 			since: base.Add(time.Minute),
 			want: []ToolStats{
 				// Durations 200, 300, 900.
-				{Tool: "memory.search", Calls: 3, Failures: 1, P50Us: 300, MaxUs: 900},
-				{Tool: "memory.store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
-				{Tool: "tree.tag", Calls: 1, Denied: 1},
+				{Tool: "memory_search", Calls: 3, Failures: 1, P50Us: 300, MaxUs: 900},
+				{Tool: "memory_store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
+				{Tool: "tree_tag", Calls: 1, Denied: 1},
 			},
 		},
 		"nothing since": {since: base.Add(time.Hour), want: nil},

@@ -27,7 +27,7 @@ func ExampleLog() {
 	err = l.Record(ctx, audit.Record{
 		SessionHash: audit.SessionHash("mcp-session-id"),
 		SourceType:  "mcp:claude-desktop",
-		Tool:        "memory.store",
+		Tool:        "memory_store",
 		Provider:    "memory",
 		Class:       "act",
 		Decision:    audit.DecisionAllowed,
@@ -54,7 +54,7 @@ func ExampleLog() {
 	if err := l.Close(ctx); err != nil {
 		fmt.Println(err)
 	}
-	// Output: 1 memory.store allowed {"content":{"len":12},"title":"Trip plan"} mcp-store-trip-plan
+	// Output: 1 memory_store allowed {"content":{"len":12},"title":"Trip plan"} mcp-store-trip-plan
 }
 
 func ExampleSummarizeArgs() {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // defaultLimit is Query.Limit when it is 0 or less.
@@ -14,7 +16,9 @@ const defaultLimit = 50
 type Query struct {
 	// Since keeps records at or after this time. Default zero means no lower bound.
 	Since time.Time
-	// Tool keeps records of this exact tool name. Default "" means every tool.
+	// Tool keeps records of this tool: its advertised name, or its declared or old dotted name
+	// ("memory.store"), which [sdk.ClientName] maps to the advertised one. Records written under the
+	// old dotted names are kept too. Default "" means every tool.
 	Tool string
 	// Client keeps records whose source type or client name equals it exactly (such as
 	// "mcp:claude-desktop" or "cli"). Default "" means every client.
@@ -40,7 +44,9 @@ func (l *Log) List(ctx context.Context, q Query) ([]Record, error) {
 		tx = tx.Where("time_ms >= ?", q.Since.UnixMilli())
 	}
 	if q.Tool != "" {
-		tx = tx.Where("tool = ?", q.Tool)
+		// Rows written before tool names became client-safe hold the dotted form.
+		name := sdk.ClientName(q.Tool)
+		tx = tx.Where("(tool = ? OR (tool LIKE '%.%' AND replace(tool, '.', '_') = ?))", name, name)
 	}
 	if q.Client != "" {
 		tx = tx.Where("(source_type = ? OR client_name = ?)", q.Client, q.Client)
@@ -57,7 +63,8 @@ func (l *Log) List(ctx context.Context, q Query) ([]Record, error) {
 
 // ToolStats summarises one tool's records for [Log.Stats].
 type ToolStats struct {
-	// Tool is the tool name.
+	// Tool is the tool's advertised name; records written under an old dotted name ("memory.store")
+	// count for the advertised one ("memory_store").
 	Tool string
 	// Calls counts every record of the tool: allowed and denied attempts.
 	Calls int64
@@ -76,7 +83,7 @@ type ToolStats struct {
 // statsSQL computes every figure in one statement, so all come from one snapshot of the table.
 const statsSQL = `
 WITH r AS (
-	SELECT tool, success, duration_us, substr(decision, 1, 7) = 'denied:' AS denied
+	SELECT replace(tool, '.', '_') AS tool, success, duration_us, substr(decision, 1, 7) = 'denied:' AS denied
 	FROM ` + Table + ` WHERE time_ms >= ?
 ), ran AS (
 	SELECT tool, duration_us,

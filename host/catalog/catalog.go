@@ -7,6 +7,12 @@
 // rest of the catalog is kept. Providers are merged in the order given, so
 // the outcome of a collision is deterministic. Each accepted tool carries its
 // resolved input schema, so arguments are validated without re-parsing.
+//
+// Tools and prompts are advertised under the client-safe name
+// [sdk.ClientName] gives their declared name (matching
+// ^[a-zA-Z0-9_-]{1,64}$, which Claude Desktop and OpenAI-style clients
+// require); lookups accept the declared name too, and calls reach the
+// provider under the name it declared.
 package catalog
 
 import (
@@ -30,11 +36,16 @@ type Source struct {
 	Catalog *sdk.Catalog
 }
 
-// Tool is one accepted tool.
+// Tool is one accepted tool. Its Name is the advertised, client-safe name
+// ([sdk.ClientName] of the declared one).
 type Tool struct {
 	sdk.Tool
 	// Provider is the name of the provider that serves the tool.
 	Provider string
+	// Declared is the name the provider declared in Describe, which the
+	// host sends it in CallToolRequest.Name; it equals Name unless the
+	// declared name is not client-safe ("hello.greet" for "hello_greet").
+	Declared string
 
 	schema   *jsonschema.Schema
 	resolved *jsonschema.Resolved
@@ -58,11 +69,15 @@ type ResourceTemplate struct {
 	Provider string
 }
 
-// Prompt is one accepted prompt.
+// Prompt is one accepted prompt. Its Name is the advertised, client-safe
+// name ([sdk.ClientName] of the declared one).
 type Prompt struct {
 	sdk.Prompt
 	// Provider is the name of the provider that serves the prompt.
 	Provider string
+	// Declared is the name the provider declared, which the host sends it
+	// in GetPromptRequest.Name and completion references.
+	Declared string
 }
 
 // Catalog is the merged, validated catalog. It is immutable once built and
@@ -82,17 +97,19 @@ var ErrInvalidTool = errors.New("invalid tool spec")
 
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
-// Build merges sources in order. Tools that fail [ValidateTool], and tools
-// or resources whose name or URI an earlier source already claimed, are
-// left out and logged at warn level with the reason. log may be nil.
+// Build merges sources in order. Tools that fail [ValidateTool], and tools,
+// prompts or resources whose advertised name or URI an earlier source
+// already claimed, are left out and logged at warn level with the reason.
+// A tool or prompt whose declared name is not client-safe is advertised
+// under [sdk.ClientName] of it, logged at info level. log may be nil.
 func Build(log hclog.Logger, sources []Source) *Catalog {
 	return BuildWith(log, sources, nil)
 }
 
 // Claim decides whether provider may serve a tool name (kind "tool"),
-// resource URI (kind "resource") or prompt name (kind "prompt"); a non-nil
-// error says why not. The host
-// keeps names with the provider that first served them, so that a provider
+// resource URI (kind "resource") or prompt name (kind "prompt"), names
+// being the advertised ones; a non-nil error says why not. The host keeps
+// names with the provider that first served them, so that a provider
 // restarting with a new catalog cannot take over another's tools.
 type Claim func(provider, kind, name string) error
 
@@ -116,15 +133,14 @@ func BuildWith(log hclog.Logger, sources []Source, claim Claim) *Catalog {
 				log.Warn("tool refused", "provider", src.Provider, "tool", t.Name, "error", err)
 				continue
 			}
-			if err := claim(src.Provider, "tool", t.Name); err != nil {
-				log.Warn("tool refused", "provider", src.Provider, "tool", t.Name, "error", err)
+			servedBy := ""
+			if prev, ok := c.byName[entry.Name]; ok {
+				servedBy = prev.Provider
+			}
+			if !admit(log, "tool", src.Provider, entry.Declared, entry.Name, claim, servedBy) {
 				continue
 			}
-			if prev, ok := c.byName[t.Name]; ok {
-				log.Warn("tool refused: name already served by another provider", "provider", src.Provider, "tool", t.Name, "served_by", prev.Provider)
-				continue
-			}
-			c.byName[t.Name] = entry
+			c.byName[entry.Name] = entry
 			c.tools = append(c.tools, entry)
 		}
 		for _, r := range src.Catalog.Resources {
@@ -156,24 +172,49 @@ func BuildWith(log hclog.Logger, sources []Source, claim Claim) *Catalog {
 				log.Warn("prompt refused", "provider", src.Provider, "prompt", p.Name, "error", err)
 				continue
 			}
-			if err := claim(src.Provider, "prompt", p.Name); err != nil {
-				log.Warn("prompt refused", "provider", src.Provider, "prompt", p.Name, "error", err)
+			entry := &Prompt{Prompt: p, Provider: src.Provider, Declared: p.Name}
+			entry.Name = sdk.ClientName(p.Name)
+			servedBy := ""
+			if prev, ok := c.byPrompt[entry.Name]; ok {
+				servedBy = prev.Provider
+			}
+			if !admit(log, "prompt", src.Provider, entry.Declared, entry.Name, claim, servedBy) {
 				continue
 			}
-			if prev, ok := c.byPrompt[p.Name]; ok {
-				log.Warn("prompt refused: name already served by another provider", "provider", src.Provider, "prompt", p.Name, "served_by", prev.Provider)
-				continue
-			}
-			entry := &Prompt{Prompt: p, Provider: src.Provider}
-			c.byPrompt[p.Name] = entry
+			c.byPrompt[entry.Name] = entry
 			c.prompts = append(c.prompts, entry)
 		}
 	}
 	return c
 }
 
+// admit decides whether a tool or prompt (kind) that provider declared as
+// declared, advertised as name, joins the catalog: claim must allow it and
+// no earlier entry may have the same advertised name (servedBy names the
+// provider of such an entry, "" for none). A refusal is logged with its
+// reason; a name mapped by [sdk.ClientName] is logged at info level.
+func admit(log hclog.Logger, kind, provider, declared, name string, claim Claim, servedBy string) bool {
+	if err := claim(provider, kind, name); err != nil {
+		log.Warn(kind+" refused", "provider", provider, kind, declared, "error", err)
+		return false
+	}
+	if servedBy != "" {
+		reason := fmt.Sprintf("the name %s is already served by provider %s; the first provider in config order keeps it", name, servedBy)
+		if declared != name {
+			reason = fmt.Sprintf("its client-safe name %s is already served by provider %s; the first provider in config order keeps it, so rename this %s", name, servedBy, kind)
+		}
+		log.Warn(kind+" refused", "provider", provider, kind, declared, "error", reason)
+		return false
+	}
+	if declared != name {
+		log.Info(kind+" advertised under its client-safe name", "provider", provider, kind, declared, "name", name)
+	}
+	return true
+}
+
 // ValidateTool checks what the host requires of a tool spec: a name
-// matching [A-Za-z0-9_.-]{1,128}, a description, an input schema that is a
+// matching [A-Za-z0-9_.-]{1,128} (the host advertises it as
+// [sdk.ClientName] of it), a description, an input schema that is a
 // JSON object schema with "type": "object" and resolves, an output schema
 // (when present) of type object, and a policy class of "read" or "act".
 // Errors wrap [ErrInvalidTool].
@@ -236,13 +277,20 @@ func newTool(provider string, t sdk.Tool) (*Tool, error) {
 	for _, r := range schema.Required {
 		required[r] = true
 	}
-	return &Tool{Tool: t, Provider: provider, schema: &schema, resolved: resolved, required: required,
-		closed: isFalseSchema(schema.AdditionalProperties)}, nil
+	entry := &Tool{Tool: t, Provider: provider, Declared: t.Name, schema: &schema, resolved: resolved, required: required,
+		closed: isFalseSchema(schema.AdditionalProperties)}
+	entry.Name = sdk.ClientName(t.Name)
+	return entry, nil
 }
 
-// Tool returns the tool with the given name.
+// Tool returns the tool with the given advertised name, or whose
+// advertised name is [sdk.ClientName] of name: the declared and the old
+// dotted names ("memory.store" for "memory_store") find the tool too.
 func (c *Catalog) Tool(name string) (*Tool, bool) {
-	t, ok := c.byName[name]
+	if t, ok := c.byName[name]; ok {
+		return t, true
+	}
+	t, ok := c.byName[sdk.ClientName(name)]
 	return t, ok
 }
 
@@ -261,9 +309,13 @@ func (c *Catalog) Resources() []*Resource { return slices.Clone(c.resources) }
 // ResourceTemplates returns the accepted resource templates in merge order.
 func (c *Catalog) ResourceTemplates() []*ResourceTemplate { return slices.Clone(c.templates) }
 
-// Prompt returns the prompt with the given name.
+// Prompt returns the prompt with the given advertised name, or whose
+// advertised name is [sdk.ClientName] of name, as [Catalog.Tool] does.
 func (c *Catalog) Prompt(name string) (*Prompt, bool) {
-	p, ok := c.byPrompt[name]
+	if p, ok := c.byPrompt[name]; ok {
+		return p, true
+	}
+	p, ok := c.byPrompt[sdk.ClientName(name)]
 	return p, ok
 }
 

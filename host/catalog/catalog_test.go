@@ -23,7 +23,7 @@ func TestValidateTool(t *testing.T) {
 		tool    sdk.Tool
 		wantErr string
 	}{
-		"valid read":          {tool: tool("memory.search", sdk.ClassRead, obj)},
+		"valid read":          {tool: tool("memory_search", sdk.ClassRead, obj)},
 		"valid act":           {tool: tool("a_b-c.D9", sdk.ClassAct, obj)},
 		"empty name":          {tool: tool("", sdk.ClassRead, obj), wantErr: `name "" must match`},
 		"space in name":       {tool: tool("my tool", sdk.ClassRead, obj), wantErr: `name "my tool" must match`},
@@ -72,20 +72,20 @@ func TestBuildMergesInOrderAndRefusesCollisions(t *testing.T) {
 		}},
 		{Provider: "nil catalog"},
 	})
-	type entry struct{ Name, Provider string }
+	type entry struct{ Name, Declared, Provider string }
 	var got []entry
 	for _, tl := range c.Tools() {
-		got = append(got, entry{tl.Name, tl.Provider})
+		got = append(got, entry{tl.Name, tl.Declared, tl.Provider})
 	}
-	want := []entry{{"shared.tool", "first"}, {"first.only", "first"}, {"second.only", "second"}}
+	want := []entry{{"shared_tool", "shared.tool", "first"}, {"first_only", "first.only", "first"}, {"second_only", "second.only", "second"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	var uris []entry
 	for _, r := range c.Resources() {
-		uris = append(uris, entry{r.URI, r.Provider})
+		uris = append(uris, entry{Name: r.URI, Provider: r.Provider})
 	}
-	if diff := cmp.Diff([]entry{{"x://a", "first"}, {"x://b", "second"}}, uris); diff != "" {
+	if diff := cmp.Diff([]entry{{Name: "x://a", Provider: "first"}, {Name: "x://b", Provider: "second"}}, uris); diff != "" {
 		t.Errorf("resources (-want +got):\n%s", diff)
 	}
 	if r, ok := c.Resource("x://a"); !ok || r.Name != "a" {
@@ -152,7 +152,7 @@ func TestValidateArgumentsPassesValidInputThrough(t *testing.T) {
 func TestBuildWithClaims(t *testing.T) {
 	t.Parallel()
 	claim := func(provider, kind, name string) error {
-		if kind == "tool" && name == "owned.tool" && provider != "owner" {
+		if kind == "tool" && name == "owned_tool" && provider != "owner" {
 			return errors.New("owned by owner")
 		}
 		if kind == "resource" && name == "x://owned" && provider != "owner" {
@@ -178,5 +178,64 @@ func TestBuildWithClaims(t *testing.T) {
 	}
 	if _, ok := c.Tool("thief.tool"); !ok {
 		t.Error("the thief's own tool was refused")
+	}
+}
+
+// TestClientSafeNames checks that every advertised tool and prompt name
+// matches ^[a-zA-Z0-9_-]{1,64}$, that declared and dotted names still find
+// them, and that two declared names with one client-safe name are not
+// both served.
+func TestClientSafeNames(t *testing.T) {
+	t.Parallel()
+	long := "kit." + strings.Repeat("very_long_name_", 6) + "end"
+	c := Build(nil, []Source{
+		{Provider: "first", Catalog: &sdk.Catalog{
+			Tools:   []sdk.Tool{tool("kit.ping", sdk.ClassRead, obj), tool(long, sdk.ClassRead, obj), tool("plain_name", sdk.ClassAct, obj)},
+			Prompts: []sdk.Prompt{{Name: "kit.summary"}},
+		}},
+		{Provider: "second", Catalog: &sdk.Catalog{
+			// kit_ping is what kit.ping is advertised as: refused, not renamed.
+			Tools:   []sdk.Tool{tool("kit_ping", sdk.ClassAct, obj), tool("second.tool", sdk.ClassRead, obj)},
+			Prompts: []sdk.Prompt{{Name: "kit_summary"}},
+		}},
+	})
+	type entry struct{ Name, Declared, Provider string }
+	var tools []entry
+	for _, tl := range c.Tools() {
+		if !sdk.IsClientName(tl.Name) {
+			t.Errorf("advertised tool name %q does not match ^[a-zA-Z0-9_-]{1,64}$", tl.Name)
+		}
+		tools = append(tools, entry{tl.Name, tl.Declared, tl.Provider})
+	}
+	longName := sdk.ClientName(long)
+	want := []entry{
+		{"kit_ping", "kit.ping", "first"},
+		{longName, long, "first"},
+		{"plain_name", "plain_name", "first"},
+		{"second_tool", "second.tool", "second"},
+	}
+	if diff := cmp.Diff(want, tools); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	if len(longName) != 64 {
+		t.Errorf("long name advertised as %q (%d bytes), want 64 bytes", longName, len(longName))
+	}
+	for _, name := range []string{"kit_ping", "kit.ping"} {
+		if tl, ok := c.Tool(name); !ok || tl.Provider != "first" || tl.Declared != "kit.ping" {
+			t.Errorf("Tool(%q) = %+v, %v; want first's kit.ping", name, tl, ok)
+		}
+	}
+	if tl, ok := c.Tool(long); !ok || tl.Name != longName {
+		t.Errorf("Tool(declared long name) = %+v, %v", tl, ok)
+	}
+	var prompts []entry
+	for _, p := range c.Prompts() {
+		prompts = append(prompts, entry{p.Name, p.Declared, p.Provider})
+	}
+	if diff := cmp.Diff([]entry{{"kit_summary", "kit.summary", "first"}}, prompts); diff != "" {
+		t.Errorf("prompts (-want +got):\n%s", diff)
+	}
+	if p, ok := c.Prompt("kit.summary"); !ok || p.Name != "kit_summary" {
+		t.Errorf("Prompt(kit.summary) = %+v, %v", p, ok)
 	}
 }

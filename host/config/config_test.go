@@ -181,13 +181,13 @@ func TestParseMergesOverDefaults(t *testing.T) {
 				"[autonomy]",
 				`level = "readonly"`,
 				"max_actions_per_hour = 0",
-				`allowed_tools = ["memory.search", "memory.recall"]`,
+				`allowed_tools = ["memory_search", "memory_recall"]`,
 				`confirm_acts = "off"`,
 			),
 			want: func(c *Config) {
 				c.Autonomy.Level = "readonly"
 				c.Autonomy.MaxActionsPerHour = intPtr(0)
-				c.Autonomy.AllowedTools = []string{"memory.search", "memory.recall"}
+				c.Autonomy.AllowedTools = []string{"memory_search", "memory_recall"}
 			},
 		},
 		"audit with dotted keys": {
@@ -442,11 +442,11 @@ func TestParseErrors(t *testing.T) {
 			want: []string{"config.toml:2: audit.record_reads: must be a boolean; got a string"},
 		},
 		"string where an array belongs": {
-			doc:  lines("[autonomy]", `denied_tools = "memory.store"`),
+			doc:  lines("[autonomy]", `denied_tools = "memory_store"`),
 			want: []string{"config.toml:2: autonomy.denied_tools: must be an array of strings; got a string"},
 		},
 		"array element of the wrong type names the element and its line": {
-			doc:  lines("[autonomy]", "allowed_tools = [", `  "memory.search",`, "  7,", "]"),
+			doc:  lines("[autonomy]", "allowed_tools = [", `  "memory_search",`, "  7,", "]"),
 			want: []string{"config.toml:4: autonomy.allowed_tools[1]: must be a string; got an integer"},
 		},
 		"integer where a table belongs": {
@@ -463,15 +463,15 @@ func TestParseErrors(t *testing.T) {
 				`  "https://bad.example/path",`,
 				"]",
 				"[autonomy]",
-				`allowed_tools = ["memory.search", ""]`,
-				`denied_tools = [" memory.store"]`,
+				`allowed_tools = ["memory_search", ""]`,
+				`denied_tools = [" memory_store"]`,
 			),
 			want: []string{
 				`config.toml:2: server.host: must be an IP address or host name, such as 127.0.0.1 or localhost; got "http://localhost"`,
 				`config.toml:3: server.data_dir: must be an absolute path, a path starting with ~/, or empty for the default; got "data"`,
 				`config.toml:6: server.allowed_origins[1]: must be an origin: http or https, a host and an optional port, such as https://example.com:8443; got "https://bad.example/path"`,
 				`config.toml:9: autonomy.allowed_tools[1]: tool names must be non-empty without surrounding spaces; got ""`,
-				`config.toml:10: autonomy.denied_tools[0]: tool names must be non-empty without surrounding spaces; got " memory.store"`,
+				`config.toml:10: autonomy.denied_tools[0]: tool names must be non-empty without surrounding spaces; got " memory_store"`,
 			},
 		},
 		// A missing sha256 is the provider's load failure, not the
@@ -1117,7 +1117,7 @@ func TestMasked(t *testing.T) {
 		`transport = "http"`,
 		"[autonomy]",
 		"max_actions_per_hour = 20",
-		`denied_tools = ["memory.store"]`,
+		`denied_tools = ["memory_store"]`,
 		"[providers.agent.llm]",
 		`model = "gpt-4.1"`,
 		`api_key_env = "OPENAI_API_KEY"`,
@@ -1160,7 +1160,7 @@ allowed_origins = []
 level = 'supervised'
 max_actions_per_hour = 20
 allowed_tools = []
-denied_tools = ['memory.store']
+denied_tools = ['memory_store']
 confirm_acts = 'off'
 
 [audit]
@@ -1224,7 +1224,7 @@ func TestMaskedRoundTrip(t *testing.T) {
 			"[autonomy]",
 			`level = "full"`,
 			"max_actions_per_hour = 0",
-			`allowed_tools = ["memory.search"]`,
+			`allowed_tools = ["memory_search"]`,
 			`confirm_acts = "off"`,
 			"[audit]",
 			"record_reads = false",

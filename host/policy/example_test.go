@@ -18,10 +18,10 @@ func ExamplePolicy_Check() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(p.Check("memory.search", policy.Read))
-	fmt.Println(p.Check("memory.store", policy.Act))
+	fmt.Println(p.Check("memory_search", policy.Read))
+	fmt.Println(p.Check("memory_store", policy.Act))
 
-	for _, tool := range []string{"tree.tag", "agent.run_subagent"} {
+	for _, tool := range []string{"tree_tag", "agent_run_subagent"} {
 		err := p.Check(tool, policy.Act)
 		var d *policy.Denial
 		if errors.As(err, &d) {

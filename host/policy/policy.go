@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // Level is the autonomy level set by [autonomy] level in the config.
@@ -64,11 +66,14 @@ type Options struct {
 	// MaxActionsPerHour caps act tools allowed in any sliding hour ([autonomy] max_actions_per_hour).
 	// Default nil means unlimited; 0 refuses every act; a negative value is an error from New.
 	MaxActionsPerHour *int
-	// AllowedTools are path.Match glob patterns (such as "tree.*") of the tools that may run
-	// ([autonomy] allowed_tools). Default empty means every tool.
+	// AllowedTools are path.Match glob patterns (such as "tree_*") of the tools that may run
+	// ([autonomy] allowed_tools), matched against advertised tool names. Dots in a pattern match "_"
+	// ([sdk.ClientNameGlob]), so patterns written for the old dotted names ("tree.*") keep their
+	// meaning. Default empty means every tool.
 	AllowedTools []string
 	// DeniedTools are path.Match glob patterns of tools that never run ([autonomy] denied_tools), checked
-	// before AllowedTools: a deny wins over an allow. Default empty means none.
+	// before AllowedTools: a deny wins over an allow. Dots match "_" as in AllowedTools. Default empty
+	// means none.
 	DeniedTools []string
 	// Now is the clock the act budget reads. Default nil means time.Now.
 	Now func() time.Time
@@ -80,8 +85,8 @@ type Policy struct {
 	level   Level
 	max     int // meaningful only when limited
 	limited bool
-	allowed []string
-	denied  []string
+	allowed []pattern
+	denied  []pattern
 	now     func() time.Time
 
 	mu   sync.Mutex
@@ -93,8 +98,8 @@ type Policy struct {
 func New(opts Options) (*Policy, error) {
 	p := &Policy{
 		level:   opts.Level,
-		allowed: slices.Clone(opts.AllowedTools),
-		denied:  slices.Clone(opts.DeniedTools),
+		allowed: patterns(opts.AllowedTools),
+		denied:  patterns(opts.DeniedTools),
 		now:     opts.Now,
 	}
 	switch p.level {
@@ -125,13 +130,27 @@ func New(opts Options) (*Policy, error) {
 	return p, nil
 }
 
-func validatePatterns(key string, patterns []string) error {
+// pattern is one allowed_tools or denied_tools entry: as written, for
+// messages, and as matched against advertised tool names.
+type pattern struct {
+	written, glob string
+}
+
+func patterns(written []string) []pattern {
+	out := make([]pattern, len(written))
+	for i, w := range written {
+		out[i] = pattern{written: w, glob: sdk.ClientNameGlob(w)}
+	}
+	return out
+}
+
+func validatePatterns(key string, patterns []pattern) error {
 	for _, pat := range patterns {
-		if pat == "" {
+		if pat.written == "" {
 			return fmt.Errorf("policy: [autonomy] %s has an empty pattern", key)
 		}
-		if _, err := path.Match(pat, ""); err != nil {
-			return fmt.Errorf("policy: [autonomy] %s pattern %q: %w", key, pat, err)
+		if _, err := path.Match(pat.glob, ""); err != nil {
+			return fmt.Errorf("policy: [autonomy] %s pattern %q: %w", key, pat.written, err)
 		}
 	}
 	return nil
@@ -248,11 +267,12 @@ func ceilSecond(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
 }
 
-func firstMatch(patterns []string, tool string) (string, bool) {
+// firstMatch returns the first of patterns (as written) that matches tool.
+func firstMatch(patterns []pattern, tool string) (string, bool) {
 	for _, pat := range patterns {
 		// Patterns were validated in New, so Match cannot fail here.
-		if ok, _ := path.Match(pat, tool); ok {
-			return pat, true
+		if ok, _ := path.Match(pat.glob, tool); ok {
+			return pat.written, true
 		}
 	}
 	return "", false

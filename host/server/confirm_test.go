@@ -40,7 +40,7 @@ func TestConfirmActs(t *testing.T) {
 	}{
 		"off: not asked":                   {mode: ConfirmOff, client: accept, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
 		"when_supported: accepted":         {mode: ConfirmWhenSupported, client: accept, tool: "fake.store", wantAsked: true, wantDecision: "allowed", wantText: "stored"},
-		"when_supported: accepted with no": {mode: ConfirmWhenSupported, client: acceptNo, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "fake.store was not run: you did not confirm it"},
+		"when_supported: accepted with no": {mode: ConfirmWhenSupported, client: acceptNo, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "fake_store was not run: you did not confirm it"},
 		"when_supported: declined":         {mode: ConfirmWhenSupported, client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: `confirm_acts = "when_supported" asks before every act tool when the client can ask; set it to "off" to stop asking`},
 		"when_supported: cancelled":        {mode: ConfirmWhenSupported, client: cancel, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
 		"when_supported: asking fails":     {mode: ConfirmWhenSupported, client: failing, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "asking you to confirm it failed"},
@@ -49,7 +49,7 @@ func TestConfirmActs(t *testing.T) {
 		"when_supported: full level":       {mode: ConfirmWhenSupported, level: policy.Full, client: decline, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
 		"required: accepted":               {mode: ConfirmRequired, client: accept, tool: "fake.store", wantAsked: true, wantDecision: "allowed", wantText: "stored"},
 		"required: declined":               {mode: ConfirmRequired, client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
-		"required: cannot elicit":          {mode: ConfirmRequired, tool: "fake.store", wantDecision: "denied:confirmation_unavailable", wantText: `fake.store refused: [autonomy] confirm_acts = "required" needs a client that can ask you to confirm act tools (MCP elicitation during a call, protocol versions up to 2025-11-25), and this one cannot; use such a client, or set confirm_acts = "when_supported" (ask when the client can) or "off"`},
+		"required: cannot elicit":          {mode: ConfirmRequired, tool: "fake.store", wantDecision: "denied:confirmation_unavailable", wantText: `fake_store refused: [autonomy] confirm_acts = "required" needs a client that can ask you to confirm act tools (MCP elicitation during a call, protocol versions up to 2025-11-25), and this one cannot; use such a client, or set confirm_acts = "when_supported" (ask when the client can) or "off"`},
 		"required: newer protocol":         {mode: ConfirmRequired, version: "2026-07-28", client: accept, tool: "fake.store", wantDecision: "denied:confirmation_unavailable", wantText: "and this one cannot"},
 		"when_supported: newer protocol":   {mode: ConfirmWhenSupported, version: "2026-07-28", client: decline, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
 		"when_supported: 2025-06-18 asked": {mode: ConfirmWhenSupported, version: "2025-06-18", client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
@@ -120,7 +120,7 @@ func TestConfirmActs(t *testing.T) {
 				t.Errorf("asked %d times, want asked %v", len(asked), tc.wantAsked)
 			}
 			if tc.wantAsked && len(asked) == 1 {
-				want := "Allow Claude Desktop to run fake.store?"
+				want := "Allow Claude Desktop to run fake_store?"
 				if !strings.HasPrefix(asked[0], want) || !strings.Contains(asked[0], `Arguments: {"title":"Launch plan"}`) {
 					t.Errorf("question = %q", asked[0])
 				}

@@ -225,7 +225,7 @@ func (s *Server) NotifyResourceUpdated(ctx context.Context, uri string) error {
 func (s *Server) promptHandler(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		v := s.view.Load()
-		p, ok := v.prompts[name]
+		p, ok := v.prompt(name)
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
 		}
@@ -233,7 +233,7 @@ func (s *Server) promptHandler(name string) mcp.PromptHandler {
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %q: provider %s serves no prompts", name, p.Provider)}
 		}
-		res, err := d.GetPrompt(ctx, &sdk.GetPromptRequest{Name: name, Arguments: req.Params.Arguments, Caller: s.caller(req.Session)})
+		res, err := d.GetPrompt(ctx, &sdk.GetPromptRequest{Name: p.Declared, Arguments: req.Params.Arguments, Caller: s.caller(req.Session)})
 		switch {
 		case errors.Is(err, sdk.ErrPromptNotFound):
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q: %v", name, err)}
@@ -271,14 +271,14 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete needs a ref"}
 	}
 	v := s.view.Load()
-	provider := ""
+	provider, refName := "", ref.Name
 	switch ref.Type {
 	case sdk.RefPrompt:
-		p, ok := v.prompts[ref.Name]
+		p, ok := v.prompt(ref.Name)
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}
-		provider = p.Provider
+		provider, refName = p.Provider, p.Declared
 	case sdk.RefResource:
 		if t, ok := v.templates[ref.URI]; ok {
 			provider = t.Provider
@@ -295,7 +295,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 		return empty, nil
 	}
 	creq := &sdk.CompleteRequest{
-		RefType: ref.Type, RefName: ref.Name, RefURI: ref.URI,
+		RefType: ref.Type, RefName: refName, RefURI: ref.URI,
 		ArgumentName: req.Params.Argument.Name, ArgumentValue: req.Params.Argument.Value,
 		Caller: s.caller(req.Session),
 	}

@@ -435,10 +435,10 @@ func TestPromptsListServesCatalogPrompts(t *testing.T) {
 	}
 	slices.SortFunc(res.Prompts, func(a, b *mcp.Prompt) int { return strings.Compare(a.Name, b.Name) })
 	want := `[
-		{"name":"plain.hello","description":"hello"},
-		{"name":"relay.broken","description":"always fails"},
-		{"name":"relay.gone","description":"listed, then lost"},
-		{"name":"relay.greet","title":"Greet","description":"Greets someone","arguments":[
+		{"name":"plain_hello","description":"hello"},
+		{"name":"relay_broken","description":"always fails"},
+		{"name":"relay_gone","description":"listed, then lost"},
+		{"name":"relay_greet","title":"Greet","description":"Greets someone","arguments":[
 			{"name":"name","description":"who","required":true},
 			{"name":"style","description":"how"}]}
 	]`
@@ -452,7 +452,7 @@ func TestGetPromptPassesArgumentsAndConvertsContent(t *testing.T) {
 	s, relay, _ := newRelayServer(t)
 	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
 	tok := sessionToken(t, cs, relay)
-	res, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "relay.greet", Arguments: map[string]string{"name": "Ada", "style": "formal"}})
+	res, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "relay_greet", Arguments: map[string]string{"name": "Ada", "style": "formal"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,9 +496,9 @@ func TestGetPromptErrors(t *testing.T) {
 	}{
 		"not in the catalog":       {name: "no.such", code: jsonrpc.CodeInvalidParams, message: `unknown prompt "no.such"`},
 		"invalid arguments":        {name: "relay.greet", args: map[string]string{"style": "x"}, code: jsonrpc.CodeInvalidParams, message: `invalid params: argument "name" is required`},
-		"provider lost it":         {name: "relay.gone", code: jsonrpc.CodeInvalidParams, message: `unknown prompt "relay.gone": relay.gone: prompt not found`},
-		"provider failure":         {name: "relay.broken", code: jsonrpc.CodeInternalError, message: "prompt relay.broken: provider relay: backend down"},
-		"provider without prompts": {name: "plain.hello", code: jsonrpc.CodeInvalidParams, message: `prompt "plain.hello": provider plain serves no prompts`},
+		"provider lost it":         {name: "relay.gone", code: jsonrpc.CodeInvalidParams, message: `unknown prompt "relay_gone": relay.gone: prompt not found`},
+		"provider failure":         {name: "relay.broken", code: jsonrpc.CodeInternalError, message: "prompt relay_broken: provider relay: backend down"},
+		"provider without prompts": {name: "plain.hello", code: jsonrpc.CodeInvalidParams, message: `prompt "plain_hello": provider plain serves no prompts`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -535,7 +535,7 @@ func TestPromptsFollowUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.SortFunc(res.Prompts, func(a, b *mcp.Prompt) int { return strings.Compare(a.Name, b.Name) })
-	if diff := jsonDiff(t, `[{"name":"relay.greet","description":"Greets someone, v2"},{"name":"relay.new","description":"new"}]`, res.Prompts); diff != "" {
+	if diff := jsonDiff(t, `[{"name":"relay_greet","description":"Greets someone, v2"},{"name":"relay_new","description":"new"}]`, res.Prompts); diff != "" {
 		t.Errorf("prompts/list after Update (-want +got):\n%s", diff)
 	}
 	_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "plain.hello"})
@@ -557,7 +557,7 @@ func TestCompletionRoutesToProvider(t *testing.T) {
 	}
 
 	res, err := cs.Complete(ctx, &mcp.CompleteParams{
-		Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "relay.greet"},
+		Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "relay_greet"},
 		Argument: mcp.CompleteParamsArgument{Name: "name", Value: "al"},
 		Context:  &mcp.CompleteContext{Arguments: map[string]string{"style": "formal"}},
 	})

@@ -259,28 +259,59 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 			return s.subscribe(ctx, req.Session, req.Params.URI, false)
 		},
 	})
-	s.mcp.AddReceivingMiddleware(s.unknownToolMiddleware, s.sessionMiddleware)
+	s.mcp.AddReceivingMiddleware(s.namesMiddleware, s.sessionMiddleware)
 	s.view.Store(&view{})
 	s.Update(cat, providers, s.opts.NotLoaded)
 	return s, nil
 }
 
-// unknownToolMiddleware answers a tools/call of a tool the server does not
+// namesMiddleware answers a tools/call of a tool the server does not
 // serve with JSON-RPC -32602 and the host's own message, which names the
 // providers that did not load and why (the go-sdk's own answer says only
-// "unknown tool").
-func (s *Server) unknownToolMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+// "unknown tool"). A tools/call or prompts/get by a declared or old dotted
+// name ("memory.store") is passed on under the advertised name
+// ("memory_store"), so the go-sdk finds the tool or prompt.
+func (s *Server) namesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "tools/call" {
-			if params, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && params != nil {
+		switch params := req.GetParams().(type) {
+		case *mcp.CallToolParamsRaw:
+			if method == "tools/call" && params != nil {
 				v := s.view.Load()
-				if _, known := v.tools[params.Name]; !known {
+				t, known := v.tool(params.Name)
+				if !known {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: s.unknownTool(v, params.Name).Error()}
+				}
+				params.Name = t.Name
+			}
+		case *mcp.GetPromptParams:
+			if method == "prompts/get" && params != nil {
+				if p, known := s.view.Load().prompt(params.Name); known {
+					params.Name = p.Name
 				}
 			}
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// tool returns the tool served under name, or under [sdk.ClientName] of
+// it (a declared or dotted name).
+func (v *view) tool(name string) (*catalog.Tool, bool) {
+	if t, ok := v.tools[name]; ok {
+		return t, true
+	}
+	t, ok := v.tools[sdk.ClientName(name)]
+	return t, ok
+}
+
+// prompt returns the prompt served under name, or under [sdk.ClientName]
+// of it.
+func (v *view) prompt(name string) (*catalog.Prompt, bool) {
+	if p, ok := v.prompts[name]; ok {
+		return p, true
+	}
+	p, ok := v.prompts[sdk.ClientName(name)]
+	return p, ok
 }
 
 // Update makes the server serve cat with providers from now on, and
@@ -309,7 +340,7 @@ func (s *Server) Update(cat *catalog.Catalog, providers map[string]Dispatcher, n
 			s.log.Warn("tool skipped: its provider is not loaded", "tool", t.Name, "provider", t.Provider)
 			continue
 		}
-		if prev, ok := old.tools[t.Name]; ok && prev.Provider == t.Provider && reflect.DeepEqual(prev.Tool, t.Tool) {
+		if prev, ok := old.tools[t.Name]; ok && prev.Provider == t.Provider && prev.Declared == t.Declared && reflect.DeepEqual(prev.Tool, t.Tool) {
 			next.tools[t.Name] = t
 			continue
 		}
@@ -353,7 +384,7 @@ func (s *Server) Update(cat *catalog.Catalog, providers map[string]Dispatcher, n
 			continue
 		}
 		next.prompts[p.Name] = p
-		if prev, ok := old.prompts[p.Name]; ok && prev.Provider == p.Provider && reflect.DeepEqual(prev.Prompt, p.Prompt) {
+		if prev, ok := old.prompts[p.Name]; ok && prev.Provider == p.Provider && prev.Declared == p.Declared && reflect.DeepEqual(prev.Prompt, p.Prompt) {
 			continue
 		}
 		s.mcp.AddPrompt(mcpPrompt(p), s.promptHandler(p.Name))
@@ -394,7 +425,7 @@ func sameDispatcher(a, b Dispatcher) bool {
 }
 
 const defaultInstructions = "openhuman-host gives you a personal memory store and other tools from its providers. " +
-	"Use memory.search to find what the user stored before, tree.read_chunk to read a hit in full, and memory.store to save " +
+	"Use memory_search to find what the user stored before, tree_read_chunk to read a hit in full, and memory_store to save " +
 	"something worth remembering. Read tools never change anything; act tools may be refused by the user's security policy, " +
 	"and the refusal says which setting allows them."
 
@@ -439,7 +470,9 @@ func (s *Server) addTool(t *catalog.Tool) (err error) {
 
 // Call is one tool call entering the pipeline.
 type Call struct {
-	// Tool is the tool's name.
+	// Tool is the tool's advertised name, or its declared or old dotted
+	// name ("memory.store"), which [sdk.ClientName] maps to the advertised
+	// one; the audit row records the advertised name.
 	Tool string
 	// Arguments is the JSON object sent by the caller; empty means {}.
 	Arguments json.RawMessage
@@ -460,7 +493,7 @@ type Call struct {
 // an unknown tool ([ErrUnknownTool]) and host faults.
 func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) {
 	v := s.view.Load()
-	t, ok := v.tools[c.Tool]
+	t, ok := v.tool(c.Tool)
 	if !ok {
 		return nil, s.unknownTool(v, c.Tool)
 	}
@@ -527,7 +560,7 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 	}
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req := &sdk.CallToolRequest{Name: t.Name, Arguments: args, Caller: c.Caller}
+	req := &sdk.CallToolRequest{Name: t.Declared, Arguments: args, Caller: c.Caller}
 	if c.Events != nil {
 		req = req.WithEvents(c.Events)
 	}

@@ -113,21 +113,21 @@ func TestCallPipeline(t *testing.T) {
 		wantRef      string
 	}{
 		"read allowed":           {tool: "fake.search", args: `{"query":"reef"}`, wantText: `found {"query":"reef"}`, wantDecision: "allowed"},
-		"act allowed":            {tool: "fake.store", args: `{"title":"t"}`, wantText: "stored", wantDecision: "allowed", wantRef: "mcp/doc-1"},
+		"act allowed":            {tool: "fake_store", args: `{"title":"t"}`, wantText: "stored", wantDecision: "allowed", wantRef: "mcp/doc-1"},
 		"k above max":            {tool: "fake.search", args: `{"query":"x","k":51}`, wantError: true, wantText: `argument "k" must be between 1 and 50; got 51`, wantDecision: "denied:invalid_arguments"},
-		"k zero":                 {tool: "fake.search", args: `{"query":"x","k":0}`, wantError: true, wantText: `argument "k" must be between 1 and 50; got 0`, wantDecision: "denied:invalid_arguments"},
+		"k zero":                 {tool: "fake_search", args: `{"query":"x","k":0}`, wantError: true, wantText: `argument "k" must be between 1 and 50; got 0`, wantDecision: "denied:invalid_arguments"},
 		"k wrong type":           {tool: "fake.search", args: `{"query":"x","k":"5"}`, wantError: true, wantText: `argument "k" must be of type integer; got string (1 characters)`, wantDecision: "denied:invalid_arguments"},
 		"k fractional":           {tool: "fake.search", args: `{"query":"x","k":2.5}`, wantError: true, wantText: `argument "k" must be of type integer; got number 2.5`, wantDecision: "denied:invalid_arguments"},
-		"unknown argument":       {tool: "fake.search", args: `{"query":"x","bogus":1}`, wantError: true, wantText: `unknown argument "bogus"; fake.search takes: k, query, tags`, wantDecision: "denied:invalid_arguments"},
+		"unknown argument":       {tool: "fake.search", args: `{"query":"x","bogus":1}`, wantError: true, wantText: `unknown argument "bogus"; fake_search takes: k, query, tags`, wantDecision: "denied:invalid_arguments"},
 		"blank required string":  {tool: "fake.search", args: `{"query":"  \t"}`, wantError: true, wantText: `argument "query" must not be blank`, wantDecision: "denied:invalid_arguments"},
 		"missing required":       {tool: "fake.search", args: `{}`, wantError: true, wantText: `missing required argument "query"`, wantDecision: "denied:invalid_arguments"},
 		"too many items":         {tool: "fake.search", args: `{"query":"x","tags":["a","b","c"]}`, wantError: true, wantText: `argument "tags" has 3 items; at most 2 allowed`, wantDecision: "denied:invalid_arguments"},
 		"item too long":          {tool: "fake.search", args: `{"query":"x","tags":["a","abcde"]}`, wantError: true, wantText: `argument "tags" item 2 is 5 characters long; at most 4 allowed`, wantDecision: "denied:invalid_arguments"},
-		"arguments not object":   {tool: "fake.search", args: `[1]`, wantError: true, wantText: `arguments must be a JSON object; fake.search takes: k, query, tags`, wantDecision: "denied:invalid_arguments"},
+		"arguments not object":   {tool: "fake.search", args: `[1]`, wantError: true, wantText: `arguments must be a JSON object; fake_search takes: k, query, tags`, wantDecision: "denied:invalid_arguments"},
 		"readonly refuses acts":  {level: policy.ReadOnly, tool: "fake.store", args: `{}`, wantError: true, wantText: `level`, wantDecision: "denied:readonly"},
-		"readonly allows reads":  {level: policy.ReadOnly, tool: "fake.search", args: `{"query":"x"}`, wantText: `found {"query":"x"}`, wantDecision: "allowed"},
-		"provider failure named": {tool: "fake.search", args: `{"query":"crash"}`, wantError: true, wantText: "fake.search failed: provider fake: connection reset", wantDecision: "allowed"},
-		"tool timeout":           {tool: "fake.slow", args: `{}`, wantError: true, wantText: "fake.slow timed out after 50ms", wantDecision: "allowed"},
+		"readonly allows reads":  {level: policy.ReadOnly, tool: "fake_search", args: `{"query":"x"}`, wantText: `found {"query":"x"}`, wantDecision: "allowed"},
+		"provider failure named": {tool: "fake.search", args: `{"query":"crash"}`, wantError: true, wantText: "fake_search failed: provider fake: connection reset", wantDecision: "allowed"},
+		"tool timeout":           {tool: "fake.slow", args: `{}`, wantError: true, wantText: "fake_slow timed out after 50ms", wantDecision: "allowed"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestCallPipeline(t *testing.T) {
 				t.Fatalf("%d audit rows, want exactly 1", len(rows))
 			}
 			r := rows[0]
-			if r.Decision != tc.wantDecision || r.Success == tc.wantError || r.Tool != tc.tool || r.Provider != "fake" || r.SourceType != "mcp:test" || r.ResultRef != tc.wantRef {
+			if r.Decision != tc.wantDecision || r.Success == tc.wantError || r.Tool != strings.Replace(tc.tool, ".", "_", 1) || r.Provider != "fake" || r.SourceType != "mcp:test" || r.ResultRef != tc.wantRef {
 				t.Errorf("audit row = %+v", r)
 			}
 			if tc.wantError && r.Error == "" {
@@ -185,7 +185,7 @@ func TestRecordReadsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := a.all()
-	if len(rows) != 1 || rows[0].Tool != "fake.store" {
+	if len(rows) != 1 || rows[0].Tool != "fake_store" {
 		t.Errorf("rows = %+v, want only the act", rows)
 	}
 }
@@ -236,7 +236,7 @@ func TestMCPSurface(t *testing.T) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 	}
-	if diff := cmp.Diff([]string{"fake.search", "fake.slow", "fake.store"}, names, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+	if diff := cmp.Diff([]string{"fake_search", "fake_slow", "fake_store"}, names, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 
@@ -288,6 +288,10 @@ func TestMCPSurface(t *testing.T) {
 	}
 	if rows[0].SessionHash != rows[1].SessionHash {
 		t.Errorf("one session, two session hashes: %q %q", rows[0].SessionHash, rows[1].SessionHash)
+	}
+	// Called by their dotted names, recorded by the advertised ones.
+	if rows[0].Tool != "fake_search" || rows[1].Tool != "fake_store" {
+		t.Errorf("audit rows name %q and %q, want fake_search and fake_store", rows[0].Tool, rows[1].Tool)
 	}
 }
 

@@ -90,7 +90,7 @@ func TestLineTransportKeepsSessionAfterBadLines(t *testing.T) {
 	send("")
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 	got := next()
-	if got["id"] != float64(2) || !strings.Contains(mustJSON(t, got), "fake.search") {
+	if got["id"] != float64(2) || !strings.Contains(mustJSON(t, got), "fake_search") {
 		t.Errorf("tools/list after bad lines: %v", got)
 	}
 	_ = inW.Close()

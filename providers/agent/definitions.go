@@ -24,6 +24,7 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/openhuman/openhuman-host/internal/tomltype"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // Definition is one sub-agent: who it is, the system prompt it runs with, the
@@ -34,7 +35,7 @@ import (
 // and the user's own directory (LoadDir). Every Definition returned by this
 // package has passed validation, so its fields hold the documented values.
 type Definition struct {
-	// ID names the sub-agent in agent.run_subagent's agent_id: the file name
+	// ID names the sub-agent in agent_run_subagent's agent_id: the file name
 	// without ".toml", matching ^[a-z][a-z0-9_-]{0,63}$.
 	ID string
 	// DisplayName is a short human-readable name: one line, 1 to 80
@@ -56,11 +57,13 @@ type Definition struct {
 	// file does not set it.
 	MaxIterations int
 	// Tools is the tool scope, as written in the file: "*" for every host
-	// tool, exact tool names ("memory.store") or path.Match patterns
-	// ("memory.*"). Empty (nil) means the sub-agent calls no tools. See
-	// Allows for how it is applied.
+	// tool, exact tool names ("memory_store") or path.Match patterns
+	// ("memory_*"); dots match "_" ([sdk.ClientNameGlob]), so entries
+	// written with the old dotted names ("memory.*") keep their meaning.
+	// Empty (nil) means the sub-agent calls no tools. See Allows for how it
+	// is applied.
 	Tools []string
-	// MCPRunnable reports whether agent.run_subagent may run this sub-agent
+	// MCPRunnable reports whether agent_run_subagent may run this sub-agent
 	// for an MCP client; false keeps it for other sub-agents only. True when
 	// the file does not set it.
 	MCPRunnable bool
@@ -117,7 +120,7 @@ const (
 	definitionMaxTemperature    = 2.0
 	// definitionNestingTool is the one tool a scope must name exactly: "*"
 	// and patterns never grant it.
-	definitionNestingTool = "agent.run_subagent"
+	definitionNestingTool = "agent_run_subagent"
 )
 
 var definitionIDPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
@@ -211,19 +214,21 @@ func Merge(builtins, user []Definition) []Definition {
 }
 
 // Allows reports whether the sub-agent's scope lets it call the host tool
-// named tool (the host's name, such as "memory.search").
+// named tool (the name the host advertises, such as "memory_search").
 //
 // An entry "*" allows every tool, an exact name allows that tool, and any
-// other entry is a path.Match pattern ("memory.*", "tree.read_*"). The one
-// exception keeps nesting deliberate: agent.run_subagent, which starts
+// other entry is a path.Match pattern ("memory_*", "tree_read_*"); dots in
+// an entry match "_", so "memory.search" and "memory.*" work too. The one
+// exception keeps nesting deliberate: agent_run_subagent, which starts
 // another sub-agent, is allowed only by an entry naming it exactly, never by
-// "*" or a pattern such as "agent.*". Other agent.* and core.* tools follow
+// "*" or a pattern such as "agent_*". Other agent_* and core_* tools follow
 // the scope like any tool. An empty tool name is never allowed.
 func (d Definition) Allows(tool string) bool {
 	if tool == "" {
 		return false
 	}
 	for _, entry := range d.Tools {
+		entry = sdk.ClientNameGlob(entry)
 		if entry == tool {
 			return true
 		}
@@ -608,7 +613,7 @@ func (p *definitionParser) tools(raw map[string]any, d *Definition) {
 		return
 	}
 	line := p.lines["tools"]
-	const want = `must be an array of tool names and patterns, such as ["memory.search", "tree.*"], or the string "*" for every tool`
+	const want = `must be an array of tool names and patterns, such as ["memory_search", "tree_*"], or the string "*" for every tool`
 	switch t := v.(type) {
 	case string:
 		if t == "*" {
@@ -648,7 +653,7 @@ func (p *definitionParser) tools(raw map[string]any, d *Definition) {
 
 // definitionCheckToolEntry returns what is wrong with one tools entry, or "".
 func definitionCheckToolEntry(s string) string {
-	const example = `a tool name such as "memory.search" or a pattern such as "memory.*"`
+	const example = `a tool name such as "memory_search" or a pattern such as "memory_*"`
 	if strings.TrimSpace(s) == "" {
 		return "is empty; write " + example
 	}

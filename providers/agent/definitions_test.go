@@ -15,7 +15,7 @@ import (
 var defTestBuiltinIDs = []string{"archivist", "critic", "help", "orchestrator", "planner", "researcher", "summarizer"}
 
 // defTestActTools are the write tools of the memory provider.
-var defTestActTools = []string{"memory.store", "memory.note", "tree.tag"}
+var defTestActTools = []string{"memory_store", "memory_note", "tree_tag"}
 
 func TestBuiltinsParseAndValidate(t *testing.T) {
 	defs := Builtins()
@@ -77,22 +77,22 @@ func TestBuiltinScopes(t *testing.T) {
 	for _, d := range Builtins() {
 		byID[d.ID] = d
 	}
-	readMemory := []string{"memory.search", "memory.recall", "tree.read_chunk", "tree.browse", "tree.list_sources", "tree.top_entities"}
+	readMemory := []string{"memory_search", "memory_recall", "tree_read_chunk", "tree_browse", "tree_list_sources", "tree_top_entities"}
 	tests := []struct {
 		id    string
 		allow []string
 		deny  []string
 	}{
-		{"orchestrator", append([]string{"agent.run_subagent", "agent.list_subagents", "core.list_tools"}, readMemory...),
-			append([]string{"searxng_search", "core.tool_instructions"}, defTestActTools...)},
+		{"orchestrator", append([]string{"agent_run_subagent", "agent_list_subagents", "core_list_tools"}, readMemory...),
+			append([]string{"searxng_search", "core_tool_instructions"}, defTestActTools...)},
 		{"researcher", append(append([]string{"searxng_search"}, readMemory...), defTestActTools...),
-			[]string{"agent.run_subagent", "agent.list_subagents", "core.list_tools"}},
-		{"archivist", []string{"memory.store", "memory.note", "tree.tag", "memory.search", "tree.read_chunk"},
-			[]string{"memory.recall", "tree.browse", "searxng_search", "agent.run_subagent"}},
-		{"summarizer", nil, append(append([]string{"searxng_search", "core.list_tools", "agent.run_subagent"}, readMemory...), defTestActTools...)},
-		{"critic", readMemory, append([]string{"searxng_search", "agent.run_subagent"}, defTestActTools...)},
-		{"planner", readMemory, append([]string{"searxng_search", "agent.run_subagent"}, defTestActTools...)},
-		{"help", []string{"core.list_tools"}, append(append([]string{"core.tool_instructions", "agent.run_subagent", "searxng_search"}, readMemory...), defTestActTools...)},
+			[]string{"agent_run_subagent", "agent_list_subagents", "core_list_tools"}},
+		{"archivist", []string{"memory_store", "memory_note", "tree_tag", "memory_search", "tree_read_chunk"},
+			[]string{"memory_recall", "tree_browse", "searxng_search", "agent_run_subagent"}},
+		{"summarizer", nil, append(append([]string{"searxng_search", "core_list_tools", "agent_run_subagent"}, readMemory...), defTestActTools...)},
+		{"critic", readMemory, append([]string{"searxng_search", "agent_run_subagent"}, defTestActTools...)},
+		{"planner", readMemory, append([]string{"searxng_search", "agent_run_subagent"}, defTestActTools...)},
+		{"help", []string{"core_list_tools"}, append(append([]string{"core_tool_instructions", "agent_run_subagent", "searxng_search"}, readMemory...), defTestActTools...)},
 	}
 	for _, tt := range tests {
 		d, ok := byID[tt.id]
@@ -201,8 +201,8 @@ func TestPromptResourcesFixedTexts(t *testing.T) {
 			t.Errorf("%s: text should start with a Markdown heading", r.URI)
 		}
 	}
-	if !strings.Contains(res[2].Text, "memory.recall") || !strings.Contains(res[2].Text, "memory.search") {
-		t.Error("the user template should say how to learn more through memory.search and memory.recall")
+	if !strings.Contains(res[2].Text, "memory_recall") || !strings.Contains(res[2].Text, "memory_search") {
+		t.Error("the user template should say how to learn more through memory_search and memory_recall")
 	}
 }
 
@@ -260,7 +260,7 @@ const defTestHead = "display_name = \"Test\"\nwhen_to_use = \"Use for tests.\"\n
 func TestLoadDirErrors(t *testing.T) {
 	const valid = defTestHead + "prompt = \"Do it.\"\n"
 	const keys = "valid keys are display_name, id, max_iterations, mcp_runnable, model, prompt, temperature, tools, when_to_use"
-	const toolsWant = `must be an array of tool names and patterns, such as ["memory.search", "tree.*"], or the string "*" for every tool`
+	const toolsWant = `must be an array of tool names and patterns, such as ["memory_search", "tree_*"], or the string "*" for every tool`
 	tests := []struct {
 		name  string
 		files map[string]string
@@ -302,16 +302,16 @@ func TestLoadDirErrors(t *testing.T) {
 			[]string{"{dir}/a.toml:4: max_iterations: must be an integer from 1 to 50; got a float"}},
 		{"tools an integer", map[string]string{"a.toml": valid + "tools = 5\n"},
 			[]string{"{dir}/a.toml:4: tools: " + toolsWant + "; got an integer"}},
-		{"tools a table", map[string]string{"a.toml": valid + "[tools]\nx = \"memory.search\"\n"},
+		{"tools a table", map[string]string{"a.toml": valid + "[tools]\nx = \"memory_search\"\n"},
 			[]string{"{dir}/a.toml:4: tools: " + toolsWant + "; got a table"}},
-		{"tools a string other than *", map[string]string{"a.toml": valid + "tools = \"memory.search\"\n"},
-			[]string{"{dir}/a.toml:4: tools: " + toolsWant + `; got the string "memory.search": write tools = ["memory.search"]`}},
-		{"tools elements", map[string]string{"a.toml": valid + "tools = [\n  \"memory.search\",\n  7,\n  \"\",\n  \"memory search\",\n  \"memory.[\",\n]\n"},
+		{"tools a string other than *", map[string]string{"a.toml": valid + "tools = \"memory_search\"\n"},
+			[]string{"{dir}/a.toml:4: tools: " + toolsWant + `; got the string "memory_search": write tools = ["memory_search"]`}},
+		{"tools elements", map[string]string{"a.toml": valid + "tools = [\n  \"memory_search\",\n  7,\n  \"\",\n  \"memory search\",\n  \"memory.[\",\n]\n"},
 			[]string{
 				"{dir}/a.toml:6: tools[1]: must be a string; got an integer",
-				`{dir}/a.toml:7: tools[2]: is empty; write a tool name such as "memory.search" or a pattern such as "memory.*"`,
-				`{dir}/a.toml:8: tools[3]: "memory search" contains white space, which no tool name has; write a tool name such as "memory.search" or a pattern such as "memory.*"`,
-				`{dir}/a.toml:9: tools[4]: "memory.[" is not a valid pattern (check its [ ] brackets and \ escapes); write a tool name such as "memory.search" or a pattern such as "memory.*"`,
+				`{dir}/a.toml:7: tools[2]: is empty; write a tool name such as "memory_search" or a pattern such as "memory_*"`,
+				`{dir}/a.toml:8: tools[3]: "memory search" contains white space, which no tool name has; write a tool name such as "memory_search" or a pattern such as "memory_*"`,
+				`{dir}/a.toml:9: tools[4]: "memory.[" is not a valid pattern (check its [ ] brackets and \ escapes); write a tool name such as "memory_search" or a pattern such as "memory_*"`,
 			}},
 		{"display_name missing", map[string]string{"a.toml": "when_to_use = \"Use for tests.\"\nprompt = \"Do it.\"\n"},
 			[]string{`{dir}/a.toml: display_name: missing; write display_name = "Research assistant"`}},
@@ -408,7 +408,7 @@ prompt = """
 Translate the text you are given.
 """
 temperature = 1
-tools = ["memory.search", "tree.*", "agent.run_subagent"]
+tools = ["memory_search", "tree.*", "agent_run_subagent"]
 `,
 		// Ignored: hidden files, other extensions, directories.
 		".draft.toml":      "not = [valid",
@@ -433,7 +433,7 @@ tools = ["memory.search", "tree.*", "agent.run_subagent"]
 		{
 			ID: "translator", DisplayName: "Translator", WhenToUse: "Use to translate text between languages.",
 			Prompt: "Translate the text you are given.", Temperature: &temp1, MaxIterations: 8,
-			Tools:       []string{"memory.search", "tree.*", "agent.run_subagent"},
+			Tools:       []string{"memory_search", "tree.*", "agent_run_subagent"},
 			MCPRunnable: true, Source: filepath.Join(dir, "translator.toml"),
 		},
 	}
@@ -469,7 +469,7 @@ tools = ["memory.search", "tree.*", "agent.run_subagent"]
 			*merged[i].Temperature = 2
 		}
 	}
-	if defs[1].Tools[0] != "memory.search" || *defs[1].Temperature != 1 {
+	if defs[1].Tools[0] != "memory_search" || *defs[1].Temperature != 1 {
 		t.Error("Merge's result shares memory with its input")
 	}
 }
@@ -500,24 +500,30 @@ func TestAllows(t *testing.T) {
 		allow []string
 		deny  []string
 	}{
-		{"none", nil, nil, []string{"memory.search", "core.list_tools", "agent.run_subagent", ""}},
+		{"none", nil, nil, []string{"memory_search", "core_list_tools", "agent_run_subagent", ""}},
 		{"star", []string{"*"},
-			[]string{"memory.search", "memory.store", "searxng_search", "core.list_tools", "core.tool_instructions", "agent.list_subagents", "ext__tool"},
-			[]string{"agent.run_subagent", ""}},
-		{"star and run_subagent by name", []string{"*", "agent.run_subagent"},
-			[]string{"memory.search", "agent.run_subagent"}, nil},
-		{"exact", []string{"memory.search", "core.list_tools"},
-			[]string{"memory.search", "core.list_tools"},
-			[]string{"memory.store", "memory.search.x", "memory", "core.tool_instructions"}},
+			[]string{"memory_search", "memory_store", "searxng_search", "core_list_tools", "core_tool_instructions", "agent_list_subagents", "ext__tool"},
+			[]string{"agent_run_subagent", ""}},
+		{"star and run_subagent by name", []string{"*", "agent_run_subagent"},
+			[]string{"memory_search", "agent_run_subagent"}, nil},
+		{"exact", []string{"memory_search", "core_list_tools"},
+			[]string{"memory_search", "core_list_tools"},
+			[]string{"memory_store", "memory_search.x", "memory", "core_tool_instructions"}},
 		{"glob", []string{"memory.*", "tree.read_*"},
-			[]string{"memory.search", "memory.store", "tree.read_chunk"},
-			[]string{"tree.tag", "tree.browse", "memorysearch", "searxng_search"}},
+			[]string{"memory_search", "memory_store", "tree_read_chunk"},
+			[]string{"tree_tag", "tree_browse", "memorysearch", "searxng_search"}},
 		{"glob never grants run_subagent", []string{"agent.*", "*.run_subagent", "agent.run_*"},
-			[]string{"agent.list_subagents"},
-			[]string{"agent.run_subagent"}},
-		{"run_subagent by name only", []string{"agent.run_subagent"},
-			[]string{"agent.run_subagent"},
-			[]string{"agent.list_subagents", "memory.search"}},
+			[]string{"agent_list_subagents"},
+			[]string{"agent_run_subagent"}},
+		{"old dotted names", []string{"memory.search", "agent.run_subagent"},
+			[]string{"memory_search", "agent_run_subagent"},
+			[]string{"memory_store", "agent_list_subagents"}},
+		{"client-safe glob", []string{"memory_*", "tree_read_*"},
+			[]string{"memory_search", "memory_store", "tree_read_chunk"},
+			[]string{"tree_tag", "searxng_search"}},
+		{"run_subagent by name only", []string{"agent_run_subagent"},
+			[]string{"agent_run_subagent"},
+			[]string{"agent_list_subagents", "memory_search"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

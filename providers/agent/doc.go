@@ -13,18 +13,18 @@
 // built-in of the same id ([Merge]). Invalid files are reported as
 // [DefinitionError] values naming the file, line and key, so that
 // `openhuman-host config check` can print them. [Definition.Allows] applies
-// a tool scope; agent.run_subagent is granted only by naming it exactly.
+// a tool scope; agent_run_subagent is granted only by naming it exactly.
 //
 // # Tools
 //
-//   - agent.list_subagents (read): the definitions, as text and
+//   - agent_list_subagents (read): the definitions, as text and
 //     structuredContent.definitions.
-//   - agent.run_subagent (act): runs one sub-agent on a prompt and returns
+//   - agent_run_subagent (act): runs one sub-agent on a prompt and returns
 //     its answer; an unknown or non-runnable agent_id is an error naming the
 //     valid ids.
-//   - core.list_tools (read): the tools sub-agents may call, with their
+//   - core_list_tools (read): the tools sub-agents may call, with their
 //     descriptions and parameters.
-//   - core.tool_instructions (read): a Markdown tool-use protocol and tool
+//   - core_tool_instructions (read): a Markdown tool-use protocol and tool
 //     list, for models that are guided by their prompt.
 //
 // # Resources
@@ -42,7 +42,7 @@
 // validation, security policy and audit (attributed to
 // "<caller source>/agent:<id>"), and only within the definition's scope. A
 // run is bounded by its definition's MaxIterations, a wall-clock timeout and a
-// nesting depth of 6. With no endpoint configured, agent.run_subagent returns
+// nesting depth of 6. With no endpoint configured, agent_run_subagent returns
 // an isError result naming [providers.agent.llm]; listing and instructions
 // still work.
 package agent

@@ -10,7 +10,7 @@ import (
 
 // ToolSpec is a tool offered to the model.
 type ToolSpec struct {
-	// Name is the host tool name, e.g. "memory.search". A [Model] maps it to
+	// Name is the host tool name, e.g. "memory_search". A [Model] maps it to
 	// whatever its API accepts and maps calls back to it.
 	Name string
 	// Description tells the model what the tool does and when to use it.

@@ -80,8 +80,8 @@ func recordingRunner(failing ...string) (ToolRunner, *[]ranCall) {
 }
 
 var loopTools = []ToolSpec{
-	{Name: "memory.search", Description: "Search memory", Parameters: json.RawMessage(`{"type":"object"}`)},
-	{Name: "memory.store", Description: "Store a memory", Parameters: json.RawMessage(`{"type":"object"}`)},
+	{Name: "memory_search", Description: "Search memory", Parameters: json.RawMessage(`{"type":"object"}`)},
+	{Name: "memory_store", Description: "Store a memory", Parameters: json.RawMessage(`{"type":"object"}`)},
 	{Name: "web.fetch", Description: "Fetch a page", Parameters: json.RawMessage(`{"type":"object"}`)},
 }
 
@@ -114,69 +114,69 @@ func TestRunConversations(t *testing.T) {
 		},
 		{
 			name:      "one tool call then answer",
-			responses: []scriptResponse{planCalls("memory.store", `{"text":"sky is blue"}`), planAnswer("Stored.")},
-			wantRes:   Result{Response: "Stored.", Iterations: 2, ToolCalls: []ToolCallRecord{{Name: "memory.store"}}},
-			wantRan:   []ranCall{{Name: "memory.store", Args: `{"text":"sky is blue"}`}},
-			wantTool:  []string{`result of memory.store {"text":"sky is blue"}`},
+			responses: []scriptResponse{planCalls("memory_store", `{"text":"sky is blue"}`), planAnswer("Stored.")},
+			wantRes:   Result{Response: "Stored.", Iterations: 2, ToolCalls: []ToolCallRecord{{Name: "memory_store"}}},
+			wantRan:   []ranCall{{Name: "memory_store", Args: `{"text":"sky is blue"}`}},
+			wantTool:  []string{`result of memory_store {"text":"sky is blue"}`},
 		},
 		{
 			name:      "unknown tool",
 			responses: []scriptResponse{planCalls("memory.delete", `{}`), planAnswer("Could not delete.")},
 			wantRes: Result{Response: "Could not delete.", Iterations: 2,
 				ToolCalls: []ToolCallRecord{{Name: "memory.delete", IsError: true}}},
-			wantTool: []string{"unknown tool memory.delete; the tools you can call are: memory.search, memory.store, web.fetch"},
+			wantTool: []string{"unknown tool memory.delete; the tools you can call are: memory_search, memory_store, web.fetch"},
 		},
 		{
 			name:      "unknown tool lists only tools in scope",
 			responses: []scriptResponse{planCalls("shell.exec", `{}`), planAnswer("ok")},
 			allowed:   noWeb,
 			wantRes:   Result{Response: "ok", Iterations: 2, ToolCalls: []ToolCallRecord{{Name: "shell.exec", IsError: true}}},
-			wantTool:  []string{"unknown tool shell.exec; the tools you can call are: memory.search, memory.store"},
+			wantTool:  []string{"unknown tool shell.exec; the tools you can call are: memory_search, memory_store"},
 		},
 		{
 			name:      "outside scope",
-			responses: []scriptResponse{planCalls("web.fetch", `{"url":"https://example.org"}`, "memory.search", `{"query":"x"}`), planAnswer("Done.")},
+			responses: []scriptResponse{planCalls("web.fetch", `{"url":"https://example.org"}`, "memory_search", `{"query":"x"}`), planAnswer("Done.")},
 			allowed:   noWeb,
 			wantRes: Result{Response: "Done.", Iterations: 2,
-				ToolCalls: []ToolCallRecord{{Name: "web.fetch", IsError: true}, {Name: "memory.search"}}},
-			wantRan: []ranCall{{Name: "memory.search", Args: `{"query":"x"}`}},
+				ToolCalls: []ToolCallRecord{{Name: "web.fetch", IsError: true}, {Name: "memory_search"}}},
+			wantRan: []ranCall{{Name: "memory_search", Args: `{"query":"x"}`}},
 			wantTool: []string{
 				"tool web.fetch is outside this agent's scope",
-				`result of memory.search {"query":"x"}`,
+				`result of memory_search {"query":"x"}`,
 			},
 		},
 		{
 			name: "malformed arguments",
 			responses: []scriptResponse{
-				planCalls("memory.store", `{"text":`, "memory.store", `["a"]`, "memory.search", `"x"`),
+				planCalls("memory_store", `{"text":`, "memory_store", `["a"]`, "memory_search", `"x"`),
 				planAnswer("Gave up."),
 			},
 			wantRes: Result{Response: "Gave up.", Iterations: 2, ToolCalls: []ToolCallRecord{
-				{Name: "memory.store", IsError: true}, {Name: "memory.store", IsError: true}, {Name: "memory.search", IsError: true},
+				{Name: "memory_store", IsError: true}, {Name: "memory_store", IsError: true}, {Name: "memory_search", IsError: true},
 			}},
 			wantTool: []string{
-				"arguments for memory.store are not a JSON object: unexpected end of JSON input; send a JSON object matching the tool's parameters",
-				"arguments for memory.store are not a JSON object: got an array; send a JSON object matching the tool's parameters",
-				"arguments for memory.search are not a JSON object: got a string; send a JSON object matching the tool's parameters",
+				"arguments for memory_store are not a JSON object: unexpected end of JSON input; send a JSON object matching the tool's parameters",
+				"arguments for memory_store are not a JSON object: got an array; send a JSON object matching the tool's parameters",
+				"arguments for memory_search are not a JSON object: got a string; send a JSON object matching the tool's parameters",
 			},
 		},
 		{
 			name:      "empty arguments are the empty object",
-			responses: []scriptResponse{planCalls("memory.search", "  "), planAnswer("Searched.")},
-			wantRes:   Result{Response: "Searched.", Iterations: 2, ToolCalls: []ToolCallRecord{{Name: "memory.search"}}},
-			wantRan:   []ranCall{{Name: "memory.search", Args: `{}`}},
-			wantTool:  []string{`result of memory.search {}`},
+			responses: []scriptResponse{planCalls("memory_search", "  "), planAnswer("Searched.")},
+			wantRes:   Result{Response: "Searched.", Iterations: 2, ToolCalls: []ToolCallRecord{{Name: "memory_search"}}},
+			wantRan:   []ranCall{{Name: "memory_search", Args: `{}`}},
+			wantTool:  []string{`result of memory_search {}`},
 		},
 		{
 			name:      "tool error passed back",
-			responses: []scriptResponse{planCalls("memory.store", `{"text":"a"}`, "memory.search", `{"query":"a"}`), planAnswer("Partly done.")},
-			failing:   []string{"memory.store"},
+			responses: []scriptResponse{planCalls("memory_store", `{"text":"a"}`, "memory_search", `{"query":"a"}`), planAnswer("Partly done.")},
+			failing:   []string{"memory_store"},
 			wantRes: Result{Response: "Partly done.", Iterations: 2,
-				ToolCalls: []ToolCallRecord{{Name: "memory.store", IsError: true}, {Name: "memory.search"}}},
-			wantRan: []ranCall{{Name: "memory.store", Args: `{"text":"a"}`}, {Name: "memory.search", Args: `{"query":"a"}`}},
+				ToolCalls: []ToolCallRecord{{Name: "memory_store", IsError: true}, {Name: "memory_search"}}},
+			wantRan: []ranCall{{Name: "memory_store", Args: `{"text":"a"}`}, {Name: "memory_search", Args: `{"query":"a"}`}},
 			wantTool: []string{
-				"Error: tool memory.store failed: disk full",
-				`result of memory.search {"query":"a"}`,
+				"Error: tool memory_store failed: disk full",
+				`result of memory_search {"query":"a"}`,
 			},
 		},
 	}
@@ -228,9 +228,9 @@ func TestRunConversations(t *testing.T) {
 
 func TestRunMaxIterations(t *testing.T) {
 	m := &scriptModel{responses: []scriptResponse{
-		planCalls("memory.search", `{"query":"a"}`),
-		planCalls("memory.search", `{"query":"b"}`, "memory.search", `{"query":"c"}`),
-		planCalls("memory.store", `{"text":"never run"}`),
+		planCalls("memory_search", `{"query":"a"}`),
+		planCalls("memory_search", `{"query":"b"}`, "memory_search", `{"query":"c"}`),
+		planCalls("memory_store", `{"text":"never run"}`),
 	}}
 	run, ran := recordingRunner()
 	res, err := Run(context.Background(), m, loopRequest("loop"), run, RunOptions{MaxIterations: 3})
@@ -251,7 +251,7 @@ func TestRunMaxIterations(t *testing.T) {
 }
 
 func TestRunEmptyAnswer(t *testing.T) {
-	m := &scriptModel{responses: []scriptResponse{planCalls("memory.search", `{}`), planAnswer(" \n\t")}}
+	m := &scriptModel{responses: []scriptResponse{planCalls("memory_search", `{}`), planAnswer(" \n\t")}}
 	run, _ := recordingRunner()
 	_, err := Run(context.Background(), m, loopRequest("x"), run, RunOptions{MaxIterations: 4})
 	if !errors.Is(err, ErrEmptyAnswer) {
@@ -264,7 +264,7 @@ func TestRunEmptyAnswer(t *testing.T) {
 
 func TestRunOnIteration(t *testing.T) {
 	m := &scriptModel{responses: []scriptResponse{
-		planCalls("memory.search", `{}`, "memory.store", `{}`),
+		planCalls("memory_search", `{}`, "memory_store", `{}`),
 		planAnswer("done"),
 	}}
 	run, _ := recordingRunner()
@@ -278,7 +278,7 @@ func TestRunOnIteration(t *testing.T) {
 	}
 	want := []string{
 		"1|model request 1 of at most 4",
-		"2|model request 2 of at most 4 after calling memory.search, memory.store",
+		"2|model request 2 of at most 4 after calling memory_search, memory_store",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("OnIteration calls (-want +got):\n%s", diff)
@@ -287,7 +287,7 @@ func TestRunOnIteration(t *testing.T) {
 
 func TestRunModelError(t *testing.T) {
 	boom := errors.New("model endpoint http://h:1 answered 500 Internal Server Error")
-	m := &scriptModel{responses: []scriptResponse{planCalls("memory.search", `{}`), {err: boom}}}
+	m := &scriptModel{responses: []scriptResponse{planCalls("memory_search", `{}`), {err: boom}}}
 	run, _ := recordingRunner()
 	res, err := Run(context.Background(), m, loopRequest("x"), run, RunOptions{MaxIterations: 4})
 	if !errors.Is(err, boom) {
@@ -303,13 +303,13 @@ func TestRunModelError(t *testing.T) {
 
 func TestRunHostFailure(t *testing.T) {
 	broken := errors.New("broker connection closed")
-	m := &scriptModel{responses: []scriptResponse{planCalls("memory.search", `{}`), planAnswer("unreachable")}}
+	m := &scriptModel{responses: []scriptResponse{planCalls("memory_search", `{}`), planAnswer("unreachable")}}
 	run := func(context.Context, string, json.RawMessage) (string, bool, error) { return "", false, broken }
 	_, err := Run(context.Background(), m, loopRequest("x"), run, RunOptions{MaxIterations: 4})
 	if !errors.Is(err, broken) {
 		t.Fatalf("err = %v, want it to wrap the runner's error", err)
 	}
-	if want := "tool call memory.search could not be run through the host: broker connection closed"; err.Error() != want {
+	if want := "tool call memory_search could not be run through the host: broker connection closed"; err.Error() != want {
 		t.Errorf("err = %q, want %q", err, want)
 	}
 	if len(m.requests) != 1 {
@@ -320,7 +320,7 @@ func TestRunHostFailure(t *testing.T) {
 func TestRunCancelledDuringToolCall(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := &scriptModel{responses: []scriptResponse{planCalls("memory.search", `{}`, "memory.store", `{}`), planAnswer("never")}}
+	m := &scriptModel{responses: []scriptResponse{planCalls("memory_search", `{}`, "memory_store", `{}`), planAnswer("never")}}
 	started := make(chan struct{})
 	var ranNames []string
 	run := func(ctx context.Context, name string, _ json.RawMessage) (string, bool, error) {
@@ -354,7 +354,7 @@ func TestRunCancelledDuringToolCall(t *testing.T) {
 	if len(m.requests) != 1 || res.Iterations != 1 {
 		t.Errorf("%d model requests, %d iterations; want 1 and 1", len(m.requests), res.Iterations)
 	}
-	if diff := cmp.Diff([]string{"memory.search"}, ranNames); diff != "" {
+	if diff := cmp.Diff([]string{"memory_search"}, ranNames); diff != "" {
 		t.Errorf("tools run (-want +got):\n%s", diff)
 	}
 }
@@ -401,7 +401,7 @@ func TestRunAlreadyCancelled(t *testing.T) {
 
 func TestRunMissingIDsAreFilled(t *testing.T) {
 	m := &scriptModel{responses: []scriptResponse{
-		{resp: ModelResponse{ToolCalls: []ToolCall{{Name: "memory.search", Arguments: `{}`}, {Name: "memory.store", Arguments: `{}`}}}},
+		{resp: ModelResponse{ToolCalls: []ToolCall{{Name: "memory_search", Arguments: `{}`}, {Name: "memory_store", Arguments: `{}`}}}},
 		planAnswer("ok"),
 	}}
 	run, _ := recordingRunner()

@@ -209,7 +209,7 @@ func checkLLMBaseURL(raw string) (string, error) {
 //
 // Tool names: each host name is mapped to an API name made of its
 // characters with every character outside [a-zA-Z0-9_-] replaced by "_",
-// cut to 64 bytes ("memory.search" → "memory_search"). Names that are
+// cut to 64 bytes ("memory_search" → "memory_search"). Names that are
 // already valid keep themselves; a mapped name that would collide with one
 // taken earlier (valid names first, then the others in request order) gets
 // the smallest free suffix "_2", "_3", …. The response's calls are mapped

@@ -22,7 +22,7 @@ import (
 // Version is the agent provider's version, reported by Describe.
 const Version = "0.1.0"
 
-// DefaultRunTimeout is the wall-clock limit of one agent.run_subagent
+// DefaultRunTimeout is the wall-clock limit of one agent_run_subagent
 // call when [providers.agent] run_timeout_secs is unset: 300 s. It is
 // declared as the tool's own timeout, so the host's default
 // tool_timeout_secs (120 s) does not cut runs short.
@@ -32,7 +32,7 @@ const DefaultRunTimeout = 300 * time.Second
 // in bytes.
 const maxToolResultText = 32 << 10
 
-// maxPromptLength is agent.run_subagent's limit on prompt, in characters.
+// maxPromptLength is agent_run_subagent's limit on prompt, in characters.
 const maxPromptLength = 100000
 
 // Options configures [New]; a nil *Options uses every default.
@@ -42,8 +42,8 @@ type Options struct {
 }
 
 // Provider is the agent provider: sub-agent definitions, the tools
-// agent.list_subagents, agent.run_subagent, core.list_tools and
-// core.tool_instructions, and the prompt resources. It implements
+// agent_list_subagents, agent_run_subagent, core_list_tools and
+// core_tool_instructions, and the prompt resources. It implements
 // [sdk.Provider]; its methods are safe for concurrent use once Configure
 // has returned.
 type Provider struct {
@@ -172,9 +172,9 @@ func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
 		Version: Version,
 		Tools: []sdk.Tool{
 			{
-				Name:        "agent.list_subagents",
+				Name:        "agent_list_subagents",
 				Title:       "List sub-agents",
-				Description: "Lists the sub-agents agent.run_subagent can run: id, name, when to use each, and the tools it may call.",
+				Description: "Lists the sub-agents agent_run_subagent can run: id, name, when to use each, and the tools it may call.",
 				InputSchema: noArguments,
 				OutputSchema: json.RawMessage(`{"type":"object","properties":{"definitions":{"type":"array","items":{"type":"object",` +
 					`"properties":{"id":{"type":"string"},"display_name":{"type":"string"},"when_to_use":{"type":"string"},"tools":{"type":"array","items":{"type":"string"}},` +
@@ -184,13 +184,13 @@ func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
 				Class:       sdk.ClassRead,
 			},
 			{
-				Name:  "agent.run_subagent",
+				Name:  "agent_run_subagent",
 				Title: "Run a sub-agent",
 				Description: "Hands a whole task to a specialised sub-agent, which works on it with its own model and the host's tools " +
-					"(within its tool scope and the security policy) and returns its answer. Use agent.list_subagents to pick one. " +
+					"(within its tool scope and the security policy) and returns its answer. Use agent_list_subagents to pick one. " +
 					"Valid agent_id values: " + strings.Join(ids, ", ") + ".",
 				InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
-					`"agent_id":{"type":"string","minLength":1,"maxLength":64,"description":"The sub-agent's id, from agent.list_subagents."},`+
+					`"agent_id":{"type":"string","minLength":1,"maxLength":64,"description":"The sub-agent's id, from agent_list_subagents."},`+
 					`"prompt":{"type":"string","minLength":1,"maxLength":%d,"description":"The task, with everything the sub-agent needs to know: it cannot ask back."}},`+
 					`"required":["agent_id","prompt"],"additionalProperties":false}`, maxPromptLength)),
 				OutputSchema: json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string"},"response":{"type":"string"},` +
@@ -201,7 +201,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
 				Timeout:     p.runTimeout,
 			},
 			{
-				Name:        "core.list_tools",
+				Name:        "core_list_tools",
 				Title:       "List tools for sub-agents",
 				Description: "Lists the host's tools a sub-agent may be given: name, description and JSON Schema parameters.",
 				InputSchema: noArguments,
@@ -211,7 +211,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
 				Class:       sdk.ClassRead,
 			},
 			{
-				Name:         "core.tool_instructions",
+				Name:         "core_tool_instructions",
 				Title:        "Tool-use instructions",
 				Description:  "Returns Markdown instructions for calling the host's tools by writing JSON, with the tool list, for models without native tool calling.",
 				InputSchema:  noArguments,
@@ -247,13 +247,13 @@ func (p *Provider) ReadResource(_ context.Context, req *sdk.ReadResourceRequest)
 // CallTool runs one of the four tools.
 func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	switch req.Name {
-	case "agent.list_subagents":
+	case "agent_list_subagents":
 		return p.listSubagents()
-	case "agent.run_subagent":
+	case "agent_run_subagent":
 		return p.runSubagent(ctx, req)
-	case "core.list_tools":
+	case "core_list_tools":
 		return p.listTools(ctx)
-	case "core.tool_instructions":
+	case "core_tool_instructions":
 		return p.toolInstructions(ctx)
 	}
 	return sdk.ErrorResult("the agent provider has no tool %q", req.Name), nil
@@ -290,11 +290,11 @@ func (p *Provider) listSubagents() (*sdk.CallToolResult, error) {
 }
 
 // hostTools lists the host's tools as the model sees them. Unless
-// withCore is set it leaves out this provider's own core.* tools, which
-// describe tools rather than do work: core.list_tools and
-// core.tool_instructions list the others, while a run offers every tool its
-// scope allows, core.* included (the help sub-agent's scope is
-// core.list_tools).
+// withCore is set it leaves out this provider's own core_* tools, which
+// describe tools rather than do work: core_list_tools and
+// core_tool_instructions list the others, while a run offers every tool its
+// scope allows, core_* included (the help sub-agent's scope is
+// core_list_tools).
 func (p *Provider) hostTools(ctx context.Context, withCore bool) ([]ToolSpec, error) {
 	p.mu.RLock()
 	host := p.host
@@ -308,7 +308,7 @@ func (p *Provider) hostTools(ctx context.Context, withCore bool) ([]ToolSpec, er
 	}
 	out := make([]ToolSpec, 0, len(tools))
 	for _, t := range tools {
-		if !withCore && strings.HasPrefix(t.Name, "core.") {
+		if !withCore && strings.HasPrefix(t.Name, "core_") {
 			continue
 		}
 		out = append(out, ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
@@ -345,7 +345,7 @@ func (p *Provider) toolInstructions(ctx context.Context) (*sdk.CallToolResult, e
 	var b strings.Builder
 	b.WriteString("# Calling openhuman-host tools\n\n" +
 		"To call a tool, answer with exactly one fenced JSON block and nothing else:\n\n" +
-		"```json\n{\"tool\": \"memory.search\", \"arguments\": {\"query\": \"reef survey\"}}\n```\n\n" +
+		"```json\n{\"tool\": \"memory_search\", \"arguments\": {\"query\": \"reef survey\"}}\n```\n\n" +
 		"The result comes back as the next message. Call one tool at a time; when you have what you need, answer in plain text " +
 		"without a JSON block. `arguments` must be a JSON object that matches the tool's parameters: unknown arguments, blank required " +
 		"strings and out-of-range numbers are refused, with a message naming the argument. A refusal by the security policy is final: " +
@@ -370,7 +370,7 @@ type callView struct {
 func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	var args runArgs
 	if err := json.Unmarshal(req.Arguments, &args); err != nil {
-		return sdk.ErrorResult("agent.run_subagent takes {\"agent_id\": string, \"prompt\": string}: %v", err), nil
+		return sdk.ErrorResult("agent_run_subagent takes {\"agent_id\": string, \"prompt\": string}: %v", err), nil
 	}
 	p.mu.RLock()
 	defs, host, model, modelName := p.definitions, p.host, p.model, p.modelName
@@ -467,7 +467,7 @@ func (p *Provider) warnUnmatchedScope(def Definition, tools []ToolSpec) {
 			continue
 		}
 		matched := slices.ContainsFunc(tools, func(t ToolSpec) bool {
-			ok, err := path.Match(entry, t.Name)
+			ok, err := path.Match(sdk.ClientNameGlob(entry), t.Name)
 			return err == nil && ok
 		})
 		if matched {

@@ -40,23 +40,23 @@ type fakeHost struct {
 
 // fakeCatalog is what fakeHost.ListTools returns, in catalog order.
 var fakeCatalog = []sdk.Tool{
-	{Name: "memory.store", Description: "Stores a document in memory.", Class: sdk.ClassAct,
+	{Name: "memory_store", Description: "Stores a document in memory.", Class: sdk.ClassAct,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"},"content":{"type":"string"}},"required":["title","content"]}`)},
-	{Name: "memory.note", Description: "Notes on a chunk.", Class: sdk.ClassAct,
+	{Name: "memory_note", Description: "Notes on a chunk.", Class: sdk.ClassAct,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"chunk_id":{"type":"string"},"note":{"type":"string"}},"required":["chunk_id","note"]}`)},
-	{Name: "memory.search", Description: "Searches memory by keywords. Every word must match.", Class: sdk.ClassRead,
+	{Name: "memory_search", Description: "Searches memory by keywords. Every word must match.", Class: sdk.ClassRead,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`)},
-	{Name: "memory.recall", Description: "Answers a question from memory.", Class: sdk.ClassRead,
+	{Name: "memory_recall", Description: "Answers a question from memory.", Class: sdk.ClassRead,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`)},
 	{Name: "searxng_search", Description: "Searches the web.", Class: sdk.ClassRead,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`)},
-	{Name: "agent.list_subagents", Description: "Lists sub-agents.", Class: sdk.ClassRead,
+	{Name: "agent_list_subagents", Description: "Lists sub-agents.", Class: sdk.ClassRead,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
-	{Name: "agent.run_subagent", Description: "Runs a sub-agent.", Class: sdk.ClassAct,
+	{Name: "agent_run_subagent", Description: "Runs a sub-agent.", Class: sdk.ClassAct,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string"},"prompt":{"type":"string"}},"required":["agent_id","prompt"]}`)},
-	{Name: "core.list_tools", Description: "Lists the tools sub-agents may call.", Class: sdk.ClassRead,
+	{Name: "core_list_tools", Description: "Lists the tools sub-agents may call.", Class: sdk.ClassRead,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
-	{Name: "core.tool_instructions", Description: "Tool-use instructions.", Class: sdk.ClassRead,
+	{Name: "core_tool_instructions", Description: "Tool-use instructions.", Class: sdk.ClassRead,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
 }
 
@@ -157,7 +157,7 @@ func writeAgents(t *testing.T, files map[string]string) string {
 var userAgents = map[string]string{
 	"reef.toml": `display_name = "Reef helper"
 when_to_use = "Use for questions about the reef survey."
-tools = ["memory.search"]
+tools = ["memory_search"]
 `,
 	"reef.md": "You help with the reef survey.\n",
 	"inner.toml": `display_name = "Inner"
@@ -222,31 +222,31 @@ func TestDescribeTools(t *testing.T) {
 	}
 	read := toolView{sdk.ClassRead, "true", "unset", "unset", "false", true}
 	want := map[string]toolView{
-		"agent.list_subagents":   read,
-		"agent.run_subagent":     {sdk.ClassAct, "false", "true", "false", "true", true},
-		"core.list_tools":        read,
-		"core.tool_instructions": read,
+		"agent_list_subagents":   read,
+		"agent_run_subagent":     {sdk.ClassAct, "false", "true", "false", "true", true},
+		"core_list_tools":        read,
+		"core_tool_instructions": read,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
-	run, _ := h.Tool("agent.run_subagent")
+	run, _ := h.Tool("agent_run_subagent")
 	if run.Timeout != agent.DefaultRunTimeout || agent.DefaultRunTimeout != 300*time.Second {
-		t.Errorf("agent.run_subagent timeout = %s, want 300s", run.Timeout)
+		t.Errorf("agent_run_subagent timeout = %s, want 300s", run.Timeout)
 	}
 	for _, id := range builtinIDs() {
 		if !strings.Contains(run.Description, id) {
-			t.Errorf("agent.run_subagent's description does not name %s: %q", id, run.Description)
+			t.Errorf("agent_run_subagent's description does not name %s: %q", id, run.Description)
 		}
 	}
-	for _, name := range []string{"agent.list_subagents", "core.list_tools", "core.tool_instructions"} {
+	for _, name := range []string{"agent_list_subagents", "core_list_tools", "core_tool_instructions"} {
 		if tool, _ := h.Tool(name); tool.Timeout != 0 {
 			t.Errorf("%s has timeout %s, want the host's default", name, tool.Timeout)
 		}
 	}
 
 	h = startAgent(t, &fakeHost{}, map[string]any{"run_timeout_secs": 42}, nil)
-	if run, _ := h.Tool("agent.run_subagent"); run.Timeout != 42*time.Second {
+	if run, _ := h.Tool("agent_run_subagent"); run.Timeout != 42*time.Second {
 		t.Errorf("with run_timeout_secs = 42: timeout = %s", run.Timeout)
 	}
 }
@@ -371,7 +371,7 @@ func TestConfigureErrors(t *testing.T) {
 func TestListSubagents(t *testing.T) {
 	dir := writeAgents(t, map[string]string{"reef.toml": userAgents["reef.toml"], "reef.md": userAgents["reef.md"]})
 	h := startAgent(t, &fakeHost{}, map[string]any{"agents_dir": dir}, nil)
-	res, err := h.Call(context.Background(), "agent.list_subagents", nil)
+	res, err := h.Call(context.Background(), "agent_list_subagents", nil)
 	if err != nil || res.IsError {
 		t.Fatalf("list_subagents: %v %+v", err, res)
 	}
@@ -394,7 +394,7 @@ func TestListSubagents(t *testing.T) {
 		ids = append(ids, d.ID)
 		switch d.ID {
 		case "reef":
-			if d.DisplayName != "Reef helper" || d.Source != filepath.Join(dir, "reef.toml") || !slices.Equal(d.Tools, []string{"memory.search"}) ||
+			if d.DisplayName != "Reef helper" || d.Source != filepath.Join(dir, "reef.toml") || !slices.Equal(d.Tools, []string{"memory_search"}) ||
 				d.MaxIterations != 8 || !d.MCPRunnable {
 				t.Errorf("reef = %+v", d)
 			}
@@ -424,9 +424,9 @@ func TestListSubagents(t *testing.T) {
 func TestListToolsAndInstructions(t *testing.T) {
 	h := startAgent(t, &fakeHost{}, nil, nil)
 	ctx := context.Background()
-	res, err := h.Call(ctx, "core.list_tools", nil)
+	res, err := h.Call(ctx, "core_list_tools", nil)
 	if err != nil || res.IsError {
-		t.Fatalf("core.list_tools: %v %+v", err, res)
+		t.Fatalf("core_list_tools: %v %+v", err, res)
 	}
 	var out struct {
 		Tools []struct {
@@ -441,27 +441,27 @@ func TestListToolsAndInstructions(t *testing.T) {
 	for _, tool := range out.Tools {
 		names = append(names, tool.Name)
 	}
-	want := []string{"memory.store", "memory.note", "memory.search", "memory.recall", "searxng_search", "agent.list_subagents", "agent.run_subagent"}
+	want := []string{"memory_store", "memory_note", "memory_search", "memory_recall", "searxng_search", "agent_list_subagents", "agent_run_subagent"}
 	if !slices.Equal(names, want) {
-		t.Errorf("core.list_tools names = %v, want %v", names, want)
+		t.Errorf("core_list_tools names = %v, want %v", names, want)
 	}
-	if !strings.Contains(resultText(res), "- memory.search: Searches memory by keywords.\n") {
-		t.Errorf("core.list_tools text = %q", resultText(res))
+	if !strings.Contains(resultText(res), "- memory_search: Searches memory by keywords.\n") {
+		t.Errorf("core_list_tools text = %q", resultText(res))
 	}
 
-	res, err = h.Call(ctx, "core.tool_instructions", nil)
+	res, err = h.Call(ctx, "core_tool_instructions", nil)
 	if err != nil || res.IsError {
-		t.Fatalf("core.tool_instructions: %v %+v", err, res)
+		t.Fatalf("core_tool_instructions: %v %+v", err, res)
 	}
-	if text := resultText(res); !strings.Contains(text, "### memory.search") || strings.Contains(text, "### core.") {
+	if text := resultText(res); !strings.Contains(text, "### memory_search") || strings.Contains(text, "### core.") {
 		t.Errorf("instructions = %q", text)
 	}
 
 	// Without a host service the tools say so.
 	h = startAgent(t, nil, nil, nil)
-	for _, name := range []string{"core.list_tools", "core.tool_instructions", "agent.run_subagent"} {
+	for _, name := range []string{"core_list_tools", "core_tool_instructions", "agent_run_subagent"} {
 		args := any(nil)
-		if name == "agent.run_subagent" {
+		if name == "agent_run_subagent" {
 			args = map[string]string{"agent_id": "archivist", "prompt": "p"}
 		}
 		res, err := h.Call(ctx, name, args)
@@ -490,9 +490,9 @@ func TestRunArchivistOnEndpoint(t *testing.T) {
 		scriptedllm.CallTools(scriptedllm.Call{Name: "memory_store", Arguments: `{"title":"Reef survey","content":"Bleaching at site four."}`}),
 		scriptedllm.Reply("  Filed it as \"Reef survey\".  "),
 	)
-	host := &fakeHost{results: map[string]*sdk.CallToolResult{"memory.store": sdk.TextResult(`Stored "Reef survey" as doc_1.`)}}
+	host := &fakeHost{results: map[string]*sdk.CallToolResult{"memory_store": sdk.TextResult(`Stored "Reef survey" as doc_1.`)}}
 	h := startAgent(t, host, llmConfig(llm.URL, ""), nil)
-	res, events, err := h.CallWithEvents(context.Background(), "agent.run_subagent", runArgs("archivist", "File this: bleaching at site four."))
+	res, events, err := h.CallWithEvents(context.Background(), "agent_run_subagent", runArgs("archivist", "File this: bleaching at site four."))
 	if err != nil || res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
@@ -504,7 +504,7 @@ func TestRunArchivistOnEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out.AgentID != "archivist" || out.Response != `Filed it as "Reef survey".` || out.Iterations != 2 ||
-		len(out.ToolCalls) != 1 || out.ToolCalls[0].Name != "memory.store" || out.ToolCalls[0].IsError {
+		len(out.ToolCalls) != 1 || out.ToolCalls[0].Name != "memory_store" || out.ToolCalls[0].IsError {
 		t.Errorf("structured = %+v", out)
 	}
 
@@ -513,7 +513,7 @@ func TestRunArchivistOnEndpoint(t *testing.T) {
 		t.Fatalf("host calls = %+v", calls)
 	}
 	c := calls[0]
-	if c.Name != "memory.store" || c.Actor != "agent:archivist" || string(c.Arguments) != `{"title":"Reef survey","content":"Bleaching at site four."}` {
+	if c.Name != "memory_store" || c.Actor != "agent:archivist" || string(c.Arguments) != `{"title":"Reef survey","content":"Bleaching at site four."}` {
 		t.Errorf("host call = %+v", c)
 	}
 	if diff := cmp.Diff(wantCaller(), c.Caller); diff != "" {
@@ -547,7 +547,7 @@ func TestRunArchivistOnEndpoint(t *testing.T) {
 	total := float64(archivist.MaxIterations)
 	wantProgress := []sdk.Progress{
 		{Progress: 1, Total: total, Message: fmt.Sprintf("archivist: model request 1 of at most %d", archivist.MaxIterations)},
-		{Progress: 2, Total: total, Message: fmt.Sprintf("archivist: model request 2 of at most %d after calling memory.store", archivist.MaxIterations)},
+		{Progress: 2, Total: total, Message: fmt.Sprintf("archivist: model request 2 of at most %d after calling memory_store", archivist.MaxIterations)},
 	}
 	if diff := cmp.Diff(wantProgress, events.Progress); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)
@@ -557,7 +557,7 @@ func TestRunArchivistOnEndpoint(t *testing.T) {
 func TestRunWithoutProgressToken(t *testing.T) {
 	llm := scriptedllm.New(t, scriptedllm.Reply("done"))
 	h := startAgent(t, &fakeHost{}, llmConfig(llm.URL, ""), &sdktest.Options{NoProgressToken: true})
-	res, events, err := h.CallWithEvents(context.Background(), "agent.run_subagent", runArgs("summarizer", "Summarise: x."))
+	res, events, err := h.CallWithEvents(context.Background(), "agent_run_subagent", runArgs("summarizer", "Summarise: x."))
 	if err != nil || res.IsError || resultText(res) != "done" {
 		t.Fatalf("run: %v %+v", err, res)
 	}
@@ -586,10 +586,10 @@ func TestRunRefusesModelMistakes(t *testing.T) {
 		scriptedllm.Reply("I could not file it."),
 	)
 	host := &fakeHost{results: map[string]*sdk.CallToolResult{
-		"memory.note": sdk.ErrorResult(`memory.note is refused: [autonomy] level is "readonly"`),
+		"memory_note": sdk.ErrorResult(`memory_note is refused: [autonomy] level is "readonly"`),
 	}}
 	h := startAgent(t, host, llmConfig(llm.URL, ""), nil)
-	res, err := h.Call(context.Background(), "agent.run_subagent", runArgs("archivist", "File it."))
+	res, err := h.Call(context.Background(), "agent_run_subagent", runArgs("archivist", "File it."))
 	if err != nil || res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
@@ -601,13 +601,13 @@ func TestRunRefusesModelMistakes(t *testing.T) {
 	for _, c := range out.ToolCalls {
 		got = append(got, fmt.Sprintf("%s:%v", c.Name, c.IsError))
 	}
-	want := []string{"searxng_search:true", "made_up_tool:true", "memory.store:true", "memory.search:true", "agent_run_subagent:true", "memory.note:true"}
+	want := []string{"searxng_search:true", "made_up_tool:true", "memory_store:true", "memory_search:true", "agent_run_subagent:true", "memory_note:true"}
 	if !slices.Equal(got, want) || out.Iterations != 3 || out.Response != "I could not file it." {
 		t.Errorf("result = %+v; tool calls %v, want %v", out, got, want)
 	}
 	// Only the call inside the scope with valid arguments reached the host.
 	calls := host.recordedCalls()
-	if len(calls) != 1 || calls[0].Name != "memory.note" || calls[0].Actor != "agent:archivist" {
+	if len(calls) != 1 || calls[0].Name != "memory_note" || calls[0].Actor != "agent:archivist" {
 		t.Errorf("host calls = %+v", calls)
 	}
 	reqs := llm.Requests()
@@ -625,10 +625,10 @@ func TestRunRefusesModelMistakes(t *testing.T) {
 	}
 	msgs := toolMsgs(reqs[1])
 	wantSubstrings := []string{
-		"unknown tool searxng_search; the tools you can call are: memory.store, memory.note, memory.search",
+		"unknown tool searxng_search; the tools you can call are: memory_store, memory_note, memory_search",
 		"unknown tool made_up_tool",
-		"arguments for memory.store are not a JSON object",
-		"arguments for memory.search are not a JSON object: got an array",
+		"arguments for memory_store are not a JSON object",
+		"arguments for memory_search are not a JSON object: got an array",
 		"unknown tool agent_run_subagent",
 	}
 	if len(msgs) != len(wantSubstrings) {
@@ -648,7 +648,7 @@ func TestRunRefusesModelMistakes(t *testing.T) {
 			}
 		}
 	}
-	if msgs := toolMsgs(reqs[2]); msgs[len(msgs)-1] != `Error: memory.note is refused: [autonomy] level is "readonly"` {
+	if msgs := toolMsgs(reqs[2]); msgs[len(msgs)-1] != `Error: memory_note is refused: [autonomy] level is "readonly"` {
 		t.Errorf("refusal passed to the model as %q", msgs[len(msgs)-1])
 	}
 }
@@ -661,7 +661,7 @@ func TestRunUnknownAndNonRunnableAgents(t *testing.T) {
 	runnable := append(builtinIDs(), "everything", "reef")
 	slices.Sort(runnable)
 
-	res, err := h.Call(ctx, "agent.run_subagent", runArgs("nobody", "hi"))
+	res, err := h.Call(ctx, "agent_run_subagent", runArgs("nobody", "hi"))
 	if err != nil || !res.IsError {
 		t.Fatalf("unknown agent: %v %+v", err, res)
 	}
@@ -670,7 +670,7 @@ func TestRunUnknownAndNonRunnableAgents(t *testing.T) {
 		t.Errorf("unknown agent: %q", text)
 	}
 
-	res, err = h.Call(ctx, "agent.run_subagent", runArgs("inner", "hi"))
+	res, err = h.Call(ctx, "agent_run_subagent", runArgs("inner", "hi"))
 	if err != nil || !res.IsError {
 		t.Fatalf("non-runnable agent: %v %+v", err, res)
 	}
@@ -688,19 +688,19 @@ func TestRunUnknownAndNonRunnableAgents(t *testing.T) {
 	caller.Depth = 1
 	host := &fakeHost{}
 	inner := startAgent(t, host, llmConfig(llm.URL, dir), &sdktest.Options{Caller: caller})
-	res, err = inner.Call(ctx, "agent.run_subagent", runArgs("inner", "hi"))
+	res, err = inner.Call(ctx, "agent_run_subagent", runArgs("inner", "hi"))
 	if err != nil || res.IsError || resultText(res) != "inner done" {
 		t.Fatalf("inner at depth 1: %v %+v", err, res)
 	}
-	res, err = inner.Call(ctx, "agent.run_subagent", runArgs("nobody", "hi"))
+	res, err = inner.Call(ctx, "agent_run_subagent", runArgs("nobody", "hi"))
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "inner") {
 		t.Errorf("unknown agent at depth 1: %v %+v", err, res)
 	}
 }
 
-// Tool scopes: "*" offers every tool but agent.run_subagent; naming
-// agent.run_subagent exactly offers it, and the nested call carries the
-// caller as received. Scopes that name core.list_tools offer it.
+// Tool scopes: "*" offers every tool but agent_run_subagent; naming
+// agent_run_subagent exactly offers it, and the nested call carries the
+// caller as received. Scopes that name core_list_tools offer it.
 func TestRunToolScopes(t *testing.T) {
 	dir := writeAgents(t, userAgents)
 	llm := scriptedllm.New(t,
@@ -713,10 +713,10 @@ func TestRunToolScopes(t *testing.T) {
 	host := &fakeHost{}
 	h := startAgent(t, host, llmConfig(llm.URL, dir), &sdktest.Options{Caller: caller})
 	ctx := context.Background()
-	if res, err := h.Call(ctx, "agent.run_subagent", runArgs("everything", "go")); err != nil || res.IsError {
+	if res, err := h.Call(ctx, "agent_run_subagent", runArgs("everything", "go")); err != nil || res.IsError {
 		t.Fatalf("everything: %v %+v", err, res)
 	}
-	if res, err := h.Call(ctx, "agent.run_subagent", runArgs("orchestrator", "go")); err != nil || res.IsError || resultText(res) != "orchestrated" {
+	if res, err := h.Call(ctx, "agent_run_subagent", runArgs("orchestrator", "go")); err != nil || res.IsError || resultText(res) != "orchestrated" {
 		t.Fatalf("orchestrator: %v %+v", err, res)
 	}
 	reqs := llm.Requests()
@@ -729,13 +729,13 @@ func TestRunToolScopes(t *testing.T) {
 		t.Errorf("orchestrator: offered %v, want %v", reqs[1].Tools, want)
 	}
 	calls := host.recordedCalls()
-	if len(calls) != 1 || calls[0].Name != "agent.run_subagent" || calls[0].Actor != "agent:orchestrator" || calls[0].Caller.Depth != 1 ||
+	if len(calls) != 1 || calls[0].Name != "agent_run_subagent" || calls[0].Actor != "agent:orchestrator" || calls[0].Caller.Depth != 1 ||
 		string(calls[0].Arguments) != `{"agent_id":"inner","prompt":"go"}` {
 		t.Errorf("nested call = %+v", calls)
 	}
 }
 
-// The built-in help sub-agent's whole scope is core.list_tools: it must be
+// The built-in help sub-agent's whole scope is core_list_tools: it must be
 // offered to the model and reach the host.
 func TestRunHelpCallsCoreListTools(t *testing.T) {
 	llm := scriptedllm.New(t,
@@ -744,14 +744,14 @@ func TestRunHelpCallsCoreListTools(t *testing.T) {
 	)
 	host := &fakeHost{}
 	h := startAgent(t, host, llmConfig(llm.URL, ""), nil)
-	res, err := h.Call(context.Background(), "agent.run_subagent", runArgs("help", "Which tools are there?"))
+	res, err := h.Call(context.Background(), "agent_run_subagent", runArgs("help", "Which tools are there?"))
 	if err != nil || res.IsError {
 		t.Fatalf("help: %v %+v", err, res)
 	}
 	if got := llm.Requests()[0].Tools; !slices.Equal(got, []string{"core_list_tools"}) {
 		t.Errorf("help is offered %v, want [core_list_tools]", got)
 	}
-	if calls := host.recordedCalls(); len(calls) != 1 || calls[0].Name != "core.list_tools" || calls[0].Actor != "agent:help" {
+	if calls := host.recordedCalls(); len(calls) != 1 || calls[0].Name != "core_list_tools" || calls[0].Actor != "agent:help" {
 		t.Errorf("host calls = %+v", calls)
 	}
 }
@@ -762,7 +762,7 @@ func TestRunEndpointRefusesKey(t *testing.T) {
 	cfg := llmConfig(llm.URL, "")
 	cfg["llm"].(map[string]any)["api_key_env"] = "OPENHUMAN_TEST_LLM_KEY"
 	h := startAgent(t, &fakeHost{}, cfg, &sdktest.Options{Secrets: map[string]string{"llm.api_key": key}})
-	res, err := h.Call(context.Background(), "agent.run_subagent", runArgs("archivist", "File it."))
+	res, err := h.Call(context.Background(), "agent_run_subagent", runArgs("archivist", "File it."))
 	if err != nil || !res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
@@ -783,7 +783,7 @@ func TestRunEndpointRefusesKey(t *testing.T) {
 // No endpoint: the run goes to the client's model through the host.
 func TestRunOnClientModel(t *testing.T) {
 	host := &fakeHost{
-		results: map[string]*sdk.CallToolResult{"memory.search": sdk.TextResult("chk_1: High tide at 06:12 on Monday.")},
+		results: map[string]*sdk.CallToolResult{"memory_search": sdk.TextResult("chk_1: High tide at 06:12 on Monday.")},
 		sample: func(n int, _ *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
 			if n == 1 {
 				return &sdk.CreateMessageResult{Model: "client-model", StopReason: "toolUse", Content: []sdk.SamplingContent{
@@ -796,7 +796,7 @@ func TestRunOnClientModel(t *testing.T) {
 		},
 	}
 	h := startAgent(t, host, nil, nil)
-	res, err := h.Call(context.Background(), "agent.run_subagent", runArgs("researcher", "When is high tide?"))
+	res, err := h.Call(context.Background(), "agent_run_subagent", runArgs("researcher", "When is high tide?"))
 	if err != nil || res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
@@ -837,7 +837,7 @@ func TestRunOnClientModel(t *testing.T) {
 		t.Errorf("second sampling messages (-want +got):\n%s", diff)
 	}
 	calls := host.recordedCalls()
-	if len(calls) != 1 || calls[0].Name != "memory.search" || calls[0].Actor != "agent:researcher" || string(calls[0].Arguments) != `{"query":"tide"}` {
+	if len(calls) != 1 || calls[0].Name != "memory_search" || calls[0].Actor != "agent:researcher" || string(calls[0].Arguments) != `{"query":"tide"}` {
 		t.Errorf("host calls = %+v", calls)
 	}
 }
@@ -849,7 +849,7 @@ func TestRunOnClientModelHint(t *testing.T) {
 		return &sdk.CreateMessageResult{Content: []sdk.SamplingContent{{Type: "text", Text: "ok"}}}, nil
 	}}
 	h := startAgent(t, host, map[string]any{"agents_dir": dir}, nil)
-	if res, err := h.Call(context.Background(), "agent.run_subagent", runArgs("hinted", "go")); err != nil || res.IsError {
+	if res, err := h.Call(context.Background(), "agent_run_subagent", runArgs("hinted", "go")); err != nil || res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
 	s := host.recordedSamples()[0]
@@ -861,7 +861,7 @@ func TestRunOnClientModelHint(t *testing.T) {
 func TestRunWithoutAnyModel(t *testing.T) {
 	host := &fakeHost{}
 	h := startAgent(t, host, nil, nil)
-	res, err := h.Call(context.Background(), "agent.run_subagent", runArgs("archivist", "File it."))
+	res, err := h.Call(context.Background(), "agent_run_subagent", runArgs("archivist", "File it."))
 	if err != nil || !res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
@@ -884,7 +884,7 @@ func TestRunOnClientModelMarksRefusalsAsErrors(t *testing.T) {
 		return &sdk.CreateMessageResult{Content: []sdk.SamplingContent{{Type: "text", Text: "ok"}}}, nil
 	}}
 	h := startAgent(t, host, nil, nil)
-	if res, err := h.Call(context.Background(), "agent.run_subagent", runArgs("archivist", "go")); err != nil || res.IsError {
+	if res, err := h.Call(context.Background(), "agent_run_subagent", runArgs("archivist", "go")); err != nil || res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
 	msgs := host.recordedSamples()[1].Messages
@@ -917,7 +917,7 @@ func TestRunCancelled(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := h.Call(ctx, "agent.run_subagent", runArgs("archivist", "File it."))
+		res, err := h.Call(ctx, "agent_run_subagent", runArgs("archivist", "File it."))
 		done <- outcome{res, err}
 	}()
 	waitForRequests(t, llm, 1)
@@ -948,12 +948,12 @@ func TestRunTimeout(t *testing.T) {
 	cfg := llmConfig(llm.URL, "")
 	cfg["run_timeout_secs"] = 1
 	h := startAgent(t, &fakeHost{}, cfg, nil)
-	if run, _ := h.Tool("agent.run_subagent"); run.Timeout != time.Second {
+	if run, _ := h.Tool("agent_run_subagent"); run.Timeout != time.Second {
 		t.Fatalf("timeout = %s, want 1s", run.Timeout)
 	}
 	start := time.Now()
 	// sdktest applies the tool's Timeout as the call's deadline, as the host does.
-	res, err := h.Call(context.Background(), "agent.run_subagent", runArgs("archivist", "File it."))
+	res, err := h.Call(context.Background(), "agent_run_subagent", runArgs("archivist", "File it."))
 	elapsed := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("slow run: %v %+v, want context.DeadlineExceeded", err, res)
@@ -970,12 +970,12 @@ func TestRunTimeout(t *testing.T) {
 // A run that hits max_iterations, or a host connection failure, is an
 // error result naming what happened.
 func TestRunLimitsAndHostFailure(t *testing.T) {
-	dir := writeAgents(t, map[string]string{"loop.toml": "display_name = \"Loop\"\nwhen_to_use = \"Test.\"\nprompt = \"p\"\nmax_iterations = 2\ntools = [\"memory.search\"]\n"})
+	dir := writeAgents(t, map[string]string{"loop.toml": "display_name = \"Loop\"\nwhen_to_use = \"Test.\"\nprompt = \"p\"\nmax_iterations = 2\ntools = [\"memory_search\"]\n"})
 	call := scriptedllm.Call{Name: "memory_search", Arguments: `{"query":"q"}`}
 	llm := scriptedllm.New(t, scriptedllm.CallTools(call), scriptedllm.CallTools(call), scriptedllm.CallTools(call))
 	host := &fakeHost{}
 	h := startAgent(t, host, llmConfig(llm.URL, dir), nil)
-	res, err := h.Call(context.Background(), "agent.run_subagent", runArgs("loop", "go"))
+	res, err := h.Call(context.Background(), "agent_run_subagent", runArgs("loop", "go"))
 	if err != nil || !res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
@@ -985,8 +985,8 @@ func TestRunLimitsAndHostFailure(t *testing.T) {
 
 	failing := &failingHost{fakeHost: &fakeHost{}}
 	h = startAgent(t, nil, llmConfig(llm.URL, dir), &sdktest.Options{Host: failing})
-	res, err = h.Call(context.Background(), "agent.run_subagent", runArgs("loop", "go"))
-	if err != nil || !res.IsError || !strings.Contains(resultText(res), "tool call memory.search could not be run through the host") {
+	res, err = h.Call(context.Background(), "agent_run_subagent", runArgs("loop", "go"))
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "tool call memory_search could not be run through the host") {
 		t.Errorf("host failure: %v %+v", err, res)
 	}
 }
@@ -1004,7 +1004,7 @@ func TestScopeTypoIsLogged(t *testing.T) {
 	t.Parallel()
 	llm := scriptedllm.New(t, scriptedllm.Reply("one"), scriptedllm.Reply("two"))
 	dir := writeAgents(t, map[string]string{
-		"typo.toml": "display_name = \"Typo\"\nwhen_to_use = \"Tests.\"\nprompt = \"p\"\ntools = [\"memory.search\", \"memory.serch\", \"tree.*\"]\n",
+		"typo.toml": "display_name = \"Typo\"\nwhen_to_use = \"Tests.\"\nprompt = \"p\"\ntools = [\"memory_search\", \"memory.serch\", \"tree.*\"]\n",
 	})
 	var logs strings.Builder
 	var mu sync.Mutex
@@ -1015,14 +1015,14 @@ func TestScopeTypoIsLogged(t *testing.T) {
 	}), Level: hclog.Warn})
 	h := sdktest.Start(t, agent.New(&agent.Options{Logger: logger}), &sdktest.Options{Host: &fakeHost{}, Config: llmConfig(llm.URL, dir), Caller: testCaller})
 	for range 2 {
-		if res, err := h.Call(context.Background(), "agent.run_subagent", runArgs("typo", "go")); err != nil || res.IsError {
+		if res, err := h.Call(context.Background(), "agent_run_subagent", runArgs("typo", "go")); err != nil || res.IsError {
 			t.Fatalf("run: %v %+v", err, res)
 		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	out := logs.String()
-	if strings.Count(out, "entry=memory.serch") != 1 || strings.Contains(out, "entry=memory.search") || strings.Contains(out, "entry=tree.*") {
+	if strings.Count(out, "entry=memory.serch") != 1 || strings.Contains(out, "entry=memory_search") || strings.Contains(out, "entry=tree.*") {
 		t.Errorf("log:\n%s", out)
 	}
 }

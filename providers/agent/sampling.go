@@ -18,7 +18,7 @@ import (
 type SamplingModel struct {
 	// Host is the host service the provider received in Configure.
 	Host sdk.Host
-	// Caller is the caller of the agent.run_subagent call being served; it
+	// Caller is the caller of the agent_run_subagent call being served; it
 	// carries the call token that routes requests to the client's session.
 	Caller sdk.Caller
 	// MaxTokens bounds each reply; 0 lets the host choose (4096).
@@ -26,7 +26,7 @@ type SamplingModel struct {
 }
 
 // Complete sends one sampling request. Tool names are offered as the
-// OpenAI-compatible path offers them (memory.search as memory_search) and
+// OpenAI-compatible path offers them (memory_search as memory_search) and
 // mapped back. Errors wrap [sdk.ErrSamplingUnavailable] when the client
 // cannot sample.
 func (m *SamplingModel) Complete(ctx context.Context, req ModelRequest) (ModelResponse, error) {

@@ -214,5 +214,5 @@ func requiredText(name string, v *string, maxBytes int, hint string) (string, *a
 
 // noChunk is the error for a chunk id that names no chunk.
 func noChunk(id string) *argError {
-	return argErrorf("no chunk has id %s; get chunk ids from memory.search, memory.recall or tree.browse", quoteShort(id))
+	return argErrorf("no chunk has id %s; get chunk ids from memory_search, memory_recall or tree_browse", quoteShort(id))
 }

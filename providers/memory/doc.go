@@ -1,7 +1,7 @@
 // Package memory is the memory provider: long-term storage that MCP clients
-// and sub-agents write to with memory.store, memory.note and tree.tag, and
-// read back with memory.search, memory.recall, tree.read_chunk,
-// tree.browse, tree.top_entities and tree.list_sources.
+// and sub-agents write to with memory_store, memory_note and tree_tag, and
+// read back with memory_search, memory_recall, tree_read_chunk,
+// tree_browse, tree_top_entities and tree_list_sources.
 //
 // Memory lives in one SQLite database, memory.db in the provider's data
 // directory, opened through gorm in WAL mode with a busy timeout and
@@ -16,10 +16,10 @@
 // Every chunk is indexed in an FTS5 table (title, body and tags; the porter
 // stemmer over unicode61 with diacritics removed) that triggers keep in
 // step inside the writing transaction, so what a write stores is
-// searchable as soon as the call returns. memory.search ranks with BM25,
+// searchable as soon as the call returns. memory_search ranks with BM25,
 // the title weighted above the tags above the body, and treats the query as
 // plain words that must all match: FTS5 syntax in user input is never
-// interpreted. memory.recall fuses cosine similarity over embeddings with
+// interpreted. memory_recall fuses cosine similarity over embeddings with
 // BM25 (reciprocal rank fusion), or ranks by any of the question's words
 // when no embedder is configured, and says which it did.
 //

@@ -126,7 +126,7 @@ func put(t *testing.T, p *Provider, args map[string]any) storeResult {
 	return call[storeResult](t, p, ToolStore, args)
 }
 
-// search runs memory.search and returns its hits.
+// search runs memory_search and returns its hits.
 func search(t *testing.T, p *Provider, query string, k int) []searchHit {
 	t.Helper()
 	args := map[string]any{"query": query}

@@ -10,11 +10,11 @@ import (
 
 const (
 	// storeKeyPrefix starts the upsert key of documents written by
-	// memory.store.
+	// memory_store.
 	storeKeyPrefix = "mcp-store-"
 	// maxSlugLen bounds the slug part of a key, in bytes (slugs are ASCII).
 	maxSlugLen = 64
-	// noteKeyPrefix starts the key of the note memory.note writes about a
+	// noteKeyPrefix starts the key of the note memory_note writes about a
 	// chunk: mcp-note-<chunk id>.
 	noteKeyPrefix = "mcp-note-"
 	// chunkIDPrefix starts every chunk id.
@@ -39,7 +39,7 @@ func slug(title string) string {
 	return s
 }
 
-// storeKey is the upsert key memory.store uses for a title.
+// storeKey is the upsert key memory_store uses for a title.
 func storeKey(title string) string {
 	return storeKeyPrefix + slug(title)
 }
@@ -59,7 +59,7 @@ func disambiguatedKeyN(key, title string, n int) string {
 	return key + "-" + hex.EncodeToString(sum[:n])
 }
 
-// sourceIDForNamespace is the source that memory.store writes into.
+// sourceIDForNamespace is the source that memory_store writes into.
 func sourceIDForNamespace(namespace string) string {
 	return "mcp:" + namespace
 }

@@ -9,13 +9,13 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// noteArgs are memory.note's arguments.
+// noteArgs are memory_note's arguments.
 type noteArgs struct {
 	ChunkID  *string `json:"chunk_id"`
 	NoteText *string `json:"note_text"`
 }
 
-// noteResult is memory.note's structured content.
+// noteResult is memory_note's structured content.
 type noteResult struct {
 	ChunkID    string `json:"chunk_id"`
 	DocumentID string `json:"document_id"`
@@ -28,9 +28,9 @@ var noteTool = tool{
 		Name:  ToolNote,
 		Title: "Annotate a memory chunk",
 		Description: "Attach a note to one memory chunk: a correction, a follow-up, or why it matters. " +
-			"The note is stored as its own document next to the chunk's, is found by memory.search and " +
-			"memory.recall (its hits carry annotates_chunk_id), and is shown with the chunk by " +
-			"tree.read_chunk. A chunk has one note: noting it again replaces the note. An unknown " +
+			"The note is stored as its own document next to the chunk's, is found by memory_search and " +
+			"memory_recall (its hits carry annotates_chunk_id), and is shown with the chunk by " +
+			"tree_read_chunk. A chunk has one note: noting it again replaces the note. An unknown " +
 			"chunk_id is an error.",
 		InputSchema: mustJSON(objectSchema([]string{"chunk_id", "note_text"}, map[string]any{
 			"chunk_id": chunkIDSchema(),

@@ -10,7 +10,7 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// Recall modes, reported in every memory.recall result.
+// Recall modes, reported in every memory_recall result.
 const (
 	// recallHybrid fuses cosine similarity over embeddings with BM25.
 	recallHybrid = "hybrid"
@@ -28,7 +28,7 @@ const (
 	recallCandidates = 100
 )
 
-// recallResult is memory.recall's structured content.
+// recallResult is memory_recall's structured content.
 type recallResult struct {
 	Mode   string      `json:"mode"`
 	Chunks []recallHit `json:"chunks"`
@@ -45,7 +45,7 @@ type recallResult struct {
 	RankedNewest int `json:"ranked_newest,omitempty"`
 }
 
-// recallHit is one chunk of memory.recall.
+// recallHit is one chunk of memory_recall.
 type recallHit struct {
 	chunkRef
 	Snippet string  `json:"snippet"`
@@ -64,7 +64,7 @@ var recallTool = tool{
 			"configured an embeddings endpoint, chunks are ranked by meaning (cosine similarity of " +
 			"embeddings) fused with keyword relevance (mode \"hybrid\"); otherwise by keyword relevance " +
 			"over any of the question's words (mode \"keyword\"). The result says which mode ran. Use " +
-			"memory.search instead for exact keywords that must all appear.",
+			"memory_search instead for exact keywords that must all appear.",
 		InputSchema: mustJSON(objectSchema([]string{"query"}, map[string]any{
 			"query": map[string]any{
 				"type": "string", "minLength": 1, "maxLength": maxQueryRunes,
@@ -110,7 +110,7 @@ func runRecall(ctx context.Context, p *Provider, st *store, raw json.RawMessage)
 	return sdk.StructuredResult(recallText(query, res), res)
 }
 
-// recall ranks chunks for query; see memory.recall's description.
+// recall ranks chunks for query; see memory_recall's description.
 func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (recallResult, error) {
 	res := recallResult{Mode: recallKeyword, Chunks: []recallHit{}}
 	words := queryWords(query)

@@ -9,7 +9,7 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// queryArgs are the arguments of memory.search and memory.recall. K is a
+// queryArgs are the arguments of memory_search and memory_recall. K is a
 // float so that 10.0, an integer in JSON Schema, decodes; intInRange
 // refuses fractions.
 type queryArgs struct {
@@ -34,7 +34,7 @@ func parseQueryArgs(raw json.RawMessage) (string, int, error) {
 	return query, k, nil
 }
 
-// searchResult is memory.search's structured content.
+// searchResult is memory_search's structured content.
 type searchResult struct {
 	Chunks []searchHit `json:"chunks"`
 	// RankedNewest is set when more chunks matched than a search ranks:
@@ -97,8 +97,8 @@ var searchTool = tool{
 			"ignores case, accents and English word endings (ship finds ships), punctuation only " +
 			"separates words, and there are no operators. " +
 			"Use a few distinctive keywords; if nothing comes back, try fewer or other words. Each hit " +
-			"has a snippet with the matches marked **like this**; pass its chunk_id to tree.read_chunk " +
-			"for the full text. To ask a question in natural language, use memory.recall instead.",
+			"has a snippet with the matches marked **like this**; pass its chunk_id to tree_read_chunk " +
+			"for the full text. To ask a question in natural language, use memory_recall instead.",
 		InputSchema: mustJSON(objectSchema([]string{"query"}, map[string]any{
 			"query": map[string]any{
 				"type":        "string",

@@ -10,7 +10,7 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// storeArgs are memory.store's arguments.
+// storeArgs are memory_store's arguments.
 type storeArgs struct {
 	Title     *string  `json:"title"`
 	Content   *string  `json:"content"`
@@ -18,14 +18,14 @@ type storeArgs struct {
 	Tags      []string `json:"tags"`
 }
 
-// storeResult is memory.store's structured content.
+// storeResult is memory_store's structured content.
 type storeResult struct {
 	DocumentID string `json:"document_id"`
 	Namespace  string `json:"namespace"`
 	Key        string `json:"key"`
 	ChunkCount int    `json:"chunk_count"`
-	// ChunkIDs are the document's chunks in order, for tree.read_chunk,
-	// memory.note and tree.tag.
+	// ChunkIDs are the document's chunks in order, for tree_read_chunk,
+	// memory_note and tree_tag.
 	ChunkIDs []string `json:"chunk_ids"`
 	// Tags are the document's tags after the call.
 	Tags []string `json:"tags"`
@@ -58,7 +58,7 @@ func (a *storeArgs) validate() (document, *argError) {
 	return document{
 		SourceID:      sourceIDForNamespace(namespace),
 		SourceKind:    SourceKindNote,
-		SourceName:    "Stored with memory.store (namespace " + namespace + ")",
+		SourceName:    "Stored with memory_store (namespace " + namespace + ")",
 		Namespace:     namespace,
 		KeyFromTitle:  true,
 		Title:         title,
@@ -117,7 +117,7 @@ var storeTool = tool{
 		Name:  ToolStore,
 		Title: "Store in memory",
 		Description: "Save a titled note or document to long-term memory so it can be found again later, " +
-			"in this or any future conversation, with memory.search or memory.recall. Use it for facts, " +
+			"in this or any future conversation, with memory_search or memory_recall. Use it for facts, " +
 			"decisions, summaries or reference text worth keeping. The content is split into chunks of about 512 " +
 			"tokens and is searchable as soon as the call returns. Storing again with the same title " +
 			"in the same namespace replaces that document's content (and its tags, when tags are given); a " +
@@ -160,7 +160,7 @@ var storeTool = tool{
 			"namespace":   map[string]any{"type": "string"},
 			"key":         map[string]any{"type": "string", "description": "The document's upsert key, derived from its title."},
 			"chunk_count": map[string]any{"type": "integer", "minimum": 1},
-			"chunk_ids":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The document's chunks in order, for tree.read_chunk, memory.note and tree.tag."},
+			"chunk_ids":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The document's chunks in order, for tree_read_chunk, memory_note and tree_tag."},
 			"tags":        map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The document's tags after this call."},
 		})),
 		Annotations: actAnnotations("Store in memory"),

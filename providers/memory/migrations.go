@@ -94,7 +94,7 @@ var migrations = []migration{
 		version: 2,
 		name:    "chunk tags, entities, notes, embeddings and a tags column in the FTS5 index",
 		statements: []string{
-			// note_chunk_id links a memory.note document to the chunk it
+			// note_chunk_id links a memory_note document to the chunk it
 			// annotates; a note outlives its chunk (the link becomes NULL).
 			`ALTER TABLE documents ADD COLUMN note_chunk_id TEXT REFERENCES chunks (id) ON DELETE SET NULL`,
 			`CREATE INDEX documents_note_chunk_id ON documents (note_chunk_id) WHERE note_chunk_id IS NOT NULL`,

@@ -30,7 +30,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 			return err
 		}
 		for _, stmt := range []string{
-			`INSERT INTO sources (id, kind, display_name, created_ms, updated_ms) VALUES ('mcp:mcp', 'note', 'Stored with memory.store (namespace mcp)', 1, 1)`,
+			`INSERT INTO sources (id, kind, display_name, created_ms, updated_ms) VALUES ('mcp:mcp', 'note', 'Stored with memory_store (namespace mcp)', 1, 1)`,
 			`INSERT INTO documents (id, source_id, namespace, key, title, tags, created_ms, updated_ms)
 				VALUES ('mcp/mcp-store-old', 'mcp:mcp', 'mcp', 'mcp-store-old', 'Old note', '["legacy","v1"]', 1, 1)`,
 			`INSERT INTO chunks (id, document_id, seq, content, created_ms, updated_ms)

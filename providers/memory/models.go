@@ -9,7 +9,7 @@ const (
 	// SourceKindDocument is a file or document collection, such as what
 	// "openhuman-host memory import" loads.
 	SourceKindDocument = "document"
-	// SourceKindNote is what memory.store and memory.note write.
+	// SourceKindNote is what memory_store and memory_note write.
 	SourceKindNote = "note"
 )
 
@@ -17,7 +17,7 @@ const (
 var sourceKinds = []string{SourceKindChat, SourceKindEmail, SourceKindDocument, SourceKindNote}
 
 // sourceRow is a row of sources: where documents come from, such as
-// mcp:<namespace> for memory.store or file:<directory> for an import.
+// mcp:<namespace> for memory_store or file:<directory> for an import.
 type sourceRow struct {
 	ID          string `gorm:"column:id;primaryKey"`
 	Kind        string `gorm:"column:kind"`
@@ -30,7 +30,7 @@ type sourceRow struct {
 func (sourceRow) TableName() string { return "sources" }
 
 // documentRow is a row of documents. Tags is a JSON array of strings;
-// NoteChunkID is set on the documents memory.note writes.
+// NoteChunkID is set on the documents memory_note writes.
 type documentRow struct {
 	ID            string  `gorm:"column:id;primaryKey"`
 	SourceID      string  `gorm:"column:source_id"`

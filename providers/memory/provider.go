@@ -26,10 +26,10 @@ const (
 )
 
 // instructions is what the provider adds to the host's MCP instructions.
-const instructions = "Long-term memory: save facts, decisions and documents worth keeping with memory.store " +
-	"(same title updates them); find them again with memory.search (exact keywords) or memory.recall (a " +
-	"question in natural language); read a whole chunk with tree.read_chunk; annotate or tag chunks with " +
-	"memory.note and tree.tag; explore with tree.browse, tree.list_sources and tree.top_entities."
+const instructions = "Long-term memory: save facts, decisions and documents worth keeping with memory_store " +
+	"(same title updates them); find them again with memory_search (exact keywords) or memory_recall (a " +
+	"question in natural language); read a whole chunk with tree_read_chunk; annotate or tag chunks with " +
+	"memory_note and tree_tag; explore with tree_browse, tree_list_sources and tree_top_entities."
 
 // Options configure a [Provider]. A nil *Options uses every default.
 type Options struct {
@@ -105,7 +105,7 @@ func New(opts *Options) *Provider {
 // config is the [providers.memory] table; the host removes "enabled"
 // before passing it on.
 type config struct {
-	// Embeddings configures memory.recall's embeddings endpoint; nil
+	// Embeddings configures memory_recall's embeddings endpoint; nil
 	// means keyword recall.
 	Embeddings *embeddingsConfig `json:"embeddings"`
 }

@@ -57,7 +57,7 @@ type chunkRef struct {
 	SourceKind string `json:"source_kind"`
 	Seq        int    `json:"seq"`
 	// AnnotatesChunkID is set when the chunk is part of a note written by
-	// memory.note: the chunk the note is about.
+	// memory_note: the chunk the note is about.
 	AnnotatesChunkID string `json:"annotates_chunk_id,omitempty"`
 	UpdatedMS        int64  `json:"updated_ms"`
 }
@@ -102,14 +102,14 @@ const refJoins = `JOIN documents d ON d.id = c.document_id JOIN sources s ON s.i
 // refProperties is the JSON Schema of chunkRef's fields.
 func refProperties() map[string]any {
 	return map[string]any{
-		"chunk_id":           map[string]any{"type": "string", "description": "Pass it to tree.read_chunk, memory.note or tree.tag."},
+		"chunk_id":           map[string]any{"type": "string", "description": "Pass it to tree_read_chunk, memory_note or tree_tag."},
 		"document_id":        map[string]any{"type": "string"},
 		"title":              map[string]any{"type": "string", "description": "The document's title."},
 		"namespace":          map[string]any{"type": "string"},
 		"source_id":          map[string]any{"type": "string", "description": "Where the document came from, e.g. mcp:<namespace> or file:<directory>."},
 		"source_kind":        map[string]any{"type": "string", "enum": sourceKinds},
 		"seq":                map[string]any{"type": "integer", "minimum": 0, "description": "Position of the chunk in its document, from 0."},
-		"annotates_chunk_id": map[string]any{"type": "string", "description": "Only on notes written by memory.note: the chunk the note is about."},
+		"annotates_chunk_id": map[string]any{"type": "string", "description": "Only on notes written by memory_note: the chunk the note is about."},
 		"updated_ms":         map[string]any{"type": "integer", "description": "Last change of the chunk, Unix milliseconds."},
 	}
 }
@@ -126,7 +126,7 @@ func hitSchema(required []string, extra map[string]any) map[string]any {
 	return objectSchema(append(append([]string{}, refRequired...), required...), props)
 }
 
-// searchHit is one ranked chunk of memory.search.
+// searchHit is one ranked chunk of memory_search.
 type searchHit struct {
 	chunkRef
 	Snippet string  `json:"snippet"`
@@ -251,7 +251,7 @@ func leadSnippet(content string) string {
 	return cut + "…"
 }
 
-// browseFilter is tree.browse's filter; every set field narrows the result
+// browseFilter is tree_browse's filter; every set field narrows the result
 // (the fields are ANDed, the values within one list are alternatives).
 type browseFilter struct {
 	SourceKinds []string
@@ -263,7 +263,7 @@ type browseFilter struct {
 	Match string
 }
 
-// browseHit is one chunk of tree.browse.
+// browseHit is one chunk of tree_browse.
 type browseHit struct {
 	chunkRef
 	Snippet string `json:"snippet"`
@@ -337,9 +337,9 @@ func (s *store) browse(ctx context.Context, f browseFilter, k, offset int) ([]br
 type chunkView struct {
 	chunkRef
 	Content string `json:"content"`
-	// Tags is the chunk's own tag set, as tree.tag sets it.
+	// Tags is the chunk's own tag set, as tree_tag sets it.
 	Tags []string `json:"tags"`
-	// DocumentTags are the tags memory.store gave the whole document.
+	// DocumentTags are the tags memory_store gave the whole document.
 	DocumentTags []string   `json:"document_tags"`
 	Notes        []noteView `json:"notes"`
 	CreatedMS    int64      `json:"created_ms"`
@@ -396,7 +396,7 @@ func (s *store) chunk(ctx context.Context, id string) (*chunkView, error) {
 	return v, nil
 }
 
-// chunkParent is a chunk's document, as memory.note needs it.
+// chunkParent is a chunk's document, as memory_note needs it.
 type chunkParent struct {
 	DocumentID string `gorm:"column:document_id"`
 	Title      string `gorm:"column:title"`
@@ -501,7 +501,7 @@ func noteTitle(title string) string {
 	return prefix + title
 }
 
-// entityRow is one entity of tree.top_entities.
+// entityRow is one entity of tree_top_entities.
 type entityRow struct {
 	EntityID   string `json:"entity_id" gorm:"column:entity_id"`
 	Kind       string `json:"kind" gorm:"column:kind"`
@@ -537,14 +537,14 @@ func (s *store) entityKinds(ctx context.Context) ([]string, error) {
 	return kinds, nil
 }
 
-// sourceView is one source of tree.list_sources.
+// sourceView is one source of tree_list_sources.
 type sourceView struct {
 	SourceID     string `json:"source_id" gorm:"column:source_id"`
 	DisplayName  string `json:"display_name" gorm:"column:display_name"`
 	SourceKind   string `json:"source_kind" gorm:"column:source_kind"`
 	ChunkCount   int64  `json:"chunk_count" gorm:"column:chunk_count"`
 	MostRecentMS int64  `json:"most_recent_ms" gorm:"column:most_recent_ms"`
-	// UserMentionCount is set only when tree.list_sources got a
+	// UserMentionCount is set only when tree_list_sources got a
 	// user_email_hint.
 	UserMentionCount *int64 `json:"user_mention_count,omitempty" gorm:"-"`
 }

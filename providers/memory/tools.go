@@ -12,24 +12,24 @@ import (
 // Tool names served by the memory provider.
 const (
 	// ToolStore saves a titled document into memory.
-	ToolStore = "memory.store"
+	ToolStore = "memory_store"
 	// ToolSearch runs a full-text search over stored chunks.
-	ToolSearch = "memory.search"
+	ToolSearch = "memory_search"
 	// ToolReadChunk returns one chunk in full.
-	ToolReadChunk = "tree.read_chunk"
+	ToolReadChunk = "tree_read_chunk"
 	// ToolRecall finds chunks that answer a question: by meaning when an
 	// embedder is configured, else by any of its words.
-	ToolRecall = "memory.recall"
+	ToolRecall = "memory_recall"
 	// ToolNote attaches a note to a chunk.
-	ToolNote = "memory.note"
+	ToolNote = "memory_note"
 	// ToolTag replaces a chunk's tag set.
-	ToolTag = "tree.tag"
+	ToolTag = "tree_tag"
 	// ToolBrowse lists chunks newest first under filters.
-	ToolBrowse = "tree.browse"
+	ToolBrowse = "tree_browse"
 	// ToolTopEntities ranks the entities found in memory.
-	ToolTopEntities = "tree.top_entities"
+	ToolTopEntities = "tree_top_entities"
 	// ToolListSources lists where memory came from.
-	ToolListSources = "tree.list_sources"
+	ToolListSources = "tree_list_sources"
 )
 
 // Argument bounds; the input schemas and the handlers' own checks share
@@ -59,7 +59,7 @@ func chunkIDSchema() map[string]any {
 		"type":        "string",
 		"minLength":   1,
 		"maxLength":   maxChunkIDRunes,
-		"description": "A chunk id such as chk_0123456789abcdef01234567, from memory.search, memory.recall or tree.browse.",
+		"description": "A chunk id such as chk_0123456789abcdef01234567, from memory_search, memory_recall or tree_browse.",
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// browseArgs are tree.browse's arguments; integers are floats so that
+// browseArgs are tree_browse's arguments; integers are floats so that
 // 10.0 decodes (the checks refuse fractions).
 type browseArgs struct {
 	SourceKinds []string `json:"source_kinds"`
@@ -24,7 +24,7 @@ type browseArgs struct {
 	Offset      *float64 `json:"offset"`
 }
 
-// browseResult is tree.browse's structured content.
+// browseResult is tree_browse's structured content.
 type browseResult struct {
 	Chunks []browseHit `json:"chunks"`
 	// Total counts every chunk that passes the filters, before offset and
@@ -38,7 +38,7 @@ var browseTool = tool{
 		Name:  ToolBrowse,
 		Title: "Browse memory",
 		Description: "List memory chunks newest first (by last change), with filters: source kinds, " +
-			"source ids (from tree.list_sources), entity ids (from tree.top_entities), a time range " +
+			"source ids (from tree_list_sources), entity ids (from tree_top_entities), a time range " +
 			"and words that must all appear. Filters combine with AND; the values inside one list are " +
 			"alternatives. Returns a page of k chunks starting at offset, and total, the number of chunks " +
 			"that pass the filters: page with offset += k while offset < total. Each chunk has a snippet " +
@@ -72,7 +72,7 @@ var browseTool = tool{
 			},
 			"query": map[string]any{
 				"type": "string", "minLength": 1, "maxLength": maxQueryRunes,
-				"description": "Keep chunks that contain every word of this text (as memory.search matches).",
+				"description": "Keep chunks that contain every word of this text (as memory_search matches).",
 			},
 			"k": kSchema("chunks"),
 			"offset": map[string]any{
@@ -183,7 +183,7 @@ func (a *browseArgs) validate() (browseFilter, int, int, *argError) {
 	}
 	if f.SourceIDs, aerr = stringList("source_ids", a.SourceIDs, maxFilterItems, maxSourceIDRunes, func(s string) string {
 		if scheme, rest, ok := strings.Cut(s, ":"); !ok || scheme == "" || rest == "" {
-			return fmt.Sprintf("must be a source id such as mcp:<namespace> or file:<folder>, as tree.list_sources returns, got %s", quoteShort(s))
+			return fmt.Sprintf("must be a source id such as mcp:<namespace> or file:<folder>, as tree_list_sources returns, got %s", quoteShort(s))
 		}
 		return ""
 	}); aerr != nil {
@@ -191,7 +191,7 @@ func (a *browseArgs) validate() (browseFilter, int, int, *argError) {
 	}
 	if f.EntityIDs, aerr = stringList("entity_ids", a.EntityIDs, maxFilterItems, maxEntityIDRunes, func(s string) string {
 		if kind, key, ok := strings.Cut(s, ":"); !ok || !entityKindRE.MatchString(kind) || key == "" {
-			return fmt.Sprintf("must be an entity id <kind>:<value> such as email:ana@example.com, as tree.top_entities returns, got %s", quoteShort(s))
+			return fmt.Sprintf("must be an entity id <kind>:<value> such as email:ana@example.com, as tree_top_entities returns, got %s", quoteShort(s))
 		}
 		return ""
 	}); aerr != nil {
@@ -233,7 +233,7 @@ func (a *browseArgs) validate() (browseFilter, int, int, *argError) {
 // browseText renders a page of browse hits, one line each.
 func browseText(hits []browseHit, total int64, offset int) string {
 	if total == 0 {
-		return "No chunks pass these filters. Source ids come from tree.list_sources, entity ids from tree.top_entities."
+		return "No chunks pass these filters. Source ids come from tree_list_sources, entity ids from tree_top_entities."
 	}
 	if len(hits) == 0 {
 		return fmt.Sprintf("No chunks at offset %d: %s pass these filters.", offset, plural(int(total), "chunk"))

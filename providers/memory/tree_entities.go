@@ -10,13 +10,13 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// topEntitiesArgs are tree.top_entities' arguments.
+// topEntitiesArgs are tree_top_entities' arguments.
 type topEntitiesArgs struct {
 	Kind *string  `json:"kind"`
 	K    *float64 `json:"k"`
 }
 
-// topEntitiesResult is tree.top_entities' structured content.
+// topEntitiesResult is tree_top_entities' structured content.
 type topEntitiesResult struct {
 	Entities []entityRow `json:"entities"`
 }
@@ -34,7 +34,7 @@ var topEntitiesTool = tool{
 		Description: "List the entities memory mentions most: email addresses (kind email), URLs (url), " +
 			"@handles (handle), #hashtags (hashtag) and dates (date, as YYYY-MM-DD), found in every stored " +
 			"chunk. Ranked by how often they are mentioned, then by how recently. Pass an entity_id to " +
-			"tree.browse (entity_ids) to list the chunks that mention it.",
+			"tree_browse (entity_ids) to list the chunks that mention it.",
 		InputSchema: mustJSON(objectSchema(nil, map[string]any{
 			"kind": map[string]any{
 				"type": "string", "pattern": entityKindPattern,

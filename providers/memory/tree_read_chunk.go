@@ -9,12 +9,12 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// readChunkArgs are tree.read_chunk's arguments.
+// readChunkArgs are tree_read_chunk's arguments.
 type readChunkArgs struct {
 	ChunkID *string `json:"chunk_id"`
 }
 
-// readChunkResult is tree.read_chunk's structured content; Chunk is nil
+// readChunkResult is tree_read_chunk's structured content; Chunk is nil
 // (JSON null) for an unknown id.
 type readChunkResult struct {
 	Chunk *chunkView `json:"chunk"`
@@ -35,7 +35,7 @@ func runReadChunk(ctx context.Context, _ *Provider, st *store, raw json.RawMessa
 	}
 	if c == nil {
 		return sdk.StructuredResult(
-			fmt.Sprintf("No chunk has id %s; chunk ids come from memory.search, memory.recall or tree.browse.", quoteShort(id)),
+			fmt.Sprintf("No chunk has id %s; chunk ids come from memory_search, memory_recall or tree_browse.", quoteShort(id)),
 			readChunkResult{})
 	}
 	var b strings.Builder
@@ -59,7 +59,7 @@ var readChunkTool = tool{
 	spec: sdk.Tool{
 		Name:  ToolReadChunk,
 		Title: "Read a memory chunk",
-		Description: "Read the full text of one memory chunk by its chunk_id (as returned by memory.search), " +
+		Description: "Read the full text of one memory chunk by its chunk_id (as returned by memory_search), " +
 			"with its document's title, namespace and tags, the chunk's own tags, the notes attached to it, and " +
 			"its position (seq) in the document. " +
 			"Use it when a search snippet is not enough. Returns chunk: null when no chunk has that id.",
@@ -73,11 +73,11 @@ var readChunkTool = tool{
 					map[string]any{"type": "null"},
 					hitSchema([]string{"content", "tags", "document_tags", "notes", "created_ms"}, map[string]any{
 						"content":       map[string]any{"type": "string"},
-						"tags":          map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The chunk's own tags, as tree.tag set them."},
-						"document_tags": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The tags of the whole document, as memory.store set them."},
+						"tags":          map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The chunk's own tags, as tree_tag set them."},
+						"document_tags": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The tags of the whole document, as memory_store set them."},
 						"notes": map[string]any{
 							"type":        "array",
-							"description": "Notes memory.note attached to this chunk.",
+							"description": "Notes memory_note attached to this chunk.",
 							"items": objectSchema([]string{"document_id", "text", "updated_ms"}, map[string]any{
 								"document_id": map[string]any{"type": "string"},
 								"text":        map[string]any{"type": "string"},

@@ -45,9 +45,9 @@ func TestReadChunkUnknown(t *testing.T) {
 		id       string
 		wantText string
 	}{
-		"well-formed but unknown": {id: "chk_000000000000000000000000", wantText: `No chunk has id "chk_000000000000000000000000"; chunk ids come from memory.search, memory.recall or tree.browse.`},
-		"not a chunk id":          {id: "mcp/mcp-store-something", wantText: `No chunk has id "mcp/mcp-store-something"; chunk ids come from memory.search, memory.recall or tree.browse.`},
-		"surrounding spaces":      {id: "  chk_x  ", wantText: `No chunk has id "chk_x"; chunk ids come from memory.search, memory.recall or tree.browse.`},
+		"well-formed but unknown": {id: "chk_000000000000000000000000", wantText: `No chunk has id "chk_000000000000000000000000"; chunk ids come from memory_search, memory_recall or tree_browse.`},
+		"not a chunk id":          {id: "mcp/mcp-store-something", wantText: `No chunk has id "mcp/mcp-store-something"; chunk ids come from memory_search, memory_recall or tree_browse.`},
+		"surrounding spaces":      {id: "  chk_x  ", wantText: `No chunk has id "chk_x"; chunk ids come from memory_search, memory_recall or tree_browse.`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

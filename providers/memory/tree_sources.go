@@ -10,12 +10,12 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// listSourcesArgs are tree.list_sources' arguments.
+// listSourcesArgs are tree_list_sources' arguments.
 type listSourcesArgs struct {
 	UserEmailHint *string `json:"user_email_hint"`
 }
 
-// listSourcesResult is tree.list_sources' structured content.
+// listSourcesResult is tree_list_sources' structured content.
 type listSourcesResult struct {
 	Sources []sourceView `json:"sources"`
 }
@@ -24,12 +24,12 @@ var listSourcesTool = tool{
 	spec: sdk.Tool{
 		Name:  ToolListSources,
 		Title: "List memory sources",
-		Description: "List where memory comes from: each source (memory.store namespaces as mcp:<namespace>, " +
+		Description: "List where memory comes from: each source (memory_store namespaces as mcp:<namespace>, " +
 			"imported folders as file:<directory>) with a display name, its kind (chat, email, document " +
 			"or note), how many chunks it holds and when it last changed, most recent first. Give the " +
 			"user's own email address as user_email_hint to see, per source, how many chunks mention the " +
 			"user (user_mention_count); sources that mention the user most come first. Pass a source_id " +
-			"to tree.browse (source_ids) to list its chunks.",
+			"to tree_browse (source_ids) to list its chunks.",
 		InputSchema: mustJSON(objectSchema(nil, map[string]any{
 			"user_email_hint": map[string]any{
 				"type": "string", "minLength": 3, "maxLength": maxEmailRunes,

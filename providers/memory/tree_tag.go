@@ -10,13 +10,13 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// tagArgs are tree.tag's arguments.
+// tagArgs are tree_tag's arguments.
 type tagArgs struct {
 	ChunkID *string  `json:"chunk_id"`
 	Tags    []string `json:"tags"`
 }
 
-// tagResult is tree.tag's structured content.
+// tagResult is tree_tag's structured content.
 type tagResult struct {
 	ChunkID string   `json:"chunk_id"`
 	Tags    []string `json:"tags"`
@@ -57,8 +57,8 @@ var tagTool = tool{
 		Title: "Tag a memory chunk",
 		Description: "Set the tags of one memory chunk, replacing the tags it had. Tags are short labels " +
 			"(1 to 50 per call, at most 128 bytes each; duplicates that differ only in case are merged) " +
-			"that memory.search and memory.recall match like words. Get chunk ids from memory.search, " +
-			"memory.recall or tree.browse. An unknown chunk_id is an error.",
+			"that memory_search and memory_recall match like words. Get chunk ids from memory_search, " +
+			"memory_recall or tree_browse. An unknown chunk_id is an error.",
 		InputSchema: mustJSON(objectSchema([]string{"chunk_id", "tags"}, map[string]any{
 			"chunk_id": chunkIDSchema(),
 			"tags": map[string]any{

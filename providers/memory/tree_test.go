@@ -11,7 +11,7 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// refOf builds the chunkRef memory.store gives the first chunk of a note
+// refOf builds the chunkRef memory_store gives the first chunk of a note
 // document, for comparisons.
 func browseIDs(hits []browseHit) []string {
 	ids := []string{}
@@ -196,8 +196,8 @@ func TestListSources(t *testing.T) {
 	got := call[listSourcesResult](t, p, ToolListSources, map[string]any{})
 	mcpChunks := int64(len(chunkIDs(t, p, "mcp/mcp-store-b")))
 	want := []sourceView{
-		{SourceID: "mcp:mcp", DisplayName: "Stored with memory.store (namespace mcp)", SourceKind: "note", ChunkCount: mcpChunks, MostRecentMS: bMS},
-		{SourceID: "mcp:probe", DisplayName: "Stored with memory.store (namespace probe)", SourceKind: "note", ChunkCount: 1, MostRecentMS: startMS},
+		{SourceID: "mcp:mcp", DisplayName: "Stored with memory_store (namespace mcp)", SourceKind: "note", ChunkCount: mcpChunks, MostRecentMS: bMS},
+		{SourceID: "mcp:probe", DisplayName: "Stored with memory_store (namespace probe)", SourceKind: "note", ChunkCount: 1, MostRecentMS: startMS},
 	}
 	if diff := diff(want, got.Sources); diff != "" {
 		t.Errorf("sources (-want +got):\n%s", diff)
@@ -205,8 +205,8 @@ func TestListSources(t *testing.T) {
 	hinted := call[listSourcesResult](t, p, ToolListSources, map[string]any{"user_email_hint": "Ana@Example.com"})
 	one, zero := int64(1), int64(0)
 	want = []sourceView{
-		{SourceID: "mcp:probe", DisplayName: "Stored with memory.store (namespace probe)", SourceKind: "note", ChunkCount: 1, MostRecentMS: startMS, UserMentionCount: &one},
-		{SourceID: "mcp:mcp", DisplayName: "Stored with memory.store (namespace mcp)", SourceKind: "note", ChunkCount: mcpChunks, MostRecentMS: bMS, UserMentionCount: &zero},
+		{SourceID: "mcp:probe", DisplayName: "Stored with memory_store (namespace probe)", SourceKind: "note", ChunkCount: 1, MostRecentMS: startMS, UserMentionCount: &one},
+		{SourceID: "mcp:mcp", DisplayName: "Stored with memory_store (namespace mcp)", SourceKind: "note", ChunkCount: mcpChunks, MostRecentMS: bMS, UserMentionCount: &zero},
 	}
 	if diff := diff(want, hinted.Sources); diff != "" {
 		t.Errorf("sources with hint (-want +got):\n%s", diff)

@@ -116,21 +116,21 @@ func Check(ctx context.Context, s config.UpstreamServer, headers map[string]stri
 	}
 	r.Tools, r.Exposed, r.Denied = []string{}, []string{}, []string{}
 	r.Reasons = map[string]string{}
-	seen := map[string]bool{}
+	seen := map[string]route{}
 	for _, t := range tools {
 		r.Tools = append(r.Tools, t.Name)
 		reason := ""
-		exposed := srv.prefix + t.Name
+		exposed := srv.exposedName(t.Name)
 		if ok, key := srv.toolAllowed(t.Name); !ok {
 			if strings.HasSuffix(key, "disallowed_tools") {
 				reason = "matched by disallowed_tools"
 			} else {
 				reason = "not matched by allowed_tools"
 			}
-		} else if !toolNameRE.MatchString(exposed) {
-			reason = "its name " + sanitise(exposed, 200) + " is not a valid host tool name (letters, digits, _, . and -, at most 128)"
-		} else if seen[exposed] {
-			reason = "the server lists the name twice"
+		} else if exposed == "" {
+			reason = "it has no name"
+		} else if prev, dup := seen[exposed]; dup {
+			reason = takenReason(srv, exposed, prev)
 		} else if _, why := exposeTool(srv, exposed, t); why != "" {
 			reason = why
 		}
@@ -139,7 +139,7 @@ func Check(ctx context.Context, s config.UpstreamServer, headers map[string]stri
 			r.Reasons[t.Name] = reason
 			continue
 		}
-		seen[exposed] = true
+		seen[exposed] = route{srv: srv, name: t.Name}
 		r.Exposed = append(r.Exposed, exposed)
 	}
 	return r

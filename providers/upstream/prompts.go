@@ -35,15 +35,13 @@ func (p *Provider) promptCatalog(ctx context.Context, servers []*server, conns m
 			if pr == nil {
 				continue
 			}
-			exposed := s.prefix + pr.Name
-			if !toolNameRE.MatchString(exposed) {
-				p.log.Warn("prompt skipped", "server", s.name, "prompt", sanitise(pr.Name, 200),
-					"reason", "its name "+sanitise(exposed, 200)+" is not a valid host name (letters, digits, _, . and -, at most 128)")
+			exposed := s.exposedName(pr.Name)
+			if exposed == "" {
+				p.log.Warn("prompt skipped", "server", s.name, "reason", "the server lists a prompt without a name")
 				continue
 			}
 			if prev, dup := routes[exposed]; dup {
-				p.log.Warn("prompt skipped", "server", s.name, "prompt", pr.Name,
-					"reason", fmt.Sprintf("the name %s is already taken by server %q (first in config order wins); set a prefix for one of them", exposed, prev.srv.name))
+				p.log.Warn("prompt skipped", "server", s.name, "prompt", sanitise(pr.Name, 200), "reason", takenReason(s, exposed, prev))
 				continue
 			}
 			prompt, reason := exposePrompt(exposed, pr)

@@ -15,7 +15,7 @@ import (
 )
 
 // promptUpstreams starts two servers: notes, with the prompts greet and
-// "bad name" and completions (recorded in *completions), and dup, with
+// "bad name" (relayed as notes__bad_name) and completions (recorded in *completions), and dup, with
 // the prompts greet (taken by notes under the shared prefix) and
 // farewell, without completions.
 func promptUpstreams(t *testing.T, mu *sync.Mutex, completions *[]*mcp.CompleteParams) (notes, dup string) {
@@ -53,9 +53,9 @@ func promptUpstreams(t *testing.T, mu *sync.Mutex, completions *[]*mcp.CompleteP
 				{Role: "user", Content: &mcp.ResourceLink{URI: "note://items/1", Name: "item1", Title: "Item 1", Description: "The first.", MIMEType: "text/plain"}},
 			}}, nil
 		})
-	s.AddPrompt(&mcp.Prompt{Name: "bad name", Description: "Not a valid host name."},
-		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			return &mcp.GetPromptResult{}, nil
+	s.AddPrompt(&mcp.Prompt{Name: "bad name", Description: "Not a client-safe name."},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Description: "asked for " + req.Params.Name}, nil
 		})
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "note://items/{id}", Name: "item"},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -84,6 +84,7 @@ func TestPromptsRelayed(t *testing.T) {
 		map[string]any{"name": "dup", "endpoint": dup, "prefix": "notes__"},
 	)
 	want := []sdk.Prompt{
+		{Name: "notes__bad_name", Description: "Not a client-safe name."},
 		{Name: "notes__greet", Title: "Greeting", Description: "Greets [31msomeone.",
 			Arguments: []sdk.PromptArgument{{Name: "name", Description: "Who to greet.", Required: true}, {Name: "style"}}},
 		{Name: "notes__farewell", Description: "From dup."},
@@ -123,6 +124,11 @@ func TestPromptsRelayed(t *testing.T) {
 	_, err = p.GetPrompt(ctx, &sdk.GetPromptRequest{Name: "notes__greet", Caller: a})
 	if !errors.Is(err, sdk.ErrInvalidParams) || !strings.HasSuffix(err.Error(), "invalid params: missing argument name") {
 		t.Errorf("greet without its argument: %v", err)
+	}
+	// A name clients cannot take is relayed under a client-safe one and
+	// reaches the upstream prompt by its own name.
+	if res, err := p.GetPrompt(ctx, &sdk.GetPromptRequest{Name: "notes__bad_name", Caller: a}); err != nil || res.Description != "asked for bad name" {
+		t.Errorf("notes__bad_name: %+v %v", res, err)
 	}
 	for _, name := range []string{"notes__nope", "notes__bad name", "greet"} {
 		if _, err := p.GetPrompt(ctx, &sdk.GetPromptRequest{Name: name}); !errors.Is(err, sdk.ErrPromptNotFound) {

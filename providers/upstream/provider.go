@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,8 +36,25 @@ const (
 	maxListPages = 100
 )
 
-// toolNameRE is the host's rule for tool names.
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+// exposedName is the name under which the host advertises one of s's
+// tools or prompts: s's prefix and the upstream name, made client-safe by
+// [sdk.ClientName] ("everything__get.env" becomes "everything__get_env");
+// "" for an unnamed one.
+func (s *server) exposedName(upstream string) string {
+	if upstream == "" {
+		return ""
+	}
+	return sdk.ClientName(s.prefix + upstream)
+}
+
+// takenReason says why a tool or prompt of s cannot have the exposed name
+// that prev already has.
+func takenReason(s *server, exposed string, prev route) string {
+	if prev.srv == s {
+		return fmt.Sprintf("the name %s is already taken by its %q, which maps to the same client-safe name (the first listed wins)", exposed, prev.name)
+	}
+	return fmt.Sprintf("the name %s is already taken by server %q (first in config order wins); set a prefix for one of them", exposed, prev.srv.name)
+}
 
 // Options configures [New]; a nil *Options uses every default.
 type Options struct {
@@ -198,15 +214,13 @@ func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
 				p.log.Debug("tool not exposed", "server", s.name, "tool", t.Name, "reason", "refused by "+key)
 				continue
 			}
-			exposed := s.prefix + t.Name
-			if !toolNameRE.MatchString(exposed) {
-				p.log.Warn("tool skipped", "server", s.name, "tool", sanitise(t.Name, 200),
-					"reason", "its name "+sanitise(exposed, 200)+" is not a valid host tool name (letters, digits, _, . and -, at most 128)")
+			exposed := s.exposedName(t.Name)
+			if exposed == "" {
+				p.log.Warn("tool skipped", "server", s.name, "reason", "the server lists a tool without a name")
 				continue
 			}
 			if prev, dup := routes[exposed]; dup {
-				p.log.Warn("tool skipped", "server", s.name, "tool", t.Name,
-					"reason", fmt.Sprintf("the name %s is already taken by server %q (first in config order wins); set a prefix for one of them", exposed, prev.srv.name))
+				p.log.Warn("tool skipped", "server", s.name, "tool", sanitise(t.Name, 200), "reason", takenReason(s, exposed, prev))
 				continue
 			}
 			tool, reason := exposeTool(s, exposed, t)
@@ -474,10 +488,11 @@ func (p *Provider) resolve(name string) (route, string, error) {
 	}
 	for _, s := range servers {
 		c := conns[s.name]
-		if c == nil || !strings.HasPrefix(name, s.prefix) {
+		prefix := sdk.ClientName(s.prefix)
+		if c == nil || !strings.HasPrefix(name, prefix) {
 			continue
 		}
-		up := strings.TrimPrefix(name, s.prefix)
+		up := strings.TrimPrefix(name, prefix)
 		if ok, key := s.toolAllowed(up); !ok {
 			return route{}, key, nil
 		}

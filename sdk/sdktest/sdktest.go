@@ -235,6 +235,9 @@ func start(t testing.TB, client plugin.ClientProtocol, opts *Options) *Harness {
 	if err := CheckCatalog(cat); err != nil {
 		t.Fatalf("provider %q: %v", cat.Name, err)
 	}
+	for _, w := range NameWarnings(cat) {
+		t.Logf("provider %q: warning: %s", cat.Name, w)
+	}
 	caller := opts.Caller
 	if caller.SourceType == "" {
 		caller.SourceType = "test"
@@ -256,7 +259,8 @@ func start(t testing.TB, client plugin.ClientProtocol, opts *Options) *Harness {
 	}
 	for _, tool := range cat.Tools {
 		if len(tool.OutputSchema) > 0 {
-			// CheckCatalog has resolved it already.
+			// CheckCatalog has resolved it already; keyed by the declared
+			// name, which the provider is called with.
 			h.outputs[tool.Name], _ = resolveOutputSchema(tool.OutputSchema)
 		}
 	}
@@ -265,9 +269,11 @@ func start(t testing.TB, client plugin.ClientProtocol, opts *Options) *Harness {
 
 // CheckCatalog reports what the host would leave out of cat when it loads
 // the provider: tools that fail the host's checks ([catalog.ValidateTool]:
-// name matching ^[A-Za-z0-9_.-]{1,128}$, policy class "read" or "act",
+// name matching ^[A-Za-z0-9_.-]{1,128}$ (advertised as [sdk.ClientName]
+// of it; see [NameWarnings]), policy class "read" or "act",
 // an input schema with "type": "object" that resolves, an output schema of
-// type object), tools listed twice, output schemas that do not resolve
+// type object), tools listed twice (also under two names with one
+// client-safe name, such as "a.b" and "a_b"), output schemas that do not resolve
 // (a client could not check results against them), and resources or
 // resource templates without a URI or listed twice. It returns nil for a
 // catalog the host takes whole, and otherwise every problem joined with
@@ -277,17 +283,16 @@ func CheckCatalog(cat *sdk.Catalog) error {
 		return errors.New("no catalog")
 	}
 	var errs []error
-	tools := map[string]bool{}
+	tools := map[string]string{} // advertised name → declared name
 	for _, t := range cat.Tools {
 		if err := catalog.ValidateTool(t); err != nil {
 			errs = append(errs, fmt.Errorf("tool %q would be refused by the host: %w", t.Name, err))
 			continue
 		}
-		if tools[t.Name] {
-			errs = append(errs, fmt.Errorf("tool %q is listed twice; the host keeps the first", t.Name))
+		if err := listedTwice("tool", tools, t.Name); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		tools[t.Name] = true
 		if len(t.OutputSchema) > 0 {
 			if _, err := resolveOutputSchema(t.OutputSchema); err != nil {
 				errs = append(errs, fmt.Errorf("tool %q: %w", t.Name, err))
@@ -309,18 +314,58 @@ func CheckCatalog(cat *sdk.Catalog) error {
 			errs = append(errs, fmt.Errorf("resource template %q has no URI template; the host would refuse it", rt.Name))
 		}
 	}
-	prompts := map[string]bool{}
+	prompts := map[string]string{}
 	for _, p := range cat.Prompts {
 		if err := catalog.ValidatePrompt(p); err != nil {
 			errs = append(errs, fmt.Errorf("prompt %q would be refused by the host: %w", p.Name, err))
 			continue
 		}
-		if prompts[p.Name] {
-			errs = append(errs, fmt.Errorf("prompt %q is listed twice; the host keeps the first", p.Name))
+		if err := listedTwice("prompt", prompts, p.Name); err != nil {
+			errs = append(errs, err)
 		}
-		prompts[p.Name] = true
 	}
 	return errors.Join(errs...)
+}
+
+// listedTwice records a tool or prompt (kind) declared as name in seen,
+// by the name the host advertises, or says why the host would refuse it:
+// the same name, or one with the same client-safe name, came earlier.
+func listedTwice(kind string, seen map[string]string, name string) error {
+	advertised := sdk.ClientName(name)
+	prev, dup := seen[advertised]
+	switch {
+	case dup && prev == name:
+		return fmt.Errorf("%s %q is listed twice; the host keeps the first", kind, name)
+	case dup:
+		return fmt.Errorf("%s %q is advertised to clients as %q, like %s %q listed before it; the host keeps the first", kind, name, advertised, kind, prev)
+	}
+	seen[advertised] = name
+	return nil
+}
+
+// NameWarnings lists the tools and prompts of cat that the host will
+// advertise under another name than the one declared, because MCP clients
+// such as Claude Desktop accept only names matching ^[a-zA-Z0-9_-]{1,64}$
+// ([sdk.IsClientName]): each warning names the declared name and the one
+// clients will see ([sdk.ClientName]). Calls by the declared name still
+// work, but models and users see the other one, so prefer client-safe
+// names ("hello_greet", not "hello.greet"). [Start] logs these warnings.
+func NameWarnings(cat *sdk.Catalog) []string {
+	if cat == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range cat.Tools {
+		if !sdk.IsClientName(t.Name) && t.Name != "" {
+			out = append(out, fmt.Sprintf("tool %q is advertised to MCP clients as %q; name it %q to match ^[a-zA-Z0-9_-]{1,64}$", t.Name, sdk.ClientName(t.Name), sdk.ClientName(t.Name)))
+		}
+	}
+	for _, p := range cat.Prompts {
+		if !sdk.IsClientName(p.Name) && p.Name != "" {
+			out = append(out, fmt.Sprintf("prompt %q is advertised to MCP clients as %q; name it %q to match ^[a-zA-Z0-9_-]{1,64}$", p.Name, sdk.ClientName(p.Name), sdk.ClientName(p.Name)))
+		}
+	}
+	return out
 }
 
 func resolveOutputSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
@@ -455,7 +500,7 @@ func (h *Harness) CallWithEvents(ctx context.Context, name string, args any) (*s
 		}
 		return nil, Events{}, out
 	}
-	return h.call(ctx, name, forwarded)
+	return h.call(ctx, tool.Declared, forwarded)
 }
 
 // CallRaw calls a tool with args as given (marshalled as in

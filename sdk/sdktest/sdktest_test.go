@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,13 +29,13 @@ type shout struct {
 }
 
 var shoutTools = []sdk.Tool{{
-	Name:         "shout.say",
+	Name:         "shout_say",
 	Description:  "Says text louder.",
 	InputSchema:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","minLength":1,"maxLength":10},"times":{"type":"integer","minimum":1,"maximum":3}},"required":["text"],"additionalProperties":false}`),
 	OutputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
 	Class:        sdk.ClassRead,
 }, {
-	Name:        "shout.wait",
+	Name:        "shout_wait",
 	Description: "Waits for its context.",
 	InputSchema: json.RawMessage(`{"type":"object"}`),
 	Class:       sdk.ClassRead,
@@ -53,11 +54,11 @@ func (s *shout) Describe(context.Context) (*sdk.Catalog, error) {
 
 func (s *shout) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	s.calls.Add(1)
-	if req.Name == "shout.wait" {
+	if req.Name == "shout_wait" {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	if req.Name != "shout.say" {
+	if req.Name != "shout_say" {
 		return sdk.ErrorResult("unknown tool %q", req.Name), nil
 	}
 	var args struct {
@@ -108,12 +109,12 @@ func TestInvalidArgumentsAreRejectedBeforeDispatch(t *testing.T) {
 		"too long":         {map[string]any{"text": "eleven chars"}, "text", `argument "text" is 12 characters long; at most 10 allowed`},
 		"wrong type":       {map[string]any{"text": 7}, "text", `argument "text" must be of type string; got integer 7`},
 		"out of bounds":    {map[string]any{"text": "hi", "times": 4}, "times", `argument "times" must be between 1 and 3; got 4`},
-		"unknown argument": {map[string]any{"text": "hi", "volume": 11}, "volume", `unknown argument "volume"; shout.say takes: text, times`},
-		"not an object":    {json.RawMessage(`["hi"]`), "", `arguments must be a JSON object; shout.say takes: text, times`},
+		"unknown argument": {map[string]any{"text": "hi", "volume": 11}, "volume", `unknown argument "volume"; shout_say takes: text, times`},
+		"not an object":    {json.RawMessage(`["hi"]`), "", `arguments must be a JSON object; shout_say takes: text, times`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			res, err := h.Call(context.Background(), "shout.say", tc.args)
+			res, err := h.Call(context.Background(), "shout_say", tc.args)
 			if res != nil {
 				t.Errorf("result = %+v, want none", res)
 			}
@@ -121,11 +122,11 @@ func TestInvalidArgumentsAreRejectedBeforeDispatch(t *testing.T) {
 			if !errors.As(err, &argErr) || !errors.Is(err, sdktest.ErrInvalidArguments) {
 				t.Fatalf("error = %v, want an *ArgumentError", err)
 			}
-			want := &sdktest.ArgumentError{Tool: "shout.say", Argument: tc.wantArgument, Message: tc.wantMessage}
+			want := &sdktest.ArgumentError{Tool: "shout_say", Argument: tc.wantArgument, Message: tc.wantMessage}
 			if diff := cmp.Diff(want, argErr); diff != "" {
 				t.Errorf("argument error (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(err.Error(), "shout.say") || !strings.Contains(err.Error(), tc.wantMessage) {
+			if !strings.Contains(err.Error(), "shout_say") || !strings.Contains(err.Error(), tc.wantMessage) {
 				t.Errorf("error text %q names neither the tool nor the problem", err)
 			}
 		})
@@ -138,7 +139,7 @@ func TestInvalidArgumentsAreRejectedBeforeDispatch(t *testing.T) {
 func TestValidCallReturnsTheResult(t *testing.T) {
 	t.Parallel()
 	h := sdktest.Start(t, &shout{}, nil)
-	res, err := h.Call(context.Background(), "shout.say", map[string]any{"text": "hi", "times": 2})
+	res, err := h.Call(context.Background(), "shout_say", map[string]any{"text": "hi", "times": 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +154,8 @@ func TestUnknownToolAndCallRaw(t *testing.T) {
 	p := &shout{}
 	h := sdktest.Start(t, p, nil)
 	ctx := context.Background()
-	_, err := h.Call(ctx, "shout.whisper", nil)
-	if !errors.Is(err, sdktest.ErrUnknownTool) || !strings.Contains(err.Error(), `"shout.whisper"`) || !strings.Contains(err.Error(), "shout.say, shout.wait") {
+	_, err := h.Call(ctx, "shout_whisper", nil)
+	if !errors.Is(err, sdktest.ErrUnknownTool) || !strings.Contains(err.Error(), `"shout_whisper"`) || !strings.Contains(err.Error(), "shout_say, shout_wait") {
 		t.Errorf("unknown tool error = %v", err)
 	}
 	if n := p.calls.Load(); n != 0 {
@@ -162,11 +163,11 @@ func TestUnknownToolAndCallRaw(t *testing.T) {
 	}
 
 	// CallRaw reaches the provider, which answers for itself.
-	res, err := h.CallRaw(ctx, "shout.whisper", nil)
-	if err != nil || !res.IsError || res.Content[0].Text != `unknown tool "shout.whisper"` {
+	res, err := h.CallRaw(ctx, "shout_whisper", nil)
+	if err != nil || !res.IsError || res.Content[0].Text != `unknown tool "shout_whisper"` {
 		t.Errorf("raw call to an unknown tool: %v %+v", err, res)
 	}
-	res, err = h.CallRaw(ctx, "shout.say", map[string]any{"text": ""})
+	res, err = h.CallRaw(ctx, "shout_say", map[string]any{"text": ""})
 	if err != nil || !res.IsError || res.Content[0].Text != "text must be a non-empty string" {
 		t.Errorf("raw call with an empty text: %v %+v", err, res)
 	}
@@ -182,16 +183,16 @@ func TestOutputSchemaIsEnforced(t *testing.T) {
 		text    string
 		wantErr string // "" for no error
 	}{
-		"wrong property type":           {"bad-type", `call shout.say: result does not match the tool's output schema: validating /properties/text: type: 5 has type "integer", want "string"`},
-		"unlisted property":             {"extra", `call shout.say: result does not match the tool's output schema: unexpected additional properties ["other"]`},
-		"no structured content":         {"no-struct", "call shout.say: result does not match the tool's output schema: the tool declares an output schema but the result has no structured content"},
-		"not an object":                 {"array", "call shout.say: structured content must be a JSON object: [1]"},
+		"wrong property type":           {"bad-type", `call shout_say: result does not match the tool's output schema: validating /properties/text: type: 5 has type "integer", want "string"`},
+		"unlisted property":             {"extra", `call shout_say: result does not match the tool's output schema: unexpected additional properties ["other"]`},
+		"no structured content":         {"no-struct", "call shout_say: result does not match the tool's output schema: the tool declares an output schema but the result has no structured content"},
+		"not an object":                 {"array", "call shout_say: structured content must be a JSON object: [1]"},
 		"error results are not checked": {"fail", ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			for _, call := range []func(context.Context, string, any) (*sdk.CallToolResult, error){h.Call, h.CallRaw} {
-				res, err := call(context.Background(), "shout.say", map[string]any{"text": tc.text})
+				res, err := call(context.Background(), "shout_say", map[string]any{"text": tc.text})
 				if tc.wantErr == "" {
 					if err != nil || res == nil || !res.IsError {
 						t.Errorf("error result: %v %+v", err, res)
@@ -207,7 +208,7 @@ func TestOutputSchemaIsEnforced(t *testing.T) {
 			}
 		})
 	}
-	_, err := h.Call(context.Background(), "shout.say", map[string]any{"text": "bad-type"})
+	_, err := h.Call(context.Background(), "shout_say", map[string]any{"text": "bad-type"})
 	if !errors.Is(err, sdktest.ErrInvalidOutput) {
 		t.Errorf("error %v does not wrap ErrInvalidOutput", err)
 	}
@@ -216,7 +217,7 @@ func TestOutputSchemaIsEnforced(t *testing.T) {
 func TestEventsAreCaptured(t *testing.T) {
 	t.Parallel()
 	h := sdktest.Start(t, &shout{}, nil)
-	res, events, err := h.CallWithEvents(context.Background(), "shout.say", map[string]any{"text": "hey"})
+	res, events, err := h.CallWithEvents(context.Background(), "shout_say", map[string]any{"text": "hey"})
 	if err != nil || res.Content[0].Text != "HEY" {
 		t.Fatalf("call: %v %+v", err, res)
 	}
@@ -228,7 +229,7 @@ func TestEventsAreCaptured(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 	// Events are per call, and recorded when the result fails its checks too.
-	_, events, err = h.CallWithEvents(context.Background(), "shout.say", map[string]any{"text": "no-struct"})
+	_, events, err = h.CallWithEvents(context.Background(), "shout_say", map[string]any{"text": "no-struct"})
 	if !errors.Is(err, sdktest.ErrInvalidOutput) || len(events.Progress) != 2 || len(events.Logs) != 1 {
 		t.Errorf("second call: %v, events %+v", err, events)
 	}
@@ -237,7 +238,7 @@ func TestEventsAreCaptured(t *testing.T) {
 func TestNoProgressToken(t *testing.T) {
 	t.Parallel()
 	h := sdktest.Start(t, &shout{}, &sdktest.Options{NoProgressToken: true})
-	_, events, err := h.CallWithEvents(context.Background(), "shout.say", map[string]any{"text": "hey"})
+	_, events, err := h.CallWithEvents(context.Background(), "shout_say", map[string]any{"text": "hey"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func TestToolTimeoutBoundsTheCall(t *testing.T) {
 	t.Parallel()
 	h := sdktest.Start(t, &shout{}, nil)
 	start := time.Now()
-	_, err := h.Call(context.Background(), "shout.wait", nil)
+	_, err := h.Call(context.Background(), "shout_wait", nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error = %v, want a deadline", err)
 	}
@@ -279,19 +280,27 @@ func TestCheckCatalog(t *testing.T) {
 		},
 		"no class": {
 			cat:  &sdk.Catalog{Tools: []sdk.Tool{with(func(t *sdk.Tool) { t.Class = "" })}},
-			want: []string{`tool "shout.say" would be refused by the host`, `policy class "" must be "read" or "act"`},
+			want: []string{`tool "shout_say" would be refused by the host`, `policy class "" must be "read" or "act"`},
 		},
 		"input schema not an object": {
 			cat:  &sdk.Catalog{Tools: []sdk.Tool{with(func(t *sdk.Tool) { t.InputSchema = json.RawMessage(`{"type":"string"}`) })}},
-			want: []string{`tool "shout.say"`, `input schema must have "type": "object"`},
+			want: []string{`tool "shout_say"`, `input schema must have "type": "object"`},
 		},
 		"output schema does not resolve": {
 			cat:  &sdk.Catalog{Tools: []sdk.Tool{with(func(t *sdk.Tool) { t.OutputSchema = json.RawMessage(`{"type":"object","$ref":"#/$defs/missing"}`) })}},
-			want: []string{`tool "shout.say": output schema does not resolve`},
+			want: []string{`tool "shout_say": output schema does not resolve`},
 		},
 		"duplicate tool": {
 			cat:  &sdk.Catalog{Tools: []sdk.Tool{good, good}},
-			want: []string{`tool "shout.say" is listed twice`},
+			want: []string{`tool "shout_say" is listed twice`},
+		},
+		"two names, one client name": {
+			cat:  &sdk.Catalog{Tools: []sdk.Tool{good, with(func(t *sdk.Tool) { t.Name = "shout.say" })}},
+			want: []string{`tool "shout.say" is advertised to clients as "shout_say", like tool "shout_say" listed before it`},
+		},
+		"prompts": {
+			cat:  &sdk.Catalog{Prompts: []sdk.Prompt{{Name: "shout.intro"}, {Name: "shout_intro"}}},
+			want: []string{`prompt "shout_intro" is advertised to clients as "shout_intro", like prompt "shout.intro" listed before it`},
 		},
 		"resources": {
 			cat:  &sdk.Catalog{Resources: []sdk.Resource{{Name: "nameless"}, {URI: "shout://a"}, {URI: "shout://a"}}},
@@ -352,7 +361,7 @@ func TestStartFailsForToolsTheHostRefuses(t *testing.T) {
 	if h := <-done; h != nil {
 		t.Fatal("Start returned a harness for a catalog the host refuses")
 	}
-	want := `provider "shout": tool "shout.say" would be refused by the host: invalid tool spec: shout.say: policy class "" must be "read" or "act"`
+	want := `provider "shout": tool "shout_say" would be refused by the host: invalid tool spec: shout_say: policy class "" must be "read" or "act"`
 	if diff := cmp.Diff([]string{want}, rec.failed); diff != "" {
 		t.Errorf("Start's failure (-want +got):\n%s", diff)
 	}
@@ -380,4 +389,64 @@ func TestStartExecutable(t *testing.T) {
 	if _, err := h.Call(t.Context(), "kit.ping", map[string]any{"x": 1}); err == nil || !strings.Contains(err.Error(), `unknown argument "x"`) {
 		t.Errorf("kit.ping with an unknown argument: %v", err)
 	}
+}
+
+// TestDottedNames checks a provider that declares dotted tool names: the
+// harness warns that clients see other names, calls by either name reach
+// the provider under the declared one, and results are checked against
+// the tool's output schema.
+func TestDottedNames(t *testing.T) {
+	t.Parallel()
+	dotted := slices.Clone(shoutTools)
+	dotted[0].Name, dotted[1].Name = "shout.say", "shout.wait"
+	cat := &sdk.Catalog{Name: "shout", Tools: dotted}
+	want := []string{
+		`tool "shout.say" is advertised to MCP clients as "shout_say"; name it "shout_say" to match ^[a-zA-Z0-9_-]{1,64}$`,
+		`tool "shout.wait" is advertised to MCP clients as "shout_wait"; name it "shout_wait" to match ^[a-zA-Z0-9_-]{1,64}$`,
+	}
+	if diff := cmp.Diff(want, sdktest.NameWarnings(cat)); diff != "" {
+		t.Errorf("NameWarnings (-want +got):\n%s", diff)
+	}
+	if got := sdktest.NameWarnings(&sdk.Catalog{Tools: shoutTools}); got != nil {
+		t.Errorf("NameWarnings of client-safe names = %q, want none", got)
+	}
+
+	p := &dottedShout{}
+	p.tools = dotted
+	h := sdktest.Start(t, p, nil)
+	for _, name := range []string{"shout.say", "shout_say"} {
+		res, err := h.Call(context.Background(), name, map[string]any{"text": "hi"})
+		if err != nil || res.IsError {
+			t.Fatalf("Call(%q) = %+v, %v", name, res, err)
+		}
+	}
+	if got := p.names(); !slices.Equal(got, []string{"shout.say", "shout.say"}) {
+		t.Errorf("the provider was called as %q, want its declared name twice", got)
+	}
+	if _, err := h.Call(context.Background(), "shout_say", map[string]any{"text": "bad-type"}); !errors.Is(err, sdktest.ErrInvalidOutput) {
+		t.Errorf("a result breaking the output schema, called by the client name: %v", err)
+	}
+}
+
+// dottedShout is shout under dotted names; it records the names it is
+// called with.
+type dottedShout struct {
+	shout
+	mu     sync.Mutex
+	called []string
+}
+
+func (d *dottedShout) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	d.mu.Lock()
+	d.called = append(d.called, req.Name)
+	d.mu.Unlock()
+	r := *req
+	r.Name = strings.Replace(req.Name, ".", "_", 1)
+	return d.shout.CallTool(ctx, &r)
+}
+
+func (d *dottedShout) names() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.called)
 }

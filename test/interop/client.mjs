@@ -6,8 +6,8 @@
 //
 // Environment:
 //   EXPECT_READONLY=1    the server runs with [autonomy] level = "readonly":
-//                        memory.store must be refused (and the round trip
-//                        through memory.store is not attempted)
+//                        memory_store must be refused (and the round trip
+//                        through memory_store is not attempted)
 //   CLIENT_DEADLINE_MS   whole-run deadline (default 60000)
 //   CLIENT_REQUEST_MS    per-request timeout (default 20000)
 //   EXTRA_CALLS          a JSON array of {"name", "arguments", "text"}: each
@@ -172,19 +172,19 @@ await check("tools/list: every tool is fully described", async () => {
 const tool = (name) => tools.find((t) => t.name === name);
 
 await check("tools/list: memory tools and their annotations", () => {
-  const memoryTools = ["memory.store", "memory.note", "tree.tag", "memory.search", "memory.recall", "tree.read_chunk", "tree.browse", "tree.top_entities", "tree.list_sources"];
+  const memoryTools = ["memory_store", "memory_note", "tree_tag", "memory_search", "memory_recall", "tree_read_chunk", "tree_browse", "tree_top_entities", "tree_list_sources"];
   for (const name of memoryTools) expect(tool(name), `${name} is not listed`);
-  for (const name of ["memory.store", "memory.note", "tree.tag"]) {
+  for (const name of ["memory_store", "memory_note", "tree_tag"]) {
     const a = tool(name).annotations || {};
     expect(a.readOnlyHint !== true && a.destructiveHint === true && a.idempotentHint === true, `${name} annotations ${JSON.stringify(a)}`);
   }
-  for (const name of ["memory.search", "memory.recall", "tree.read_chunk", "tree.browse", "tree.top_entities", "tree.list_sources"])
+  for (const name of ["memory_search", "memory_recall", "tree_read_chunk", "tree_browse", "tree_top_entities", "tree_list_sources"])
     expect(tool(name).annotations?.readOnlyHint === true, `${name} readOnlyHint is not true`);
-  expect(tool("memory.search").annotations?.readOnlyHint === true, "memory.search readOnlyHint is not true");
-  expect(tool("tree.read_chunk").annotations?.readOnlyHint === true, "tree.read_chunk readOnlyHint is not true");
-  const store = tool("memory.store").annotations || {};
-  expect(store.readOnlyHint !== true, "memory.store claims to be read-only");
-  expect(store.destructiveHint === true, "memory.store destructiveHint is not true");
+  expect(tool("memory_search").annotations?.readOnlyHint === true, "memory_search readOnlyHint is not true");
+  expect(tool("tree_read_chunk").annotations?.readOnlyHint === true, "tree_read_chunk readOnlyHint is not true");
+  const store = tool("memory_store").annotations || {};
+  expect(store.readOnlyHint !== true, "memory_store claims to be read-only");
+  expect(store.destructiveHint === true, "memory_store destructiveHint is not true");
 });
 
 const nonce = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
@@ -192,8 +192,8 @@ const word = `quokka${nonce}`;
 
 if (!readonly) {
   let chunkId;
-  await check("memory.store returns a document_id", async () => {
-    const r = await callTool("memory.store", {
+  await check("memory_store returns a document_id", async () => {
+    const r = await callTool("memory_store", {
       title: `Interop field note ${nonce}`,
       content: `Field note ${nonce}.\n\nA ${word} was seen near the east gate at dawn.`,
       tags: ["interop"],
@@ -201,8 +201,8 @@ if (!readonly) {
     expect(!r.isError, r.text);
     expect(typeof r.data?.document_id === "string" && r.data.document_id !== "", `no document_id in ${JSON.stringify(r.data)}`);
   });
-  await check("memory.search finds it, chunk_id at the hit's top level", async () => {
-    const r = await callTool("memory.search", { query: word, k: 5 });
+  await check("memory_search finds it, chunk_id at the hit's top level", async () => {
+    const r = await callTool("memory_search", { query: word, k: 5 });
     expect(!r.isError, r.text);
     expect(Array.isArray(r.data?.chunks), `structuredContent has no chunks array: ${JSON.stringify(r.data)}`);
     const hit = r.data.chunks.find((h) => JSON.stringify(h).toLowerCase().includes(word));
@@ -210,9 +210,9 @@ if (!readonly) {
     expect(typeof hit.chunk_id === "string" && hit.chunk_id !== "", `hit has no top-level chunk_id: ${JSON.stringify(hit)}`);
     chunkId = hit.chunk_id;
   });
-  await check("tree.read_chunk returns the stored text", async () => {
-    expect(chunkId, "no chunk_id from memory.search");
-    const r = await callTool("tree.read_chunk", { chunk_id: chunkId });
+  await check("tree_read_chunk returns the stored text", async () => {
+    expect(chunkId, "no chunk_id from memory_search");
+    const r = await callTool("tree_read_chunk", { chunk_id: chunkId });
     expect(!r.isError, r.text);
     const chunk = r.data?.chunk;
     expect(chunk && typeof chunk === "object", `no chunk in ${JSON.stringify(r.data)}`);
@@ -227,93 +227,93 @@ if (!readonly) {
   let tripChunk;
   const trip = `Trip ${nonce}`;
   await check("memory tree: a stored document's entities, source and chunk", async () => {
-    const r = await callTool("memory.store", {
+    const r = await callTool("memory_store", {
       title: trip,
       namespace: `interop-${nonce}`,
       content: `Planning ${trip} with ana.${nonce}@example.com, flights via @sky${nonce}, see https://example.org/${nonce} #travel${nonce} on 2026-12-24.`,
     });
     expect(!r.isError, r.text);
-    const s = await callTool("memory.search", { query: `trip ${nonce}` });
+    const s = await callTool("memory_search", { query: `trip ${nonce}` });
     const hit = (s.data?.chunks || []).find((h) => h.document_id === r.data.document_id);
     expect(hit, `search did not find ${trip}: ${s.text}`);
     expect(hit.source_id === `mcp:interop-${nonce}` && hit.source_kind === "note", `hit: ${JSON.stringify(hit)}`);
     tripChunk = hit.chunk_id;
   });
-  await check("tree.top_entities: email, handle, url, hashtag and date of the document", async () => {
-    const r = await callTool("tree.top_entities", { k: 50 });
+  await check("tree_top_entities: email, handle, url, hashtag and date of the document", async () => {
+    const r = await callTool("tree_top_entities", { k: 50 });
     expect(!r.isError, r.text);
     const ids = (r.data?.entities || []).map((e) => e.entity_id);
     for (const want of [`email:ana.${nonce}@example.com`, `handle:@sky${nonce}`, `url:https://example.org/${nonce}`, `hashtag:#travel${nonce}`, "date:2026-12-24"])
       expect(ids.includes(want), `${want} not in ${JSON.stringify(ids.slice(0, 12))}`);
-    const email = await callTool("tree.top_entities", { kind: "email", k: 50 });
+    const email = await callTool("tree_top_entities", { kind: "email", k: 50 });
     expect((email.data?.entities || []).every((e) => e.kind === "email"), "kind filter let other kinds through");
   });
-  await check("tree.list_sources: the namespace with its chunk count and the user's mentions", async () => {
-    const r = await callTool("tree.list_sources", { user_email_hint: `ANA.${nonce}@example.com` });
+  await check("tree_list_sources: the namespace with its chunk count and the user's mentions", async () => {
+    const r = await callTool("tree_list_sources", { user_email_hint: `ANA.${nonce}@example.com` });
     expect(!r.isError, r.text);
     const src = (r.data?.sources || []).find((x) => x.source_id === `mcp:interop-${nonce}`);
     expect(src, `no source mcp:interop-${nonce} in ${r.text}`);
     expect(src.chunk_count === 1 && src.source_kind === "note" && src.user_mention_count === 1, JSON.stringify(src));
     expect(r.data.sources[0].source_id === src.source_id, "the source that mentions the user is not first");
   });
-  await check("tree.browse: filters ANDed, newest first, total before paging", async () => {
-    const all = await callTool("tree.browse", { k: 1 });
+  await check("tree_browse: filters ANDed, newest first, total before paging", async () => {
+    const all = await callTool("tree_browse", { k: 1 });
     expect(!all.isError, all.text);
     expect(typeof all.data?.total === "number" && all.data.total >= 2 && all.data.chunks.length === 1, all.text);
-    const byEntity = await callTool("tree.browse", { entity_ids: [`email:ana.${nonce}@example.com`], source_kinds: ["note"] });
+    const byEntity = await callTool("tree_browse", { entity_ids: [`email:ana.${nonce}@example.com`], source_kinds: ["note"] });
     expect(byEntity.data?.total === 1 && byEntity.data.chunks[0].chunk_id === tripChunk, byEntity.text);
-    const none = await callTool("tree.browse", { entity_ids: [`email:ana.${nonce}@example.com`], source_kinds: ["document"] });
+    const none = await callTool("tree_browse", { entity_ids: [`email:ana.${nonce}@example.com`], source_kinds: ["document"] });
     expect(none.data?.total === 0 && none.data.chunks.length === 0, none.text);
-    const page2 = await callTool("tree.browse", { k: 1, offset: 1 });
+    const page2 = await callTool("tree_browse", { k: 1, offset: 1 });
     expect(page2.data.chunks[0]?.chunk_id !== all.data.chunks[0].chunk_id, "offset did not page");
     expect(all.data.chunks[0].updated_ms >= page2.data.chunks[0].updated_ms, "not newest first");
   });
-  await check("memory.recall: a natural-language question finds the document, mode reported", async () => {
-    const r = await callTool("memory.recall", { query: `Who is coming on ${trip}?`, k: 5 });
+  await check("memory_recall: a natural-language question finds the document, mode reported", async () => {
+    const r = await callTool("memory_recall", { query: `Who is coming on ${trip}?`, k: 5 });
     expect(!r.isError, r.text);
     expect(r.data?.mode === "keyword" || r.data?.mode === "hybrid", `mode ${r.data?.mode}`);
     expect(r.data.chunks[0]?.chunk_id === tripChunk && r.data.chunks[0].score > 0, r.text);
   });
-  await check("tree.tag: replaces the set, tags are searchable, bounds rejected", async () => {
-    const r = await callTool("tree.tag", { chunk_id: tripChunk, tags: [`alpha${nonce}`, "beta", "Beta"] });
+  await check("tree_tag: replaces the set, tags are searchable, bounds rejected", async () => {
+    const r = await callTool("tree_tag", { chunk_id: tripChunk, tags: [`alpha${nonce}`, "beta", "Beta"] });
     expect(!r.isError, r.text);
     expect(JSON.stringify(r.data?.tags) === JSON.stringify([`alpha${nonce}`, "beta"]), `tags ${JSON.stringify(r.data?.tags)}`);
-    const s = await callTool("memory.search", { query: `alpha${nonce}` });
+    const s = await callTool("memory_search", { query: `alpha${nonce}` });
     expect(s.data?.chunks?.[0]?.chunk_id === tripChunk, `tag not searchable: ${s.text}`);
-    await callTool("tree.tag", { chunk_id: tripChunk, tags: ["gamma"] });
-    const read = await callTool("tree.read_chunk", { chunk_id: tripChunk });
+    await callTool("tree_tag", { chunk_id: tripChunk, tags: ["gamma"] });
+    const read = await callTool("tree_read_chunk", { chunk_id: tripChunk });
     expect(JSON.stringify(read.data?.chunk?.tags) === '["gamma"]', `tags not replaced: ${JSON.stringify(read.data?.chunk?.tags)}`);
-    await expectRejected("tree.tag", { chunk_id: tripChunk, tags: ["x".repeat(129)] }, "tags");
-    await expectRejected("tree.tag", { chunk_id: tripChunk, tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }, "tags");
-    await expectRejected("tree.tag", { chunk_id: tripChunk, tags: [] }, "tags");
-    await expectRejected("tree.tag", { chunk_id: `chk_missing_${nonce}`, tags: ["x"] }, "chunk");
+    await expectRejected("tree_tag", { chunk_id: tripChunk, tags: ["x".repeat(129)] }, "tags");
+    await expectRejected("tree_tag", { chunk_id: tripChunk, tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }, "tags");
+    await expectRejected("tree_tag", { chunk_id: tripChunk, tags: [] }, "tags");
+    await expectRejected("tree_tag", { chunk_id: `chk_missing_${nonce}`, tags: ["x"] }, "chunk");
   });
-  await check("memory.note: linked to its chunk and searchable; unknown chunk rejected", async () => {
-    const r = await callTool("memory.note", { chunk_id: tripChunk, note_text: `Rebooked via wombat${nonce}.` });
+  await check("memory_note: linked to its chunk and searchable; unknown chunk rejected", async () => {
+    const r = await callTool("memory_note", { chunk_id: tripChunk, note_text: `Rebooked via wombat${nonce}.` });
     expect(!r.isError, r.text);
-    const s = await callTool("memory.search", { query: `wombat${nonce}` });
+    const s = await callTool("memory_search", { query: `wombat${nonce}` });
     const hit = s.data?.chunks?.[0];
     expect(hit && hit.annotates_chunk_id === tripChunk, `note hit: ${s.text}`);
-    const read = await callTool("tree.read_chunk", { chunk_id: tripChunk });
+    const read = await callTool("tree_read_chunk", { chunk_id: tripChunk });
     expect(read.data?.chunk?.notes?.[0]?.text === `Rebooked via wombat${nonce}.`, `notes: ${JSON.stringify(read.data?.chunk?.notes)}`);
-    await expectRejected("memory.note", { chunk_id: `chk_missing_${nonce}`, note_text: "x" }, "chunk");
+    await expectRejected("memory_note", { chunk_id: `chk_missing_${nonce}`, note_text: "x" }, "chunk");
   });
 }
 
-await check("tree.read_chunk of an unknown id is chunk: null, not an error", async () => {
-  const r = await callTool("tree.read_chunk", { chunk_id: `chk_missing_${nonce}` });
+await check("tree_read_chunk of an unknown id is chunk: null, not an error", async () => {
+  const r = await callTool("tree_read_chunk", { chunk_id: `chk_missing_${nonce}` });
   expect(!r.isError, `isError result: ${r.text}`);
   expect(r.data && "chunk" in r.data && r.data.chunk === null, `structuredContent is ${JSON.stringify(r.data)}`);
 });
 
-await check("rejects k = 0", () => expectRejected("memory.search", { query: word, k: 0 }, "k"));
-await check("rejects k = 51 (no clamping)", () => expectRejected("memory.search", { query: word, k: 51 }, "k"));
-await check('rejects k = "5" (string)', () => expectRejected("memory.search", { query: word, k: "5" }, "k"));
+await check("rejects k = 0", () => expectRejected("memory_search", { query: word, k: 0 }, "k"));
+await check("rejects k = 51 (no clamping)", () => expectRejected("memory_search", { query: word, k: 51 }, "k"));
+await check('rejects k = "5" (string)', () => expectRejected("memory_search", { query: word, k: "5" }, "k"));
 await check("rejects an unknown argument", () =>
-  expectRejected("memory.search", { query: word, unexpected_flag: true }, "unexpected_flag"),
+  expectRejected("memory_search", { query: word, unexpected_flag: true }, "unexpected_flag"),
 );
-await check("rejects a blank query", () => expectRejected("memory.search", { query: "  \t " }, "query"));
-await check("rejects a missing query", () => expectRejected("memory.search", { k: 5 }, "query"));
+await check("rejects a blank query", () => expectRejected("memory_search", { query: "  \t " }, "query"));
+await check("rejects a missing query", () => expectRejected("memory_search", { k: 5 }, "query"));
 
 await check("unknown tool is JSON-RPC -32602", async () => {
   let r;
@@ -328,13 +328,13 @@ await check("unknown tool is JSON-RPC -32602", async () => {
 });
 
 if (readonly) {
-  await check("readonly: memory.store is refused naming the level setting", async () => {
-    const r = await callTool("memory.store", { title: `Refused ${nonce}`, content: `The ${word} must not be stored.` });
-    expect(r.isError, `memory.store was allowed: ${r.text}`);
+  await check("readonly: memory_store is refused naming the level setting", async () => {
+    const r = await callTool("memory_store", { title: `Refused ${nonce}`, content: `The ${word} must not be stored.` });
+    expect(r.isError, `memory_store was allowed: ${r.text}`);
     expect(/\blevel\b/.test(r.text), `refusal does not mention "level": ${r.text}`);
   });
   await check("readonly: read tools still answer and nothing was stored", async () => {
-    const r = await callTool("memory.search", { query: word });
+    const r = await callTool("memory_search", { query: word });
     expect(!r.isError, r.text);
     const hits = r.data?.chunks || [];
     expect(hits.length === 0, `refused store left ${hits.length} hit(s)`);

@@ -177,8 +177,8 @@ func TestNodeProvider(t *testing.T) {
 		}
 		lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
 		for _, want := range [][]string{
-			{"node.echo", "read", "node"},
-			{"node.add", "read", "node"},
+			{"node_echo", "read", "node"},
+			{"node_add", "read", "node"},
 		} {
 			found := false
 			for _, l := range lines {
@@ -193,10 +193,10 @@ func TestNodeProvider(t *testing.T) {
 		np.requireNoProvider(t, tree)
 	})
 
-	t.Run("tools call node.echo", func(t *testing.T) {
-		res, tree := np.runCLI(t, sb, "--config", cfg, "tools", "call", "node.echo", `{"text":"hi"}`)
+	t.Run("tools call node_echo", func(t *testing.T) {
+		res, tree := np.runCLI(t, sb, "--config", cfg, "tools", "call", "node_echo", `{"text":"hi"}`)
 		if res.code != 0 {
-			t.Fatalf("tools call node.echo failed: %s", res.describe())
+			t.Fatalf("tools call node_echo failed: %s", res.describe())
 		}
 		if res.stdout != "hi\n" {
 			t.Errorf("stdout %q, want %q", res.stdout, "hi\n")
@@ -204,10 +204,10 @@ func TestNodeProvider(t *testing.T) {
 		np.requireNoProvider(t, tree)
 	})
 
-	t.Run("tools call --json node.add", func(t *testing.T) {
-		res, tree := np.runCLI(t, sb, "--config", cfg, "tools", "call", "--json", "node.add", `{"a":2,"b":3}`)
+	t.Run("tools call --json node_add", func(t *testing.T) {
+		res, tree := np.runCLI(t, sb, "--config", cfg, "tools", "call", "--json", "node_add", `{"a":2,"b":3}`)
 		if res.code != 0 {
-			t.Fatalf("tools call node.add failed: %s", res.describe())
+			t.Fatalf("tools call node_add failed: %s", res.describe())
 		}
 		var out struct {
 			Content []struct {
@@ -232,8 +232,8 @@ func TestNodeProvider(t *testing.T) {
 		np.requireNoProvider(t, tree)
 	})
 
-	t.Run("tools call node.echo with invalid arguments", func(t *testing.T) {
-		res, tree := np.runCLI(t, sb, "--config", cfg, "tools", "call", "node.echo", `{"text":"hi","extra":1}`)
+	t.Run("tools call node_echo with invalid arguments", func(t *testing.T) {
+		res, tree := np.runCLI(t, sb, "--config", cfg, "tools", "call", "node_echo", `{"text":"hi","extra":1}`)
 		if res.code == 0 || !strings.Contains(res.stderr, "extra") {
 			t.Errorf("want a non-zero exit naming the unknown argument \"extra\"; %s", res.describe())
 		}
@@ -252,7 +252,7 @@ func TestNodeProviderWrongChecksum(t *testing.T) {
 		wrong = strings.Repeat("1", 64)
 	}
 	cfg := np.writeNodeConfig(t, sb, wrong)
-	res, tree := np.runCLI(t, sb, "--config", cfg, "tools", "call", "node.echo", `{"text":"hi"}`)
+	res, tree := np.runCLI(t, sb, "--config", cfg, "tools", "call", "node_echo", `{"text":"hi"}`)
 	if res.code == 0 {
 		t.Errorf("tools call with a wrong sha256 exited 0; %s", res.describe())
 	}
@@ -266,7 +266,7 @@ func TestNodeProviderWrongChecksum(t *testing.T) {
 
 // TestNodeProviderServe: over MCP on stdio, resources/read returns
 // node://about from the provider, an unknown node:// URI is MCP's
-// resource-not-found error, and node.add with a progress token sends one
+// resource-not-found error, and node_add with a progress token sends one
 // progress notification before its result. Closing stdin ends the server
 // and the provider.
 func TestNodeProviderServe(t *testing.T) {
@@ -302,7 +302,7 @@ func TestNodeProviderServe(t *testing.T) {
 		t.Errorf("resources/read of an unknown URI: want error -32602 (resource not found), got error %+v result %s", m.Error, m.Result)
 	}
 
-	srv.send(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"node.add","arguments":{"a":2,"b":3},"_meta":{"progressToken":"add-1"}}}`)
+	srv.send(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"node_add","arguments":{"a":2,"b":3},"_meta":{"progressToken":"add-1"}}}`)
 	var progress []string
 	for {
 		line, ok := srv.stdout.next(replyTimeout)
@@ -322,7 +322,7 @@ func TestNodeProviderServe(t *testing.T) {
 		}
 		expectResult(t, msg, "4")
 		if !bytes.Contains(msg.Result, []byte(`"sum":5`)) {
-			t.Errorf("tools/call node.add result %s, want structuredContent sum 5", msg.Result)
+			t.Errorf("tools/call node_add result %s, want structuredContent sum 5", msg.Result)
 		}
 		break
 	}

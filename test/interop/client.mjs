@@ -171,6 +171,19 @@ await check("tools/list: every tool is fully described", async () => {
 });
 const tool = (name) => tools.find((t) => t.name === name);
 
+// Claude Desktop and OpenAI-style clients accept only these names, and
+// Claude Desktop hides the whole list when one fails.
+const clientSafe = /^[a-zA-Z0-9_-]{1,64}$/;
+await check("tools/list and prompts/list: every name matches ^[a-zA-Z0-9_-]{1,64}$", async () => {
+  const bad = tools.map((t) => t.name).filter((n) => !clientSafe.test(n));
+  expect(tools.length > 0 && bad.length === 0, `names clients refuse: ${JSON.stringify(bad)}`);
+  if (client.getServerCapabilities()?.prompts) {
+    const prompts = (await client.listPrompts(undefined, reqOpts)).prompts;
+    const badPrompts = prompts.map((p) => p.name).filter((n) => !clientSafe.test(n));
+    expect(badPrompts.length === 0, `prompt names clients refuse: ${JSON.stringify(badPrompts)}`);
+  }
+});
+
 await check("tools/list: memory tools and their annotations", () => {
   const memoryTools = ["memory_store", "memory_note", "tree_tag", "memory_search", "memory_recall", "tree_read_chunk", "tree_browse", "tree_top_entities", "tree_list_sources"];
   for (const name of memoryTools) expect(tool(name), `${name} is not listed`);
@@ -304,6 +317,13 @@ await check("tree_read_chunk of an unknown id is chunk: null, not an error", asy
   const r = await callTool("tree_read_chunk", { chunk_id: `chk_missing_${nonce}` });
   expect(!r.isError, `isError result: ${r.text}`);
   expect(r.data && "chunk" in r.data && r.data.chunk === null, `structuredContent is ${JSON.stringify(r.data)}`);
+});
+
+await check("the old dotted name memory.search still reaches memory_search", async () => {
+  const r = await callTool("memory.search", { query: word, k: 5 });
+  expect(!r.isError, r.text);
+  expect(Array.isArray(r.data?.chunks), `structuredContent has no chunks array: ${JSON.stringify(r.data)}`);
+  if (!readonly) expect(JSON.stringify(r.data.chunks).toLowerCase().includes(word), `no hit mentions ${word}: ${r.text}`);
 });
 
 await check("rejects k = 0", () => expectRejected("memory_search", { query: word, k: 0 }, "k"));

@@ -1,0 +1,167 @@
+package interop_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// clientSafe is the only tool name pattern Claude Desktop and
+// OpenAI-style clients accept; Claude Desktop hides the whole list when
+// one name fails it.
+var clientSafe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// wholeCatalogConfig enables every built-in provider (searxng against an
+// address nothing answers on: listing needs no instance), the test
+// provider, whose tools have dotted names (kit.ping), and an upstream
+// server with dotted tool and prompt names (notes.find).
+func wholeCatalogConfig(t *testing.T, sb *sandbox, extra string) string {
+	t.Helper()
+	_, kit := buildTestProvider(t, sb.dir)
+	server := filepath.Join(sb.dir, "dottedserver")
+	if out, err := exec.Command("go", "build", "-o", server, "./testdata/dottedserver").CombinedOutput(); err != nil {
+		t.Fatalf("build testdata/dottedserver: %v\n%s", err, out)
+	}
+	return kit + "[providers.searxng]\nenabled = true\nbase_url = \"http://127.0.0.1:9\"\n\n" +
+		fmt.Sprintf("[[upstream.servers]]\nname = \"notes\"\ncommand = %q\nread_only_tools = [\"notes.find\"]\n\n", server) + extra
+}
+
+// TestClientSafeNames walks the whole catalog (built-in providers, a
+// third-party provider and an upstream server whose tools have dotted
+// names) with the TypeScript SDK client over stdio and Streamable HTTP:
+// every tool and prompt name matches ^[a-zA-Z0-9_-]{1,64}$, and tools
+// called by their dotted names answer.
+func TestClientSafeNames(t *testing.T) {
+	p := requireInterop(t)
+	t.Parallel()
+	sb := newSandbox(t)
+	sb.writeConfig(t, wholeCatalogConfig(t, sb, ""))
+	extra, err := json.Marshal([]map[string]any{
+		{"name": "kit.ping", "text": "pong "},
+		{"name": "kit_ping", "text": "pong "},
+		{"name": "notes__notes.find", "arguments": map[string]any{"query": "reef"}, "text": "found notes about reef"},
+		{"name": "notes__notes_find", "arguments": map[string]any{"query": "gate"}, "text": "found notes about gate"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"EXTRA_CALLS=" + string(extra), `RELAYED_PREFIXES=["notes__"]`}
+	t.Run("stdio", func(t *testing.T) {
+		tree := runClient(t, p, sb, env, "stdio", p.bin, "serve")
+		tree.requireExited(t)
+	})
+	t.Run("http", func(t *testing.T) {
+		token := randomToken(t)
+		srv := startHTTPServer(t, p, sb, "--auth-token", token)
+		runClient(t, p, sb, env, "http", srv.url, "--token", token)
+		srv.stop(t, "sigterm")
+	})
+}
+
+// TestDottedNamesKeepWorking: with a config written for the old dotted
+// names (denied_tools = ["memory.*"]), the go-sdk client over stdio sees
+// only client-safe names, memory tools are still denied, a call by a
+// dotted name runs, and the audit log records the advertised names, also
+// when filtered by the old ones.
+func TestDottedNamesKeepWorking(t *testing.T) {
+	p := requireServer(t)
+	t.Parallel()
+	sb := newSandbox(t)
+	sb.writeConfig(t, wholeCatalogConfig(t, sb, "[autonomy]\ndenied_tools = [\"memory.*\"]\n"))
+	ctx := context.Background()
+
+	cmd := exec.Command(p.bin, "serve")
+	cmd.Env = sb.environ("")
+	client := mcp.NewClient(&mcp.Implementation{Name: "names-check", Version: "1.0.0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect over stdio: %v", err)
+	}
+	var names []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		names = append(names, tool.Name)
+		if !clientSafe.MatchString(tool.Name) {
+			t.Errorf("tools/list has %q, which does not match %s", tool.Name, clientSafe)
+		}
+	}
+	for _, want := range []string{"memory_store", "tree_read_chunk", "agent_run_subagent", "core_list_tools", "searxng_search",
+		"kit_ping", "notes__notes_find", "notes__notes_archive_all"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list lacks %s: %v", want, names)
+		}
+	}
+	for prompt, err := range cs.Prompts(ctx, nil) {
+		if err != nil {
+			t.Fatalf("prompts/list: %v", err)
+		}
+		if !clientSafe.MatchString(prompt.Name) {
+			t.Errorf("prompts/list has %q, which does not match %s", prompt.Name, clientSafe)
+		}
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "notes__notes.brief"}); err != nil {
+		t.Errorf("prompts/get by the dotted name: %v", err)
+	}
+
+	text := func(res *mcp.CallToolResult) string {
+		var parts []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				parts = append(parts, tc.Text)
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	calls := []struct {
+		name     string
+		args     map[string]any
+		denied   bool
+		wantText string
+	}{
+		{"memory.store", map[string]any{"title": "t", "content": "c"}, true, `memory_store matches "memory.*" in [autonomy] denied_tools`},
+		{"memory_search", map[string]any{"query": "reef"}, true, `memory_search matches "memory.*" in [autonomy] denied_tools`},
+		{"kit.ping", map[string]any{}, false, "pong "},
+	}
+	for _, c := range calls {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.name, Arguments: c.args})
+		if err != nil {
+			t.Fatalf("tools/call %s: %v", c.name, err)
+		}
+		if res.IsError != c.denied || !strings.Contains(text(res), c.wantText) {
+			t.Errorf("tools/call %s: isError %v, %q; want isError %v and %q", c.name, res.IsError, text(res), c.denied, c.wantText)
+		}
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+
+	for filter, want := range map[string]string{"kit.ping": "kit_ping", "memory_store": "memory_store", "memory.store": "memory_store"} {
+		cmd := exec.Command(p.bin, "audit", "list", "--tool", filter, "--json")
+		cmd.Env = sb.environ("")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("audit list --tool %s: %v\n%s", filter, err, out)
+		}
+		var row struct {
+			Tool     string `json:"tool"`
+			Decision string `json:"decision"`
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &row) != nil || row.Tool != want {
+			t.Errorf("audit list --tool %s: %s; want one row of %s", filter, out, want)
+		}
+		if want == "memory_store" && row.Decision != "denied:denied_tool" {
+			t.Errorf("audit row of memory_store has decision %q, want denied:denied_tool", row.Decision)
+		}
+	}
+}

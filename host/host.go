@@ -92,11 +92,19 @@ type Host struct {
 
 // builtinNamespaces are the advertised tool and prompt name prefixes of
 // built-in providers; no other provider may serve a name under them,
-// enabled or not.
+// enabled or not (see inNamespace).
 var builtinNamespaces = map[string][]string{
 	"memory":  {"memory_", "tree_"},
 	"agent":   {"agent_", "core_"},
 	"searxng": {"searxng_"},
+}
+
+// inNamespace reports whether name is in the built-in namespace prefix
+// ("memory_"). A second "_" right after the prefix leaves the namespace:
+// built-in names never have one, and "memory__create_entities" is what an
+// upstream server named memory relays under its default prefix.
+func inNamespace(name, prefix string) bool {
+	return strings.HasPrefix(name, prefix) && !strings.HasPrefix(name[len(prefix):], "_")
 }
 
 // reservedURIPrefix marks resources only built-in providers serve.
@@ -117,7 +125,7 @@ func (h *Host) claim(provider, kind, name string) error {
 	if kind == "tool" || kind == "prompt" {
 		for builtin, prefixes := range builtinNamespaces {
 			for _, p := range prefixes {
-				if strings.HasPrefix(name, p) {
+				if inNamespace(name, p) {
 					return fmt.Errorf("%s names starting with %q are reserved for the built-in provider %s", kind, p, builtin)
 				}
 			}
@@ -432,7 +440,7 @@ func disabledHint(cfg *config.Config) func(string) string {
 				continue
 			}
 			for _, prefix := range prefixes {
-				if strings.HasPrefix(tool, prefix) {
+				if inNamespace(tool, prefix) {
 					return fmt.Sprintf("it belongs to the %s provider, which is disabled; set [providers.%s] enabled = true in %s, then restart openhuman-host or send it SIGHUP",
 						builtin, builtin, where)
 				}

@@ -4,11 +4,16 @@
 #   make test    the whole suite (fetches Go modules and npm packages first)
 #   make bench   throughput/latency/RSS of the host against the go-sdk floor,
 #                then the memory provider at 1k, 10k and 100k chunks
+#   make release versioned archives and SHA256SUMS in dist/ (VERSION=v1.2.3)
 
 GO       ?= go
 # SQLite FTS5 comes from this build tag; it is set here and nowhere else.
 TAGS     := sqlite_fts5
 BIN      := bin/openhuman-host
+# The version openhuman-host version and serverInfo report: the nearest
+# v* tag, else the commit; make release VERSION=v1.2.3 sets it.
+VERSION  ?= $(shell git describe --tags --match 'v*' --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
 # npm packages for the interop tests and Go tools are cached here.
 CACHE    ?= $(CURDIR)/.cache
 export INTEROP_HOME ?= $(CACHE)/interop
@@ -20,12 +25,12 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 STATICCHECK_VERSION        := v0.8.2
 TOOLS := $(CACHE)/tools
 
-.PHONY: all build run run-http test test-go fuzz interop-deps bench bench-memory lint proto inspect clean
+.PHONY: all build run run-http test test-go fuzz interop-deps bench bench-memory lint proto inspect release release-deps clean
 
 all: build
 
 build:
-	@$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/openhuman-host
+	@$(GO) build -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/openhuman-host
 
 # Quiet: on stdio, stdout carries JSON-RPC only, so make must not echo.
 run: build
@@ -97,5 +102,16 @@ inspect: build interop-deps
 		$${OPENHUMAN_LOG_LEVEL:+-e OPENHUMAN_LOG_LEVEL=$$OPENHUMAN_LOG_LEVEL} $${OPENHUMAN_DATA_DIR:+-e OPENHUMAN_DATA_DIR=$$OPENHUMAN_DATA_DIR} \
 		$(CURDIR)/$(BIN) serve $(ARGS)
 
+# Release archives for every platform this machine can build (Linux:
+# linux/amd64, linux/arm64, windows/amd64; macOS: darwin/amd64 and arm64),
+# each binary run once to check its version; see internal/release.
+release: release-deps
+	$(GO) run ./internal/release -version $(VERSION) -out dist
+
+# The C cross compilers (and qemu and wine to check the binaries) from
+# Debian's packages; installs them when run as root, else says how.
+release-deps:
+	@./scripts/debian-packages.sh gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-mingw-w64-x86-64 qemu-user wine wine64
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

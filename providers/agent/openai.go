@@ -18,6 +18,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // llmTable names the config table of the model endpoint in error messages.
@@ -361,8 +363,9 @@ type toolNames struct {
 	toAPI  map[string]string // host name → API name
 }
 
-// maxAPIToolName is the API's limit on function name length.
-const maxAPIToolName = 64
+// maxAPIToolName is the API's limit on function name length, the
+// same as the host's for tool names (^[a-zA-Z0-9_-]{1,64}$).
+const maxAPIToolName = sdk.MaxClientNameLen
 
 // newToolNames maps tools to unique valid API names; see
 // [OpenAIModel.Complete] for the rule.
@@ -389,7 +392,7 @@ func newToolNames(tools []ToolSpec) (*toolNames, error) {
 	// Valid names first, so that a tool whose name the API accepts is
 	// never renamed because of another tool's mapping.
 	for i, t := range tools {
-		if validAPIToolName(t.Name) {
+		if sdk.IsClientName(t.Name) {
 			assign(i, t.Name)
 		}
 	}
@@ -430,39 +433,13 @@ func (n *toolNames) hostName(api string) string {
 	return api
 }
 
-// validAPIToolName reports whether name matches ^[a-zA-Z0-9_-]{1,64}$.
-func validAPIToolName(name string) bool {
-	if name == "" || len(name) > maxAPIToolName {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		if !apiToolNameByte(name[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// apiToolNameByte reports whether c may appear in an API tool name.
-func apiToolNameByte(c byte) bool {
-	return c == '_' || c == '-' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-}
-
-// sanitizeToolName replaces every character outside [a-zA-Z0-9_-] with "_"
-// and cuts the result to 64 bytes; "" becomes "tool".
+// sanitizeToolName is the host's client-safe form of name
+// ([sdk.ClientName]), which the API accepts; "" becomes "tool".
 func sanitizeToolName(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		if r < unicode.MaxASCII && apiToolNameByte(byte(r)) {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	if b.Len() == 0 {
+	if name == "" {
 		return "tool"
 	}
-	return truncateBytes(b.String(), maxAPIToolName)
+	return sdk.ClientName(name)
 }
 
 // truncateBytes cuts an ASCII string to at most n bytes.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openhuman/openhuman-host/internal/scriptedllm"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // testAPIKey is a key the tests check never leaks into errors or bodies.
@@ -401,14 +402,14 @@ func TestToolNameMapping(t *testing.T) {
 		"memory_search_3",
 		"web-fetch",
 		"outil__",
-		strings.Repeat("a", 64),
-		strings.Repeat("a", 62) + "_2",
+		sdk.ClientName(long + ".x"),
+		sdk.ClientName(long + ".y"),
 	}
 	if diff := cmp.Diff(want, names.api); diff != "" {
 		t.Errorf("API names (-want +got):\n%s", diff)
 	}
 	for i, api := range names.api {
-		if !validAPIToolName(api) {
+		if !sdk.IsClientName(api) {
 			t.Errorf("%q is not a valid API name", api)
 		}
 		if got := names.hostName(api); got != tools[i].Name {

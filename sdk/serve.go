@@ -29,6 +29,8 @@ func WithLogger(l hclog.Logger) ServeOption {
 // WithParentWatch sets how often Serve checks that the process that started
 // it is still alive; when it is gone the provider exits, so a killed host
 // leaves no orphans. Default 500ms; zero or negative disables the check.
+// On Windows the check waits on the parent's process handle instead of
+// polling, so only whether every is positive matters.
 func WithParentWatch(every time.Duration) ServeOption {
 	return func(c *serveConfig) { c.parentPoll = every }
 }
@@ -50,8 +52,9 @@ func Logger(name string) hclog.Logger {
 // run by hand, it prints a message to stderr and exits with status 1.
 //
 // Stdout carries exactly one line, go-plugin's handshake. In a process the
-// host started, this package points descriptor 1 at stderr from its init
-// function on (keeping the original for the handshake), and after the
+// host started, this package points descriptor 1 (on Windows, the standard
+// output handle) at stderr from its init function on (keeping the original
+// for the handshake), and after the
 // handshake go-plugin captures os.Stdout, so stray prints, from the
 // provider's code, its child processes, or the init functions of packages
 // initialised after this one (the main package and every package that
@@ -63,7 +66,12 @@ func Logger(name string) hclog.Logger {
 // The provider exits, taking its process group (its own child processes)
 // with it, when it receives SIGTERM (which Linux sends when the host dies)
 // or when its parent process is gone (checked every 500ms; see
-// [WithParentWatch]), so a killed host leaves no orphans.
+// [WithParentWatch]), so a killed host leaves no orphans. On Windows,
+// which has neither process groups nor SIGTERM from a dying parent, the
+// provider waits on its parent's process handle and exits when the parent
+// does; its children end through the job object the host puts every
+// provider in, which Windows closes, killing its processes, when the host
+// exits.
 func Serve(p Provider, opts ...ServeOption) {
 	cfg := serveConfig{parentPoll: 500 * time.Millisecond}
 	for _, o := range opts {
@@ -91,20 +99,6 @@ func Serve(p Provider, opts ...ServeOption) {
 		},
 		Logger: cfg.logger,
 	})
-}
-
-// watchParent ends the process once its parent is gone: the parent pid
-// changes when the original parent dies and the process is re-parented.
-func watchParent(log hclog.Logger, every time.Duration) {
-	parent := os.Getppid()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for range t.C {
-		if os.Getppid() != parent {
-			log.Warn("host process is gone; exiting")
-			exitWithGroup(1)
-		}
-	}
 }
 
 // levelFromHost applies the host's log level, which arrives in Configure,

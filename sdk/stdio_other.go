@@ -1,9 +1,10 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package sdk
 
 import (
 	"os"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -13,3 +14,5 @@ func restoreHandshakeOut() {}
 func exitWithGroup(code int) { os.Exit(code) }
 
 func onTerminate(hclog.Logger) {}
+
+func watchParent(hclog.Logger, time.Duration) {}

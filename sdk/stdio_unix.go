@@ -4,10 +4,7 @@ package sdk
 
 import (
 	"os"
-	"os/signal"
 	"syscall"
-
-	"github.com/hashicorp/go-hclog"
 )
 
 // handshakeOut is the process's original stdout when the host launched it,
@@ -56,17 +53,4 @@ func exitWithGroup(code int) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 	os.Exit(code)
-}
-
-// onTerminate exits through exitWithGroup on SIGTERM, which the host's
-// kernel sends when the host dies (Linux parent-death signal) and
-// supervisors send to stop a process.
-func onTerminate(log hclog.Logger) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGTERM)
-	go func() {
-		<-ch
-		log.Debug("terminated; stopping the provider's process group")
-		exitWithGroup(0)
-	}()
 }

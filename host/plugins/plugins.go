@@ -1,9 +1,11 @@
 // Package plugins launches providers as go-plugin subprocesses, holds
 // their connections and keeps them running.
 //
-// Each provider runs isolated: gRPC only, AutoMTLS, an environment built
-// from an explicit allow-list (go-plugin SkipHostEnv), its own process
-// group, and /dev/null as stdin, never the host's. A third-party provider's executable is
+// Each provider runs isolated: gRPC only (over a Unix socket, or loopback
+// TCP on Windows), AutoMTLS, an environment built from an explicit
+// allow-list (go-plugin SkipHostEnv), a group of its own (a process group
+// on Unix, a job object on Windows that dies with the host), and the null
+// device as stdin, never the host's. A third-party provider's executable is
 // checksum-verified before every exec. After the handshake the manager
 // calls Configure with the provider's config table, data dir and secrets,
 // then Describe; all providers start in parallel and a provider that fails
@@ -168,8 +170,25 @@ type Options struct {
 }
 
 // DefaultEnv is the environment allow-list providers get by default:
-// enough to run programs and format text, nothing secret.
-var DefaultEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+// enough to run programs and format text, nothing secret. On Windows it
+// also holds what programs there need to start, find files and use the
+// network (windowsEnv).
+var DefaultEnv = defaultEnv()
+
+// baseEnv is the part of [DefaultEnv] on every system.
+var baseEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+
+// windowsEnv is what [DefaultEnv] adds on Windows: the system directory
+// (without SystemRoot, Winsock and so the network fail to load), the
+// temporary, profile and application-data directories, how commands are
+// found and run (PATHEXT, ComSpec), and the processor facts some runtimes
+// read. Windows compares variable names without regard to case.
+var windowsEnv = []string{
+	"SystemRoot", "SystemDrive", "windir", "TEMP", "TMP", "USERPROFILE", "HOMEDRIVE", "HOMEPATH",
+	"APPDATA", "LOCALAPPDATA", "ProgramData", "ProgramFiles", "ProgramFiles(x86)", "CommonProgramFiles",
+	"PATHEXT", "ComSpec", "USERNAME", "USERDOMAIN", "COMPUTERNAME",
+	"NUMBER_OF_PROCESSORS", "PROCESSOR_ARCHITECTURE", "OS",
+}
 
 // ErrUnavailable is wrapped by errors of calls to a provider that is not
 // running: restarting after a crash, failed, or stopped.
@@ -237,7 +256,7 @@ type Failure struct {
 // is done or the manager is closed. Every loaded provider gets a
 // supervisor that restarts it when it crashes, until [Manager.Close].
 //
-// Providers get /dev/null as stdin, never the host's: the manager starts
+// Providers get the null device as stdin, never the host's: the manager starts
 // them through its own go-plugin runner, so a host serving MCP on stdin
 // keeps that stream to itself.
 func (m *Manager) Start(ctx context.Context, specs []Spec) ([]*Provider, []Failure, error) {
@@ -423,7 +442,7 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 }
 
 // handshake runs go-plugin's start and handshake, which do not heed ctx:
-// when ctx ends first, the process group is killed, which ends them.
+// when ctx ends first, the provider's group is killed, which ends them.
 func handshake(ctx context.Context, client *plugin.Client, started *atomic.Pointer[procRunner]) (plugin.ClientProtocol, error) {
 	type result struct {
 		rpc plugin.ClientProtocol
@@ -574,7 +593,7 @@ func (m *Manager) Close() {
 // Stop stops one provider and removes it from the manager, as a config
 // reload does: new calls to it fail at once with an error wrapping
 // [ErrUnavailable], calls already running get up to grace to finish, then
-// its process group is stopped. It returns once the process is gone.
+// its group is killed. It returns once the process is gone.
 func (m *Manager) Stop(p *Provider, grace time.Duration) {
 	m.mu.Lock()
 	m.providers = slices.DeleteFunc(m.providers, func(q *Provider) bool { return q == p })
@@ -1040,12 +1059,13 @@ func (p *Provider) close(grace time.Duration) {
 }
 
 // killGrace is how long a provider gets to shut down cleanly before its
-// process group is killed.
+// group is killed.
 const killGrace = 2 * time.Second
 
 // kill stops the instance: go-plugin's graceful shutdown first, bounded
-// by killGrace because a hung provider never answers it, then SIGKILL for
-// its whole process group, so its own children die too.
+// by killGrace because a hung provider never answers it, then a kill of
+// its whole group (SIGKILL to its process group, or its job object
+// terminated), so its own children die too.
 func (i *instance) kill(log hclog.Logger) {
 	if i == nil {
 		return
@@ -1064,7 +1084,7 @@ func (i *instance) kill(log hclog.Logger) {
 	case <-time.After(killGrace):
 		log.Warn("provider did not shut down in time; killing it", "grace", killGrace)
 	}
-	if pid > 0 {
-		killGroup(pid)
+	if pid > 0 && i.run != nil {
+		i.run.group.kill(pid)
 	}
 }

@@ -16,11 +16,12 @@ import (
 )
 
 // procRunner starts one provider process for go-plugin (ClientConfig
-// RunnerFunc) so that the host, not go-plugin, owns the process: it knows
-// the pid (the process group id too) from the moment of exec, which lets
-// it kill a provider whose handshake never completes and its children;
-// it learns of the exit at once instead of polling; it gives the process
-// /dev/null as stdin, never the host's; and it verifies the executable's
+// RunnerFunc) so that the host, not go-plugin, owns the process: it puts
+// the process in a group of its own from the moment of exec (a process
+// group on Unix, a job object on Windows), which lets it kill a provider
+// whose handshake never completes together with its children; it learns
+// of the exit at once instead of polling; it gives the process the null
+// device as stdin, never the host's; and it verifies the executable's
 // checksum with go-plugin's SecureConfig immediately before exec.
 type procRunner struct {
 	path   string
@@ -28,6 +29,7 @@ type procRunner struct {
 	secure *plugin.SecureConfig
 	stdout io.ReadCloser
 	stderr io.ReadCloser
+	group  procGroup
 
 	pid    atomic.Int64
 	exited chan struct{} // closed when Wait has returned
@@ -42,8 +44,9 @@ var _ runner.Runner = (*procRunner)(nil)
 func newProcRunner(path string, args, env []string, spec *exec.Cmd, secure *plugin.SecureConfig) (*procRunner, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(append([]string(nil), env...), spec.Env...)
-	cmd.Stdin = nil // /dev/null
-	cmd.SysProcAttr = procAttr()
+	cmd.Stdin = nil // the null device
+	r := &procRunner{path: path, cmd: cmd, secure: secure, exited: make(chan struct{})}
+	r.group.prepare(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -52,10 +55,12 @@ func newProcRunner(path string, args, env []string, spec *exec.Cmd, secure *plug
 	if err != nil {
 		return nil, err
 	}
-	return &procRunner{path: path, cmd: cmd, secure: secure, stdout: stdout, stderr: stderr, exited: make(chan struct{})}, nil
+	r.stdout, r.stderr = stdout, stderr
+	return r, nil
 }
 
-// Start verifies the checksum, when there is one, and starts the process.
+// Start verifies the checksum, when there is one, and starts the process
+// in its group.
 func (r *procRunner) Start(context.Context) error {
 	if r.secure != nil {
 		ok, err := r.secure.Check(r.path)
@@ -69,6 +74,11 @@ func (r *procRunner) Start(context.Context) error {
 	if err := r.cmd.Start(); err != nil {
 		return err
 	}
+	if err := r.group.started(r.cmd); err != nil {
+		// The group killed the process; reap it.
+		_ = r.Wait(context.Background())
+		return err
+	}
 	r.pid.Store(int64(r.cmd.Process.Pid))
 	return nil
 }
@@ -76,19 +86,23 @@ func (r *procRunner) Start(context.Context) error {
 // Wait waits for the process to exit, then marks it exited.
 func (r *procRunner) Wait(context.Context) error {
 	err := r.cmd.Wait()
-	r.once.Do(func() { close(r.exited) })
+	r.once.Do(func() {
+		r.group.exited()
+		close(r.exited)
+	})
 	return err
 }
 
 // Kill kills the process's whole group.
 func (r *procRunner) Kill(context.Context) error {
 	if pid := r.Pid(); pid > 0 {
-		killGroup(pid)
+		r.group.kill(pid)
 	}
 	return nil
 }
 
-// Pid is the process id (and process group id), 0 before Start.
+// Pid is the process id (on Unix also the process group id), 0 before
+// Start.
 func (r *procRunner) Pid() int { return int(r.pid.Load()) }
 
 // Exited is closed once the process has exited and been reaped.

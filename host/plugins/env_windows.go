@@ -1,0 +1,5 @@
+package plugins
+
+import "slices"
+
+func defaultEnv() []string { return slices.Concat(baseEnv, windowsEnv) }

@@ -34,8 +34,15 @@ func init() {
 		return
 	}
 	handshakeOut = os.NewFile(uintptr(fd), "handshake")
-	os.Stdout = os.NewFile(1, "/dev/stdout")
+	stdoutFile = os.NewFile(1, "/dev/stdout")
+	os.Stdout = stdoutFile
 }
+
+// stdoutFile is the *os.File for descriptor 1 that init made os.Stdout.
+// Held here because go-plugin replaces os.Stdout: unreferenced, the file's
+// finalizer would close descriptor 1, and the next file the provider opens
+// could get that number, where stray prints would then land.
+var stdoutFile *os.File
 
 // restoreHandshakeOut gives go-plugin the original stdout for its
 // handshake line; go-plugin then replaces os.Stdout with a pipe of its own.

@@ -81,6 +81,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openhuman/openhuman-host/bench/internal/cputime"
 )
 
 // options are the command-line flags.
@@ -421,9 +423,9 @@ func run(o *options) error {
 func measure(ctx context.Context, r *running, t *target, c int, d time.Duration) *sample {
 	pid := r.cmd.Process.Pid
 	server0, err0 := treeCPU(pid)
-	client0 := selfCPU()
+	client0 := cputime.Self()
 	s := drive(ctx, r.cs, t.tool, t.args, c, d)
-	s.clientCPU = selfCPU() - client0
+	s.clientCPU = cputime.Self() - client0
 	if server1, err1 := treeCPU(pid); err0 == nil && err1 == nil {
 		s.serverCPUBy, s.serverCPU = cpuDelta(server0, server1)
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -218,13 +217,4 @@ func parseStatCPU(b []byte) (string, int64, bool) {
 		return "", 0, false
 	}
 	return name, u + s, true
-}
-
-// selfCPU is the CPU time (user + system) this process has used so far.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

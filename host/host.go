@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/openhuman/openhuman-host/internal/platform"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/openhuman/openhuman-host/host/audit"
@@ -441,8 +443,8 @@ func disabledHint(cfg *config.Config) func(string) string {
 			}
 			for _, prefix := range prefixes {
 				if inNamespace(tool, prefix) {
-					return fmt.Sprintf("it belongs to the %s provider, which is disabled; set [providers.%s] enabled = true in %s, then restart openhuman-host or send it SIGHUP",
-						builtin, builtin, where)
+					return fmt.Sprintf("it belongs to the %s provider, which is disabled; set [providers.%s] enabled = true in %s, then %s",
+						builtin, builtin, where, platform.ReloadAdvice)
 				}
 			}
 		}

@@ -65,6 +65,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/bench/internal/cputime"
 	"github.com/openhuman/openhuman-host/providers/memory"
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -562,7 +564,7 @@ func (b *bench) series(ctx context.Context, tool string, warm, queries []string)
 	}
 	ds := make([]time.Duration, len(queries))
 	hits := make([]int, len(queries))
-	cpu0 := cpuTime()
+	cpu0 := cputime.Self()
 	for i, q := range queries {
 		d, n, err := b.call(ctx, tool, q)
 		if err != nil {
@@ -570,16 +572,7 @@ func (b *bench) series(ctx context.Context, tool string, warm, queries []string)
 		}
 		ds[i], hits[i] = d, n
 	}
-	return ds, hits, ms(cpuTime()-cpu0) / float64(len(queries)), nil
-}
-
-// cpuTime is the user and system CPU time the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return ds, hits, ms(cputime.Self()-cpu0) / float64(len(queries)), nil
 }
 
 // loadAverage returns the machine's 1-minute load average, or "" when

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -388,9 +387,7 @@ func TestHungProviderDoesNotBlockShutdown(t *testing.T) {
 	cfg, _ := testConfig(t, "")
 	h := startTestHost(t, cfg)
 	pid := h.Providers[0].Pid()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	freeze(t, pid)
 	done := make(chan error, 1)
 	go func() { done <- h.Close(context.Background()) }()
 	select {
@@ -399,7 +396,7 @@ func TestHungProviderDoesNotBlockShutdown(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		_ = killPID(pid)
 		t.Fatal("Close blocked on a hung provider for 10s")
 	}
 	for deadline := time.Now().Add(2 * time.Second); processAlive(pid) && time.Now().Before(deadline); {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -132,7 +131,7 @@ func TestKilledProviderIsBackWithin2s(t *testing.T) {
 	for _, name := range []string{"memory", "kit"} {
 		p := providerByName(t, h, name)
 		pid := p.Pid()
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		if err := killPID(pid); err != nil {
 			t.Fatal(err)
 		}
 		tool, args := "memory_search", `{"query":"anything"}`
@@ -213,7 +212,7 @@ func TestRestartSendsListChangedOnlyWhenTheCatalogChanged(t *testing.T) {
 	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
 	kit := providerByName(t, h, "kit")
 
-	_ = syscall.Kill(kit.Pid(), syscall.SIGKILL)
+	_ = killPID(kit.Pid())
 	waitUntil(t, 2*time.Second, "first restart", func() bool { return kit.Status().Restarts == 1 && kit.Status().State == plugins.StateRunning })
 	select {
 	case <-changed:
@@ -224,7 +223,7 @@ func TestRestartSendsListChangedOnlyWhenTheCatalogChanged(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dataDir, "kit", "extra"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_ = syscall.Kill(kit.Pid(), syscall.SIGKILL)
+	_ = killPID(kit.Pid())
 	select {
 	case <-changed:
 	case <-time.After(3 * time.Second):

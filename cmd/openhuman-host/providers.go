@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -299,25 +298,12 @@ func parseStatusFile(name string, data []byte) (r host.StatusReport, ok bool) {
 // startSlack is how much later than its report says a server may seem to
 // have started: the boot time Linux reports is rounded down to a second,
 // and the clock may have been adjusted since the server started.
+// serverRunning (proc_unix.go, proc_windows.go) allows for it.
 const startSlack = 10 * time.Second
 
 // clockTicks is the unit of process start times in /proc/<pid>/stat:
 // USER_HZ, which is 100 on every architecture Linux and Go share.
 const clockTicks = 100
-
-// serverRunning reports whether pid is still the openhuman-host server
-// whose status report says it started at started. On Linux the process
-// must be running "serve" and must have started no later than that: a
-// later start means the server died and its pid went to another process.
-// Elsewhere it is enough that a process with this pid exists.
-func serverRunning(pid int, started time.Time) bool {
-	if runtime.GOOS == "linux" {
-		if _, err := os.Stat("/proc/self/stat"); err == nil {
-			return procServerRunning("/proc", pid, started)
-		}
-	}
-	return processRunning(pid)
-}
 
 // procServerRunning is serverRunning with the Linux process file system
 // mounted at root.
@@ -387,12 +373,6 @@ func bootTime(root string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, errors.New("no boot time in " + filepath.Join(root, "stat"))
-}
-
-// processRunning reports whether a process with this id exists.
-func processRunning(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // newProvidersAddCmd builds providers add.
@@ -604,30 +584,6 @@ func followSymlinks(path string) (string, error) {
 		path = link
 	}
 	return "", fmt.Errorf("too many levels of symbolic links")
-}
-
-// lockFile takes an exclusive lock on the file at path, created if
-// missing, and returns what releases it. providers add holds this lock on
-// the config's lock file from reading the config to replacing it, so that
-// adds running at the same time apply one after the other instead of the
-// last one writing over the others.
-func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	// Closing the file releases the lock.
-	return func() { _ = f.Close() }, nil
 }
 
 // utf8BOM is the byte order mark some editors start UTF-8 files with.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
@@ -27,8 +26,9 @@ const watchDebounce = 300 * time.Millisecond
 //
 // hup is the channel the caller registered for SIGHUP before it started
 // the host, so that a SIGHUP during start-up reloads once it is up instead
-// of killing the process.
-func reloadOnSignals(ctx context.Context, h *host.Host, log hclog.Logger, path string, watch bool, hup chan os.Signal) error {
+// of killing the process (nil on Windows, which has no SIGHUP); stopHup
+// ends its delivery.
+func reloadOnSignals(ctx context.Context, h *host.Host, log hclog.Logger, path string, watch bool, hup <-chan os.Signal, stopHup func()) error {
 	if path == "" {
 		p, err := config.DefaultPath()
 		if err != nil && watch {
@@ -40,13 +40,13 @@ func reloadOnSignals(ctx context.Context, h *host.Host, log hclog.Logger, path s
 	if watch {
 		c, err := watchFile(ctx, log, path)
 		if err != nil {
-			signal.Stop(hup)
+			stopHup()
 			return err
 		}
 		changes = c
 	}
 	go func() {
-		defer signal.Stop(hup)
+		defer stopHup()
 		for {
 			var why string
 			select {

@@ -7,11 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -41,12 +39,13 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		Long: "serve starts every enabled provider, then serves MCP.\n\n" +
 			"stdio: stdout carries protocol messages only; logs go to stderr. When the client closes stdin,\n" +
 			"       calls still running get 10 s to finish, then they are cancelled; SIGINT and SIGTERM\n" +
-			"       cancel them at once.\n" +
+			"       (Ctrl-C or Ctrl-Break on Windows) cancel them at once.\n" +
 			"http:  Streamable HTTP + SSE at http://HOST:PORT/ (default 127.0.0.1:9300). A bearer token\n" +
 			"       from --auth-token or OPENHUMAN_MCP_TOKEN is required by clients when set.\n\n" +
 			"SIGHUP, and with --watch any change to the config file, reloads the config: providers are\n" +
 			"started and stopped to match, the policy is replaced, and connected clients are told when their\n" +
-			"tool lists change. An invalid file changes nothing; its errors are logged.",
+			"tool lists change. An invalid file changes nothing; its errors are logged. Windows has no\n" +
+			"SIGHUP: there, use --watch.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd, g, f)
@@ -57,7 +56,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&f.port, "port", 0, "http listen port (default from [server] port: 9300)")
 	cmd.Flags().StringVar(&f.authToken, "auth-token", "", "bearer token http clients must send (default $OPENHUMAN_MCP_TOKEN)")
 	cmd.Flags().BoolVar(&f.insecureBind, "insecure-bind", false, "allow a non-loopback http address without a token")
-	cmd.Flags().BoolVar(&f.watch, "watch", false, "reload the config whenever its file changes (SIGHUP always reloads it)")
+	cmd.Flags().BoolVar(&f.watch, "watch", false, "reload the config whenever its file changes (SIGHUP always reloads it, except on Windows)")
 	return cmd
 }
 
@@ -107,11 +106,10 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	}
 	// Registered before the providers start: SIGHUP's default action
 	// would end the process.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	hup, stopHup := reloadSignals()
+	defer stopHup()
 	return runHost(cfg, log, statusFile(dataDir, os.Getpid()), func(ctx context.Context, stdin *os.File, h *host.Host) error {
-		if err := reloadOnSignals(ctx, h, log, g.configPath, f.watch, hup); err != nil {
+		if err := reloadOnSignals(ctx, h, log, g.configPath, f.watch, hup, stopHup); err != nil {
 			return err
 		}
 		return serveTransport(ctx, h, log, stdin, transport, net.JoinHostPort(listenHost, strconv.Itoa(port)), token)
@@ -121,8 +119,8 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 func serveTransport(ctx context.Context, h *host.Host, log hclog.Logger, stdin *os.File, transport, addr, token string) error {
 	if transport == "stdio" {
 		if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			fmt.Fprintln(os.Stderr, "openhuman-host: serving MCP on stdio and waiting for a client's JSON-RPC messages (Ctrl-D stops);\n"+
-				"  add this command to an MCP client's config, or try: openhuman-host tools list")
+			fmt.Fprintf(os.Stderr, "openhuman-host: serving MCP on stdio and waiting for a client's JSON-RPC messages (%s stops);\n"+
+				"  add this command to an MCP client's config, or try: openhuman-host tools list\n", endOfInputKey())
 		}
 		// On SIGINT/SIGTERM, and eofGrace after the client closes stdin,
 		// running calls are cancelled so that the server exits promptly.

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -185,7 +184,7 @@ func TestSubscriptionSurvivesUpstreamProviderRestart(t *testing.T) {
 	until("before the restart")
 	p := providerByName(t, h, "upstream")
 	pid := p.Pid()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := killPID(pid); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "upstream provider restarted", func() bool { return p.Pid() != 0 && p.Pid() != pid })

@@ -38,6 +38,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/openhuman/openhuman-host/internal/platform"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
@@ -765,8 +767,8 @@ func (p *Provider) current() (*instance, error) {
 	}
 	switch p.state {
 	case StateFailed:
-		return nil, fmt.Errorf("provider %s: %w: it failed %d times within %s and is not restarted again (last error: %s); fix it, then reload (SIGHUP) or restart openhuman-host",
-			p.Name, ErrUnavailable, p.m.opts.Restart.MaxFailures, p.m.opts.Restart.Window, p.lastErr)
+		return nil, fmt.Errorf("provider %s: %w: it failed %d times within %s and is not restarted again (last error: %s); fix it, then %s",
+			p.Name, ErrUnavailable, p.m.opts.Restart.MaxFailures, p.m.opts.Restart.Window, p.lastErr, platform.ReloadAdvice)
 	case StateStopped:
 		return nil, fmt.Errorf("provider %s: %w: it was stopped", p.Name, ErrUnavailable)
 	}

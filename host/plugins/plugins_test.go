@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,7 +101,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 func alive(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return syscall.Kill(pid, 0) == nil
+		return exists(pid)
 	}
 	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 	return len(fields) > 0 && fields[0] != "Z"
@@ -121,7 +120,7 @@ func TestKilledProviderIsRestarted(t *testing.T) {
 		}
 	}}, kitSpec(t))
 	first := p.Pid()
-	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+	if err := killPID(first); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -151,7 +150,7 @@ func TestCallDuringOutageFailsFast(t *testing.T) {
 			waitFor(t, 2*time.Second, "restart", func() bool { return p.Pid() != 0 })
 			pid = p.Pid()
 		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		_ = killPID(pid)
 		waitFor(t, 2*time.Second, fmt.Sprintf("outage %d noticed", i), func() bool { return p.Status().State == StateRestarting })
 		if i == 0 {
 			waitFor(t, 2*time.Second, "first restart", func() bool { return p.Status().State == StateRunning })
@@ -217,10 +216,8 @@ func TestHungProviderIsRestarted(t *testing.T) {
 	t.Parallel()
 	_, p := startKit(t, Options{HealthInterval: 100 * time.Millisecond, HealthTimeout: 100 * time.Millisecond}, kitSpec(t))
 	first := p.Pid()
-	if err := syscall.Kill(first, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(first, syscall.SIGKILL) })
+	freeze(t, first)
+	t.Cleanup(func() { _ = killPID(first) })
 	waitFor(t, 5*time.Second, "hung provider replaced", func() bool {
 		st := p.Status()
 		return st.State == StateRunning && st.Restarts == 1
@@ -272,7 +269,7 @@ func TestCatalogChangeIsReported(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(spec.DataDir, "extra"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_ = syscall.Kill(p.Pid(), syscall.SIGKILL)
+	_ = killPID(p.Pid())
 	select {
 	case c := <-changed:
 		if !c {

@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/openhuman/openhuman-host/internal/platform"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -200,8 +202,8 @@ func (s *Server) unknownTool(v *view, name string) error {
 		}
 		parts[i] = n + " (" + reason + ")"
 	}
-	return fmt.Errorf("%w %q; it may belong to a provider that did not load: %s; fix the config, then send the server SIGHUP or restart it",
-		ErrUnknownTool, name, strings.Join(parts, "; "))
+	return fmt.Errorf("%w %q; it may belong to a provider that did not load: %s; fix the config, then %s",
+		ErrUnknownTool, name, strings.Join(parts, "; "), platform.ReloadAdvice)
 }
 
 // New builds a server that serves cat, dispatching each tool to

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -260,9 +259,7 @@ func TestImportOddFiles(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"ok.md": "fine text", "locked/inner.md": "locked text"})
 	fifo := filepath.Join(dir, "pipe.md")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, fifo)
 	zero := filepath.Join(dir, "zero.md")
 	if err := os.Symlink("/dev/zero", zero); err != nil {
 		t.Fatal(err)

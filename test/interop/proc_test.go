@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -190,14 +189,16 @@ func (w *procTree) split() (providers, others []procStat) {
 	return providers, others
 }
 
-// killRunning sends SIGKILL to every recorded descendant that still runs
+// killRunning kills every recorded descendant that still runs
 // (checked by pid and start time), so a failed or timed-out run leaves
 // nothing behind.
 func (w *procTree) killRunning() {
 	providers, others := w.split()
 	for _, p := range append(others, providers...) {
 		if running(p) {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			if proc, err := os.FindProcess(p.pid); err == nil {
+				_ = proc.Kill()
+			}
 		}
 	}
 }

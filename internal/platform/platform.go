@@ -1,0 +1,3 @@
+// Package platform holds what the host tells users differently on each
+// operating system.
+package platform

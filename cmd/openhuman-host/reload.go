@@ -19,16 +19,16 @@ import (
 // before it is reloaded: editors write a file in several steps.
 const watchDebounce = 300 * time.Millisecond
 
-// reloadOnSignals reloads the config on SIGHUP and, with watch, whenever
-// the config file changes, until ctx ends. path is the config file ("" for
-// the default location). An invalid file changes nothing: the errors,
-// with their keys and lines, are logged.
+// reloadOnSignals reloads the config with load on SIGHUP and, with watch,
+// whenever the config file changes, until ctx ends. path is the config
+// file ("" for the default location). An invalid file changes nothing:
+// the errors, with their keys and lines, are logged.
 //
 // hup is the channel the caller registered for SIGHUP before it started
 // the host, so that a SIGHUP during start-up reloads once it is up instead
 // of killing the process (nil on Windows, which has no SIGHUP); stopHup
 // ends its delivery.
-func reloadOnSignals(ctx context.Context, h *host.Host, log hclog.Logger, path string, watch bool, hup <-chan os.Signal, stopHup func()) error {
+func reloadOnSignals(ctx context.Context, h *host.Host, log hclog.Logger, load func() (*config.Config, error), path string, watch bool, hup <-chan os.Signal, stopHup func()) error {
 	if path == "" {
 		p, err := config.DefaultPath()
 		if err != nil && watch {
@@ -57,15 +57,15 @@ func reloadOnSignals(ctx context.Context, h *host.Host, log hclog.Logger, path s
 			case <-changes:
 				why = "the config file changed"
 			}
-			reload(ctx, h, log, path, why)
+			reload(ctx, h, log, load, why)
 		}
 	}()
 	return nil
 }
 
-// reload loads path and applies it to h, logging what changed.
-func reload(ctx context.Context, h *host.Host, log hclog.Logger, path, why string) {
-	cfg, err := config.Load(path)
+// reload loads the config and applies it to h, logging what changed.
+func reload(ctx context.Context, h *host.Host, log hclog.Logger, load func() (*config.Config, error), why string) {
+	cfg, err := load()
 	if err != nil {
 		log.Error("config reload refused; the running configuration is unchanged", "reason", why, "error", err)
 		return

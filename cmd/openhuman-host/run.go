@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,9 +16,28 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 )
 
+// load loads the effective config: the file (--config, or the default),
+// the environment's overrides, then --data-dir.
+func (g *globalFlags) load() (*config.Config, error) {
+	cfg, err := config.Load(g.configPath)
+	if err != nil {
+		return nil, err
+	}
+	if g.dataDir != "" {
+		dir := g.dataDir
+		if dir != "~" && !strings.HasPrefix(dir, "~/") && !strings.HasPrefix(dir, "~"+string(filepath.Separator)) {
+			if dir, err = filepath.Abs(dir); err != nil {
+				return nil, fmt.Errorf("--data-dir %s: %w", g.dataDir, err)
+			}
+		}
+		cfg.Server.DataDir = dir
+	}
+	return cfg, nil
+}
+
 // loadConfig loads the effective config and builds the root logger.
 func loadConfig(g *globalFlags) (*config.Config, hclog.Logger, error) {
-	cfg, err := config.Load(g.configPath)
+	cfg, err := g.load()
 	if err != nil {
 		return nil, nil, err
 	}

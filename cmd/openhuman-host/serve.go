@@ -104,12 +104,15 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	if err != nil {
 		return fmt.Errorf("resolve data dir: %w", err)
 	}
+	// Where this server reads and writes, for a user who needs the same
+	// paths in a client's config (openhuman-host config paths prints them).
+	log.Info("paths", "config", cfg.Source, "data_dir", dataDir)
 	// Registered before the providers start: SIGHUP's default action
 	// would end the process.
 	hup, stopHup := reloadSignals()
 	defer stopHup()
 	return runHost(cfg, log, statusFile(dataDir, os.Getpid()), func(ctx context.Context, stdin *os.File, h *host.Host) error {
-		if err := reloadOnSignals(ctx, h, log, g.configPath, f.watch, hup, stopHup); err != nil {
+		if err := reloadOnSignals(ctx, h, log, g.load, g.configPath, f.watch, hup, stopHup); err != nil {
 			return err
 		}
 		return serveTransport(ctx, h, log, stdin, transport, net.JoinHostPort(listenHost, strconv.Itoa(port)), token)

@@ -184,6 +184,7 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 			})
 		},
 	})
+	cfgCmd.AddCommand(newConfigPathsCmd(g))
 	return cfgCmd
 }
 

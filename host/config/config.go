@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -70,9 +68,6 @@ const (
 	ConfirmRequired = "required"
 )
 
-// appDir is the directory name under the XDG config and data homes.
-const appDir = "openhuman-host"
-
 // Config is the host's effective configuration: the embedded defaults, then a
 // config file, then environment overrides. Build it with Load, Parse or
 // Default; a Config built by hand is not validated.
@@ -110,7 +105,8 @@ type ServerConfig struct {
 	// LogLevel is "trace", "debug", "info", "warn" (default), "error" or "off".
 	LogLevel string `toml:"log_level"`
 	// DataDir is an absolute path, a path starting with "~/", or "" (default)
-	// for the XDG data directory; Config.DataDir resolves it.
+	// for the operating system's data directory ([DefaultDataDir]);
+	// Config.DataDir resolves it.
 	DataDir string `toml:"data_dir"`
 	// MaxRequestBodyBytes caps an HTTP request body, at least 1. Default
 	// 4194304 (4 MiB).
@@ -209,19 +205,16 @@ func Parse(data []byte, source string) (*Config, error) {
 }
 
 // DefaultPath returns the config file path used when none is given:
-// $XDG_CONFIG_HOME/openhuman-host/config.toml, or
-// ~/.config/openhuman-host/config.toml when XDG_CONFIG_HOME is unset or not
-// absolute. It fails only when neither that variable nor the home directory is
-// known. The file need not exist.
+// config.toml in the config directory, which follows the conventions of
+// the operating system (see [DefaultConfigDir]). The file need not exist.
 func DefaultPath() (string, error) {
 	return defaultPath(osEnviron)
 }
 
 // DataDir returns the absolute data directory: server.data_dir with a leading
-// "~/" expanded, or when it is empty $XDG_DATA_HOME/openhuman-host, falling
-// back to ~/.local/share/openhuman-host. It does not create the directory.
-// It fails when the home directory is needed and unknown, or when data_dir is
-// relative.
+// "~/" expanded, or when it is empty the operating system's default (see
+// [DefaultDataDir]). It does not create the directory. It fails when the
+// home directory is needed and unknown, or when data_dir is relative.
 func (c *Config) DataDir() (string, error) {
 	return dataDir(c.Server.DataDir, osEnviron)
 }
@@ -247,17 +240,6 @@ func (c *Config) EnabledProviders() []ProviderConfig {
 	}
 	return out
 }
-
-// environ is the process environment as the loader sees it, replaceable in
-// tests.
-type environ struct {
-	// getenv returns a variable's value; empty counts as unset.
-	getenv func(string) string
-	// home returns the user's home directory.
-	home func() (string, error)
-}
-
-var osEnviron = environ{getenv: os.Getenv, home: os.UserHomeDir}
 
 func load(path string, env environ) (*Config, error) {
 	if path == "" {
@@ -301,61 +283,4 @@ func withEnv(c *Config, env environ) (*Config, error) {
 		return nil, joinErrors(errs)
 	}
 	return c, nil
-}
-
-func defaultPath(env environ) (string, error) {
-	base, err := xdgHome(env, "XDG_CONFIG_HOME", ".config")
-	if err != nil {
-		return "", fmt.Errorf("find default config path: %w", err)
-	}
-	return filepath.Join(base, appDir, "config.toml"), nil
-}
-
-func dataDir(configured string, env environ) (string, error) {
-	if configured == "" {
-		base, err := xdgHome(env, "XDG_DATA_HOME", filepath.Join(".local", "share"))
-		if err != nil {
-			return "", fmt.Errorf("find data directory: %w; set server.data_dir", err)
-		}
-		return filepath.Join(base, appDir), nil
-	}
-	p, err := expandHome(configured, env)
-	if err != nil {
-		return "", fmt.Errorf("server.data_dir: %w", err)
-	}
-	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("server.data_dir: must be an absolute path or start with ~/; got %q", configured)
-	}
-	return filepath.Clean(p), nil
-}
-
-// xdgHome returns the XDG base directory named by variable, or home/fallback.
-// The XDG spec says relative values are invalid and must be ignored.
-func xdgHome(env environ, variable, fallback string) (string, error) {
-	if v := env.getenv(variable); v != "" && filepath.IsAbs(v) {
-		return filepath.Clean(v), nil
-	}
-	home, err := env.home()
-	if err != nil {
-		return "", err
-	}
-	if home == "" {
-		return "", errors.New("home directory unknown")
-	}
-	return filepath.Join(home, fallback), nil
-}
-
-// expandHome replaces a leading "~" or "~/" with the home directory.
-func expandHome(p string, env environ) (string, error) {
-	if p != "~" && !strings.HasPrefix(p, "~/") {
-		return p, nil
-	}
-	home, err := env.home()
-	if err != nil {
-		return "", fmt.Errorf("expand ~: %w", err)
-	}
-	if home == "" {
-		return "", errors.New("expand ~: home directory unknown")
-	}
-	return filepath.Join(home, strings.TrimPrefix(p, "~")), nil
 }

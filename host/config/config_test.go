@@ -3,12 +3,14 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -62,8 +64,11 @@ func noEnv(home string) environ {
 	return fakeEnv(nil, home)
 }
 
+// fakeEnv is an environment with vars and home, following Linux
+// conventions.
 func fakeEnv(vars map[string]string, home string) environ {
 	return environ{
+		goos:   "linux",
 		getenv: func(k string) string { return vars[k] },
 		home: func() (string, error) {
 			if home == "" {
@@ -733,7 +738,10 @@ func TestEnvOverrides(t *testing.T) {
 func TestEnvOverridesFromProcess(t *testing.T) {
 	t.Setenv(EnvLogLevel, "trace")
 	t.Setenv(EnvDataDir, "~/oh")
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	// No config file where Load("") looks, on any system.
+	for _, k := range []string{"XDG_CONFIG_HOME", "HOME", "APPDATA"} {
+		t.Setenv(k, t.TempDir())
+	}
 	t.Setenv("OPENHUMAN_TEST_KEY", "k-123")
 
 	c, err := Parse([]byte(lines("[server]", `log_level = "info"`)), "config.toml")
@@ -895,13 +903,63 @@ func TestLoad(t *testing.T) {
 func TestPaths(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {
-		env         map[string]string
-		home        string
+		goos string // default linux
+		env  map[string]string
+		home string
+		// folders are the Windows known folders the shell would give.
+		folders     map[string]string
 		dataDir     string
 		wantConfig  string
 		wantData    string
 		wantDataErr string
 	}{
+		"macOS: Application Support, never XDG": {
+			goos:       "darwin",
+			env:        map[string]string{"XDG_CONFIG_HOME": "/xdg/config", "XDG_DATA_HOME": "/xdg/data"},
+			home:       "/Users/u",
+			wantConfig: "/Users/u/Library/Application Support/openhuman-host/config.toml",
+			wantData:   "/Users/u/Library/Application Support/openhuman-host",
+		},
+		"macOS: configured data dir with ~": {
+			goos:       "darwin",
+			home:       "/Users/u",
+			dataDir:    "~/oh",
+			wantConfig: "/Users/u/Library/Application Support/openhuman-host/config.toml",
+			wantData:   "/Users/u/oh",
+		},
+		"macOS: no home": {
+			goos:        "darwin",
+			wantDataErr: "find data directory: $HOME is not defined; set server.data_dir",
+		},
+		"Windows: APPDATA for config, LOCALAPPDATA for data": {
+			goos:       "windows",
+			env:        map[string]string{"APPDATA": "/u/AppData/Roaming", "LOCALAPPDATA": "/u/AppData/Local", "XDG_DATA_HOME": "/xdg/data"},
+			home:       "/u",
+			folders:    map[string]string{folderRoaming: "/shell/Roaming", folderLocal: "/shell/Local"},
+			wantConfig: "/u/AppData/Roaming/openhuman-host/config.toml",
+			wantData:   "/u/AppData/Local/openhuman-host",
+		},
+		"Windows: known folders when the variables are missing": {
+			goos:       "windows",
+			home:       "/u",
+			folders:    map[string]string{folderRoaming: "/shell/Roaming", folderLocal: "/shell/Local"},
+			wantConfig: "/shell/Roaming/openhuman-host/config.toml",
+			wantData:   "/shell/Local/openhuman-host",
+		},
+		"Windows: relative variables are ignored": {
+			goos:       "windows",
+			env:        map[string]string{"APPDATA": "Roaming", "LOCALAPPDATA": "Local"},
+			home:       "/u",
+			folders:    map[string]string{folderRoaming: "/shell/Roaming", folderLocal: "/shell/Local"},
+			wantConfig: "/shell/Roaming/openhuman-host/config.toml",
+			wantData:   "/shell/Local/openhuman-host",
+		},
+		"Windows: the profile's standard folders when the shell has none": {
+			goos:       "windows",
+			home:       "/u",
+			wantConfig: "/u/AppData/Roaming/openhuman-host/config.toml",
+			wantData:   "/u/AppData/Local/openhuman-host",
+		},
 		"XDG variables": {
 			env:        map[string]string{"XDG_CONFIG_HOME": "/xdg/config", "XDG_DATA_HOME": "/xdg/data/"},
 			home:       "/home/u",
@@ -949,6 +1007,17 @@ func TestPaths(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			env := fakeEnv(tt.env, tt.home)
+			if tt.goos != "" {
+				env.goos = tt.goos
+			}
+			if tt.folders != nil {
+				env.folder = func(id string) (string, error) {
+					if d, ok := tt.folders[id]; ok {
+						return d, nil
+					}
+					return "", errors.New("no such folder")
+				}
+			}
 			gotConfig, err := defaultPath(env)
 			if tt.wantConfig == "" {
 				if err == nil {
@@ -972,6 +1041,9 @@ func TestPaths(t *testing.T) {
 // TestPathsFromProcess checks the exported functions read the real
 // environment, so it cannot run in parallel.
 func TestPathsFromProcess(t *testing.T) {
+	if runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
+		t.Skip("reads XDG variables, which only Linux and other Unix systems follow")
+	}
 	t.Setenv("XDG_CONFIG_HOME", "/xdg/config")
 	t.Setenv("XDG_DATA_HOME", "/xdg/data")
 	got, err := DefaultPath()
@@ -988,6 +1060,15 @@ func TestPathsFromProcess(t *testing.T) {
 	got, err = c.DataDir()
 	if err != nil || got != "/home/p/oh" {
 		t.Errorf("DataDir() with ~/oh = %q, %v; want /home/p/oh", got, err)
+	}
+	dirs := [][2]string{}
+	for _, f := range []func() (string, error){DefaultConfigDir, DefaultDataDir} {
+		d, err := f()
+		dirs = append(dirs, [2]string{d, fmt.Sprint(err)})
+	}
+	want := [][2]string{{"/xdg/config/openhuman-host", "<nil>"}, {"/xdg/data/openhuman-host", "<nil>"}}
+	if diff := cmp.Diff(want, dirs); diff != "" {
+		t.Errorf("DefaultConfigDir, DefaultDataDir mismatch (-want +got):\n%s", diff)
 	}
 }
 

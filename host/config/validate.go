@@ -185,7 +185,7 @@ func checkHost(h string) string {
 }
 
 func checkDataDir(p string) string {
-	if p == "" || p == "~" || strings.HasPrefix(p, "~/") || filepath.IsAbs(p) {
+	if p == "" || homePrefixed(p) || filepath.IsAbs(p) {
 		return ""
 	}
 	return fmt.Sprintf("must be an absolute path, a path starting with ~/, or empty for the default; got %q", p)

@@ -64,7 +64,9 @@ type ConfigureRequest struct {
 	Config json.RawMessage
 	// DataDir is an absolute directory, created by the host with mode 0700,
 	// that the provider owns for its state: <host data dir>/<name>, for
-	// example ~/.local/share/openhuman-host/hello. It survives restarts of
+	// example ~/.local/share/openhuman-host/hello on Linux,
+	// ~/Library/Application Support/openhuman-host/hello on macOS and
+	// %LOCALAPPDATA%\openhuman-host\hello on Windows. It survives restarts of
 	// the provider and of the host. Two hosts on one data dir (a running
 	// server and a one-shot `openhuman-host tools call`) each run their own
 	// process of the provider on it: write files atomically (a temporary
@@ -76,8 +78,9 @@ type ConfigureRequest struct {
 	// Secrets["llm.api_key"], and "" when the variable is unset. Nil or
 	// empty when there are no _env keys. Providers never read the host's
 	// environment: the host starts them with an allow-list of variables
-	// (PATH, HOME, TMPDIR, locale, time zone and TLS settings) and no
-	// others.
+	// (PATH, HOME, TMPDIR, locale, time zone and TLS settings, and on
+	// Windows the system, profile, temporary and application-data
+	// directories, PATHEXT and ComSpec) and no others.
 	Secrets map[string]string
 	// Host calls tools through the host's pipeline; nil when the host offers
 	// no host service.
@@ -88,8 +91,9 @@ type ConfigureRequest struct {
 	// error or off); [Serve] already applies it to the logger it creates
 	// or is given.
 	LogLevel string
-	// ConfigDir is the directory of the host's config file
-	// ($XDG_CONFIG_HOME/openhuman-host unless --config points elsewhere),
+	// ConfigDir is the directory of the host's config file (the system's
+	// config directory, such as ~/.config/openhuman-host, unless --config
+	// points elsewhere; openhuman-host config paths prints it),
 	// where a provider may look for files of its own, such as the agent
 	// provider's agents/ directory. It may not exist; empty when unknown.
 	ConfigDir string

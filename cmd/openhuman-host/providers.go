@@ -387,8 +387,9 @@ func newProvidersAddCmd(g *globalFlags) *cobra.Command {
 		Short: "Add a third-party provider executable to the config, with its SHA-256",
 		Long: "add computes the SHA-256 of the executable at PATH and writes a [providers.NAME] table with\n" +
 			"command (the absolute path), sha256 and args to the config file in effect (--config, or\n" +
-			"$XDG_CONFIG_HOME/openhuman-host/config.toml, created if missing). The host refuses to run a\n" +
-			"provider whose file no longer matches, so run add --force again after rebuilding it.\n" +
+			"config.toml in the system's config directory, created if missing; see config paths). The\n" +
+			"host refuses to run a provider whose file no longer matches, so run add --force again after\n" +
+			"rebuilding it.\n" +
 			"A config file that is a symbolic link is edited where the link leads.\n\n" +
 			"NAME must be a lowercase letter, then up to 31 lowercase letters, digits, _ or -. It defaults\n" +
 			"to the file name without its extension, lowercased, without a leading \"openhuman-\" and then\n" +

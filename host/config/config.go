@@ -245,7 +245,8 @@ func load(path string, env environ) (*Config, error) {
 	if path == "" {
 		p, err := defaultPath(env)
 		if err != nil {
-			// No home and no XDG_CONFIG_HOME: no default file can exist.
+			// No home directory (nor an XDG or Windows folder): no
+			// default file can exist.
 			return withEnv(Default(), env)
 		}
 		data, err := os.ReadFile(p)

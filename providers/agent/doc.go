@@ -8,8 +8,10 @@
 // whether MCP clients may run it. The built-ins ([Builtins]: orchestrator,
 // researcher, archivist, summarizer, critic, planner, help) are embedded in
 // the binary; the user's own come from `<id>.toml` files, each with an
-// optional `<id>.md` prompt beside it, in
-// $XDG_CONFIG_HOME/openhuman-host/agents/ ([LoadDir]), and replace a
+// optional `<id>.md` prompt beside it, in agents/ in the host's config
+// directory (~/.config/openhuman-host/agents/ on Linux, ~/Library/Application
+// Support/openhuman-host/agents/ on macOS, %APPDATA%\openhuman-host\agents\
+// on Windows; [LoadDir]), and replace a
 // built-in of the same id ([Merge]). Invalid files are reported as
 // [DefinitionError] values naming the file, line and key, so that
 // `openhuman-host config check` can print them. [Definition.Allows] applies

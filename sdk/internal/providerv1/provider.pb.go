@@ -107,9 +107,10 @@ type ConfigureRequest struct {
 	HostVersion string `protobuf:"bytes,5,opt,name=host_version,json=hostVersion,proto3" json:"host_version,omitempty"`
 	// The host's log level name (trace, debug, info, warn, error).
 	LogLevel string `protobuf:"bytes,6,opt,name=log_level,json=logLevel,proto3" json:"log_level,omitempty"`
-	// The directory of the host's config file
-	// ($XDG_CONFIG_HOME/openhuman-host by default), where providers may look
-	// for files of their own; it may not exist.
+	// The directory of the host's config file (by default the system's config
+	// directory: ~/.config/openhuman-host on Linux, ~/Library/Application
+	// Support/openhuman-host on macOS, %APPDATA%\openhuman-host on Windows),
+	// where providers may look for files of their own; it may not exist.
 	ConfigDir     string `protobuf:"bytes,7,opt,name=config_dir,json=configDir,proto3" json:"config_dir,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

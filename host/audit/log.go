@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/openhuman/openhuman-host/internal/sqliteuri"
 )
 
 const (
@@ -173,7 +174,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 
 // dsn builds a file: URI so that any character in the path is escaped rather than read as a parameter.
 func dsn(abs string) string {
-	return "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() + "?" + dsnParams
+	return sqliteuri.File(abs, dsnParams)
 }
 
 // Record enqueues r for writing and returns once it is queued, not written: call [Log.Flush] to wait for

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -13,6 +12,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	gormlogger "gorm.io/gorm/logger"
+
+	"github.com/openhuman/openhuman-host/internal/sqliteuri"
 )
 
 const (
@@ -51,8 +52,7 @@ type store struct {
 // waits for other writers, takes the write lock at BEGIN (so a transaction
 // never fails half way when it starts writing) and enforces foreign keys.
 func dsn(path string) string {
-	u := url.URL{Scheme: "file", Path: path}
-	return u.String() + fmt.Sprintf("?_journal_mode=WAL&_busy_timeout=%d&_txlock=immediate&_foreign_keys=1", busyTimeoutMS)
+	return sqliteuri.File(path, fmt.Sprintf("_journal_mode=WAL&_busy_timeout=%d&_txlock=immediate&_foreign_keys=1", busyTimeoutMS))
 }
 
 // openStore opens (creating if needed) the database at path and brings its

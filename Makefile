@@ -1,7 +1,8 @@
 # openhuman-host: every command a person types twice.
 #
 #   make run     serve MCP on stdio with the embedded default config
-#   make test    the whole suite (fetches Go modules and npm packages first)
+#   make test    the whole suite (fetches Go modules, npm packages and, as
+#                root, Debian's MinGW-w64 and Wine first)
 #   make bench   throughput/latency/RSS of the host against the go-sdk floor,
 #                then the memory provider at 1k, 10k and 100k chunks
 #   make release versioned archives and SHA256SUMS in dist/ (VERSION=v1.2.3)
@@ -25,7 +26,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 STATICCHECK_VERSION        := v0.8.2
 TOOLS := $(CACHE)/tools
 
-.PHONY: all build run run-http test test-go fuzz interop-deps bench bench-memory lint proto inspect release release-deps clean
+.PHONY: all build run run-http test test-go fuzz interop-deps windows-deps windows-exe vet-platforms bench bench-memory lint proto inspect release release-deps clean
 
 all: build
 
@@ -39,11 +40,12 @@ run: build
 run-http: build
 	./$(BIN) serve --transport http
 
-# The whole suite: unit, integration and interop tests (the TypeScript SDK
-# client over stdio and HTTP, the MCP conformance suite over HTTP), with the
-# race detector.
-test: build interop-deps
-	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_REQUIRE_INTEROP=1 \
+# The whole suite: go vet for the other platforms, then unit, integration
+# and interop tests (the TypeScript SDK client over stdio and HTTP, the MCP
+# conformance suite over HTTP, the Windows build under Wine), with the race
+# detector.
+test: build interop-deps windows-exe vet-platforms
+	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 \
 		$(GO) test -race -tags $(TAGS) -count=1 -timeout 20m ./...
 	@# A build without the tag must refuse to start the memory provider.
 	$(GO) test -race -count=1 -run 'TestConfigureWithoutFTS5|TestCheckFTS5' ./providers/memory/
@@ -67,6 +69,27 @@ fuzz:
 interop-deps:
 	@./test/interop/install.sh
 	@NPM_CONFIG_CACHE=$(CACHE)/npm ./examples/provider-node/install.sh
+
+# MinGW-w64 and Wine for the Windows test (Debian packages; installed when
+# run as root, else the script prints the command).
+windows-deps:
+	@./test/windows/install.sh
+
+# The Windows binary, cross-built with cgo for SQLite, that test/windows
+# runs under Wine. Go's build cache makes a rebuild take seconds.
+WINDOWS_EXE := $(CACHE)/windows/openhuman-host.exe
+windows-exe: windows-deps
+	@CC=x86_64-w64-mingw32-gcc GOOS=windows GOARCH=amd64 CGO_ENABLED=1 \
+		$(GO) build -tags $(TAGS) -o $(WINDOWS_EXE) ./cmd/openhuman-host
+
+# go vet, test files included, for every platform besides this one that an
+# MCP client runs on. Without cgo: go-sqlite3's stub stands in for SQLite,
+# which is enough to type-check everything.
+PLATFORMS := windows/amd64 darwin/amd64 darwin/arm64 linux/arm64
+vet-platforms:
+	@for p in $(PLATFORMS); do \
+		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet -tags $(TAGS) ./... || { echo "go vet failed for $$p" >&2; exit 1; }; \
+	done
 
 bench: build
 	$(GO) run -tags $(TAGS) ./bench -host $(CURDIR)/$(BIN)

@@ -1,0 +1,444 @@
+// Package windows_test runs the Windows build of openhuman-host, cross-built
+// with cgo by MinGW-w64, under Wine in a throwaway prefix, and drives it
+// over stdio with the go-sdk client: the handshake, the tool list, a
+// memory stored and found again, a provider killed and restarted, and no
+// provider left once the server exits.
+//
+// It needs OPENHUMAN_WINDOWS_BIN (the cross-built .exe), wine and
+// x86_64-w64-mingw32-gcc. `make test` provides all three (install.sh
+// installs the Debian packages) and sets OPENHUMAN_REQUIRE_INTEROP=1, which
+// turns a missing prerequisite from a skip into a failure.
+package windows_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// testTimeout bounds the whole test when go test sets no deadline. Wine
+// starts slowly, more so on a loaded machine: every wait below ends on an
+// event, this only stops a run that hangs.
+const testTimeout = 15 * time.Minute
+
+const howToRun = "run `make test` from the repository root; by hand: " +
+	"make windows-exe && OPENHUMAN_WINDOWS_BIN=$PWD/.cache/windows/openhuman-host.exe go test ./test/windows/"
+
+// unavailable skips the test, or fails it when OPENHUMAN_REQUIRE_INTEROP is
+// set: CI must never pass by skipping.
+func unavailable(t *testing.T, why string) {
+	t.Helper()
+	msg := "windows: " + why + "; " + howToRun
+	if os.Getenv("OPENHUMAN_REQUIRE_INTEROP") != "" {
+		t.Fatal(msg + " (OPENHUMAN_REQUIRE_INTEROP is set, so this is a failure)")
+	}
+	t.Skip(msg)
+}
+
+// wine runs Windows programs in one prefix.
+type wine struct {
+	launcher string // the wine command
+	prefix   string // WINEPREFIX
+	env      []string
+}
+
+// newWine makes a fresh prefix in dir and initialises it, with the
+// ProcessPrng shim that Go needs on Wine 8 in its system32.
+func newWine(ctx context.Context, t *testing.T, launcher, cc, dir string) *wine {
+	t.Helper()
+	w := &wine{launcher: launcher, prefix: filepath.Join(dir, "prefix")}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "WINE") || k == "DISPLAY" || k == "WAYLAND_DISPLAY" {
+			continue
+		}
+		w.env = append(w.env, kv)
+	}
+	// No debug output, no window, and no offer to install Mono or Gecko
+	// while the prefix is made.
+	w.env = append(w.env, "WINEPREFIX="+w.prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")
+	t.Cleanup(func() {
+		// Whatever a failed run left in the prefix ends with its server.
+		kill := exec.Command(filepath.Join(filepath.Dir(launcher), "wineserver"), "-k")
+		kill.Env = w.env
+		_ = kill.Run()
+	})
+	start := time.Now()
+	if out, err := w.command(ctx, "wineboot", "--init").CombinedOutput(); err != nil {
+		t.Fatalf("wineboot --init: %v\n%s", err, out)
+	}
+	t.Logf("wine prefix made in %s", time.Since(start).Round(time.Millisecond))
+	dll := filepath.Join(w.prefix, "drive_c", "windows", "system32", "bcryptprimitives.dll")
+	if _, err := os.Stat(dll); errors.Is(err, os.ErrNotExist) {
+		src, err := filepath.Abs(filepath.Join("testdata", "bcryptprimitives.c"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.CommandContext(ctx, cc, "-O2", "-shared", "-o", dll, src, "-ladvapi32").CombinedOutput(); err != nil {
+			t.Fatalf("build the ProcessPrng shim: %v\n%s", err, out)
+		}
+	}
+	return w
+}
+
+// command is wine running args in the prefix.
+func (w *wine) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, w.launcher, args...)
+	cmd.Env = w.env
+	return cmd
+}
+
+// run runs args in the prefix and returns their standard output.
+func (w *wine) run(ctx context.Context, t *testing.T, args ...string) []byte {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := w.command(ctx, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("wine %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+	}
+	return stdout.Bytes()
+}
+
+// linuxProcs returns the processes (by Linux pid) whose command line names
+// exe. Wine runs every Windows process as a Linux process whose command
+// line is the Windows one, so this finds the server and its providers.
+func linuxProcs(exe string) map[int]string {
+	out := map[int]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		line := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+		if strings.Contains(line, exe) {
+			out[pid] = line
+		}
+	}
+	return out
+}
+
+// providersOf keeps the processes that are providers ("... provider NAME").
+func providersOf(procs map[int]string) map[int]string {
+	out := map[int]string{}
+	for pid, line := range procs {
+		if f := strings.Fields(line); len(f) >= 3 && f[len(f)-2] == "provider" {
+			out[pid] = line
+		}
+	}
+	return out
+}
+
+// await polls cond every 200ms until it holds or ctx ends.
+func await(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not before the test's deadline", what)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// statusReport is what providers status --json says of one server.
+type statusReport struct {
+	Pid       int `json:"pid"`
+	Providers []struct {
+		Name     string `json:"name"`
+		State    string `json:"state"`
+		Pid      int    `json:"pid"`
+		Restarts int    `json:"restarts"`
+	} `json:"providers"`
+}
+
+// providerPid returns the Windows pid and restart count of provider name
+// of the one running server, as providers status reports them.
+func providerPid(ctx context.Context, t *testing.T, w *wine, exe, name string) (pid, restarts int) {
+	t.Helper()
+	var reports []statusReport
+	out := w.run(ctx, t, exe, "providers", "status", "--json")
+	if err := json.Unmarshal(out, &reports); err != nil || len(reports) != 1 {
+		t.Fatalf("providers status --json: want one server's report, got %v:\n%s", err, out)
+	}
+	for _, p := range reports[0].Providers {
+		if p.Name == name && p.State == "running" {
+			return p.Pid, p.Restarts
+		}
+	}
+	t.Fatalf("providers status: no running %s provider:\n%s", name, out)
+	return 0, 0
+}
+
+func TestWindowsUnderWine(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		unavailable(t, "Wine runs the x86-64 Windows build on Linux x86-64 only")
+	}
+	bin := os.Getenv("OPENHUMAN_WINDOWS_BIN")
+	if bin == "" {
+		unavailable(t, "OPENHUMAN_WINDOWS_BIN (path of the cross-built openhuman-host.exe) is not set")
+	}
+	exe, err := filepath.Abs(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(exe); err != nil {
+		unavailable(t, fmt.Sprintf("OPENHUMAN_WINDOWS_BIN=%s: %v", bin, err))
+	}
+	launcher, err := exec.LookPath("wine")
+	if err != nil {
+		unavailable(t, "wine is not installed (run ./test/windows/install.sh)")
+	}
+	cc, err := exec.LookPath("x86_64-w64-mingw32-gcc")
+	if err != nil {
+		unavailable(t, "x86_64-w64-mingw32-gcc is not installed (run ./test/windows/install.sh)")
+	}
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(testTimeout)
+	}
+	// Leave time for the cleanup to report what is left.
+	ctx, cancel := context.WithDeadline(context.Background(), deadline.Add(-30*time.Second))
+	defer cancel()
+
+	dir := t.TempDir()
+	// A copy in the test's own directory: its path names only this run's
+	// processes.
+	own := filepath.Join(dir, "openhuman-host.exe")
+	if err := copyFile(exe, own); err != nil {
+		t.Fatal(err)
+	}
+	w := newWine(ctx, t, launcher, cc, dir)
+
+	t.Run("directories follow Windows conventions", func(t *testing.T) {
+		var got map[string]any
+		out := w.run(ctx, t, own, "config", "paths", "--json")
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("config paths --json: %v\n%s", err, out)
+		}
+		profile := `C:\users\` + me.Username
+		want := map[string]any{
+			"config_file":        profile + `\AppData\Roaming\openhuman-host\config.toml`,
+			"config_file_exists": false,
+			"config_dir":         profile + `\AppData\Roaming\openhuman-host`,
+			"data_dir":           profile + `\AppData\Local\openhuman-host`,
+			"data_dir_from":      "default",
+		}
+		if !equalFold(got, want) {
+			t.Errorf("config paths --json = %v, want %v (drive and user names in any case)", got, want)
+		}
+	})
+
+	start := time.Now()
+	srv := w.command(ctx, own, "serve")
+	var stderr lockedBuffer
+	srv.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "wine-smoke", Version: "1"}, nil)
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: srv, TerminateDuration: 2 * time.Minute}, nil)
+	if err != nil {
+		t.Fatalf("initialize: %v\nserver log:\n%s", err, stderr.String())
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = session.Close()
+		}
+	}()
+	t.Logf("server initialized %s after start", time.Since(start).Round(time.Millisecond))
+	if got := session.InitializeResult().ServerInfo.Name; got != "openhuman-host" {
+		t.Errorf("server name = %q, want openhuman-host", got)
+	}
+
+	tools, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	for _, want := range []string{"memory_store", "memory_search", "agent_run_subagent", "core_list_tools"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tools/list lacks %s: %v", want, names)
+		}
+	}
+
+	stored := call(ctx, t, session, "memory_store", map[string]any{
+		"title": "Reef trip", "content": "The zebrafish swims near the northern reef.",
+	})
+	var store struct {
+		ChunkIDs []string `json:"chunk_ids"`
+	}
+	decode(t, stored, &store)
+	if len(store.ChunkIDs) != 1 {
+		t.Fatalf("memory_store: chunk_ids = %v, want one", store.ChunkIDs)
+	}
+	search := func() ([]string, error) {
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "memory_search", Arguments: map[string]any{"query": "zebrafish"}})
+		if err != nil {
+			return nil, err
+		}
+		if res.IsError {
+			return nil, fmt.Errorf("memory_search: %s", text(res))
+		}
+		var hits struct {
+			Chunks []struct {
+				ChunkID string `json:"chunk_id"`
+				Title   string `json:"title"`
+			} `json:"chunks"`
+		}
+		decode(t, res, &hits)
+		var got []string
+		for _, c := range hits.Chunks {
+			got = append(got, c.ChunkID+" "+c.Title)
+		}
+		return got, nil
+	}
+	wantHits := []string{store.ChunkIDs[0] + " Reef trip"}
+	if got, err := search(); err != nil || !slices.Equal(got, wantHits) {
+		t.Fatalf("memory_search = %v, %v; want %v", got, err, wantHits)
+	}
+
+	// Kill the memory provider as Windows would (TerminateProcess): the
+	// server must start it again and its tools answer again.
+	oldPid, _ := providerPid(ctx, t, w, own, "memory")
+	w.run(ctx, t, "taskkill", "/F", "/PID", fmt.Sprint(oldPid))
+	await(ctx, t, "memory provider answering again after it was killed", func() bool {
+		got, err := search()
+		return err == nil && slices.Equal(got, wantHits)
+	})
+	newPid, restarts := providerPid(ctx, t, w, own, "memory")
+	if newPid == oldPid || restarts != 1 {
+		t.Errorf("memory provider after the kill: pid %d (was %d), restarts %d; want a new pid and 1 restart", newPid, oldPid, restarts)
+	}
+
+	// The data lives where config paths said, inside the prefix.
+	data := filepath.Join(w.prefix, "drive_c", "users", me.Username, "AppData", "Local", "openhuman-host")
+	for _, f := range []string{"audit.db", filepath.Join("memory", "memory.db")} {
+		if _, err := os.Stat(filepath.Join(data, f)); err != nil {
+			t.Errorf("data file: %v", err)
+		}
+	}
+
+	providers := providersOf(linuxProcs(own))
+	if len(providers) == 0 {
+		t.Fatalf("no provider process found by command line under Wine; the exit check would prove nothing")
+	}
+	// Closing stdin ends the server, which must exit with status 0.
+	closed = true
+	if err := session.Close(); err != nil {
+		t.Errorf("server exit after stdin closed: %v\nserver log:\n%s", err, stderr.String())
+	}
+	await(ctx, t, "no provider process left after the server exited", func() bool {
+		return len(providersOf(linuxProcs(own))) == 0
+	})
+	t.Logf("whole run after the prefix was made: %s", time.Since(start).Round(time.Millisecond))
+}
+
+// call calls a tool and fails the test on any error.
+func call(ctx context.Context, t *testing.T, s *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if res.IsError {
+		t.Fatalf("%s: %s", name, text(res))
+	}
+	return res
+}
+
+// decode decodes a result's structured content into v.
+func decode(t *testing.T, res *mcp.CallToolResult, v any) {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		t.Fatalf("structured content %s: %v", b, err)
+	}
+}
+
+// text joins a result's text blocks.
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// equalFold compares two flat JSON objects, strings without regard to
+// case: Wine spells the drive and the user's folder as it likes.
+func equalFold(got, want map[string]any) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			return false
+		}
+		gs, gok := g.(string)
+		ws, wok := w.(string)
+		if gok && wok {
+			if !strings.EqualFold(gs, ws) {
+				return false
+			}
+		} else if g != w {
+			return false
+		}
+	}
+	return true
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -30,6 +30,7 @@ import (
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
+	"github.com/openhuman/openhuman-host/internal/platform"
 )
 
 // newProvidersCmd builds the providers command and its subcommands.
@@ -540,8 +541,8 @@ func runProvidersAdd(cmd *cobra.Command, g *globalFlags, path, name string, args
 		flag = " --config " + shellQuote(g.configPath)
 	}
 	fmt.Fprintf(out, "Check that it loads with: openhuman-host%s providers status\n"+
-		"Running servers load it on SIGHUP (or at once with serve --watch). After rebuilding the provider, run: openhuman-host%s providers add --force %s\n",
-		flag, flag, shellQuote(abs))
+		"%s After rebuilding the provider, run: openhuman-host%s providers add --force %s\n",
+		flag, platform.ReloadNotice, flag, shellQuote(abs))
 	return nil
 }
 

@@ -4,6 +4,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"syscall"
@@ -52,4 +54,13 @@ func lockFile(path string) (unlock func(), err error) {
 	}
 	// Closing the file releases the lock.
 	return func() { _ = f.Close() }, nil
+}
+
+// runnable says why the file at path, described by fi, cannot be run as a
+// provider: no execute permission.
+func runnable(path string, fi fs.FileInfo) error {
+	if fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not executable; run: chmod +x %s", path, path)
+	}
+	return nil
 }

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/windows"
@@ -72,4 +77,16 @@ func lockFile(path string) (unlock func(), err error) {
 	}
 	// Closing the file releases the lock.
 	return func() { _ = f.Close() }, nil
+}
+
+// runnable says why the file at path cannot be run as a provider: Windows
+// has no execute permission, it runs files by their extension, and a
+// provider must be a program (.exe or .com) or a script Windows runs
+// (.bat, .cmd).
+func runnable(path string, _ fs.FileInfo) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if !slices.Contains([]string{".exe", ".com", ".bat", ".cmd"}, ext) {
+		return fmt.Errorf("%s is not a program Windows runs: its name must end in .exe (or .com, .bat, .cmd)", path)
+	}
+	return nil
 }

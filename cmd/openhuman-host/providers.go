@@ -470,8 +470,8 @@ func runProvidersAdd(cmd *cobra.Command, g *globalFlags, path, name string, args
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", abs)
 	}
-	if fi.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("%s is not executable; run: chmod +x %s", abs, abs)
+	if err := runnable(abs, fi); err != nil {
+		return err
 	}
 	if name == "" {
 		if name, err = providerNameFor(abs); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -202,22 +201,22 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(req)
 }
 
-// extraPathDirs are appended to a stdio server's PATH when missing, so that
-// commands installed the usual ways (npx, uvx, pipx, Homebrew) are found
-// as they would be from a login shell; "~" stands for HOME.
-var extraPathDirs = []string{"/usr/local/bin", "/usr/bin", "/bin", "~/.local/bin", "~/.npm-global/bin", "/opt/homebrew/bin"}
-
 // childEnv is the environment of a stdio server: the provider's own (which
 // the host reduced to an allow-list), then the server's env, with a PATH
 // completed by extraPathDirs.
 func childEnv(base []string, extra map[string]string) []string {
+	// Keyed by envKey (on Windows, names differ in case only: Path is
+	// PATH), spelt as first seen.
 	vars := map[string]string{}
+	names := map[string]string{}
 	var order []string
 	set := func(k, v string) {
-		if _, ok := vars[k]; !ok {
-			order = append(order, k)
+		key := envKey(k)
+		if _, ok := vars[key]; !ok {
+			order = append(order, key)
+			names[key] = k
 		}
-		vars[k] = v
+		vars[key] = v
 	}
 	for _, kv := range base {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -227,10 +226,10 @@ func childEnv(base []string, extra map[string]string) []string {
 	for k, v := range extra {
 		set(k, v)
 	}
-	set("PATH", completePath(vars["PATH"], vars["HOME"]))
+	set("PATH", completePath(vars[envKey("PATH")], vars[envKey(homeVar)]))
 	out := make([]string, 0, len(order))
 	for _, k := range order {
-		out = append(out, k+"="+vars[k])
+		out = append(out, names[k]+"="+vars[k])
 	}
 	return out
 }
@@ -264,53 +263,9 @@ func containsString(list []string, s string) bool {
 // envValue returns the value of key in env.
 func envValue(env []string, key string) string {
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+		if k, v, ok := strings.Cut(kv, "="); ok && envKey(k) == envKey(key) {
 			return v
 		}
 	}
 	return ""
-}
-
-// lookCommand finds command the way the child's PATH would, and says how to
-// install it when it is missing.
-func lookCommand(command, path, cwd string) (string, error) {
-	if strings.Contains(command, "/") {
-		p := command
-		if !filepath.IsAbs(p) && cwd != "" {
-			p = filepath.Join(cwd, p)
-		}
-		if err := executable(p); err != nil {
-			return "", fmt.Errorf("command %s cannot be run: %v", command, err)
-		}
-		return command, nil
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			continue
-		}
-		p := filepath.Join(dir, command)
-		if executable(p) == nil {
-			return p, nil
-		}
-	}
-	hint := "install it (for npx: install Node.js; for uvx: install uv) or set command to its absolute path"
-	return "", fmt.Errorf("command %s not found on PATH (%s); %s", command, path, hint)
-}
-
-// executable reports why p is not an executable regular file, or nil.
-func executable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return errors.New("no such file")
-		}
-		return err
-	}
-	if fi.IsDir() {
-		return errors.New("it is a directory")
-	}
-	if fi.Mode()&0o111 == 0 {
-		return errors.New("it is not executable")
-	}
-	return nil
 }

@@ -114,9 +114,11 @@ func (w *wine) run(ctx context.Context, t *testing.T, args ...string) []byte {
 }
 
 // linuxProcs returns the processes (by Linux pid) whose command line names
-// exe. Wine runs every Windows process as a Linux process whose command
-// line is the Windows one, so this finds the server and its providers.
+// exe, by its Linux path or as Wine's Z: drive has it. Wine runs every
+// Windows process as a Linux process whose command line is the Windows one,
+// so this finds the server and its providers.
 func linuxProcs(exe string) map[int]string {
+	winExe := `Z:` + strings.ReplaceAll(exe, "/", `\`)
 	out := map[int]string{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -129,7 +131,7 @@ func linuxProcs(exe string) map[int]string {
 			continue
 		}
 		line := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-		if strings.Contains(line, exe) {
+		if strings.Contains(line, exe) || strings.Contains(line, winExe) {
 			out[pid] = line
 		}
 	}

@@ -554,8 +554,9 @@ func runProvidersAdd(cmd *cobra.Command, g *globalFlags, path, name string, args
 func followSymlinks(path string) (string, error) {
 	// 40 is the kernel's own limit on the links followed in one path.
 	for range 40 {
-		cut := strings.LastIndexByte(path, '/') + 1
-		dir, base := path[:cut], path[cut:]
+		// Split, unlike Dir, leaves ".." to be resolved after the links
+		// before it; on Windows it splits at \ as well as /.
+		dir, base := filepath.Split(path)
 		if dir == "" {
 			dir = "."
 		}

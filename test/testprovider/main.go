@@ -27,8 +27,19 @@ import (
 func main() {
 	// Output before the handshake line must not break the handshake.
 	fmt.Println("testprovider: noise on stdout before the handshake")
-	// -slow-start=DURATION delays the handshake, for start timeouts.
+	// -slow-start=DURATION delays the handshake, for start timeouts;
+	// -sleep=DURATION makes the process a plain child that sleeps and
+	// exits (kit.spawn starts one), watching no parent.
 	for _, a := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(a, "-sleep="); ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "testprovider:", err)
+				os.Exit(2)
+			}
+			time.Sleep(d)
+			os.Exit(0)
+		}
 		if v, ok := strings.CutPrefix(a, "-slow-start="); ok {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -127,7 +138,13 @@ func (k *kit) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 		_ = cmd.Run()
 		return sdk.TextResult("printed"), nil
 	case "kit.spawn":
-		cmd := exec.Command("sleep", "300")
+		// A child that knows nothing of the host: only the provider's
+		// group (process group or job object) ends it.
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(self, "-sleep=300s")
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}

@@ -118,7 +118,7 @@ func (w *wine) run(ctx context.Context, t *testing.T, args ...string) []byte {
 // Windows process as a Linux process whose command line is the Windows one,
 // so this finds the server and its providers.
 func linuxProcs(exe string) map[int]string {
-	winExe := `Z:` + strings.ReplaceAll(exe, "/", `\`)
+	winExe := winPath(exe)
 	out := map[int]string{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -213,6 +213,10 @@ func TestWindowsUnderWine(t *testing.T) {
 	if err != nil {
 		unavailable(t, "x86_64-w64-mingw32-gcc is not installed (run ./test/windows/install.sh)")
 	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		unavailable(t, "go is not on PATH, so the test provider cannot be cross-built")
+	}
 	me, err := user.Current()
 	if err != nil {
 		t.Fatal(err)
@@ -231,6 +235,14 @@ func TestWindowsUnderWine(t *testing.T) {
 	own := filepath.Join(dir, "openhuman-host.exe")
 	if err := copyFile(exe, own); err != nil {
 		t.Fatal(err)
+	}
+	// The test provider, whose kit.spawn starts a child that watches no
+	// parent: only the provider's job object can end it.
+	kit := filepath.Join(dir, "kit.exe")
+	build := exec.CommandContext(ctx, goTool, "build", "-o", kit, "github.com/openhuman/openhuman-host/test/testprovider")
+	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("cross-build the test provider: %v\n%s", err, out)
 	}
 	w := newWine(ctx, t, launcher, cc, dir)
 
@@ -253,111 +265,152 @@ func TestWindowsUnderWine(t *testing.T) {
 		}
 	})
 
-	start := time.Now()
+	// providers add: a .exe passes as runnable, the config is locked with
+	// LockFileEx and written to %APPDATA%.
+	w.run(ctx, t, own, "providers", "add", "--name", "kit", winPath(kit))
+	config := filepath.Join(w.prefix, "drive_c", "users", me.Username, "AppData", "Roaming", "openhuman-host", "config.toml")
+	if b, err := os.ReadFile(config); err != nil || !strings.Contains(string(b), "[providers.kit]") {
+		t.Fatalf("providers add wrote no [providers.kit] to %s: %v\n%s", config, err, b)
+	}
+	sleepers := func() map[int]string { return linuxProcs(kit + " -sleep=") }
+
+	t.Run("serve, restart a killed provider, exit on stdin EOF", func(t *testing.T) {
+		start := time.Now()
+		session, stderr := serve(ctx, t, w, own)
+		t.Logf("server initialized %s after start", time.Since(start).Round(time.Millisecond))
+		if got := session.InitializeResult().ServerInfo.Name; got != "openhuman-host" {
+			t.Errorf("server name = %q, want openhuman-host", got)
+		}
+		tools, err := session.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		var names []string
+		for _, tool := range tools.Tools {
+			names = append(names, tool.Name)
+		}
+		for _, want := range []string{"memory_store", "memory_search", "agent_run_subagent", "core_list_tools", "kit_spawn"} {
+			if !slices.Contains(names, want) {
+				t.Errorf("tools/list lacks %s: %v", want, names)
+			}
+		}
+
+		stored := call(ctx, t, session, "memory_store", map[string]any{
+			"title": "Reef trip", "content": "The zebrafish swims near the northern reef.",
+		})
+		var store struct {
+			ChunkIDs []string `json:"chunk_ids"`
+		}
+		decode(t, stored, &store)
+		if len(store.ChunkIDs) != 1 {
+			t.Fatalf("memory_store: chunk_ids = %v, want one", store.ChunkIDs)
+		}
+		search := func() ([]string, error) {
+			res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "memory_search", Arguments: map[string]any{"query": "zebrafish"}})
+			if err != nil {
+				return nil, err
+			}
+			if res.IsError {
+				return nil, fmt.Errorf("memory_search: %s", text(res))
+			}
+			var hits struct {
+				Chunks []struct {
+					ChunkID string `json:"chunk_id"`
+					Title   string `json:"title"`
+				} `json:"chunks"`
+			}
+			decode(t, res, &hits)
+			var got []string
+			for _, c := range hits.Chunks {
+				got = append(got, c.ChunkID+" "+c.Title)
+			}
+			return got, nil
+		}
+		wantHits := []string{store.ChunkIDs[0] + " Reef trip"}
+		if got, err := search(); err != nil || !slices.Equal(got, wantHits) {
+			t.Fatalf("memory_search = %v, %v; want %v", got, err, wantHits)
+		}
+
+		// Kill the memory provider as Windows would (TerminateProcess):
+		// the server starts it again and its tools answer again.
+		oldPid, _ := providerPid(ctx, t, w, own, "memory")
+		w.run(ctx, t, "taskkill", "/F", "/PID", fmt.Sprint(oldPid))
+		await(ctx, t, "memory provider answering again after it was killed", func() bool {
+			got, err := search()
+			return err == nil && slices.Equal(got, wantHits)
+		})
+		newPid, restarts := providerPid(ctx, t, w, own, "memory")
+		if newPid == oldPid || restarts != 1 {
+			t.Errorf("memory provider after the kill: pid %d (was %d), restarts %d; want a new pid and 1 restart", newPid, oldPid, restarts)
+		}
+
+		// The data lives where config paths said, inside the prefix.
+		data := filepath.Join(w.prefix, "drive_c", "users", me.Username, "AppData", "Local", "openhuman-host")
+		for _, f := range []string{"audit.db", filepath.Join("memory", "memory.db")} {
+			if _, err := os.Stat(filepath.Join(data, f)); err != nil {
+				t.Errorf("data file: %v", err)
+			}
+		}
+
+		// A provider's child dies with the provider: the server closes
+		// the provider's job object when the provider exits.
+		call(ctx, t, session, "kit_spawn", nil)
+		await(ctx, t, "the kit's child running", func() bool { return len(sleepers()) == 1 })
+		kitPid, _ := providerPid(ctx, t, w, own, "kit")
+		w.run(ctx, t, "taskkill", "/F", "/PID", fmt.Sprint(kitPid))
+		await(ctx, t, "the killed kit's child gone", func() bool { return len(sleepers()) == 0 })
+		await(ctx, t, "the kit answering again after it was killed", func() bool {
+			res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "kit_ping"})
+			return err == nil && !res.IsError
+		})
+
+		if len(providersOf(linuxProcs(own))) == 0 {
+			t.Fatalf("no provider process found by command line under Wine; the exit check would prove nothing")
+		}
+		// Closing stdin ends the server, which must exit with status 0.
+		if err := session.Close(); err != nil {
+			t.Errorf("server exit after stdin closed: %v\nserver log:\n%s", err, stderr.String())
+		}
+		await(ctx, t, "no provider process left after the server exited", func() bool {
+			return len(providersOf(linuxProcs(own))) == 0
+		})
+	})
+
+	t.Run("a server killed outright leaves no process", func(t *testing.T) {
+		session, _ := serve(ctx, t, w, own)
+		call(ctx, t, session, "kit_spawn", nil)
+		await(ctx, t, "the kit's child running", func() bool { return len(sleepers()) == 1 })
+		var reports []statusReport
+		out := w.run(ctx, t, own, "providers", "status", "--json")
+		if err := json.Unmarshal(out, &reports); err != nil || len(reports) != 1 {
+			t.Fatalf("providers status --json: want one server's report, got %v:\n%s", err, out)
+		}
+		w.run(ctx, t, "taskkill", "/F", "/PID", fmt.Sprint(reports[0].Pid))
+		await(ctx, t, "every provider and the kit's child gone after the server was killed", func() bool {
+			return len(providersOf(linuxProcs(own))) == 0 && len(sleepers()) == 0
+		})
+		_ = session.Close() // the server is gone; its exit status is TerminateProcess's
+	})
+}
+
+// serve starts own serve in the prefix and connects the go-sdk client to
+// it over stdio; the session is closed at the end of the test.
+func serve(ctx context.Context, t *testing.T, w *wine, own string) (*mcp.ClientSession, *lockedBuffer) {
+	t.Helper()
 	srv := w.command(ctx, own, "serve")
-	var stderr lockedBuffer
-	srv.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	srv.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "wine-smoke", Version: "1"}, nil)
 	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: srv, TerminateDuration: 2 * time.Minute}, nil)
 	if err != nil {
 		t.Fatalf("initialize: %v\nserver log:\n%s", err, stderr.String())
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			_ = session.Close()
-		}
-	}()
-	t.Logf("server initialized %s after start", time.Since(start).Round(time.Millisecond))
-	if got := session.InitializeResult().ServerInfo.Name; got != "openhuman-host" {
-		t.Errorf("server name = %q, want openhuman-host", got)
-	}
-
-	tools, err := session.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	var names []string
-	for _, tool := range tools.Tools {
-		names = append(names, tool.Name)
-	}
-	for _, want := range []string{"memory_store", "memory_search", "agent_run_subagent", "core_list_tools"} {
-		if !slices.Contains(names, want) {
-			t.Errorf("tools/list lacks %s: %v", want, names)
-		}
-	}
-
-	stored := call(ctx, t, session, "memory_store", map[string]any{
-		"title": "Reef trip", "content": "The zebrafish swims near the northern reef.",
-	})
-	var store struct {
-		ChunkIDs []string `json:"chunk_ids"`
-	}
-	decode(t, stored, &store)
-	if len(store.ChunkIDs) != 1 {
-		t.Fatalf("memory_store: chunk_ids = %v, want one", store.ChunkIDs)
-	}
-	search := func() ([]string, error) {
-		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "memory_search", Arguments: map[string]any{"query": "zebrafish"}})
-		if err != nil {
-			return nil, err
-		}
-		if res.IsError {
-			return nil, fmt.Errorf("memory_search: %s", text(res))
-		}
-		var hits struct {
-			Chunks []struct {
-				ChunkID string `json:"chunk_id"`
-				Title   string `json:"title"`
-			} `json:"chunks"`
-		}
-		decode(t, res, &hits)
-		var got []string
-		for _, c := range hits.Chunks {
-			got = append(got, c.ChunkID+" "+c.Title)
-		}
-		return got, nil
-	}
-	wantHits := []string{store.ChunkIDs[0] + " Reef trip"}
-	if got, err := search(); err != nil || !slices.Equal(got, wantHits) {
-		t.Fatalf("memory_search = %v, %v; want %v", got, err, wantHits)
-	}
-
-	// Kill the memory provider as Windows would (TerminateProcess): the
-	// server must start it again and its tools answer again.
-	oldPid, _ := providerPid(ctx, t, w, own, "memory")
-	w.run(ctx, t, "taskkill", "/F", "/PID", fmt.Sprint(oldPid))
-	await(ctx, t, "memory provider answering again after it was killed", func() bool {
-		got, err := search()
-		return err == nil && slices.Equal(got, wantHits)
-	})
-	newPid, restarts := providerPid(ctx, t, w, own, "memory")
-	if newPid == oldPid || restarts != 1 {
-		t.Errorf("memory provider after the kill: pid %d (was %d), restarts %d; want a new pid and 1 restart", newPid, oldPid, restarts)
-	}
-
-	// The data lives where config paths said, inside the prefix.
-	data := filepath.Join(w.prefix, "drive_c", "users", me.Username, "AppData", "Local", "openhuman-host")
-	for _, f := range []string{"audit.db", filepath.Join("memory", "memory.db")} {
-		if _, err := os.Stat(filepath.Join(data, f)); err != nil {
-			t.Errorf("data file: %v", err)
-		}
-	}
-
-	providers := providersOf(linuxProcs(own))
-	if len(providers) == 0 {
-		t.Fatalf("no provider process found by command line under Wine; the exit check would prove nothing")
-	}
-	// Closing stdin ends the server, which must exit with status 0.
-	closed = true
-	if err := session.Close(); err != nil {
-		t.Errorf("server exit after stdin closed: %v\nserver log:\n%s", err, stderr.String())
-	}
-	await(ctx, t, "no provider process left after the server exited", func() bool {
-		return len(providersOf(linuxProcs(own))) == 0
-	})
-	t.Logf("whole run after the prefix was made: %s", time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() { _ = session.Close() })
+	return session, stderr
 }
+
+// winPath is the Windows path of Linux path p on Wine's Z: drive.
+func winPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
 
 // call calls a tool and fails the test on any error.
 func call(ctx context.Context, t *testing.T, s *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {

@@ -1,6 +1,6 @@
 /*
- * ProcessPrng for Wine 8.0, which lacks bcryptprimitives.dll. Go (1.22 and
- * later) fills its random numbers from ProcessPrng in that DLL, which every
+ * ProcessPrng for Wine 8.0, which lacks bcryptprimitives.dll. The Go
+ * runtime fills its random numbers from ProcessPrng in that DLL, which every
  * Windows 10 and 11 has, and stops at start without it. The Windows test
  * compiles this into the throwaway Wine prefix's system32; the binary under
  * test is unchanged. RtlGenRandom is the system's random number generator

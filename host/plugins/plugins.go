@@ -180,18 +180,6 @@ var DefaultEnv = defaultEnv()
 // baseEnv is the part of [DefaultEnv] on every system.
 var baseEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR"}
 
-// windowsEnv is what [DefaultEnv] adds on Windows: the system directory
-// (without SystemRoot, Winsock and so the network fail to load), the
-// temporary, profile and application-data directories, how commands are
-// found and run (PATHEXT, ComSpec), and the processor facts some runtimes
-// read. Windows compares variable names without regard to case.
-var windowsEnv = []string{
-	"SystemRoot", "SystemDrive", "windir", "TEMP", "TMP", "USERPROFILE", "HOMEDRIVE", "HOMEPATH",
-	"APPDATA", "LOCALAPPDATA", "ProgramData", "ProgramFiles", "ProgramFiles(x86)", "CommonProgramFiles",
-	"PATHEXT", "ComSpec", "USERNAME", "USERDOMAIN", "COMPUTERNAME",
-	"NUMBER_OF_PROCESSORS", "PROCESSOR_ARCHITECTURE", "OS",
-}
-
 // ErrUnavailable is wrapped by errors of calls to a provider that is not
 // running: restarting after a crash, failed, or stopped.
 var ErrUnavailable = errors.New("provider is not running")

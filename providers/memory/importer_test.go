@@ -255,11 +255,11 @@ func TestImportOddFiles(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Log("running as root: unreadable folders are readable, that part is not checked")
 	}
-	p, _ := newProvider(t)
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"ok.md": "fine text", "locked/inner.md": "locked text"})
 	fifo := filepath.Join(dir, "pipe.md")
 	mkfifo(t, fifo)
+	p, _ := newProvider(t)
+	writeFiles(t, dir, map[string]string{"ok.md": "fine text", "locked/inner.md": "locked text"})
 	zero := filepath.Join(dir, "zero.md")
 	if err := os.Symlink("/dev/zero", zero); err != nil {
 		t.Fatal(err)

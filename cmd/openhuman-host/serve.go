@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
 )
 
@@ -106,7 +107,12 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	}
 	// Where this server reads and writes, for a user who needs the same
 	// paths in a client's config (openhuman-host config paths prints them).
-	log.Info("paths", "config", cfg.Source, "data_dir", dataDir)
+	configFile := cfg.Source
+	if configFile == config.DefaultSource {
+		configFile, _ = config.DefaultPath()
+		configFile += " (missing: embedded defaults)"
+	}
+	log.Info("config and data paths", "config_file", configFile, "data_dir", dataDir)
 	// Registered before the providers start: SIGHUP's default action
 	// would end the process.
 	hup, stopHup := reloadSignals()

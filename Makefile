@@ -73,7 +73,7 @@ interop-deps:
 # MinGW-w64 and Wine for the Windows test (Debian packages; installed when
 # run as root, else the script prints the command).
 windows-deps:
-	@./test/windows/install.sh
+	@./scripts/debian-packages.sh gcc-mingw-w64-x86-64 wine wine64
 
 # The Windows binary, cross-built with cgo for SQLite, that test/windows
 # runs under Wine. Go's build cache makes a rebuild take seconds.

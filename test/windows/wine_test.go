@@ -5,8 +5,8 @@
 // provider left once the server exits.
 //
 // It needs OPENHUMAN_WINDOWS_BIN (the cross-built .exe), wine and
-// x86_64-w64-mingw32-gcc. `make test` provides all three (install.sh
-// installs the Debian packages) and sets OPENHUMAN_REQUIRE_INTEROP=1, which
+// x86_64-w64-mingw32-gcc. `make test` provides all three (make
+// windows-deps installs the Debian packages) and sets OPENHUMAN_REQUIRE_INTEROP=1, which
 // turns a missing prerequisite from a skip into a failure.
 package windows_test
 
@@ -207,11 +207,11 @@ func TestWindowsUnderWine(t *testing.T) {
 	}
 	launcher, err := exec.LookPath("wine")
 	if err != nil {
-		unavailable(t, "wine is not installed (run ./test/windows/install.sh)")
+		unavailable(t, "wine is not installed (run: make windows-deps)")
 	}
 	cc, err := exec.LookPath("x86_64-w64-mingw32-gcc")
 	if err != nil {
-		unavailable(t, "x86_64-w64-mingw32-gcc is not installed (run ./test/windows/install.sh)")
+		unavailable(t, "x86_64-w64-mingw32-gcc is not installed (run: make windows-deps)")
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {

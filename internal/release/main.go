@@ -37,6 +37,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openhuman/openhuman-host/internal/wineprefix"
 )
 
 // target is one platform a release is built for.
@@ -237,7 +239,21 @@ func verify(ctx context.Context, t target, bin, version string, stdout io.Writer
 	defer cancel()
 	argv := append(slices.Clone(t.runner), bin, "version")
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "WINEDEBUG=-all")
+	if t.goos == "windows" {
+		// A throwaway prefix, with what Go needs to start under Wine 8.
+		dir, err := os.MkdirTemp("", "openhuman-release-wine")
+		if err != nil {
+			return fmt.Errorf("create a Wine prefix: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		launcher, _ := exec.LookPath(t.runner[0])
+		prefix, err := wineprefix.New(ctx, launcher, t.cc[0], dir)
+		defer prefix.Close()
+		if err != nil {
+			return fmt.Errorf("check the %s binary: %w", t, err)
+		}
+		cmd = prefix.Command(ctx, bin, "version")
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {

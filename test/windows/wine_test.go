@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,6 +27,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/internal/wineprefix"
 )
 
 // testTimeout bounds the whole test when go test sets no deadline. Wine
@@ -51,61 +52,30 @@ func unavailable(t *testing.T, why string) {
 
 // wine runs Windows programs in one prefix.
 type wine struct {
-	launcher string // the wine command
-	prefix   string // WINEPREFIX
-	env      []string
+	*wineprefix.Prefix
+	prefix string // WINEPREFIX
 }
 
 // newWine makes a fresh prefix in dir and initialises it, with the
 // ProcessPrng shim that Go needs on Wine 8 in its system32.
 func newWine(ctx context.Context, t *testing.T, launcher, cc, dir string) *wine {
 	t.Helper()
-	w := &wine{launcher: launcher, prefix: filepath.Join(dir, "prefix")}
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "WINE") || k == "DISPLAY" || k == "WAYLAND_DISPLAY" {
-			continue
-		}
-		w.env = append(w.env, kv)
-	}
-	// No debug output, no window, and no offer to install Mono or Gecko
-	// while the prefix is made.
-	w.env = append(w.env, "WINEPREFIX="+w.prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")
-	t.Cleanup(func() {
-		// Whatever a failed run left in the prefix ends with its server.
-		kill := exec.Command(filepath.Join(filepath.Dir(launcher), "wineserver"), "-k")
-		kill.Env = w.env
-		_ = kill.Run()
-	})
 	start := time.Now()
-	if out, err := w.command(ctx, "wineboot", "--init").CombinedOutput(); err != nil {
-		t.Fatalf("wineboot --init: %v\n%s", err, out)
+	p, err := wineprefix.New(ctx, launcher, cc, dir)
+	// Whatever a failed run left in the prefix ends with its server.
+	t.Cleanup(func() { _ = p.Close() })
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("wine prefix made in %s", time.Since(start).Round(time.Millisecond))
-	dll := filepath.Join(w.prefix, "drive_c", "windows", "system32", "bcryptprimitives.dll")
-	if _, err := os.Stat(dll); errors.Is(err, os.ErrNotExist) {
-		src, err := filepath.Abs(filepath.Join("testdata", "bcryptprimitives.c"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.CommandContext(ctx, cc, "-O2", "-shared", "-o", dll, src, "-ladvapi32").CombinedOutput(); err != nil {
-			t.Fatalf("build the ProcessPrng shim: %v\n%s", err, out)
-		}
-	}
-	return w
-}
-
-// command is wine running args in the prefix.
-func (w *wine) command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, w.launcher, args...)
-	cmd.Env = w.env
-	return cmd
+	return &wine{Prefix: p, prefix: p.Dir}
 }
 
 // run runs args in the prefix and returns their standard output.
 func (w *wine) run(ctx context.Context, t *testing.T, args ...string) []byte {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := w.command(ctx, args...)
+	cmd := w.Command(ctx, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("wine %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
@@ -397,7 +367,7 @@ func TestWindowsUnderWine(t *testing.T) {
 // it over stdio; the session is closed at the end of the test.
 func serve(ctx context.Context, t *testing.T, w *wine, own string) (*mcp.ClientSession, *lockedBuffer) {
 	t.Helper()
-	srv := w.command(ctx, own, "serve")
+	srv := w.Command(ctx, own, "serve")
 	stderr := &lockedBuffer{}
 	srv.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "wine-smoke", Version: "1"}, nil)

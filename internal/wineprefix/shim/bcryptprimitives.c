@@ -1,9 +1,9 @@
 /*
  * ProcessPrng for Wine 8.0, which lacks bcryptprimitives.dll. The Go
  * runtime fills its random numbers from ProcessPrng in that DLL, which every
- * Windows 10 and 11 has, and stops at start without it. The Windows test
- * compiles this into the throwaway Wine prefix's system32; the binary under
- * test is unchanged. RtlGenRandom is the system's random number generator
+ * Windows 10 and 11 has, and stops at start without it. Package wineprefix
+ * compiles this into a throwaway Wine prefix's system32; the program run
+ * there is unchanged. RtlGenRandom is the system's random number generator
  * that ProcessPrng draws on.
  */
 #include <windows.h>

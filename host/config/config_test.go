@@ -556,6 +556,20 @@ func TestParseErrors(t *testing.T) {
 				`config.toml:10: providers."my tool": provider names must match ^[a-z][a-z0-9_-]{0,31}$ (a lowercase letter, then up to 31 lowercase letters, digits, _ or -)`,
 			},
 		},
+		"provider names the host keeps for its directories": {
+			doc: lines(
+				"[providers.run]",
+				`command = "/opt/r"`,
+				`sha256 = "`+testSHA+`"`,
+				"[providers.agents]",
+				`command = "/opt/a"`,
+				`sha256 = "`+testSHA+`"`,
+			),
+			want: []string{
+				`config.toml:1: providers.run: the name "run" is reserved: a provider's data directory is <data dir>/<name>, and <data dir>/run holds the status files of running servers; rename the table`,
+				`config.toml:4: providers.agents: the name "agents" is reserved: a provider's data directory is <data dir>/<name>, and <config dir>/agents holds the sub-agent definitions, and on macOS the config and data directories are one; rename the table`,
+			},
+		},
 		"provider that is not a table": {
 			doc:  lines("[providers]", "memory = true"),
 			want: []string{"config.toml:2: providers.memory: must be a table; got a boolean"},

@@ -234,6 +234,14 @@ func (d *decoder) stringList(path string, v any) []string {
 	return out
 }
 
+// reservedDirNames are provider names whose data directory,
+// <data dir>/<name>, would be one the host keeps for itself, with the
+// reason.
+var reservedDirNames = map[string]string{
+	"run":    "<data dir>/run holds the status files of running servers",
+	"agents": "<config dir>/agents holds the sub-agent definitions, and on macOS the config and data directories are one",
+}
+
 // validateProvider checks one merged provider entry.
 func (d *decoder) validateProvider(p ProviderConfig) {
 	prefix := joinKey("providers", p.Name)
@@ -242,6 +250,9 @@ func (d *decoder) validateProvider(p ProviderConfig) {
 	}
 	if p.Name == UpstreamProvider {
 		d.fail(prefix, "the name %q is reserved for the provider that serves [[upstream.servers]]; rename the table", UpstreamProvider)
+	}
+	if why, ok := reservedDirNames[p.Name]; ok {
+		d.fail(prefix, "the name %q is reserved: a provider's data directory is <data dir>/<name>, and %s; rename the table", p.Name, why)
 	}
 	if IsBuiltin(p.Name) {
 		builtins := strings.Join(BuiltinProviders, ", ")

@@ -1,0 +1,101 @@
+package testwait
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeT is a test whose binary's deadline is the given one; it records
+// Fatalf instead of stopping.
+type fakeT struct {
+	*testing.T
+	deadline time.Time
+	fatal    []string
+}
+
+func (f *fakeT) Deadline() (time.Time, bool) { return f.deadline, !f.deadline.IsZero() }
+
+func (f *fakeT) Fatalf(format string, args ...any) {
+	f.fatal = append(f.fatal, fmt.Sprintf(format, args...))
+}
+
+func TestDeadline(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	tests := map[string]struct {
+		deadline time.Time
+		atLeast  time.Time // the result is in [atLeast, atMost]
+		atMost   time.Time
+	}{
+		"far: 30s before it":             {deadline: now.Add(20 * time.Minute), atLeast: now.Add(20*time.Minute - 30*time.Second), atMost: now.Add(20*time.Minute - 30*time.Second)},
+		"near: a tenth of the time left": {deadline: now.Add(10 * time.Second), atLeast: now.Add(9 * time.Second), atMost: now.Add(9*time.Second + 100*time.Millisecond)},
+		"none: ten minutes from now":     {atLeast: now.Add(noDeadline), atMost: time.Now().Add(noDeadline + time.Minute)},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got := Deadline(&fakeT{T: t, deadline: tc.deadline})
+			if got.Before(tc.atLeast) || got.After(tc.atMost) {
+				t.Errorf("Deadline() = %s, want between %s and %s", got, tc.atLeast, tc.atMost)
+			}
+		})
+	}
+}
+
+func TestRecv(t *testing.T) {
+	t.Parallel()
+	ch := make(chan int, 1)
+	ch <- 7
+	f := &fakeT{T: t, deadline: time.Now().Add(time.Hour)}
+	if got := Recv(f, ch, "seven"); got != 7 || len(f.fatal) != 0 {
+		t.Errorf("Recv() = %d, fatal %q; want 7 and no failure", got, f.fatal)
+	}
+
+	// A deadline already past gives up at once, naming what was awaited.
+	past := &fakeT{T: t, deadline: time.Now().Add(-time.Second)}
+	if got := Recv(past, make(chan int), "the answer"); got != 0 {
+		t.Errorf("Recv() past the deadline = %d, want 0", got)
+	}
+	if len(past.fatal) != 1 || !containsAll(past.fatal[0], "gave up waiting for the answer", "the test's deadline is near") {
+		t.Errorf("Recv() past the deadline reported %q", past.fatal)
+	}
+}
+
+func TestUntil(t *testing.T) {
+	t.Parallel()
+	n := 0
+	f := &fakeT{T: t, deadline: time.Now().Add(time.Hour)}
+	Until(f, "three polls", func() bool { n++; return n == 3 })
+	if diff := cmp.Diff([]string(nil), f.fatal); diff != "" || n != 3 {
+		t.Errorf("Until() polled %d times, fatal (-want +got):\n%s", n, diff)
+	}
+
+	past := &fakeT{T: t, deadline: time.Now().Add(-time.Second)}
+	Until(past, "never", func() bool { return false })
+	if len(past.fatal) != 1 || !containsAll(past.fatal[0], "gave up waiting for never") {
+		t.Errorf("Until() past the deadline reported %q", past.fatal)
+	}
+}
+
+func TestContext(t *testing.T) {
+	t.Parallel()
+	ctx := Context(&fakeT{T: t, deadline: time.Now().Add(-time.Second)})
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("Context() past the deadline: Err() = %v, want context.DeadlineExceeded", ctx.Err())
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
 )
@@ -68,8 +70,14 @@ func kitSpec(t *testing.T) Spec {
 	return Spec{Name: "kit", Path: kitPath, SHA256: sum, Verify: true, DataDir: t.TempDir()}
 }
 
+// startKit starts spec under a manager with opts. Starts and restarts get
+// a minute, not the default 10s: a loaded machine may take several seconds
+// for a handshake, and no test here is about a start that is slow.
 func startKit(t *testing.T, opts Options, spec Spec) (*Manager, *Provider) {
 	t.Helper()
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = time.Minute
+	}
 	m := NewManager(&opts)
 	t.Cleanup(m.Close)
 	loaded, failed, err := m.Start(t.Context(), []Spec{spec})
@@ -87,17 +95,6 @@ func ping(ctx context.Context, p *Provider) (string, error) {
 	return res.Content[0].Text, nil
 }
 
-// waitFor polls cond every 10ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func alive(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -107,6 +104,8 @@ func alive(pid int) bool {
 	return len(fields) > 0 && fields[0] != "Z"
 }
 
+// A provider killed with SIGKILL is restarted without anything the caller
+// does. How long that takes is measured by bench/restart.
 func TestKilledProviderIsRestarted(t *testing.T) {
 	t.Parallel()
 	var changes []State
@@ -123,12 +122,10 @@ func TestKilledProviderIsRestarted(t *testing.T) {
 	if err := killPID(first); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	waitFor(t, 2*time.Second, "kit answering again after kill -9", func() bool {
+	testwait.Until(t, "kit answering again after kill -9", func() bool {
 		out, err := ping(t.Context(), p)
 		return err == nil && strings.HasPrefix(out, "pong ")
 	})
-	t.Logf("back after %s", time.Since(start))
 	st := p.Status()
 	if st.State != StateRunning || st.Restarts != 1 || st.Pid == first || st.Pid == 0 || st.LastError != "its process exited" {
 		t.Errorf("status after restart = %+v", st)
@@ -140,29 +137,32 @@ func TestKilledProviderIsRestarted(t *testing.T) {
 	}
 }
 
+// A call while the provider is down fails at once instead of waiting for
+// the restart, which an hour's backoff keeps from coming.
 func TestCallDuringOutageFailsFast(t *testing.T) {
 	t.Parallel()
+	states := make(chan Status, 8)
 	// A long backoff keeps the provider down after its second failure.
-	_, p := startKit(t, Options{Restart: RestartPolicy{FirstBackoff: time.Hour}}, kitSpec(t))
-	for i := range 2 {
-		pid := p.Pid()
-		if pid == 0 {
-			waitFor(t, 2*time.Second, "restart", func() bool { return p.Pid() != 0 })
-			pid = p.Pid()
-		}
-		_ = killPID(pid)
-		waitFor(t, 2*time.Second, fmt.Sprintf("outage %d noticed", i), func() bool { return p.Status().State == StateRestarting })
-		if i == 0 {
-			waitFor(t, 2*time.Second, "first restart", func() bool { return p.Status().State == StateRunning })
+	_, p := startKit(t, Options{
+		Restart:  RestartPolicy{FirstBackoff: time.Hour},
+		OnChange: func(p *Provider, _ bool) { states <- p.Status() },
+	}, kitSpec(t))
+	var got []string
+	for range 2 {
+		_ = killPID(p.Pid())
+		for st := State(""); st != StateRunning && len(got) < 3; {
+			st = testwait.Recv(t, states, "the provider's next state").State
+			got = append(got, string(st))
 		}
 	}
-	start := time.Now()
-	_, err := ping(t.Context(), p)
+	// The first restart is immediate; the second waits out the backoff.
+	if diff := cmp.Diff([]string{"restarting", "running", "restarting"}, got); diff != "" {
+		t.Fatalf("states after two kills (-want +got):\n%s", diff)
+	}
+	// A call that waited for the restart would end only with its context.
+	_, err := ping(testwait.Context(t), p)
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "provider kit") || !strings.Contains(err.Error(), "restarting after its process exited") {
 		t.Fatalf("call during outage: %v", err)
-	}
-	if d := time.Since(start); d > 100*time.Millisecond {
-		t.Errorf("call during outage took %s", d)
 	}
 }
 
@@ -170,7 +170,7 @@ func TestCrashingProviderIsMarkedFailed(t *testing.T) {
 	t.Parallel()
 	_, p := startKit(t, Options{Restart: RestartPolicy{MaxFailures: 3, FirstBackoff: 10 * time.Millisecond}}, kitSpec(t))
 	for i := range 3 {
-		waitFor(t, 2*time.Second, fmt.Sprintf("restart %d", i), func() bool {
+		testwait.Until(t, fmt.Sprintf("restart %d", i), func() bool {
 			st := p.Status()
 			return st.State == StateRunning && st.Restarts == i
 		})
@@ -179,7 +179,7 @@ func TestCrashingProviderIsMarkedFailed(t *testing.T) {
 			t.Fatalf("call %d to a tool that exits: %v", i, err)
 		}
 	}
-	waitFor(t, 2*time.Second, "marked failed", func() bool { return p.Status().State == StateFailed })
+	testwait.Until(t, "marked failed", func() bool { return p.Status().State == StateFailed })
 	_, err := ping(t.Context(), p)
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "failed 3 times within 1m0s") {
 		t.Errorf("call to a failed provider: %v", err)
@@ -205,27 +205,30 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, 2*time.Second, "marked failed", func() bool { return p.Status().State == StateFailed })
+	testwait.Until(t, "marked failed", func() bool { return p.Status().State == StateFailed })
 	if st := p.Status(); !strings.Contains(st.LastError, "a tool panicked") || st.Restarts != 0 {
 		t.Errorf("status = %+v", st)
 	}
-	waitFor(t, 2*time.Second, "process stopped", func() bool { return !alive(pid) })
+	testwait.Until(t, "process stopped", func() bool { return !alive(pid) })
 }
 
 func TestHungProviderIsRestarted(t *testing.T) {
 	t.Parallel()
-	_, p := startKit(t, Options{HealthInterval: 100 * time.Millisecond, HealthTimeout: 100 * time.Millisecond}, kitSpec(t))
+	// A stopped process never answers, so the health timeout only sets how
+	// soon it is noticed; it is long enough that a provider on a loaded
+	// machine is not taken for a hung one.
+	_, p := startKit(t, Options{HealthInterval: 100 * time.Millisecond, HealthTimeout: 3 * time.Second}, kitSpec(t))
 	first := p.Pid()
 	freeze(t, first)
 	t.Cleanup(func() { _ = killPID(first) })
-	waitFor(t, 5*time.Second, "hung provider replaced", func() bool {
+	testwait.Until(t, "hung provider replaced", func() bool {
 		st := p.Status()
 		return st.State == StateRunning && st.Restarts == 1
 	})
 	if st := p.Status(); !strings.Contains(st.LastError, "failed two health checks") {
 		t.Errorf("last error = %q", st.LastError)
 	}
-	waitFor(t, 3*time.Second, "hung process killed", func() bool { return !alive(first) })
+	testwait.Until(t, "hung process killed", func() bool { return !alive(first) })
 	if _, err := ping(t.Context(), p); err != nil {
 		t.Errorf("ping after restart: %v", err)
 	}
@@ -248,7 +251,7 @@ func TestChildrenDieWithTheProvider(t *testing.T) {
 		t.Errorf("provider %d alive after Close", pid)
 	}
 	// The group's SIGKILL is asynchronous for the child.
-	waitFor(t, 2*time.Second, "provider's child gone", func() bool { return !alive(child) })
+	testwait.Until(t, "provider's child gone", func() bool { return !alive(child) })
 	if st := p.Status(); st.State != StateStopped {
 		t.Errorf("state after Close = %s", st.State)
 	}
@@ -270,13 +273,8 @@ func TestCatalogChangeIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = killPID(p.Pid())
-	select {
-	case c := <-changed:
-		if !c {
-			t.Error("restart with a new tool reported catalogChanged = false")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no restart")
+	if c := testwait.Recv(t, changed, "the restart"); !c {
+		t.Error("restart with a new tool reported catalogChanged = false")
 	}
 	if n := len(p.Catalog().Tools); n != 12 {
 		t.Errorf("%d tools after, want 12", n)
@@ -343,6 +341,8 @@ func TestChecksumRefusals(t *testing.T) {
 	}
 }
 
+// A provider slower to start than its start timeout fails to load; one that
+// loaded after its handshake came 5s late would mean no timeout applied.
 func TestStartTimeout(t *testing.T) {
 	t.Parallel()
 	spec := kitSpec(t)
@@ -350,13 +350,9 @@ func TestStartTimeout(t *testing.T) {
 	spec.StartTimeout = 300 * time.Millisecond
 	m := NewManager(nil)
 	defer m.Close()
-	start := time.Now()
 	_, failed, err := m.Start(t.Context(), []Spec{spec})
 	if err != nil || len(failed) != 1 || !strings.Contains(failed[0].Err.Error(), "start_timeout_secs") {
 		t.Fatalf("Start of a slow provider: failed %v, err %v", failed, err)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("start timeout of 300ms took %s", d)
 	}
 }
 
@@ -382,7 +378,7 @@ func TestMalformedLogLinesDoNotCrashTheHost(t *testing.T) {
 	if err != nil || res.Content[0].Text != "logged" {
 		t.Fatalf("kit.badlog: %v %v", res, err)
 	}
-	waitFor(t, 2*time.Second, "lines logged", func() bool { return strings.Count(logs.String(), "[DEBUG] kit: t\n") == 2 })
+	testwait.Until(t, "lines logged", func() bool { return strings.Count(logs.String(), "[DEBUG] kit: t\n") == 2 })
 	for _, want := range []string{`[DEBUG] kit: {"@message":42}`, "[DEBUG] kit: x\n"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q", want)
@@ -403,28 +399,30 @@ func TestFailedHandshakeLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	childFile := filepath.Join(dir, "child")
-	spec := Spec{Name: "never", Path: script, Args: []string{childFile}, StartTimeout: 30 * time.Second}
+	// A start that waited out this timeout would outlast the test.
+	spec := Spec{Name: "never", Path: script, Args: []string{childFile}, StartTimeout: time.Hour}
 	m := NewManager(nil)
 	defer m.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	start := time.Now()
-	_, failed, _ := m.Start(ctx, []Spec{spec})
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("cancelled start took %s with a 30s start timeout", d)
-	}
-	if len(failed) != 1 || !strings.Contains(failed[0].Err.Error(), "context deadline exceeded") {
+	failures := make(chan []Failure, 1)
+	go func() {
+		_, failed, _ := m.Start(ctx, []Spec{spec})
+		failures <- failed
+	}()
+	// Cancel once the provider is up and has started its child.
+	var child int
+	testwait.Until(t, "the provider's child pid in "+childFile, func() bool {
+		b, err := os.ReadFile(childFile)
+		_, serr := fmt.Sscan(string(b), &child)
+		return err == nil && serr == nil && bytes.HasSuffix(b, []byte("\n"))
+	})
+	cancel()
+	failed := testwait.Recv(t, failures, "Start to return after its context was cancelled")
+	if len(failed) != 1 || !strings.Contains(failed[0].Err.Error(), "stopped before its handshake: context canceled") {
 		t.Fatalf("failed = %v", failed)
 	}
-	b, err := os.ReadFile(childFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var child int
-	if _, err := fmt.Sscan(string(b), &child); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 2*time.Second, "the provider's child gone", func() bool { return !alive(child) })
+	testwait.Until(t, "the provider's child gone", func() bool { return !alive(child) })
 }
 
 // A provider that exits before its handshake is reported with its exit
@@ -472,13 +470,8 @@ func TestCatalogChangeAnnounced(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("kit.grow: %v %+v", err, res)
 	}
-	select {
-	case c := <-changed:
-		if !c {
-			t.Errorf("OnChange called with catalogChanged false")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no OnChange within 5s of the announcement")
+	if c := testwait.Recv(t, changed, "OnChange after the announcement"); !c {
+		t.Errorf("OnChange called with catalogChanged false")
 	}
 	if !slices.ContainsFunc(p.Catalog().Tools, func(t sdk.Tool) bool { return t.Name == "kit.extra" }) {
 		t.Error("kit.extra not in the catalog after the announcement")

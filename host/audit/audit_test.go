@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 // base is a fixed instant the tests' records are timed from.
@@ -111,18 +113,6 @@ func (b *syncBuffer) String() string {
 
 func testLogger(buf *syncBuffer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "host.audit", Output: buf, Level: hclog.Trace})
-}
-
-// waitFor polls cond until it holds or the test's patience runs out.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestOpenErrors(t *testing.T) {
@@ -365,12 +355,17 @@ func TestRecordBlocksWhileQueueFull(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The writer takes the first record (and stalls in its insert), so the second fits in the queue
+	// without waiting, however slow the machine.
+	mustRecord(t, l, Record{TimeMs: ms(0), Tool: "t0"})
+	testwait.Until(t, "the writer to take t0", func() bool { return len(l.queue) == 0 })
+	accepted := []string{"t0"}
+
 	// With the writer stalled, records are accepted until the writer's batch (which takes what arrives
 	// while it collects, up to 256) and the queue of one are full; the next Record blocks until its
 	// context ends and records nothing.
-	var accepted []string
 	var err2 error
-	for i := 0; err2 == nil; i++ {
+	for i := 1; err2 == nil; i++ {
 		if i > maxBatch+1 {
 			t.Fatalf("Record() accepted %d records while the writer was stalled; want it to block", len(accepted))
 		}
@@ -424,7 +419,7 @@ func TestFailedInsertIsRetried(t *testing.T) {
 	for i := range 3 {
 		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "memory_store", SessionHash: "sha256:0badc0de", ArgsSummary: secret})
 	}
-	waitFor(t, "a retry warning", func() bool { return strings.Contains(logs.String(), "audit insert failed, retrying") })
+	testwait.Until(t, "a retry warning", func() bool { return strings.Contains(logs.String(), "audit insert failed, retrying") })
 	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit_away RENAME TO mcp_audit"); err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +527,7 @@ func TestCloseReportsDiscardedRecords(t *testing.T) {
 			for i := range 3 {
 				mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "t"})
 			}
-			waitFor(t, "a failed insert", func() bool { return strings.Contains(logs.String(), "audit insert failed") })
+			testwait.Until(t, "a failed insert", func() bool { return strings.Contains(logs.String(), "audit insert failed") })
 			ctx := t.Context()
 			if tc.cancelled {
 				c, cancel := context.WithCancel(ctx)

@@ -19,11 +19,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host/catalog"
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 )
-
-// waitTimeout bounds every wait for something asynchronous.
-const waitTimeout = 5 * time.Second
 
 // legacyVersion is the protocol version the relay tests speak unless they
 // say otherwise: the newest one that allows requests to the client during
@@ -359,17 +357,10 @@ func jsonDiff(t *testing.T, want string, got any) string {
 	return cmp.Diff(w, g)
 }
 
-// recv waits up to waitTimeout for a value on ch.
+// recv waits for a value on ch until the test's deadline.
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitTimeout):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	var zero T
-	return zero
+	return testwait.Recv(t, ch, what)
 }
 
 // outcome is what RequestClient returned inside a call.
@@ -391,9 +382,7 @@ func duringCall(t *testing.T, relay *relayFake, cs *mcp.ClientSession, fn func(c
 		return sdk.TextResult("asked"), nil
 	})
 	defer relay.setCall(nil)
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "relay.ask", Arguments: map[string]any{}})
+	res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: "relay.ask", Arguments: map[string]any{}})
 	if err != nil {
 		t.Fatalf("tools/call relay.ask: %v", err)
 	}

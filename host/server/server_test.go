@@ -17,6 +17,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/host/policy"
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -246,14 +247,12 @@ func TestMCPSurface(t *testing.T) {
 	}
 	// Notifications are handled asynchronously on the client side.
 	var gotProgress []string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	testwait.Until(t, "a progress notification", func() bool {
 		mu.Lock()
+		defer mu.Unlock()
 		gotProgress = append([]string(nil), progress...)
-		mu.Unlock()
-		if len(gotProgress) > 0 {
-			break
-		}
-	}
+		return len(gotProgress) > 0
+	})
 	if diff := cmp.Diff([]string{"half"}, gotProgress); diff != "" {
 		t.Errorf("progress (-want +got):\n%s", diff)
 	}

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openhuman/openhuman-host/host/policy"
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 // TestLineTransportKeepsSessionAfterBadLines drives the stdio transport
@@ -45,13 +45,7 @@ func TestLineTransportKeepsSessionAfterBadLines(t *testing.T) {
 			}
 			got <- m
 		}()
-		select {
-		case m := <-got:
-			return m
-		case <-time.After(10 * time.Second):
-			t.Fatal("no response within 10s")
-			return nil
-		}
+		return testwait.Recv(t, got, "a response")
 	}
 	send := func(line string) {
 		t.Helper()
@@ -94,11 +88,7 @@ func TestLineTransportKeepsSessionAfterBadLines(t *testing.T) {
 		t.Errorf("tools/list after bad lines: %v", got)
 	}
 	_ = inW.Close()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("server did not stop at end of input")
-	}
+	testwait.Recv(t, done, "the server to stop at the end of its input")
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -124,8 +114,7 @@ func TestLineTransportAnswersEverythingBeforeEOF(t *testing.T) {
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fake.search","arguments":{"query":"q"}}}`,
 	}, "\n") + "\n"
 	var out strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	if err := s.MCP().Run(ctx, &LineTransport{In: strings.NewReader(in), Out: &syncWriter{w: &out}}); err != nil && ctx.Err() != nil {
 		t.Fatalf("run: %v", err)
 	}

@@ -8,9 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 // scriptModel answers Complete with planned responses and records the
@@ -340,11 +343,7 @@ func TestRunCancelledDuringToolCall(t *testing.T) {
 		defer close(done)
 		res, err = Run(ctx, m, loopRequest("x"), run, RunOptions{MaxIterations: 4})
 	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not stop after cancellation")
-	}
+	testwait.Recv(t, done, "Run to stop after cancellation")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -368,21 +367,26 @@ func (b blockingLoopModel) Complete(ctx context.Context, _ ModelRequest) (ModelR
 	return ModelResponse{}, fmt.Errorf("request aborted: %w", ctx.Err())
 }
 
+// The deadline passes while the model request runs: in a synctest bubble
+// its 50ms pass only once Run is blocked in the request, however slow the
+// machine is to get there.
 func TestRunCancelledDuringModelRequest(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	m := blockingLoopModel{entered: make(chan struct{})}
-	run, ran := recordingRunner()
-	_, err := Run(ctx, m, loopRequest("x"), run, RunOptions{MaxIterations: 4})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
-	}
-	if want := "agent run stopped after 1 model request and 0 tool calls: context deadline exceeded"; err.Error() != want {
-		t.Errorf("err = %q, want %q", err, want)
-	}
-	if len(*ran) != 0 {
-		t.Errorf("tools ran after cancellation: %v", *ran)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		m := blockingLoopModel{entered: make(chan struct{})}
+		run, ran := recordingRunner()
+		_, err := Run(ctx, m, loopRequest("x"), run, RunOptions{MaxIterations: 4})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+		}
+		if want := "agent run stopped after 1 model request and 0 tool calls: context deadline exceeded"; err.Error() != want {
+			t.Errorf("err = %q, want %q", err, want)
+		}
+		if len(*ran) != 0 {
+			t.Errorf("tools ran after cancellation: %v", *ran)
+		}
+	})
 }
 
 func TestRunAlreadyCancelled(t *testing.T) {

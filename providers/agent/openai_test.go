@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openhuman/openhuman-host/internal/scriptedllm"
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -303,20 +304,9 @@ func TestOpenAICancellationReachesServer(t *testing.T) {
 		_, err := m.Complete(ctx, ModelRequest{Messages: []Message{{Role: "user", Content: "hi"}}})
 		errc <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(s.Requests()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the request never reached the server")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "the request to reach the server", func() bool { return len(s.Requests()) > 0 })
 	cancel()
-	var err error
-	select {
-	case err = <-errc:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Complete did not return after cancellation")
-	}
+	err := testwait.Recv(t, errc, "Complete to return after cancellation")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -346,8 +336,11 @@ func TestOpenAITimeout(t *testing.T) {
 		t.Errorf("err does not wrap context.DeadlineExceeded")
 	}
 	s.Close()
-	if n := s.Cancelled(); n != 1 {
-		t.Errorf("server saw %d cancelled requests, want 1", n)
+	// On a loaded machine the 200ms may run out before the request
+	// arrives; a request that did arrive must have been cancelled, and
+	// not retried.
+	if n, c := len(s.Requests()), s.Cancelled(); n > 1 || c != n {
+		t.Errorf("server saw %d requests, %d of them cancelled; want at most one, cancelled", n, c)
 	}
 }
 

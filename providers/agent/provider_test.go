@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/openhuman/openhuman-host/internal/scriptedllm"
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/providers/agent"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
@@ -896,13 +897,7 @@ func TestRunOnClientModelMarksRefusalsAsErrors(t *testing.T) {
 // waitForRequests waits until the scripted server has received n requests.
 func waitForRequests(t *testing.T, llm *scriptedllm.Server, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(llm.Requests()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the model endpoint got %d requests, want %d", len(llm.Requests()), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, fmt.Sprintf("%d requests to the model endpoint", n), func() bool { return len(llm.Requests()) >= n })
 }
 
 func TestRunCancelled(t *testing.T) {
@@ -921,18 +916,11 @@ func TestRunCancelled(t *testing.T) {
 		done <- outcome{res, err}
 	}()
 	waitForRequests(t, llm, 1)
-	start := time.Now()
 	cancel()
-	select {
-	case o := <-done:
-		if elapsed := time.Since(start); elapsed > 2*time.Second {
-			t.Errorf("the call returned %s after cancellation", elapsed)
-		}
-		if !errors.Is(o.err, context.Canceled) {
-			t.Errorf("cancelled call: %v %+v, want context.Canceled", o.err, o.res)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call did not return after cancellation")
+	// The model answers only after 30s: a call that ignored the
+	// cancellation would end with its reply, not context.Canceled.
+	if o := testwait.Recv(t, done, "the call to return after cancellation"); !errors.Is(o.err, context.Canceled) {
+		t.Errorf("cancelled call: %v %+v, want context.Canceled", o.err, o.res)
 	}
 	llm.Close() // waits for the handler, so Cancelled is final
 	if n := llm.Cancelled(); n != 1 {
@@ -952,14 +940,16 @@ func TestRunTimeout(t *testing.T) {
 		t.Fatalf("timeout = %s, want 1s", run.Timeout)
 	}
 	start := time.Now()
-	// sdktest applies the tool's Timeout as the call's deadline, as the host does.
+	// sdktest applies the tool's Timeout as the call's deadline, as the host
+	// does. The model answers after 5s, so a run without the limit would
+	// end with its reply.
 	res, err := h.Call(context.Background(), "agent_run_subagent", runArgs("archivist", "File it."))
-	elapsed := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("slow run: %v %+v, want context.DeadlineExceeded", err, res)
 	}
-	if elapsed < 900*time.Millisecond || elapsed > 2500*time.Millisecond {
-		t.Errorf("the call ended after %s, want about 1s", elapsed)
+	// A deadline never fires early, however loaded the machine.
+	if elapsed := time.Since(start); elapsed < time.Second {
+		t.Errorf("the call ended after %s, want at least the 1s limit", elapsed)
 	}
 	llm.Close()
 	if n := llm.Cancelled(); n != 1 {

@@ -670,15 +670,18 @@ func TestEmbedContext(t *testing.T) {
 		f := newFakeEmbeddings(t, 8)
 		f.SetMode(fakeHang)
 		e := newTestEmbedder(t, embeddingsConfig{BaseURL: f.URL(), Model: "m"})
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		start := time.Now()
+		// Cancel once the request is at the server, which never answers it.
+		go func() {
+			for f.Requests() == 0 && ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+		}()
 		got, err := e.Embed(ctx, testTexts(3))
-		if got != nil || !errors.Is(err, context.DeadlineExceeded) || err.Error() != "embedding was cancelled: context deadline exceeded" {
-			t.Fatalf("Embed = %v, %v; want deadline exceeded", got, err)
-		}
-		if elapsed := time.Since(start); elapsed > 5*time.Second {
-			t.Errorf("Embed took %v to notice the deadline", elapsed)
+		if got != nil || !errors.Is(err, context.Canceled) || err.Error() != "embedding was cancelled: context canceled" {
+			t.Fatalf("Embed = %v, %v; want cancelled", got, err)
 		}
 		if f.Requests() != 1 {
 			t.Errorf("%d requests, want 1", f.Requests())
@@ -727,8 +730,10 @@ func TestEmbedSlowFailures(t *testing.T) {
 		if got != nil || err == nil || err.Error() != want || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Embed = %v, %v\nwant %s", got, err, want)
 		}
-		if f.Requests() != 1 {
-			t.Errorf("%d requests, want 1", f.Requests())
+		// The second may run out before the request arrives on a loaded
+		// machine; a timed-out request is never sent again.
+		if f.Requests() > 1 {
+			t.Errorf("%d requests, want at most 1", f.Requests())
 		}
 	})
 	t.Run("unreachable", func(t *testing.T) {

@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -30,9 +30,7 @@ func buildExampleProvider(t *testing.T) (path, sum string) {
 		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	}
 	path = filepath.Join(t.TempDir(), "provider-hello")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", path, "github.com/openhuman/openhuman-host/examples/provider-hello")
+	cmd := exec.CommandContext(testwait.Context(t), goBin, "build", "-o", path, "github.com/openhuman/openhuman-host/examples/provider-hello")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build examples/provider-hello: %v\n%s", err, out)
 	}

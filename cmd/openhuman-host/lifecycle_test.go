@@ -21,6 +21,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 var (
@@ -111,19 +112,10 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	return names
 }
 
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// A provider killed with SIGKILL is back, with its tools answering, within
-// 2s and without anything the client does.
-func TestKilledProviderIsBackWithin2s(t *testing.T) {
+// A provider killed with SIGKILL is back, with its tools answering, without
+// anything the client does. How soon is measured by bench/restart (see
+// docs/performance.md).
+func TestKilledProviderIsBack(t *testing.T) {
 	t.Parallel()
 	cfg, _ := testConfig(t, kitConfig(t, ""))
 	h := startTestHost(t, cfg)
@@ -138,9 +130,7 @@ func TestKilledProviderIsBackWithin2s(t *testing.T) {
 		if name == "kit" {
 			tool, args = "kit.ping", `{}`
 		}
-		start := time.Now()
-		waitUntil(t, 2*time.Second, name+" answering again", func() bool { return !call(t, h, tool, args).IsError })
-		t.Logf("%s back after %s", name, time.Since(start))
+		testwait.Until(t, name+" answering again", func() bool { return !call(t, h, tool, args).IsError })
 		if st := p.Status(); st.Restarts != 1 || st.Pid == pid || st.State != plugins.StateRunning {
 			t.Errorf("%s status = %+v", name, st)
 		}
@@ -167,12 +157,8 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 		}
 	}
 	kit := providerByName(t, h, "kit")
-	waitUntil(t, 2*time.Second, "kit marked failed", func() bool { return kit.Status().State == plugins.StateFailed })
-	select {
-	case <-changed:
-	case <-time.After(2 * time.Second):
-		t.Fatal("no notifications/tools/list_changed after kit failed")
-	}
+	testwait.Until(t, "kit marked failed", func() bool { return kit.Status().State == plugins.StateFailed })
+	testwait.Recv(t, changed, "notifications/tools/list_changed after kit failed")
 	names := toolNames(t, cs)
 	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "kit_") }) || !slices.Contains(names, "memory_search") {
 		t.Errorf("tools after kit failed: %v", names)
@@ -213,24 +199,20 @@ func TestRestartSendsListChangedOnlyWhenTheCatalogChanged(t *testing.T) {
 	kit := providerByName(t, h, "kit")
 
 	_ = killPID(kit.Pid())
-	waitUntil(t, 2*time.Second, "first restart", func() bool { return kit.Status().Restarts == 1 && kit.Status().State == plugins.StateRunning })
-	select {
-	case <-changed:
-		t.Fatal("list_changed after a restart with the same catalog")
-	case <-time.After(300 * time.Millisecond):
-	}
+	testwait.Until(t, "first restart", func() bool { return kit.Status().Restarts == 1 && kit.Status().State == plugins.StateRunning })
 
 	if err := os.WriteFile(filepath.Join(dataDir, "kit", "extra"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_ = killPID(kit.Pid())
-	select {
-	case <-changed:
-	case <-time.After(3 * time.Second):
-		t.Fatal("no list_changed after a restart that added a tool")
-	}
+	testwait.Recv(t, changed, "list_changed after a restart that added a tool")
+	// A list_changed for the first restart would have been sent a whole
+	// restart earlier on the same session, so it would be here by now.
 	if names := toolNames(t, cs); !slices.Contains(names, "kit_extra") {
 		t.Errorf("tools after restart: %v", names)
+	}
+	if n := len(changed); n != 0 {
+		t.Errorf("%d more list_changed after the two restarts, want only the one for the changed catalog", n)
 	}
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.extra", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
@@ -272,9 +254,11 @@ func TestCancellationAndProgressReachTheProvider(t *testing.T) {
 		defer mu.Unlock()
 		return fmt.Sprint(progress)
 	}
-	for deadline := time.Now().Add(2 * time.Second); got() != want && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, "three progress notifications", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(progress) >= 3
+	})
 	if got() != want {
 		t.Errorf("progress = %s, want %s", got(), want)
 	}
@@ -287,16 +271,12 @@ func TestCancellationAndProgressReachTheProvider(t *testing.T) {
 		_, err := cs.CallTool(ctx, params)
 		errc <- err
 	}()
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("kit.wait did not start")
-	}
+	testwait.Recv(t, started, "kit.wait to start")
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled call returned %v", err)
 	}
-	waitUntil(t, 5*time.Second, "provider saw the cancellation", func() bool {
+	testwait.Until(t, "provider saw the cancellation", func() bool {
 		return text(call(t, h, "kit.cancelled", `{}`)) == "cancelled 1"
 	})
 }
@@ -310,26 +290,25 @@ func TestPerProviderTimeouts(t *testing.T) {
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
 	start := time.Now()
+	// kit.wait answers only when cancelled, so any answer is the timeout's.
 	res := call(t, h, "kit.wait", `{}`)
 	if !res.IsError || text(res) != "kit_wait timed out after 1s (the limit comes from [providers.kit] tool_timeout_secs)" {
 		t.Errorf("kit.wait: %q", text(res))
 	}
-	if d := time.Since(start); d < time.Second || d > 5*time.Second {
-		t.Errorf("kit.wait took %s with a 1s limit", d)
+	// A deadline never fires early, however loaded the machine.
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("kit.wait ended after %s with a 1s limit", d)
 	}
-	waitUntil(t, 5*time.Second, "provider saw the deadline", func() bool {
+	testwait.Until(t, "provider saw the deadline", func() bool {
 		return text(call(t, h, "kit.cancelled", `{}`)) == "cancelled 1"
 	})
 
+	// Without the limit, the provider would load after its 5s delay.
 	slow, _ := testConfig(t, kitConfig(t, "args = [\"-slow-start=5s\"]\nstart_timeout_secs = 1\n")+"[providers.memory]\nenabled = false\n")
-	start = time.Now()
 	h2 := startTestHost(t, slow)
 	defer h2.Close(context.Background())
 	if len(h2.Failed) != 1 || !strings.Contains(h2.Failed[0].Err.Error(), "start_timeout_secs") {
 		t.Errorf("slow provider: failed = %v", h2.Failed)
-	}
-	if d := time.Since(start); d > 4*time.Second {
-		t.Errorf("start with a 1s limit took %s", d)
 	}
 }
 
@@ -420,15 +399,15 @@ func TestToolsAreNotTakenOver(t *testing.T) {
 	// kit fails for good; its tools must not pass to kit2.
 	kit := providerByName(t, h, "kit")
 	for i := range plugins.DefaultRestartPolicy.MaxFailures {
-		waitUntil(t, 5*time.Second, "kit restarted", func() bool {
+		testwait.Until(t, "kit restarted", func() bool {
 			st := kit.Status()
 			return st.State == plugins.StateRunning && st.Restarts == i
 		})
 		call(t, h, "kit.exit", `{}`)
 	}
-	waitUntil(t, 5*time.Second, "kit failed", func() bool { return kit.Status().State == plugins.StateFailed })
+	testwait.Until(t, "kit failed", func() bool { return kit.Status().State == plugins.StateFailed })
 	// The catalog changes right after the state.
-	waitUntil(t, 2*time.Second, "kit's tools gone", func() bool { return owner("kit.exit") == "" })
+	testwait.Until(t, "kit's tools gone", func() bool { return owner("kit.exit") == "" })
 	if o := owner("kit.ping"); o != "" {
 		t.Errorf("kit.ping served by %q after kit failed", o)
 	}
@@ -478,11 +457,7 @@ func TestReload(t *testing.T) {
 	if err != nil || fmt.Sprint(res.Started) != "[agent kit]" || len(res.Stopped) != 0 || len(res.Failed) != 0 {
 		t.Fatalf("reload on: %+v, %v", res, err)
 	}
-	select {
-	case <-changed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no list_changed after enabling providers")
-	}
+	testwait.Recv(t, changed, "list_changed after enabling providers")
 	if names := toolNames(t, cs); !slices.Contains(names, "kit_ping") || !slices.Contains(names, "agent_run_subagent") {
 		t.Fatalf("tools after enabling: %v", names)
 	}
@@ -512,7 +487,7 @@ func TestReload(t *testing.T) {
 	if err := <-errc; err != nil && !strings.Contains(err.Error(), "stopped") {
 		t.Errorf("call during the reload: %v", err)
 	}
-	waitUntil(t, 5*time.Second, "kit's tools gone", func() bool { return !slices.Contains(toolNames(t, cs), "kit_ping") })
+	testwait.Until(t, "kit's tools gone", func() bool { return !slices.Contains(toolNames(t, cs), "kit_ping") })
 }
 
 // Edited sub-agent definitions are picked up by a reload, though the

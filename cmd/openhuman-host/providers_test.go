@@ -19,6 +19,7 @@ import (
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 func TestProviderNameFor(t *testing.T) {
@@ -284,7 +285,7 @@ func TestProvidersStatusOfARunningServer(t *testing.T) {
 	defer func() { _ = serve.Process.Kill(); _ = serve.Wait() }()
 	runDir := filepath.Join(home, "data", "openhuman-host", "run")
 	statusPath := filepath.Join(runDir, "serve-"+itoa(serve.Process.Pid)+".json")
-	waitUntil(t, 20*time.Second, "status file", func() bool { _, err := os.Stat(statusPath); return err == nil })
+	testwait.Until(t, "status file", func() bool { _, err := os.Stat(statusPath); return err == nil })
 	status := exec.Command(exe, "providers", "status")
 	status.Env = env
 	out, err := status.Output()

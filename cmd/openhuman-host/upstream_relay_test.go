@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 // upstreamServer is a Streamable HTTP MCP server on a fixed loopback
@@ -45,7 +47,7 @@ func (u *upstreamServer) start(t *testing.T, addr string, tools ...string) {
 	}
 	var l net.Listener
 	var err error
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := testwait.Deadline(t); ; time.Sleep(20 * time.Millisecond) {
 		if l, err = net.Listen("tcp", addr); err == nil || time.Now().After(deadline) {
 			break
 		}
@@ -112,12 +114,8 @@ func TestUpstreamListChangedIsReadvertised(t *testing.T) {
 		t.Fatalf("tools before the change: %v", got)
 	}
 	up.addTool("second")
-	select {
-	case <-changed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no notifications/tools/list_changed within 10s of the upstream's")
-	}
-	waitUntil(t, 5*time.Second, "up__second listed", func() bool { return slices.Contains(toolNames(t, cs), "up__second") })
+	testwait.Recv(t, changed, "notifications/tools/list_changed after the upstream's")
+	testwait.Until(t, "up__second listed", func() bool { return slices.Contains(toolNames(t, cs), "up__second") })
 	if got := callText(t, cs, "up__second", "hi"); got != "second:hi" {
 		t.Errorf("up__second answered %q", got)
 	}
@@ -166,7 +164,7 @@ func TestSubscriptionSurvivesUpstreamProviderRestart(t *testing.T) {
 		t.Helper()
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		deadline := time.After(10 * time.Second)
+		deadline := testwait.After(t)
 		for {
 			_ = up.mcp.ResourceUpdated(t.Context(), &mcp.ResourceUpdatedNotificationParams{URI: "test://watched"})
 			select {
@@ -177,7 +175,7 @@ func TestSubscriptionSurvivesUpstreamProviderRestart(t *testing.T) {
 				return
 			case <-tick.C:
 			case <-deadline:
-				t.Fatalf("%s: no notifications/resources/updated within 10s", what)
+				t.Fatalf("%s: no notifications/resources/updated by the test's deadline", what)
 			}
 		}
 	}
@@ -187,7 +185,7 @@ func TestSubscriptionSurvivesUpstreamProviderRestart(t *testing.T) {
 	if err := killPID(pid); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "upstream provider restarted", func() bool { return p.Pid() != 0 && p.Pid() != pid })
+	testwait.Until(t, "upstream provider restarted", func() bool { return p.Pid() != 0 && p.Pid() != pid })
 	for len(updated) > 0 {
 		<-updated
 	}

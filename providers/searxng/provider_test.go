@@ -434,10 +434,10 @@ func TestSearchErrors(t *testing.T) {
 			if got := errorText(t, res); got != "searxng_search: "+tt.want {
 				t.Errorf("message\n got %s\nwant searxng_search: %s", got, tt.want)
 			}
-			if tt.query == "slow" {
-				if d := time.Since(start); d < time.Second || d > 5*time.Second {
-					t.Errorf("the timeout took %v; want about timeout_secs (1 s)", d)
-				}
+			// "slow" answers after 10s, so only the 1s timeout makes it an
+			// error, and a deadline never fires early.
+			if d := time.Since(start); tt.query == "slow" && d < time.Second {
+				t.Errorf("the timeout came after %v; want at least timeout_secs (1 s)", d)
 			}
 		})
 	}
@@ -559,14 +559,12 @@ func TestCallerCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	// "slow" answers after 10s: a search that ignored the cancellation
+	// would end with results.
 	time.AfterFunc(100*time.Millisecond, cancel)
-	start := time.Now()
 	res, err := p.CallTool(ctx, &sdk.CallToolRequest{Name: ToolSearch, Arguments: json.RawMessage(`{"query":"slow"}`)})
 	if !errors.Is(err, context.Canceled) || res != nil {
 		t.Fatalf("want the cancellation as an error, got %v, %+v", err, res)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("cancellation took %v", d)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -30,11 +31,7 @@ func TestDeadStdioUpstreamIsRestarted(t *testing.T) {
 	if err := old.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-old.done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the session did not notice the exit")
-	}
+	testwait.Recv(t, old.done, "the session to notice the exit")
 	res, err := h.Call(ctx, "echo", map[string]any{"text": "b"})
 	if err != nil || res.IsError || text(res) != "stdio:b" {
 		t.Fatalf("call after the exit: %v %+v", err, res)
@@ -130,11 +127,7 @@ func TestClientSessionsAreCapped(t *testing.T) {
 	if n != maxClientSessions || kept {
 		t.Errorf("%d client sessions (the oldest kept: %v), want %d without the oldest", n, kept, maxClientSessions)
 	}
-	select {
-	case <-first.done:
-	case <-time.After(5 * time.Second):
-		t.Error("the evicted session was not closed")
-	}
+	testwait.Recv(t, first.done, "the evicted session to close")
 }
 
 // A session with a call in flight is not evicted under the call: the
@@ -185,7 +178,9 @@ func TestClientSessionsOpenInParallel(t *testing.T) {
 		})
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	// After the shared session, every initialize waits until two are in
-	// flight at once (or 5 s pass, which fails the test).
+	// flight at once: opened one after the other, the first would wait
+	// until the test's deadline, which fails the test.
+	giveUp := testwait.Deadline(t)
 	var inits atomic.Int32
 	var alone atomic.Bool
 	both := make(chan struct{})
@@ -200,7 +195,7 @@ func TestClientSessionsOpenInParallel(t *testing.T) {
 			default:
 				select {
 				case <-both:
-				case <-time.After(5 * time.Second):
+				case <-time.After(time.Until(giveUp)):
 					alone.Store(true)
 				}
 			}
@@ -210,7 +205,6 @@ func TestClientSessionsOpenInParallel(t *testing.T) {
 	t.Cleanup(srv.Close)
 	h, _ := start(t, map[string]any{"name": "web", "endpoint": srv.URL + "/mcp"})
 	var wg sync.WaitGroup
-	start := time.Now()
 	for i := range 2 {
 		wg.Go(func() {
 			res, err := h.Provider.CallTool(t.Context(), &sdk.CallToolRequest{Name: "web__echo", Arguments: []byte(`{"text":"x"}`),
@@ -222,7 +216,7 @@ func TestClientSessionsOpenInParallel(t *testing.T) {
 	}
 	wg.Wait()
 	if alone.Load() {
-		t.Fatalf("one client's initialize waited alone for 5s: the sessions were opened one after the other (took %s)", time.Since(start))
+		t.Fatal("one client's initialize waited alone until the test's deadline: the sessions were opened one after the other")
 	}
 }
 
@@ -241,25 +235,18 @@ func TestStdioUpstreamDyingDuringACall(t *testing.T) {
 		done <- outcome{res, err}
 	}()
 	var c *conn
-	for deadline := time.Now().Add(5 * time.Second); c == nil || !c.busy(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the hang call did not start within 5s")
-		}
+	testwait.Until(t, "the hang call to start", func() bool {
 		p.mu.RLock()
+		defer p.mu.RUnlock()
 		if cc := p.clients["local\x00"+clientKey(caller)]; cc != nil {
 			c = cc.conn
 		}
-		p.mu.RUnlock()
-	}
+		return c != nil && c.busy()
+	})
 	if err := c.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	var got outcome
-	select {
-	case got = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call did not end within 10s of its server's death")
-	}
+	got := testwait.Recv(t, done, "the call to end after its server's death")
 	want := `hang: upstream server "local" (command ` + stdioServer + `) ended the session during the call (the call may or may not have run); it is reconnected at the next call`
 	if got.err != nil || got.res == nil || !got.res.IsError || text(got.res) != want {
 		t.Fatalf("call during the server's death: %v %+v\nwant isError %q", got.err, got.res, want)

@@ -19,11 +19,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 )
-
-// waitTimeout bounds every wait of these tests.
-const waitTimeout = 10 * time.Second
 
 // fakeHost is an sdk.Host that records what the provider asks of it.
 // answer, when set, answers RequestClient.
@@ -144,7 +142,14 @@ func (s *sink) events() ([]sdk.Progress, []sdk.LogMessage) {
 // before it returns: the go-sdk client handles notifications apart from
 // responses, so without it a notification sent just before the result
 // may be handled after the call returned.
-type gates struct{ m sync.Map }
+type gates struct {
+	m sync.Map
+	// giveUp is when a tool stops waiting for a gate the test never
+	// closed: the test's deadline.
+	giveUp time.Time
+}
+
+func newGates(t *testing.T) *gates { return &gates{giveUp: testwait.Deadline(t)} }
 
 // open registers a gate for name and returns it; a tool waiting on name
 // returns once it is closed.
@@ -162,7 +167,7 @@ func (g *gates) wait(ctx context.Context, name string) {
 	select {
 	case <-v.(chan struct{}):
 	case <-ctx.Done():
-	case <-time.After(waitTimeout):
+	case <-time.After(time.Until(g.giveUp)):
 	}
 }
 
@@ -197,8 +202,7 @@ func configure(t *testing.T, host sdk.Host, servers ...map[string]any) (*Provide
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
+	ctx := testwait.Context(t)
 	if err := p.Configure(ctx, &sdk.ConfigureRequest{Config: raw, Host: host}); err != nil {
 		t.Fatalf("configure: %v", err)
 	}
@@ -216,16 +220,10 @@ func caller(session, call string) sdk.Caller {
 		SessionToken: session, CallToken: call, ProgressToken: json.RawMessage(`"` + call + `"`)}
 }
 
-// receive waits for a value on ch.
+// receive waits for a value on ch until the test's deadline.
 func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitTimeout):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
+	return testwait.Recv(t, ch, what)
 }
 
 // until runs trigger, and again every 100 ms, until ch yields a value.
@@ -234,7 +232,7 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 // not arrived yet; there is no event to wait for instead.
 func until[T any](t *testing.T, ch <-chan T, what string, trigger func()) T {
 	t.Helper()
-	deadline := time.After(waitTimeout)
+	deadline := testwait.After(t)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	trigger()
@@ -269,7 +267,7 @@ func resultText(t *testing.T) func(*sdk.CallToolResult, error) string {
 // when two calls run at once on one session; each call gets an upstream
 // progress token of its own, and reports that do not increase are dropped.
 func TestProgressRelayed(t *testing.T) {
-	var g gates
+	g := newGates(t)
 	tokens := make(chan string, 2)
 	s := mcp.NewServer(&mcp.Implementation{Name: "steps", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "steps", Description: "Reports three steps."},
@@ -330,7 +328,7 @@ func TestProgressRelayed(t *testing.T) {
 // integer); one already in flight on the session, and calls on the shared
 // session, get a token of the provider's own.
 func TestProgressTokens(t *testing.T) {
-	var g gates
+	g := newGates(t)
 	tokens := make(chan any, 4)
 	s := mcp.NewServer(&mcp.Implementation{Name: "tok", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "tok", Description: "Reports its token and one step."},
@@ -375,7 +373,7 @@ func TestProgressTokens(t *testing.T) {
 		t.Errorf("second call's token %v, want %s<n>", second, progressPrefix)
 	}
 	waitProgress := func(sk *sink) {
-		for deadline := time.Now().Add(waitTimeout); ; time.Sleep(10 * time.Millisecond) {
+		for deadline := testwait.Deadline(t); ; time.Sleep(10 * time.Millisecond) {
 			if progress, _ := sk.events(); len(progress) > 0 || time.Now().After(deadline) {
 				return
 			}
@@ -402,7 +400,7 @@ func TestProgressTokens(t *testing.T) {
 // reach the call, and outside calls the client's session through the
 // host.
 func TestLoggingRelayed(t *testing.T) {
-	var g gates
+	g := newGates(t)
 	sessions := make(chan *mcp.ServerSession, 10)
 	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "chatty", Description: "Logs at three levels."},
@@ -674,11 +672,7 @@ func TestSessionClosed(t *testing.T) {
 	if err := p.SessionClosed(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-oldA.conn.done:
-	case <-time.After(waitTimeout):
-		t.Fatal("the closed client's upstream session is still open")
-	}
+	testwait.Recv(t, oldA.conn.done, "the closed client's upstream session to close")
 	p.mu.RLock()
 	_, kept := p.clients["local\x00B"]
 	_, gone := p.clients["local\x00A"]
@@ -701,7 +695,7 @@ func TestSessionClosed(t *testing.T) {
 // On protocol 2026-07-28, which has no logging/setLevel, the level the
 // client set travels in each call's _meta.
 func TestLoggingLevelInMeta(t *testing.T) {
-	var g gates
+	g := newGates(t)
 	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "chatty", Description: "Logs at two levels."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in gateArgs) (*mcp.CallToolResult, any, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
 )
@@ -263,13 +264,10 @@ func TestHeadersSent(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	u := startHTTP(t, "Echo.")
 	_, p := start(t, map[string]any{"name": "web", "endpoint": u.url, "timeout_secs": 1})
-	start := time.Now()
+	// slow answers "late" after 30s, so only the timeout makes this an error.
 	res, err := p.CallTool(context.Background(), &sdk.CallToolRequest{Name: "web__slow", Arguments: json.RawMessage(`{}`)})
 	if err != nil || !res.IsError || !strings.Contains(text(res), "did not answer within 1s") {
 		t.Fatalf("slow: %v %+v", err, res)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("took %s", d)
 	}
 }
 
@@ -297,9 +295,7 @@ func TestConfigureErrors(t *testing.T) {
 			p := New(nil)
 			defer p.Close()
 			raw, _ := json.Marshal(map[string]any{"servers": []any{tc.server}})
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			err := p.Configure(ctx, &sdk.ConfigureRequest{Config: raw})
+			err := p.Configure(testwait.Context(t), &sdk.ConfigureRequest{Config: raw})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
 			}

@@ -13,10 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// suiteTimeout bounds one run of the whole conformance suite.
-const suiteTimeout = 5 * time.Minute
+	"github.com/openhuman/openhuman-host/internal/testwait"
+)
 
 // scenarioLine is one line of the suite's summary: "✓ name: 1 passed, 0
 // failed" or "✗ name: 0 passed, 1 failed".
@@ -64,9 +63,7 @@ func TestConformanceThroughUpstream(t *testing.T) {
 func buildEverythingServer(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "everything-server")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	cmd := exec.CommandContext(testwait.Context(t), "go", "build", "-o", out, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 	cmd.Dir = "."
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build everything-server: %v\n%s", err, b)
@@ -95,7 +92,7 @@ func runEverythingDirect(t *testing.T, p prereqs, sb *sandbox, bin string) strin
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}()
-	deadline := time.Now().Add(startupTimeout)
+	deadline := testwait.Deadline(t)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
@@ -103,7 +100,7 @@ func runEverythingDirect(t *testing.T, p prereqs, sb *sandbox, bin string) strin
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("everything-server does not listen on %s within %s; stderr:\n%s", addr, startupTimeout, indent(stderr.String()))
+			t.Fatalf("everything-server does not listen on %s by the test's deadline; stderr:\n%s", addr, indent(stderr.String()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -116,8 +113,7 @@ func runEverythingDirect(t *testing.T, p prereqs, sb *sandbox, bin string) strin
 func runSuite(t *testing.T, p prereqs, sb *sandbox, url string) string {
 	t.Helper()
 	results := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
-	defer cancel()
+	ctx := testwait.Context(t)
 	cli := filepath.Join(p.home, "node_modules", ".bin", "conformance")
 	cmd := exec.CommandContext(ctx, cli, "server", "--url", url, "-o", results)
 	cmd.Dir = results
@@ -128,7 +124,7 @@ func runSuite(t *testing.T, p prereqs, sb *sandbox, url string) string {
 	out := ansiEscape.ReplaceAllString(string(raw), "")
 	t.Logf("conformance suite against %s took %s", url, time.Since(start).Round(time.Millisecond))
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("the conformance suite did not finish within %s; output:\n%s", suiteTimeout, indent(out))
+		t.Fatalf("the conformance suite did not finish by the test's deadline; output:\n%s", indent(out))
 	}
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {

@@ -32,14 +32,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-const (
-	clientTimeout      = 90 * time.Second
-	conformanceTimeout = 60 * time.Second
-	startupTimeout     = 30 * time.Second
-	exitTimeout        = 15 * time.Second
-	replyTimeout       = 15 * time.Second
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 // Conformance scenarios that need no fixture tools on the server.
@@ -254,8 +248,8 @@ func (q *lineQueue) Write(p []byte) (int, error) {
 }
 
 // next returns the next line, or false if none arrives before the timeout.
-func (q *lineQueue) next(timeout time.Duration) (string, bool) {
-	deadline := time.NewTimer(timeout)
+func (q *lineQueue) next(giveUp time.Time) (string, bool) {
+	deadline := time.NewTimer(time.Until(giveUp))
 	defer deadline.Stop()
 	for {
 		q.mu.Lock()
@@ -338,7 +332,7 @@ func startServer(t *testing.T, p prereqs, sb *sandbox, args ...string) *serverPr
 			_ = cmd.Process.Kill()
 			select {
 			case <-srv.done:
-			case <-time.After(exitTimeout):
+			case <-testwait.After(t):
 			}
 		}
 		srv.tree.killRunning()
@@ -353,7 +347,7 @@ var endpointLine = regexp.MustCompile(`openhuman-host: MCP endpoint (http://\S+)
 func startHTTPServer(t *testing.T, p prereqs, sb *sandbox, args ...string) *serverProc {
 	t.Helper()
 	srv := startServer(t, p, sb, append([]string{"serve", "--transport", "http", "--port", "0"}, args...)...)
-	deadline := time.After(startupTimeout)
+	deadline := testwait.After(t)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -365,7 +359,7 @@ func startHTTPServer(t *testing.T, p prereqs, sb *sandbox, args ...string) *serv
 		case <-srv.done:
 			t.Fatalf("server exited before listening (%v); stderr:\n%s", srv.waitErr, indent(srv.stderr.String()))
 		case <-deadline:
-			t.Fatalf("no endpoint line on stderr within %s; stderr:\n%s", startupTimeout, indent(srv.stderr.String()))
+			t.Fatalf("no endpoint line on stderr by the test's deadline; stderr:\n%s", indent(srv.stderr.String()))
 		case <-tick.C:
 		}
 	}
@@ -395,9 +389,9 @@ func (srv *serverProc) stop(t *testing.T, how string) {
 		if srv.waitErr != nil {
 			t.Errorf("server exit after %s: %v; stderr:\n%s", how, srv.waitErr, indent(srv.stderr.String()))
 		}
-	case <-time.After(exitTimeout):
-		t.Errorf("server pid %d did not exit within %s of %s; killing it; stderr:\n%s",
-			srv.cmd.Process.Pid, exitTimeout, how, indent(srv.stderr.String()))
+	case <-testwait.After(t):
+		t.Errorf("server pid %d did not exit after %s by the test's deadline; killing it; stderr:\n%s",
+			srv.cmd.Process.Pid, how, indent(srv.stderr.String()))
 		_ = srv.cmd.Process.Kill()
 		<-srv.done
 	}
@@ -437,8 +431,7 @@ func runClient(t *testing.T, p prereqs, sb *sandbox, extraEnv []string, args ...
 	t.Helper()
 	dir := clientDir(t, p, sb, "client.mjs")
 
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
-	defer cancel()
+	ctx := testwait.Context(t)
 	var stdout, stderr syncBuffer
 	cmd := exec.CommandContext(ctx, p.node(), append([]string{"client.mjs"}, args...)...)
 	cmd.Dir = dir
@@ -474,7 +467,7 @@ func runClient(t *testing.T, p prereqs, sb *sandbox, extraEnv []string, args ...
 	m := clientSummary.FindStringSubmatch(lines[len(lines)-1])
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		t.Errorf("client.mjs did not finish within %s; stderr:\n%s", clientTimeout, indent(stderr.String()))
+		t.Errorf("client.mjs did not finish by the test's deadline; stderr:\n%s", indent(stderr.String()))
 	case runErr != nil || m == nil || m[2] != "0" || m[1] == "0":
 		t.Errorf("client.mjs %s failed (%v); see the not ok lines above; stderr (client and server):\n%s",
 			strings.Join(args, " "), runErr, indent(stderr.String()))
@@ -543,9 +536,7 @@ const initializeRequest = `{"jsonrpc":"2.0","id":1,"method":"initialize","params
 // checks the HTTP status.
 func expectStatus(t *testing.T, url string, headers map[string]string, want int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), replyTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(initializeRequest))
+	req, err := http.NewRequestWithContext(testwait.Context(t), http.MethodPost, url, strings.NewReader(initializeRequest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -587,8 +578,7 @@ func TestConformance(t *testing.T) {
 func runConformance(t *testing.T, p prereqs, sb *sandbox, url, scenario string) {
 	t.Helper()
 	results := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), conformanceTimeout)
-	defer cancel()
+	ctx := testwait.Context(t)
 	cli := filepath.Join(p.home, "node_modules", ".bin", "conformance")
 	cmd := exec.CommandContext(ctx, cli, "server", "--url", url, "--scenario", scenario, "-o", results)
 	cmd.Dir = results
@@ -607,7 +597,7 @@ func runConformance(t *testing.T, p prereqs, sb *sandbox, url, scenario string) 
 	m := conformanceTotals.FindStringSubmatch(out)
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		t.Errorf("conformance %s did not finish within %s; output:\n%s", scenario, conformanceTimeout, indent(out))
+		t.Errorf("conformance %s did not finish by the test's deadline; output:\n%s", scenario, indent(out))
 	case err != nil || m == nil || m[3] != "0" || m[1] != m[2] || m[2] == "0":
 		t.Errorf("conformance %s failed (%v); output:\n%s%s", scenario, err, indent(out), resultFiles(results))
 	}
@@ -651,9 +641,9 @@ type rpcMessage struct {
 func (srv *serverProc) reply(t *testing.T) rpcMessage {
 	t.Helper()
 	for {
-		line, ok := srv.stdout.next(replyTimeout)
+		line, ok := srv.stdout.next(testwait.Deadline(t))
 		if !ok {
-			t.Fatalf("no reply within %s; stderr:\n%s", replyTimeout, indent(srv.stderr.String()))
+			t.Fatalf("no reply by the test's deadline; stderr:\n%s", indent(srv.stderr.String()))
 		}
 		var m rpcMessage
 		if err := json.Unmarshal([]byte(line), &m); err != nil || m.JSONRPC != "2.0" {

@@ -22,9 +22,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-const nodeCLITimeout = 60 * time.Second
+	"github.com/openhuman/openhuman-host/internal/testwait"
+)
 
 // nodeProvider is the example provider a test loads.
 type nodeProvider struct {
@@ -101,8 +101,7 @@ type cliResult struct {
 // and returns its output. tree records every process it started.
 func (np nodeProvider) runCLI(t *testing.T, sb *sandbox, args ...string) (cliResult, *procTree) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), nodeCLITimeout)
-	defer cancel()
+	ctx := testwait.Context(t)
 	var stdout, stderr syncBuffer
 	cmd := exec.CommandContext(ctx, np.bin, args...)
 	cmd.Dir = sb.dir
@@ -120,7 +119,7 @@ func (np nodeProvider) runCLI(t *testing.T, sb *sandbox, args ...string) (cliRes
 	var exitErr *exec.ExitError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		t.Fatalf("openhuman-host %s did not finish within %s; stderr:\n%s", strings.Join(args, " "), nodeCLITimeout, indent(res.stderr))
+		t.Fatalf("openhuman-host %s did not finish by the test's deadline; stderr:\n%s", strings.Join(args, " "), indent(res.stderr))
 	case errors.As(err, &exitErr):
 		res.code = exitErr.ExitCode()
 	case err != nil:
@@ -151,7 +150,7 @@ func (np nodeProvider) requireNoProvider(t *testing.T, tree *procTree) {
 		t.Errorf("no process running %s was seen under pid %d, so the exit check proves nothing", np.script, tree.root.pid)
 		return
 	}
-	if left := waitGone(procs, 2*time.Second); len(left) > 0 {
+	if left := waitGone(procs, testwait.Deadline(t)); len(left) > 0 {
 		t.Errorf("provider.js outlived the host: %v (killing them)", left)
 		tree.killRunning()
 	}
@@ -305,9 +304,9 @@ func TestNodeProviderServe(t *testing.T) {
 	srv.send(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"node_add","arguments":{"a":2,"b":3},"_meta":{"progressToken":"add-1"}}}`)
 	var progress []string
 	for {
-		line, ok := srv.stdout.next(replyTimeout)
+		line, ok := srv.stdout.next(testwait.Deadline(t))
 		if !ok {
-			t.Fatalf("no reply to tools/call within %s; stderr:\n%s", replyTimeout, indent(srv.stderr.String()))
+			t.Fatalf("no reply to tools/call by the test's deadline; stderr:\n%s", indent(srv.stderr.String()))
 		}
 		var msg rpcMessage
 		if err := json.Unmarshal([]byte(line), &msg); err != nil {
@@ -338,8 +337,8 @@ func TestNodeProviderServe(t *testing.T) {
 		if srv.waitErr != nil {
 			t.Errorf("server exit after EOF: %v; stderr:\n%s", srv.waitErr, indent(srv.stderr.String()))
 		}
-	case <-time.After(exitTimeout):
-		t.Fatalf("server did not exit within %s of EOF; stderr:\n%s", exitTimeout, indent(srv.stderr.String()))
+	case <-testwait.After(t):
+		t.Fatalf("server did not exit after EOF by the test's deadline; stderr:\n%s", indent(srv.stderr.String()))
 	}
 	srv.tree.halt()
 	np.requireNoProvider(t, srv.tree)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 // procStat is one process as /proc shows it. pid plus start time (clock
@@ -205,8 +207,7 @@ func (w *procTree) killRunning() {
 
 // waitGone polls until none of procs runs or the timeout passes, and
 // returns the ones still running.
-func waitGone(procs []procStat, timeout time.Duration) []procStat {
-	deadline := time.Now().Add(timeout)
+func waitGone(procs []procStat, deadline time.Time) []procStat {
 	for {
 		var left []procStat
 		for _, p := range procs {
@@ -232,10 +233,10 @@ func (w *procTree) requireExited(t *testing.T) {
 	if len(providers) == 0 {
 		t.Errorf("no `%s provider` process was seen under pid %d, so the exit check proves nothing", w.binName, w.root.pid)
 	}
-	if left := waitGone(others, 10*time.Second); len(left) > 0 {
-		t.Errorf("still running 10s after pid %d exited: %v (killing them)", w.root.pid, left)
+	if left := waitGone(others, testwait.Deadline(t)); len(left) > 0 {
+		t.Errorf("still running at the test's deadline after pid %d exited: %v (killing them)", w.root.pid, left)
 	}
-	if left := waitGone(providers, 2*time.Second); len(left) > 0 {
+	if left := waitGone(providers, testwait.Deadline(t)); len(left) > 0 {
 		t.Errorf("provider processes survived the server: %v (killing them)", left)
 	}
 	w.killRunning()

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 // searxngFixture is a SearXNG JSON answer with one result.
@@ -42,8 +44,7 @@ func TestReloadWithConnectedClient(t *testing.T) {
 	sb.writeConfig(t, "[providers.searxng]\nenabled = false\n")
 	configPath := filepath.Join(sb.config, "openhuman-host", "config.toml")
 	dir := clientDir(t, p, sb, "reload.mjs")
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
-	defer cancel()
+	ctx := testwait.Context(t)
 	var stdout, stderr syncBuffer
 	cmd := exec.CommandContext(ctx, p.node(), "reload.mjs", configPath, searx.URL, p.bin, "serve")
 	cmd.Dir = dir
@@ -61,7 +62,7 @@ func TestReloadWithConnectedClient(t *testing.T) {
 	m := reloadSummary.FindStringSubmatch(stdout.String())
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		t.Fatalf("reload.mjs did not finish within %s; stderr:\n%s", clientTimeout, indent(stderr.String()))
+		t.Fatalf("reload.mjs did not finish by the test's deadline; stderr:\n%s", indent(stderr.String()))
 	case runErr != nil || m == nil || m[2] != "0" || m[1] != "5":
 		t.Fatalf("reload.mjs failed (%v); stderr (client and server):\n%s", runErr, indent(stderr.String()))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -465,20 +466,14 @@ func TestBackfillNewModel(t *testing.T) {
 	p := openWithConfig(t, dir, map[string]any{
 		"embeddings": map[string]any{"base_url": fake.URL(), "model": "m1", "batch_size": 2},
 	}, nil)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		with, without, err := p.store.embeddingStats(t.Context(), "m1", 32)
-		if err != nil {
+	var with, without int64
+	testwait.Until(t, "the backfill to embed all 5 chunks", func() bool {
+		var err error
+		if with, without, err = p.store.embeddingStats(t.Context(), "m1", 32); err != nil {
 			t.Fatal(err)
 		}
-		if with == 5 && without == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backfill: %d embedded, %d missing", with, without)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return with == 5 && without == 0
+	})
 	if fake.LastAuthorization() != "" {
 		t.Errorf("Authorization sent without a key: %q", fake.LastAuthorization())
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -625,26 +626,32 @@ func TestToolListChangeNotified(t *testing.T) {
 	}
 }
 
-// A burst of triggers runs the function once.
+// A burst of triggers runs the function once, after the delay. In a synctest
+// bubble the burst takes no time, however slow the machine.
 func TestDebouncerCoalesces(t *testing.T) {
-	var d debouncer
-	ran := make(chan int, 10)
-	n := 0
-	for range 10 {
-		d.trigger("k", 50*time.Millisecond, func() { n++; ran <- n })
-	}
-	if got := receive(t, ran, "the run"); got != 1 {
-		t.Fatalf("run %d", got)
-	}
-	d.trigger("k", time.Millisecond, func() { ran <- 2 })
-	if got := receive(t, ran, "the second run"); got != 2 {
-		t.Errorf("after the burst, run %d", got)
-	}
-	select {
-	case extra := <-ran:
-		t.Errorf("extra run %d", extra)
-	default:
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var d debouncer
+		var runs []int
+		for range 10 {
+			d.trigger("k", 50*time.Millisecond, func() { runs = append(runs, len(runs)+1) })
+		}
+		time.Sleep(49 * time.Millisecond)
+		synctest.Wait()
+		if len(runs) != 0 {
+			t.Fatalf("runs before the delay passed: %v", runs)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if diff := cmp.Diff([]int{1}, runs); diff != "" {
+			t.Fatalf("runs after the burst (-want +got):\n%s", diff)
+		}
+		d.trigger("k", time.Millisecond, func() { runs = append(runs, 2) })
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if diff := cmp.Diff([]int{1, 2}, runs); diff != "" {
+			t.Errorf("runs after a later trigger (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // Per-client sessions are keyed by the session token before the session

@@ -4,7 +4,8 @@
 #   make test    the whole suite (fetches Go modules, npm packages and, as
 #                root, Debian's MinGW-w64 and Wine first)
 #   make bench   throughput/latency/RSS of the host against the go-sdk floor,
-#                then the memory provider at 1k, 10k and 100k chunks
+#                how soon a killed provider answers again, then the memory
+#                provider at 1k, 10k and 100k chunks
 #   make release versioned archives and SHA256SUMS in dist/ (VERSION=v1.2.3)
 
 GO       ?= go
@@ -98,6 +99,7 @@ vet-platforms:
 
 bench: build
 	$(GO) run -tags $(TAGS) ./bench -host $(CURDIR)/$(BIN)
+	$(GO) run -tags $(TAGS) ./bench/restart -host $(CURDIR)/$(BIN)
 	$(GO) run -tags $(TAGS) ./bench/memory
 
 # The memory provider's benchmark alone, in-process: import throughput,

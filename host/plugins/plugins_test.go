@@ -142,9 +142,10 @@ func TestKilledProviderIsRestarted(t *testing.T) {
 func TestCallDuringOutageFailsFast(t *testing.T) {
 	t.Parallel()
 	states := make(chan Status, 8)
-	// A long backoff keeps the provider down after its second failure.
+	// A long backoff (MaxBackoff caps it) keeps the provider down after its
+	// second failure.
 	_, p := startKit(t, Options{
-		Restart:  RestartPolicy{FirstBackoff: time.Hour},
+		Restart:  RestartPolicy{FirstBackoff: time.Hour, MaxBackoff: time.Hour},
 		OnChange: func(p *Provider, _ bool) { states <- p.Status() },
 	}, kitSpec(t))
 	var got []string

@@ -397,7 +397,11 @@ func TestSearchNoResults(t *testing.T) {
 
 func TestSearchErrors(t *testing.T) {
 	inst := newFakeInstance(t)
-	h := start(t, inst, map[string]any{"timeout_secs": 1})
+	// "slow" gets a host with a 1s timeout; the others the longest
+	// timeout, so that a loaded machine sending the 8 MiB answers slowly
+	// does not turn them into timeouts.
+	slow := start(t, inst, map[string]any{"timeout_secs": 1})
+	h := start(t, inst, map[string]any{"timeout_secs": maxTimeoutSecs})
 	ep := inst.URL // http://127.0.0.1:port
 	tests := []struct {
 		query string
@@ -429,6 +433,10 @@ func TestSearchErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
+			h := h
+			if tt.query == "slow" {
+				h = slow
+			}
 			start := time.Now()
 			res := call(t, h, map[string]any{"query": tt.query})
 			if got := errorText(t, res); got != "searxng_search: "+tt.want {

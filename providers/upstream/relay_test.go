@@ -631,24 +631,38 @@ func TestToolListChangeNotified(t *testing.T) {
 func TestDebouncerCoalesces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var d debouncer
+		// The runs are appended from the timers' goroutines.
+		var mu sync.Mutex
 		var runs []int
+		run := func(n int) func() {
+			return func() {
+				mu.Lock()
+				defer mu.Unlock()
+				runs = append(runs, n)
+			}
+		}
+		got := func() []int {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(runs)
+		}
 		for range 10 {
-			d.trigger("k", 50*time.Millisecond, func() { runs = append(runs, len(runs)+1) })
+			d.trigger("k", 50*time.Millisecond, run(1))
 		}
 		time.Sleep(49 * time.Millisecond)
 		synctest.Wait()
-		if len(runs) != 0 {
-			t.Fatalf("runs before the delay passed: %v", runs)
+		if r := got(); len(r) != 0 {
+			t.Fatalf("runs before the delay passed: %v", r)
 		}
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		if diff := cmp.Diff([]int{1}, runs); diff != "" {
+		if diff := cmp.Diff([]int{1}, got()); diff != "" {
 			t.Fatalf("runs after the burst (-want +got):\n%s", diff)
 		}
-		d.trigger("k", time.Millisecond, func() { runs = append(runs, 2) })
+		d.trigger("k", time.Millisecond, run(2))
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		if diff := cmp.Diff([]int{1, 2}, runs); diff != "" {
+		if diff := cmp.Diff([]int{1, 2}, got()); diff != "" {
 			t.Errorf("runs after a later trigger (-want +got):\n%s", diff)
 		}
 	})

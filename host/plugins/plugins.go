@@ -395,7 +395,7 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		return fail(fmt.Errorf("start %s: stopped before its handshake: %w", path, parent.Err()))
 	}
 	if err != nil {
-		return fail(startError(spec, inst.run, err))
+		return fail(startError(ctx, spec, inst.run, err))
 	}
 	inst.rpc = rpc
 	inst.version = client.NegotiatedVersion()
@@ -465,17 +465,27 @@ func handshake(ctx context.Context, client *plugin.Client, started *atomic.Point
 
 // startError explains go-plugin's start errors that do not explain
 // themselves.
-func startError(spec Spec, run *procRunner, err error) error {
+func startError(ctx context.Context, spec Spec, run *procRunner, err error) error {
 	msg := err.Error()
 	// A process that ended makes go-plugin fail before the process is
-	// reaped; give the reaper a moment, so the exit status can be told.
-	wait := time.Second
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		wait = 0
-	}
-	select {
-	case <-run.Exited():
-	case <-time.After(wait):
+	// reaped: it sees the process's stdout close first. Wait for the
+	// reaper, so the exit status can be told; on a loaded machine that can
+	// take longer than any fixed moment, and ctx (the start timeout)
+	// bounds it. Other failures leave a process running: give the reaper
+	// only a moment.
+	closed := strings.Contains(msg, "Failed to read any lines from plugin's stdout") || strings.Contains(msg, "plugin exited before we could connect")
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+	case closed:
+		select {
+		case <-run.Exited():
+		case <-ctx.Done():
+		}
+	default:
+		select {
+		case <-run.Exited():
+		case <-time.After(time.Second):
+		}
 	}
 	select {
 	case <-run.Exited():

@@ -39,7 +39,7 @@ func TestSubagentStoresMemoryThroughTheHost(t *testing.T) {
 	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte(llmConfig(llm.URL)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[server]\n"+slowStart+llmConfig(llm.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, err := runCLI(t, "tools", "call", "--json", "agent_run_subagent", `{"agent_id":"archivist","prompt":"File this: coral bleaching at site four."}`)

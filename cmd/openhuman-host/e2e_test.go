@@ -53,14 +53,17 @@ const cliEnv = "OPENHUMAN_TEST_AS_CLI"
 func testConfig(t *testing.T, extra string) (*config.Config, string) {
 	t.Helper()
 	dataDir := t.TempDir()
-	// Providers here are the race-built test binary, on a machine that may
-	// be busy with other tests: give their starts more than the default 10s.
-	cfg, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata_dir = %q\nprovider_start_timeout_secs = 120\n%s", dataDir, extra)), "test.toml")
+	cfg, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata_dir = %q\n%s%s", dataDir, slowStart, extra)), "test.toml")
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	return cfg, dataDir
 }
+
+// slowStart is the [server] line of the tests' configs that gives providers
+// 120s to start instead of the default 10s: they are the race-built test
+// binary, on a machine that may be busy with other tests.
+const slowStart = "provider_start_timeout_secs = 120\n"
 
 func startTestHost(t *testing.T, cfg *config.Config) *host.Host {
 	t.Helper()

@@ -432,7 +432,7 @@ func TestReload(t *testing.T) {
 	}
 	parse := func(extra string) *config.Config {
 		t.Helper()
-		c, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata_dir = %q\n%s", dataDir, extra)), "test.toml")
+		c, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata_dir = %q\n%s%s", dataDir, slowStart, extra)), "test.toml")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,7 @@ func TestServerAndCLIShareMemory(t *testing.T) {
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("[server]\ndata_dir = %q\nlog_level = \"off\"\n", dataDir)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("[server]\ndata_dir = %q\nlog_level = \"off\"\n%s", dataDir, slowStart)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(cfgPath)

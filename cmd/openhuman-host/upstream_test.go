@@ -28,7 +28,7 @@ func upstreamHome(t *testing.T, config string) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte("[server]\n"+slowStart+config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

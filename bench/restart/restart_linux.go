@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command restart measures how soon a provider killed with SIGKILL answers
 // again through openhuman-host: the time from the kill to the first
 // successful tools/call of its tool, without the client doing anything but
@@ -16,6 +18,7 @@
 //	go run -tags sqlite_fts5 ./bench/restart -host "$PWD/bin/openhuman-host"
 //
 // Everything runs on this machine; every loop is bounded in count and time.
+// It finds the provider's process in /proc, so it runs on Linux.
 package main
 
 import (

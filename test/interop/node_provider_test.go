@@ -82,7 +82,9 @@ func submatchAt(m []string, i int) string {
 // provider and loads the node provider with the given checksum.
 func (np nodeProvider) writeNodeConfig(t *testing.T, sb *sandbox, checksum string) string {
 	t.Helper()
-	cfg := fmt.Sprintf("[server]\ndata_dir = %s\n\n[providers.memory]\nenabled = false\n\n"+
+	// Node and its gRPC packages can take more than the default 10s to
+	// start on a machine busy with other tests.
+	cfg := fmt.Sprintf("[server]\ndata_dir = %s\nprovider_start_timeout_secs = 120\n\n[providers.memory]\nenabled = false\n\n"+
 		"[providers.node]\ncommand = %s\nsha256 = %s\n",
 		strconv.Quote(filepath.Join(sb.dir, "data")), strconv.Quote(np.script), strconv.Quote(checksum))
 	path := filepath.Join(sb.dir, "config.toml")

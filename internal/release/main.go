@@ -248,7 +248,8 @@ func verify(ctx context.Context, t target, bin, version string, stdout io.Writer
 		defer os.RemoveAll(dir)
 		launcher, _ := exec.LookPath(t.runner[0])
 		prefix, err := wineprefix.New(ctx, launcher, t.cc[0], dir)
-		defer prefix.Close()
+		// The prefix's wineserver runs even when New failed half-way.
+		defer func() { _ = prefix.Close() }()
 		if err != nil {
 			return fmt.Errorf("check the %s binary: %w", t, err)
 		}

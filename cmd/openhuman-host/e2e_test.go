@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -68,24 +67,6 @@ const slowStart = "provider_start_timeout_secs = 120\n"
 func startTestHost(t *testing.T, cfg *config.Config) *host.Host {
 	t.Helper()
 	return startTestHostWithLog(t, cfg, nil)
-}
-
-// lockedBuffer collects log output from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startTestHostWithLog starts a host whose log goes to logs (warn and

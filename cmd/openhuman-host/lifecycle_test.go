@@ -349,7 +349,7 @@ func TestTamperedProviderIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, _ := testConfig(t, fmt.Sprintf("[providers.kit]\ncommand = %q\nsha256 = %q\n[providers.nosum]\ncommand = %q\n", tampered, good, tampered))
-	var logs lockedBuffer
+	var logs testwait.Buffer
 	h := startTestHostWithLog(t, cfg, &logs)
 	defer h.Close(context.Background())
 	if len(h.Failed) != 2 {
@@ -381,7 +381,7 @@ func TestToolsAreNotTakenOver(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dataDir, "kit2", "claim"), []byte("memory.search\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs testwait.Buffer
 	h := startTestHostWithLog(t, cfg, &logs)
 	defer h.Close(context.Background())
 	owner := func(tool string) string {

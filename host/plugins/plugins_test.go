@@ -42,25 +42,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer is a log sink safe for the provider goroutines that write
-// to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func kitSpec(t *testing.T) Spec {
 	t.Helper()
 	sum, err := FileSHA256(kitPath)
@@ -320,7 +301,7 @@ func TestChecksumRefusals(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			var logs syncBuffer
+			var logs testwait.Buffer
 			m := NewManager(&Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
 			defer m.Close()
 			loaded, failed, err := m.Start(t.Context(), []Spec{tc.spec})
@@ -373,7 +354,7 @@ func TestBackoff(t *testing.T) {
 // Log lines go-plugin's own parser would panic on reach the log as text.
 func TestMalformedLogLinesDoNotCrashTheHost(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testwait.Buffer
 	_, p := startKit(t, Options{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})}, kitSpec(t))
 	res, err := p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "kit.badlog", Arguments: []byte("{}")})
 	if err != nil || res.Content[0].Text != "logged" {

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 func TestStderrLog(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out testwait.Buffer
 	s := &stderrLog{log: hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Trace, DisableTime: true})}
 	input := strings.Join([]string{
 		`{"@level":"warn","@message":"disk low","@timestamp":"2026-11-30T08:00:00.000000Z","free_mb":12,"@module":"p"}`,

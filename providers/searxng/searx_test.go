@@ -1,7 +1,6 @@
 package searxng
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -11,10 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 // searxRun is Debian's searx launcher (package searx: the predecessor of
@@ -193,7 +193,7 @@ func startSearx(t *testing.T, runner, stubURL, closed string) string {
 		if err := os.WriteFile(settingsPath, []byte(fmt.Sprintf(searxSettings, port, stubURL, closed)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out := &syncBuffer{}
+		out := &testwait.Buffer{}
 		cmd := exec.Command(runner)
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8", "SEARX_SETTINGS_PATH=" + settingsPath, "SEARX_DEBUG=0"}
 		cmd.Dir = dir
@@ -260,22 +260,4 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's two writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

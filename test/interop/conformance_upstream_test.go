@@ -83,7 +83,7 @@ func runEverythingDirect(t *testing.T, p prereqs, sb *sandbox, bin string) strin
 	l.Close()
 	cmd := exec.Command(bin, "-http="+addr, "-stateless=false")
 	cmd.Env = sb.environ("")
-	var stderr syncBuffer
+	var stderr testwait.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start everything-server: %v", err)

@@ -200,23 +200,6 @@ func (sb *sandbox) environ(pathPrefix string, extra ...string) []string {
 
 // ---- small helpers -------------------------------------------------------
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // lineQueue collects a process's output as lines, for a reader that waits
 // for them one at a time.
 type lineQueue struct {
@@ -295,7 +278,7 @@ type serverProc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser // stdio only
 	stdout *lineQueue
-	stderr *syncBuffer
+	stderr *testwait.Buffer
 	tree   *procTree
 	url    string // http only
 
@@ -305,7 +288,7 @@ type serverProc struct {
 
 func startServer(t *testing.T, p prereqs, sb *sandbox, args ...string) *serverProc {
 	t.Helper()
-	srv := &serverProc{stdout: newLineQueue(), stderr: &syncBuffer{}, done: make(chan struct{})}
+	srv := &serverProc{stdout: newLineQueue(), stderr: &testwait.Buffer{}, done: make(chan struct{})}
 	cmd := exec.Command(p.bin, args...)
 	cmd.Dir = sb.dir
 	cmd.Env = sb.environ("")
@@ -432,7 +415,7 @@ func runClient(t *testing.T, p prereqs, sb *sandbox, extraEnv []string, args ...
 	dir := clientDir(t, p, sb, "client.mjs")
 
 	ctx := testwait.Context(t)
-	var stdout, stderr syncBuffer
+	var stdout, stderr testwait.Buffer
 	cmd := exec.CommandContext(ctx, p.node(), append([]string{"client.mjs"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = sb.environ(p.nodeDir(), extraEnv...)

@@ -104,7 +104,7 @@ type cliResult struct {
 func (np nodeProvider) runCLI(t *testing.T, sb *sandbox, args ...string) (cliResult, *procTree) {
 	t.Helper()
 	ctx := testwait.Context(t)
-	var stdout, stderr syncBuffer
+	var stdout, stderr testwait.Buffer
 	cmd := exec.CommandContext(ctx, np.bin, args...)
 	cmd.Dir = sb.dir
 	cmd.Env = sb.environ("")

@@ -45,7 +45,7 @@ func TestReloadWithConnectedClient(t *testing.T) {
 	configPath := filepath.Join(sb.config, "openhuman-host", "config.toml")
 	dir := clientDir(t, p, sb, "reload.mjs")
 	ctx := testwait.Context(t)
-	var stdout, stderr syncBuffer
+	var stdout, stderr testwait.Buffer
 	cmd := exec.CommandContext(ctx, p.node(), "reload.mjs", configPath, searx.URL, p.bin, "serve")
 	cmd.Dir = dir
 	cmd.Env = sb.environ(p.nodeDir())

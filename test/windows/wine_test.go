@@ -22,12 +22,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/internal/wineprefix"
 )
 
@@ -365,10 +365,10 @@ func TestWindowsUnderWine(t *testing.T) {
 
 // serve starts own serve in the prefix and connects the go-sdk client to
 // it over stdio; the session is closed at the end of the test.
-func serve(ctx context.Context, t *testing.T, w *wine, own string) (*mcp.ClientSession, *lockedBuffer) {
+func serve(ctx context.Context, t *testing.T, w *wine, own string) (*mcp.ClientSession, *testwait.Buffer) {
 	t.Helper()
 	srv := w.Command(ctx, own, "serve")
-	stderr := &lockedBuffer{}
+	stderr := &testwait.Buffer{}
 	srv.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "wine-smoke", Version: "1"}, nil)
 	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: srv, TerminateDuration: 2 * time.Minute}, nil)
@@ -448,22 +448,4 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return os.WriteFile(to, b, 0o755)
-}
-
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

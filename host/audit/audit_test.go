@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -93,25 +92,7 @@ func sideDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
-// syncBuffer is a log sink the test reads while the writer writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func testLogger(buf *syncBuffer) hclog.Logger {
+func testLogger(buf *testwait.Buffer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "host.audit", Output: buf, Level: hclog.Trace})
 }
 
@@ -409,7 +390,7 @@ func TestRecordBlocksWhileQueueFull(t *testing.T) {
 
 func TestFailedInsertIsRetried(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testwait.Buffer
 	l, path := openLog(t, &Options{Logger: testLogger(&logs)})
 	side := sideDB(t, path)
 	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit RENAME TO mcp_audit_away"); err != nil {
@@ -515,7 +496,7 @@ func TestCloseReportsDiscardedRecords(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			var logs syncBuffer
+			var logs testwait.Buffer
 			path := filepath.Join(t.TempDir(), "audit.db")
 			l, err := Open(t.Context(), path, &Options{Logger: testLogger(&logs)})
 			if err != nil {
@@ -727,6 +708,71 @@ func TestOpenConcurrentlyOnNewFile(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestOpenMigratedFileTakesNoWriteLock opens a file whose table is
+// current while another process holds the write lock: Open reads the
+// schema version and needs no lock, so it succeeds at once instead of
+// queueing behind the writer.
+func TestOpenMigratedFileTakesNoWriteLock(t *testing.T) {
+	t.Parallel()
+	l, path := openLog(t, nil)
+	mustRecord(t, l, Record{Tool: "memory_store", Decision: "allowed"})
+	mustFlush(t, l)
+
+	side := sideDB(t, path)
+	var v int32
+	if err := side.QueryRowContext(t.Context(), "PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+		t.Fatalf("user_version = %d (err %v), want the schema version %d", v, err, schemaVersion)
+	}
+	conn, err := side.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatalf("BEGIN IMMEDIATE: %v", err)
+	}
+	defer conn.ExecContext(context.Background(), "ROLLBACK") //nolint:errcheck
+
+	// The busy timeout would end a wait for the lock with "database is
+	// locked"; a context that is already cancelled would too.
+	second := mustOpen(t, path, nil)
+	if got := mustList(t, second, Query{}); len(got) != 1 || got[0].Tool != "memory_store" {
+		t.Errorf("List() on the second log = %+v, want the one record", got)
+	}
+}
+
+// TestOpenMigratesOlderFile opens a file whose table predates the schema
+// version (user_version 0, an index missing): Open creates the index and
+// records the version, keeping the rows.
+func TestOpenMigratesOlderFile(t *testing.T) {
+	t.Parallel()
+	l, path := openLog(t, nil)
+	mustRecord(t, l, Record{Tool: "memory_store", Decision: "allowed"})
+	mustFlush(t, l)
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	side := sideDB(t, path)
+	for _, stmt := range []string{"DROP INDEX idx_mcp_audit_tool", "PRAGMA user_version = 0"} {
+		if _, err := side.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+
+	again := mustOpen(t, path, nil)
+	var v int32
+	if err := side.QueryRowContext(t.Context(), "PRAGMA user_version").Scan(&v); err != nil || v != schemaVersion {
+		t.Errorf("user_version = %d (err %v), want the schema version %d", v, err, schemaVersion)
+	}
+	var index int
+	if err := side.QueryRowContext(t.Context(), "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'idx_mcp_audit_tool'").Scan(&index); err != nil || index != 1 {
+		t.Errorf("idx_mcp_audit_tool: %d such index (err %v), want 1", index, err)
+	}
+	if got := mustList(t, again, Query{}); len(got) != 1 || got[0].Tool != "memory_store" {
+		t.Errorf("List() = %+v, want the record written before", got)
 	}
 }
 

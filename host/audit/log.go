@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -142,11 +144,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", abs, err)
 	}
-	// Inside one immediate transaction, so that processes opening a new
-	// data dir at once (parallel CLI calls) migrate one after the other
-	// instead of racing to create the table.
-	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return tx.AutoMigrate(&Record{}) })
-	if err != nil {
+	if err := migrate(ctx, db); err != nil {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("audit: open %s: migrate table %s: %w", abs, Table, err)
 	}
@@ -170,6 +168,47 @@ func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 	}
 	go l.run(writeCtx)
 	return l, nil
+}
+
+// schemaVersion fingerprints Record's columns (names, Go types and gorm
+// tags, CRC-32 in 31 bits, never 0). [migrate] stores it in the database's
+// user_version once the table matches Record, so a changed Record is
+// migrated by the first process that opens the file and nobody else.
+var schemaVersion = func() int32 {
+	var b strings.Builder
+	rt := reflect.TypeFor[Record]()
+	for f := range rt.Fields() {
+		fmt.Fprintf(&b, "%s %s %s\n", f.Name, f.Type, f.Tag.Get("gorm"))
+	}
+	return int32(crc32.ChecksumIEEE([]byte(b.String()))&0x7fffffff) | 1
+}()
+
+// migrate brings the mcp_audit table in line with Record unless the
+// database's user_version says it already is, which costs one read and no
+// lock, so that many processes opening the file at once (parallel CLI
+// calls, a client starting several servers) do not queue for the write
+// lock. Otherwise it migrates inside one immediate transaction, checking
+// the version again once it holds the lock, so that processes opening a
+// new data dir at once migrate one after the other instead of racing to
+// create the table.
+func migrate(ctx context.Context, db *gorm.DB) error {
+	version := func(tx *gorm.DB) (int32, error) {
+		var v int32
+		err := tx.Raw("PRAGMA user_version").Scan(&v).Error
+		return v, err
+	}
+	if v, err := version(db.WithContext(ctx)); err != nil || v == schemaVersion {
+		return err
+	}
+	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if v, err := version(tx); err != nil || v == schemaVersion {
+			return err
+		}
+		if err := tx.AutoMigrate(&Record{}); err != nil {
+			return err
+		}
+		return tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)).Error
+	})
 }
 
 // dsn builds a file: URI so that any character in the path is escaped rather than read as a parameter.

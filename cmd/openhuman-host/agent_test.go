@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,17 +30,7 @@ func TestSubagentStoresMemoryThroughTheHost(t *testing.T) {
 		scriptedllm.CallTools(scriptedllm.Call{Name: "memory_store", Arguments: `{"title":"Reef survey","content":"Coral bleaching seen at site four."}`}),
 		scriptedllm.Reply("Filed it as \"Reef survey\"."),
 	)
-	home := t.TempDir()
-	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
-	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
-	cfgDir := filepath.Join(home, "config", "openhuman-host")
-	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte("[server]\n"+slowStart+llmConfig(llm.URL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home := cliHome(t, llmConfig(llm.URL))
 	out, err := runCLI(t, "tools", "call", "--json", "agent_run_subagent", `{"agent_id":"archivist","prompt":"File this: coral bleaching at site four."}`)
 	if err != nil {
 		t.Fatalf("run_subagent: %v\n%s", err, out)

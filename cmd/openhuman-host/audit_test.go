@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,10 +41,7 @@ func TestParseSince(t *testing.T) {
 }
 
 func TestCLIAuditListAndStats(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
-	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
+	cliHome(t, "")
 	run := func(args ...string) (string, error) {
 		var out, errOut bytes.Buffer
 		cmd := newRootCmd()

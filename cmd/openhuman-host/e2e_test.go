@@ -64,6 +64,26 @@ func testConfig(t *testing.T, extra string) (*config.Config, string) {
 // binary, on a machine that may be busy with other tests.
 const slowStart = "provider_start_timeout_secs = 120\n"
 
+// cliHome points XDG_DATA_HOME and XDG_CONFIG_HOME at a new directory for
+// the commands a test runs, turns the log off and writes a config.toml
+// there: a [server] table with [slowStart], then config. It returns the
+// directory.
+func cliHome(t *testing.T, config string) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
+	dir := filepath.Join(home, "config", "openhuman-host")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte("[server]\n"+slowStart+config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
 func startTestHost(t *testing.T, cfg *config.Config) *host.Host {
 	t.Helper()
 	return startTestHostWithLog(t, cfg, nil)
@@ -253,10 +273,7 @@ func TestBrokenProviderDoesNotStopTheOthers(t *testing.T) {
 }
 
 func TestCLIToolsListAndCall(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
-	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
+	cliHome(t, "")
 	run := func(args ...string) (string, string, error) {
 		var out, errOut bytes.Buffer
 		cmd := newRootCmd()
@@ -387,7 +404,7 @@ func TestConfigCheckReportsProviderFailures(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
 	path := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(path, []byte("[providers.memory]\nbogus = 1\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("[server]\n"+slowStart+"[providers.memory]\nbogus = 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer

@@ -172,10 +172,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 }
 
 func TestProvidersAddAndStatus(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
-	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
+	home := cliHome(t, "")
 	bin, sum := kitProvider(t)
 	// A copy named like a provider, to check the derived name.
 	exe := filepath.Join(home, "openhuman-provider-kit")
@@ -261,9 +258,9 @@ func TestProvidersAddAndStatus(t *testing.T) {
 // A running server's status is read from its status file; the file goes
 // when the server stops.
 func TestProvidersStatusOfARunningServer(t *testing.T) {
-	home := t.TempDir()
+	home := cliHome(t, "")
 	bin, _ := kitProvider(t)
-	env := append(os.Environ(), cliEnv+"=1", "XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "OPENHUMAN_LOG_LEVEL=off")
+	env := append(os.Environ(), cliEnv+"=1")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

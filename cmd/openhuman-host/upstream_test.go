@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,25 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// upstreamHome points the config and data directories at a fresh
-// directory and writes config there.
-func upstreamHome(t *testing.T, config string) {
-	t.Helper()
-	home := t.TempDir()
-	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
-	t.Setenv("OPENHUMAN_LOG_LEVEL", "off")
-	dir := filepath.Join(home, "config", "openhuman-host")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte("[server]\n"+slowStart+config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestUpstreamList(t *testing.T) {
-	upstreamHome(t, `
+	cliHome(t, `
 [[upstream.servers]]
 name = "remote"
 endpoint = "https://alice:hunter2@mcp.example.com:8443/secret-path/mcp?key=k3y"
@@ -107,7 +88,7 @@ func TestUpstreamCheck(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	upstreamHome(t, fmt.Sprintf(`
+	cliHome(t, fmt.Sprintf(`
 [[upstream.servers]]
 name = "abc"
 endpoint = %q

@@ -149,13 +149,25 @@ func newSandbox(t *testing.T) *sandbox {
 			t.Fatal(err)
 		}
 	}
+	sb.writeConfig(t, "")
 	return sb
 }
 
-// writeConfig writes the file serve reads by default:
-// $XDG_CONFIG_HOME/openhuman-host/config.toml.
+// serverDefaults starts the [server] table of every sandbox's config:
+// providers get 120s to start, as the machine running the suite may be
+// busy with other tests.
+const serverDefaults = "[server]\nprovider_start_timeout_secs = 120\n"
+
+// writeConfig writes the file serve reads by default,
+// $XDG_CONFIG_HOME/openhuman-host/config.toml: [serverDefaults], then
+// toml (whose own [server] table, if it starts with one, continues it).
 func (sb *sandbox) writeConfig(t *testing.T, toml string) {
 	t.Helper()
+	if rest, ok := strings.CutPrefix(toml, "[server]\n"); ok {
+		toml = serverDefaults + rest
+	} else {
+		toml = serverDefaults + "\n" + toml
+	}
 	dir := filepath.Join(sb.config, "openhuman-host")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

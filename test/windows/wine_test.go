@@ -236,10 +236,17 @@ func TestWindowsUnderWine(t *testing.T) {
 	})
 
 	// providers add: a .exe passes as runnable, the config is locked with
-	// LockFileEx and written to %APPDATA%.
-	w.run(ctx, t, own, "providers", "add", "--name", "kit", winPath(kit))
+	// LockFileEx and written to %APPDATA%, keeping what is there (providers
+	// get 120s to start, as Wine on a busy machine may need).
 	config := filepath.Join(w.prefix, "drive_c", "users", me.Username, "AppData", "Roaming", "openhuman-host", "config.toml")
-	if b, err := os.ReadFile(config); err != nil || !strings.Contains(string(b), "[providers.kit]") {
+	if err := os.MkdirAll(filepath.Dir(config), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(config, []byte("[server]\nprovider_start_timeout_secs = 120\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.run(ctx, t, own, "providers", "add", "--name", "kit", winPath(kit))
+	if b, err := os.ReadFile(config); err != nil || !strings.Contains(string(b), "[providers.kit]") || !strings.HasPrefix(string(b), "[server]\nprovider_start_timeout_secs = 120\n") {
 		t.Fatalf("providers add wrote no [providers.kit] to %s: %v\n%s", config, err, b)
 	}
 	sleepers := func() map[int]string { return linuxProcs(kit + " -sleep=") }

@@ -85,6 +85,16 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect over stdio: %v", err)
 	}
+	// serverInfo carries the version stamped into the binary, the one
+	// openhuman-host version prints.
+	out, err := exec.Command(p.bin, "version").Output()
+	if err != nil {
+		t.Fatalf("%s version: %v", p.bin, err)
+	}
+	stamped, _, _ := strings.Cut(strings.TrimPrefix(string(out), "openhuman-host "), " ")
+	if got := cs.InitializeResult().ServerInfo.Version; stamped == "" || got != stamped {
+		t.Errorf("serverInfo.version = %q, openhuman-host version prints %q", got, out)
+	}
 	var names []string
 	for tool, err := range cs.Tools(ctx, nil) {
 		if err != nil {

@@ -22,10 +22,11 @@ import (
 // testAPIKey is a key the tests check never leaks into errors or bodies.
 const testAPIKey = "sk-test-0123456789abcdefSECRETKEY"
 
-// newTestModel returns an OpenAIModel for the scripted server s.
+// newTestModel returns an OpenAIModel for the scripted server s, with a
+// request timeout no busy machine reaches.
 func newTestModel(t *testing.T, baseURL string, key string) *OpenAIModel {
 	t.Helper()
-	m, err := NewOpenAIModel(OpenAIConfig{BaseURL: baseURL, Model: "test-model", APIKey: key, Timeout: 5 * time.Second})
+	m, err := NewOpenAIModel(OpenAIConfig{BaseURL: baseURL, Model: "test-model", APIKey: key, Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatalf("NewOpenAIModel: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -388,7 +389,7 @@ func TestHungProviderDoesNotBlockShutdown(t *testing.T) {
 	cfg, _ := testConfig(t, "")
 	h := startTestHost(t, cfg)
 	pid := h.Providers[0].Pid()
-	freeze(t, pid)
+	testproc.Freeze(t, pid)
 	t.Cleanup(func() { _ = killPID(pid) })
 	done := make(chan error, 1)
 	go func() { done <- h.Close(context.Background()) }()

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
@@ -201,7 +202,7 @@ func TestHungProviderIsRestarted(t *testing.T) {
 	// machine is not taken for a hung one.
 	_, p := startKit(t, Options{HealthInterval: 100 * time.Millisecond, HealthTimeout: 3 * time.Second}, kitSpec(t))
 	first := p.Pid()
-	freeze(t, first)
+	testproc.Freeze(t, first)
 	t.Cleanup(func() { _ = killPID(first) })
 	testwait.Until(t, "hung provider replaced", func() bool {
 		st := p.Status()

@@ -1,16 +1,8 @@
 package plugins
 
 import (
-	"testing"
-
 	"golang.org/x/sys/windows"
 )
-
-// freeze would stop process pid; Windows has no signal for it.
-func freeze(t *testing.T, _ int) {
-	t.Helper()
-	t.Skip("Windows has no SIGSTOP to make a provider hang")
-}
 
 // exists reports whether a process with this id exists.
 func exists(pid int) bool {

@@ -50,8 +50,10 @@ type Options struct {
 	// Logger is the root logger. Default: a null logger.
 	Logger hclog.Logger
 	// StatusFile, when set, is where the host keeps a JSON [StatusReport]
-	// of its providers, rewritten on every change and removed by Close;
-	// `openhuman-host providers status` reads these files.
+	// of its providers and audit log, rewritten on every change and
+	// removed by Close; `openhuman-host providers status` reads these
+	// files. Only a serving host sets it, and such a host also repairs a
+	// damaged audit database at start (audit.Options.Repair).
 	StatusFile string
 	// Restart overrides the provider restart policy; zero fields keep
 	// plugins.DefaultRestartPolicy.
@@ -90,6 +92,9 @@ type Host struct {
 	policy *policy.Policy
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
+	// stopWatch ends watchAudit, which closes watchDone; nil without a
+	// status file.
+	stopWatch, watchDone chan struct{}
 }
 
 // builtinNamespaces are the advertised tool and prompt name prefixes of
@@ -165,6 +170,8 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,
 		AllowedTools:      cfg.Autonomy.AllowedTools,
 		DeniedTools:       cfg.Autonomy.DeniedTools,
+		// The audit log counts the acts of every process on the data dir.
+		SharedBudget: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("security policy: %w", err)
@@ -172,6 +179,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	auditLog, err := audit.Open(ctx, filepath.Join(dataDir, "audit.db"), &audit.Options{
 		QueueSize:  cfg.Audit.QueueSize,
 		RetainDays: cfg.Audit.RetainDays,
+		Repair:     o.StatusFile != "",
 		Logger:     o.Logger.Named("audit"),
 	})
 	if err != nil {
@@ -240,6 +248,14 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	h.changeMu.Lock()
 	h.writeStatus()
 	h.changeMu.Unlock()
+	if h.statusFile != "" {
+		h.stopWatch = make(chan struct{})
+		h.watchDone = make(chan struct{})
+		go func() {
+			defer close(h.watchDone)
+			h.watchAudit(h.stopWatch)
+		}()
+	}
 	return h, nil
 }
 
@@ -313,6 +329,63 @@ type StatusReport struct {
 	// Providers lists every enabled provider, loaded or not, in config
 	// order of loading.
 	Providers []plugins.Status `json:"providers"`
+	// Audit is the health of the audit log; nil in reports written before
+	// it was added.
+	Audit *AuditStatus `json:"audit,omitempty"`
+}
+
+// AuditStatus is the health of a host's audit log in its [StatusReport].
+type AuditStatus struct {
+	// Queued is how many rows wait for the writer.
+	Queued int `json:"queued"`
+	// Dropped counts the rows of reads and outcomes of acts not recorded
+	// since start because the queue was full.
+	Dropped uint64 `json:"dropped"`
+	// FailingSince is when the current run of failed writes began; absent
+	// when the last write succeeded. Acts are refused while their row
+	// cannot be written.
+	FailingSince *time.Time `json:"failing_since,omitempty"`
+	// LastError is the last failed write's error while failing.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// auditStatus is h's audit health for its status report.
+func (h *Host) auditStatus() *AuditStatus {
+	if h.audit == nil {
+		return nil
+	}
+	st := h.audit.Status()
+	out := &AuditStatus{Queued: st.Queued, Dropped: st.Dropped, LastError: st.LastError}
+	if !st.FailingSince.IsZero() {
+		out.FailingSince = &st.FailingSince
+	}
+	return out
+}
+
+// auditWatchEvery is how often a serving host looks at its audit log's
+// health to rewrite its status file when it changed.
+const auditWatchEvery = 5 * time.Second
+
+// watchAudit rewrites the status file whenever the audit log starts or
+// stops failing or drops rows, until stop is closed.
+func (h *Host) watchAudit(stop <-chan struct{}) {
+	t := time.NewTicker(auditWatchEvery)
+	defer t.Stop()
+	var last audit.Status
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		st := h.audit.Status()
+		if st.Dropped != last.Dropped || st.FailingSince != last.FailingSince {
+			h.changeMu.Lock()
+			h.writeStatus()
+			h.changeMu.Unlock()
+		}
+		last = st
+	}
 }
 
 // Status returns the state of every enabled provider: those that loaded
@@ -335,7 +408,7 @@ func (h *Host) writeStatus() {
 	if h.statusFile == "" {
 		return
 	}
-	report := StatusReport{Pid: os.Getpid(), Started: h.started, Updated: time.Now(), Providers: h.Status()}
+	report := StatusReport{Pid: os.Getpid(), Started: h.started, Updated: time.Now(), Providers: h.Status(), Audit: h.auditStatus()}
 	if err := writeJSONFile(h.statusFile, report); err != nil {
 		h.log.Warn("provider status file not written", "path", h.statusFile, "error", err)
 	}
@@ -561,6 +634,11 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 // Close stops the providers, flushes the audit log and closes it. It
 // waits at most until ctx is done for the flush.
 func (h *Host) Close(ctx context.Context) error {
+	if h.stopWatch != nil {
+		close(h.stopWatch)
+		<-h.watchDone
+		h.stopWatch = nil
+	}
 	if h.manager != nil {
 		h.manager.Close()
 	}
@@ -692,6 +770,8 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,
 		AllowedTools:      cfg.Autonomy.AllowedTools,
 		DeniedTools:       cfg.Autonomy.DeniedTools,
+		// The audit log counts the acts of every process on the data dir.
+		SharedBudget: true,
 	})
 	if err != nil {
 		return res, fmt.Errorf("security policy: %w", err)

@@ -83,9 +83,9 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 					return err
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "TOOL\tCALLS\tFAILED\tDENIED\tP50\tMAX")
+				fmt.Fprintln(w, "TOOL\tCALLS\tFAILED\tPENDING\tDENIED\tP50\tMAX")
 				for _, s := range rows {
-					fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%s\n", s.Tool, s.Calls, s.Failures, s.Denied,
+					fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", s.Tool, s.Calls, s.Failures, s.Pending, s.Denied,
 						time.Duration(s.P50Us)*time.Microsecond, time.Duration(s.MaxUs)*time.Microsecond)
 				}
 				return w.Flush()
@@ -153,7 +153,11 @@ func writeRecords(out io.Writer, rows []audit.Record) error {
 	fmt.Fprintln(w, "TIME (UTC)\tSOURCE\tTOOL\tDECISION\tOUTCOME\tDURATION\tERROR")
 	for _, r := range rows {
 		outcome := "ok"
-		if !r.Success {
+		switch {
+		case r.Pending:
+			// Written before the act ran; no outcome came back.
+			outcome = "pending"
+		case !r.Success:
 			outcome = "failed"
 		}
 		errText := strings.Join(strings.Fields(r.Error), " ")
@@ -197,6 +201,7 @@ func recordJSON(r audit.Record) map[string]any {
 		"duration_us":    r.DurationUs,
 		"args_summary":   json.RawMessage(orEmptyObject(r.ArgsSummary)),
 		"result_ref":     r.ResultRef,
+		"pending":        r.Pending,
 	}
 }
 

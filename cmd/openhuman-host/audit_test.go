@@ -103,9 +103,9 @@ func TestCLIAuditListAndStats(t *testing.T) {
 	fields := map[string][]string{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
 		f := strings.Fields(l)
-		fields[f[0]] = f[1:4]
+		fields[f[0]] = f[1:5] // calls, failed, pending, denied
 	}
-	if strings.Join(fields["memory_search"], " ") != "1 0 1" || strings.Join(fields["memory_store"], " ") != "1 0 0" {
+	if strings.Join(fields["memory_search"], " ") != "1 0 0 1" || strings.Join(fields["memory_store"], " ") != "1 0 0 0" {
 		t.Errorf("audit stats:\n%s", out)
 	}
 }

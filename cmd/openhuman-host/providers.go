@@ -156,7 +156,25 @@ func printStatus(out io.Writer, reports []host.StatusReport, live bool) {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", oneLine(p.Name, 64), oneLine(string(p.State), 32), pid, p.Restarts, tools, since, lastErr)
 		}
 		_ = w.Flush()
+		if live && r.Audit != nil {
+			fmt.Fprintln(out, auditLine(r.Audit))
+		}
 	}
+}
+
+// auditLine is one line on a server's audit log health.
+func auditLine(a *host.AuditStatus) string {
+	var b strings.Builder
+	if a.FailingSince != nil {
+		fmt.Fprintf(&b, "audit log: FAILING since %s (%s); act tools are refused until their rows can be written",
+			a.FailingSince.Local().Format(time.DateTime), oneLine(a.LastError, 200))
+	} else {
+		b.WriteString("audit log: ok")
+	}
+	if a.Dropped > 0 {
+		fmt.Fprintf(&b, "; %d rows of reads or act outcomes dropped since start (see the server's log)", a.Dropped)
+	}
+	return b.String()
 }
 
 // oneLine squeezes s onto one line of at most n bytes, without anything a

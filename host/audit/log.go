@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/mattn/go-sqlite3"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -51,15 +54,23 @@ var ErrClosed = errors.New("audit: log is closed")
 
 // Options configures [Open]. A nil *Options means all defaults.
 type Options struct {
-	// QueueSize is how many records may wait for the writer; when they all wait, [Log.Record] blocks.
-	// Default 0 means 1024; a negative value is an error.
+	// QueueSize is how many records and outcomes may wait for the writer; beyond it [Log.Record] and
+	// [Log.Complete] drop what they are given rather than block (see [Log.Status]). Default 0 means 1024;
+	// a negative value is an error.
 	QueueSize int
 	// RetainDays is how many days of records to keep; older rows are deleted at Open and then hourly.
 	// Default 0 means keep forever; a negative value is an error.
 	RetainDays int
-	// Logger receives the writer's warnings (failed inserts and retries) and debug lines; it never
-	// receives SQL or row values. Name it for the component (such as "host.audit"). Default nil means
-	// hclog.NewNullLogger().
+	// Repair checks the database at Open (PRAGMA quick_check). A damaged database, or a file that is not
+	// a SQLite database, is renamed to "<path>.damaged-<UTC time>" (its -wal and -shm files too), a fresh
+	// one is created in its place, and the move is logged at error level with both paths: the old rows
+	// stay readable with the sqlite3 shell, and the host keeps recording. The long-running server sets
+	// it; short-lived commands leave it off, since the check reads the whole file. Default false: a
+	// damaged database is an error from Open.
+	Repair bool
+	// Logger receives the writer's warnings (failed writes, retries, dropped rows) and debug lines; it
+	// never receives SQL or row values. Name it for the component (such as "host.audit"). Default nil
+	// means hclog.NewNullLogger().
 	Logger hclog.Logger
 }
 
@@ -84,9 +95,21 @@ type Log struct {
 	// Written by the writer before exited is closed, read by Close after.
 	discarded int
 	lastErr   error
+
+	dropped  atomic.Uint64           // records and outcomes not queued because the queue was full
+	warnedAt atomic.Int64            // UnixNano of the last dropped-row warning, to log at most one per dropWarnEvery
+	failing  atomic.Pointer[failure] // set while the writer's writes fail, nil once one succeeds
 }
 
-// entry is one item of the queue: a record, or a flush marker when flushed is non-nil.
+// failure is a run of failed writes.
+type failure struct {
+	since time.Time
+	err   error
+}
+
+// entry is one item of the queue: a record to insert (rec.ID 0), the
+// outcome of the pending row rec.ID, or a flush marker when flushed is
+// non-nil.
 type entry struct {
 	rec     Record
 	flushed chan error // buffered(1); receives nil once every earlier record is committed
@@ -94,8 +117,9 @@ type entry struct {
 
 // Open opens the audit log in the SQLite database at path, creating the file (0600) and its parent
 // directory (0700) when missing, migrating the mcp_audit table, deleting rows older than
-// opts.RetainDays, and starting the background writer. Several processes may open the same file. Close
-// the Log to flush it.
+// opts.RetainDays, and starting the background writer. Several processes may open the same file. With
+// opts.Repair a damaged database is moved aside and replaced by a fresh one; without it, it is an error
+// that says so. Close the Log to flush it.
 func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 	var o Options
 	if opts != nil {
@@ -123,6 +147,24 @@ func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("audit: open %s: create directory: %w", abs, err)
 	}
+	l, err := open(ctx, abs, o)
+	if err == nil || !Damaged(err) {
+		return l, err
+	}
+	if !o.Repair {
+		return nil, fmt.Errorf("%w; `openhuman-host serve` moves a damaged audit log aside and starts a fresh one", err)
+	}
+	moved, mvErr := moveAside(abs, time.Now())
+	if mvErr != nil {
+		return nil, fmt.Errorf("%w; moving it aside failed too: %w", err, mvErr)
+	}
+	o.Logger.Error("audit database is damaged: moved it aside and started a fresh one; the old rows stay readable with the sqlite3 shell",
+		"path", abs, "moved_to", moved, "error", err)
+	return open(ctx, abs, o)
+}
+
+// open is Open on an absolute path with defaults applied.
+func open(ctx context.Context, abs string, o Options) (*Log, error) {
 	// Create the file ourselves so it is private; SQLite gives its -wal and -shm files the same mode.
 	f, err := os.OpenFile(abs, os.O_RDONLY|os.O_CREATE, 0o600)
 	if err != nil {
@@ -143,6 +185,12 @@ func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", abs, err)
+	}
+	if o.Repair {
+		if err := quickCheck(ctx, db); err != nil {
+			_ = sqlDB.Close()
+			return nil, fmt.Errorf("audit: open %s: %w", abs, err)
+		}
 	}
 	if err := migrate(ctx, db); err != nil {
 		_ = sqlDB.Close()
@@ -216,21 +264,174 @@ func dsn(abs string) string {
 	return sqliteuri.File(abs, dsnParams)
 }
 
+// ErrQueueFull is wrapped by the errors of [Log.Record] and [Log.Complete] when the queue has no room:
+// the writer cannot keep up or cannot write (see [Log.Status]).
+var ErrQueueFull = errors.New("audit queue is full")
+
 // Record enqueues r for writing and returns once it is queued, not written: call [Log.Flush] to wait for
-// the write. When the queue is full it blocks until there is room or ctx is done (then it returns an
-// error wrapping ctx.Err() and r is not recorded); it never drops a queued record. ID is ignored, a zero
-// TimeMs becomes the current time, and Error is cut by [TruncateError]. After Close it returns
-// [ErrClosed].
+// the write. It never blocks: when the queue is full, r is dropped, counted in [Status].Dropped and
+// logged (at most one warning every few seconds), and the error wraps [ErrQueueFull]. The host records
+// read tools this way, so a slow, full or damaged disk never holds a read up; acts go through
+// [Log.Begin] instead. ID and Pending are ignored, a zero TimeMs becomes the current time, and Error is
+// cut by [TruncateError]. After Close it returns [ErrClosed].
 func (l *Log) Record(ctx context.Context, r Record) error {
-	r.ID = 0
+	r.ID, r.Pending = 0, false
 	if r.TimeMs == 0 {
 		r.TimeMs = time.Now().UnixMilli()
 	}
 	r.Error = TruncateError(r.Error)
-	if err := l.enqueue(ctx, entry{rec: r}); err != nil {
+	if err := l.offer(entry{rec: r}); err != nil {
 		return fmt.Errorf("audit: record %s: %w", r.Tool, err)
 	}
 	return nil
+}
+
+// BudgetWindow is the sliding window [Log.Begin] counts acts over.
+const BudgetWindow = time.Hour
+
+// BudgetError is the error of [Log.Begin] when the act budget is used up; nothing was written.
+type BudgetError struct {
+	// Limit is the limit Begin was given.
+	Limit int
+	// FreeAt is when the next act leaves the window, freeing a slot.
+	FreeAt time.Time
+}
+
+// Error says the limit and when a slot frees up.
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("audit: %d acts in the last hour reach the limit of %d; the next slot frees up at %s",
+		e.Limit, e.Limit, e.FreeAt.UTC().Format(time.RFC3339))
+}
+
+// Begin writes r as a pending row (Record.Pending) and returns its id once the row is committed to
+// disk, so that an act that runs always has a row, even when the host is killed during the call; the
+// caller runs the act only when Begin succeeds, then calls [Log.Complete]. The outcome fields (ID,
+// Success, Error, DurationUs, ResultRef) are ignored, and a zero TimeMs becomes the current time.
+//
+// With limit >= 0 Begin is also the hourly act budget shared by every process that uses the database
+// (CLI calls, several servers): in the same write transaction it counts the rows of class "act" and
+// decision "allowed" whose TimeMs is within [BudgetWindow] before r.TimeMs, and when there are limit or
+// more it writes nothing and returns a [*BudgetError]. A negative limit means no budget.
+//
+// Any other error means the row could not be written (a full disk, a damaged or locked database, ctx
+// done): the act must not run. It returns [ErrClosed] after Close.
+func (l *Log) Begin(ctx context.Context, r Record, limit int) (uint64, error) {
+	if err := l.usable(); err != nil {
+		return 0, err
+	}
+	// The outcome is unknown until Complete.
+	r.ID, r.Pending, r.Success, r.Error, r.DurationUs, r.ResultRef = 0, true, false, "", 0, ""
+	if r.TimeMs == 0 {
+		r.TimeMs = time.Now().UnixMilli()
+	}
+	var id uint64
+	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if limit >= 0 {
+			if err := budget(tx, r.TimeMs, limit); err != nil {
+				return err
+			}
+		}
+		return tx.Raw(insertSQL(1)+" RETURNING id", insertArgs([]Record{r})...).Scan(&id).Error
+	})
+	var be *BudgetError
+	switch {
+	case errors.As(err, &be):
+		return 0, err
+	case err != nil:
+		return 0, fmt.Errorf("audit: write the row of %s before it runs: %w", r.Tool, err)
+	case id == 0:
+		return 0, fmt.Errorf("audit: write the row of %s before it runs: the database returned no id", r.Tool)
+	}
+	return id, nil
+}
+
+// budget returns a *BudgetError when the hour before nowMs holds limit or more allowed acts.
+func budget(tx *gorm.DB, nowMs int64, limit int) error {
+	since := nowMs - BudgetWindow.Milliseconds()
+	var n int64
+	if err := tx.Raw("SELECT count(*) FROM "+Table+" WHERE class = ? AND decision = ? AND time_ms > ?",
+		ClassAct, DecisionAllowed, since).Scan(&n).Error; err != nil {
+		return fmt.Errorf("count the acts of the last hour: %w", err)
+	}
+	if n < int64(limit) {
+		return nil
+	}
+	// A slot frees up when the act that brings the count below limit leaves the window.
+	var oldest int64
+	if err := tx.Raw("SELECT time_ms FROM "+Table+" WHERE class = ? AND decision = ? AND time_ms > ? ORDER BY time_ms LIMIT 1 OFFSET ?",
+		ClassAct, DecisionAllowed, since, n-int64(limit)).Scan(&oldest).Error; err != nil {
+		return fmt.Errorf("find when the act budget frees up: %w", err)
+	}
+	return &BudgetError{Limit: limit, FreeAt: time.UnixMilli(oldest).Add(BudgetWindow)}
+}
+
+// Complete enqueues the outcome of the act whose pending row [Log.Begin] wrote as id: r's Decision,
+// Success, Error (cut by [TruncateError]), DurationUs and ResultRef replace the row's, and the row stops
+// being pending. Like [Log.Record] it never blocks: when the queue is full the outcome is dropped and
+// counted, the error wraps [ErrQueueFull], and the row stays pending. After Close it returns
+// [ErrClosed].
+func (l *Log) Complete(id uint64, r Record) error {
+	if id == 0 {
+		return fmt.Errorf("audit: complete %s: id 0 is not a row of Begin", r.Tool)
+	}
+	r.ID, r.Pending = id, false
+	r.Error = TruncateError(r.Error)
+	if err := l.offer(entry{rec: r}); err != nil {
+		return fmt.Errorf("audit: complete %s (row %d): %w", r.Tool, id, err)
+	}
+	return nil
+}
+
+// Status is the health of a [Log], for `providers status` and the log.
+type Status struct {
+	// Queued is how many records and outcomes wait for the writer.
+	Queued int
+	// Dropped counts the records and outcomes not recorded since Open because the queue was full.
+	Dropped uint64
+	// FailingSince is when the writer's current run of failed writes began; zero when its last write
+	// succeeded.
+	FailingSince time.Time
+	// LastError is the error of the writer's last failed write while it is failing; "" otherwise.
+	LastError string
+}
+
+// Status reports the queue and the writer's health. It is cheap and safe to call at any time.
+func (l *Log) Status() Status {
+	st := Status{Queued: len(l.queue), Dropped: l.dropped.Load()}
+	if f := l.failing.Load(); f != nil {
+		st.FailingSince, st.LastError = f.since, f.err.Error()
+	}
+	return st
+}
+
+// dropWarnEvery is the least time between two warnings about dropped rows.
+const dropWarnEvery = 10 * time.Second
+
+// offer queues e without waiting; when the queue is full it counts and logs the drop.
+func (l *Log) offer(e entry) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.senders.Add(1)
+	l.mu.Unlock()
+	defer l.senders.Done()
+	select {
+	case l.queue <- e:
+		return nil
+	default:
+	}
+	n := l.dropped.Add(1)
+	now := time.Now().UnixNano()
+	if last := l.warnedAt.Load(); now-last >= int64(dropWarnEvery) && l.warnedAt.CompareAndSwap(last, now) {
+		args := []any{"dropped_total", n, "queue", cap(l.queue)}
+		if f := l.failing.Load(); f != nil {
+			args = append(args, "failing_since", f.since.UTC().Format(time.RFC3339), "error", f.err)
+		}
+		l.logger.Warn("audit queue is full: rows of read tools and outcomes of acts are being dropped (acts still get their row before they run)", args...)
+	}
+	return ErrQueueFull
 }
 
 // Flush waits until every record enqueued before the call is committed. It returns an error wrapping
@@ -250,6 +451,42 @@ func (l *Log) Flush(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("audit: flush: %w", ctx.Err())
 	}
+}
+
+// Damaged reports whether err says a SQLite database is damaged or is not a database at all
+// (SQLITE_CORRUPT, SQLITE_NOTADB, or a failed quick_check).
+func Damaged(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB) {
+		return true
+	}
+	return errors.Is(err, errDamaged)
+}
+
+var errDamaged = errors.New("the database is damaged")
+
+// quickCheck runs PRAGMA quick_check and returns an error wrapping errDamaged unless it reports ok.
+func quickCheck(ctx context.Context, db *gorm.DB) error {
+	var res []string
+	if err := db.WithContext(ctx).Raw("PRAGMA quick_check(5)").Scan(&res).Error; err != nil {
+		return fmt.Errorf("check integrity: %w", err)
+	}
+	if len(res) == 1 && res[0] == "ok" {
+		return nil
+	}
+	return fmt.Errorf("check integrity: %w: %s", errDamaged, strings.Join(res, "; "))
+}
+
+// moveAside renames the database at abs and its -wal and -shm files to
+// "<abs>.damaged-<UTC time>" and returns the new name of the database.
+func moveAside(abs string, now time.Time) (string, error) {
+	to := abs + ".damaged-" + now.UTC().Format("20060102T150405Z")
+	for _, suffix := range []string{"-wal", "-shm", ""} {
+		if err := os.Rename(abs+suffix, to+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("move %s aside: %w", abs+suffix, err)
+		}
+	}
+	return to, nil
 }
 
 func (l *Log) enqueue(ctx context.Context, e entry) error {
@@ -444,15 +681,13 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 		if ctx.Err() != nil {
 			return gaveUp()
 		}
-		for i := range batch {
-			batch[i].ID = 0 // a rolled-back attempt may have assigned ids
-		}
-		err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			return tx.Exec(insertSQL(len(batch)), insertArgs(batch)...).Error
-		})
+		err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return writeBatch(tx, batch) })
 		if err == nil {
 			if attempt > 1 {
 				l.logger.Info("audit insert succeeded after retrying", "rows", len(batch), "attempts", attempt)
+			}
+			if f := l.failing.Swap(nil); f != nil {
+				l.logger.Info("audit writes recovered", "failing_for", time.Since(f.since).Round(time.Second), "dropped_total", l.dropped.Load())
 			}
 			return nil
 		}
@@ -460,6 +695,11 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 			return gaveUp()
 		}
 		dbErr = err
+		since := time.Now()
+		if f := l.failing.Load(); f != nil { // only the writer stores it
+			since = f.since
+		}
+		l.failing.Store(&failure{since: since, err: err})
 		if isClosed(l.stop) {
 			tries++
 			stop = nil
@@ -530,13 +770,41 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
+// writeBatch inserts the new records of batch (ID 0) in one statement and
+// writes the outcomes (ID set, from [Log.Complete]) to their pending rows.
+func writeBatch(tx *gorm.DB, batch []Record) error {
+	inserts := make([]Record, 0, len(batch))
+	for _, r := range batch {
+		if r.ID == 0 {
+			inserts = append(inserts, r)
+		}
+	}
+	if len(inserts) > 0 {
+		if err := tx.Exec(insertSQL(len(inserts)), insertArgs(inserts)...).Error; err != nil {
+			return err
+		}
+	}
+	for _, r := range batch {
+		if r.ID == 0 {
+			continue
+		}
+		if err := tx.Exec(completeSQL, r.Decision, r.Success, r.Error, r.DurationUs, r.ResultRef, r.ID).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// completeSQL writes the outcome of a pending row.
+const completeSQL = "UPDATE " + Table + " SET decision = ?, success = ?, error = ?, duration_us = ?, result_ref = ?, pending = 0 WHERE id = ?"
+
 // insertColumns are the columns a batch insert writes; ids come from
 // SQLite.
 const insertColumns = "time_ms, session_hash, source_type, client_name, client_version, tool, provider, class, " +
-	"decision, success, error, duration_us, args_summary, result_ref"
+	"decision, success, error, duration_us, args_summary, result_ref, pending"
 
 // insertWidth is the number of insertColumns.
-const insertWidth = 14
+const insertWidth = 15
 
 // insertSQL is the multi-row INSERT of n records: one statement per batch
 // size, prepared once (the Log uses gorm's statement cache), without the
@@ -552,7 +820,7 @@ func insertArgs(batch []Record) []any {
 	args := make([]any, 0, insertWidth*len(batch))
 	for _, r := range batch {
 		args = append(args, r.TimeMs, r.SessionHash, r.SourceType, r.ClientName, r.ClientVersion, r.Tool, r.Provider,
-			r.Class, r.Decision, r.Success, r.Error, r.DurationUs, r.ArgsSummary, r.ResultRef)
+			r.Class, r.Decision, r.Success, r.Error, r.DurationUs, r.ArgsSummary, r.ResultRef, r.Pending)
 	}
 	return args
 }

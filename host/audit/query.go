@@ -68,14 +68,17 @@ type ToolStats struct {
 	Tool string
 	// Calls counts every record of the tool: allowed and denied attempts.
 	Calls int64
-	// Failures counts records that were not denied and not successful.
+	// Failures counts records that were not denied, not pending and not successful.
 	Failures int64
+	// Pending counts act records whose outcome was never written (Record.Pending): their host stopped
+	// during the call, or is running it now.
+	Pending int64
 	// Denied counts records the policy refused (Decision "denied:<reason>").
 	Denied int64
-	// P50Us is the median duration in microseconds of the records that were not denied, by nearest
+	// P50Us is the median duration in microseconds of the records that were neither denied nor pending, by nearest
 	// rank (the ceil(n/2)-th smallest); 0 when every record was denied.
 	P50Us int64
-	// MaxUs is the longest duration in microseconds of the records that were not denied; 0 when every
+	// MaxUs is the longest duration in microseconds of the records that were neither denied nor pending; 0 when every
 	// record was denied.
 	MaxUs int64
 }
@@ -83,22 +86,23 @@ type ToolStats struct {
 // statsSQL computes every figure in one statement, so all come from one snapshot of the table.
 const statsSQL = `
 WITH r AS (
-	SELECT replace(tool, '.', '_') AS tool, success, duration_us, substr(decision, 1, 7) = 'denied:' AS denied
+	SELECT replace(tool, '.', '_') AS tool, success, duration_us, substr(decision, 1, 7) = 'denied:' AS denied, pending
 	FROM ` + Table + ` WHERE time_ms >= ?
 ), ran AS (
 	SELECT tool, duration_us,
 		ROW_NUMBER() OVER (PARTITION BY tool ORDER BY duration_us) AS rn,
 		COUNT(*) OVER (PARTITION BY tool) AS n
-	FROM r WHERE NOT denied
+	FROM r WHERE NOT denied AND NOT pending
 ), agg AS (
 	SELECT tool,
 		COUNT(*) AS calls,
-		SUM(CASE WHEN NOT denied AND NOT success THEN 1 ELSE 0 END) AS failures,
+		SUM(CASE WHEN NOT denied AND NOT success AND NOT pending THEN 1 ELSE 0 END) AS failures,
+		SUM(CASE WHEN pending THEN 1 ELSE 0 END) AS pending,
 		SUM(CASE WHEN denied THEN 1 ELSE 0 END) AS denied,
-		COALESCE(MAX(CASE WHEN NOT denied THEN duration_us END), 0) AS max_us
+		COALESCE(MAX(CASE WHEN NOT denied AND NOT pending THEN duration_us END), 0) AS max_us
 	FROM r GROUP BY tool
 )
-SELECT agg.tool, agg.calls, agg.failures, agg.denied, COALESCE(ran.duration_us, 0), agg.max_us
+SELECT agg.tool, agg.calls, agg.failures, agg.pending, agg.denied, COALESCE(ran.duration_us, 0), agg.max_us
 FROM agg LEFT JOIN ran ON ran.tool = agg.tool AND ran.rn = (ran.n + 1) / 2
 ORDER BY agg.calls DESC, agg.tool`
 
@@ -120,7 +124,7 @@ func (l *Log) Stats(ctx context.Context, since time.Time) ([]ToolStats, error) {
 	var out []ToolStats
 	for rows.Next() {
 		var s ToolStats
-		if err := rows.Scan(&s.Tool, &s.Calls, &s.Failures, &s.Denied, &s.P50Us, &s.MaxUs); err != nil {
+		if err := rows.Scan(&s.Tool, &s.Calls, &s.Failures, &s.Pending, &s.Denied, &s.P50Us, &s.MaxUs); err != nil {
 			return nil, fmt.Errorf("audit: compute stats: %w", err)
 		}
 		out = append(out, s)

@@ -162,8 +162,10 @@ type AuditConfig struct {
 	// RetainDays is how many days audit rows are kept; 0 (default) keeps them
 	// forever.
 	RetainDays int `toml:"retain_days"`
-	// QueueSize is how many audit rows may wait for the writer before tool
-	// calls wait too, at least 1. Default 1024.
+	// QueueSize is how many audit rows may wait for the writer, at least 1;
+	// beyond it rows of reads and outcomes of acts are dropped, counted and
+	// logged (calls never wait; acts get their row before they run).
+	// Default 1024.
 	QueueSize int `toml:"queue_size"`
 }
 

@@ -77,6 +77,13 @@ type Options struct {
 	DeniedTools []string
 	// Now is the clock the act budget reads. Default nil means time.Now.
 	Now func() time.Time
+	// SharedBudget leaves counting the hourly act budget to the caller, which counts the acts of every
+	// process sharing the data directory: the host counts the act rows of its audit log in the same
+	// transaction that writes the act's row (audit.Log.Begin), so CLI calls, several stdio servers and an
+	// HTTP server share one budget. Check then refuses acts for the budget only when
+	// MaxActionsPerHour is 0; [Policy.ActLimit] is the limit to count against and [Policy.BudgetDenial]
+	// the refusal. Default false: Check counts the acts this Policy allowed.
+	SharedBudget bool
 }
 
 // Policy decides whether a tool call may run. Build it with [New]; it is safe for concurrent use and keeps
@@ -85,6 +92,7 @@ type Policy struct {
 	level   Level
 	max     int // meaningful only when limited
 	limited bool
+	shared  bool
 	allowed []pattern
 	denied  []pattern
 	now     func() time.Time
@@ -101,6 +109,7 @@ func New(opts Options) (*Policy, error) {
 		allowed: patterns(opts.AllowedTools),
 		denied:  patterns(opts.DeniedTools),
 		now:     opts.Now,
+		shared:  opts.SharedBudget,
 	}
 	switch p.level {
 	case "":
@@ -237,6 +246,9 @@ func (p *Policy) spend(tool string) error {
 				tool),
 		}
 	}
+	if p.shared {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -253,7 +265,25 @@ func (p *Policy) spend(tool string) error {
 		p.acts = append(p.acts, now)
 		return nil
 	}
-	free := p.acts[0].Add(budgetWindow)
+	return p.budgetDenial(tool, p.acts[0].Add(budgetWindow), now)
+}
+
+// ActLimit is the act budget for a caller that counts it ([Options.SharedBudget]): the most acts
+// allowed in any sliding hour, or -1 when there is no limit or this Policy counts acts itself.
+func (p *Policy) ActLimit() int {
+	if !p.shared || !p.limited {
+		return -1
+	}
+	return p.max
+}
+
+// BudgetDenial is the refusal of tool when the act budget is used up and its next slot frees up at
+// free; a caller that counts the budget ([Options.SharedBudget]) returns it as Check would.
+func (p *Policy) BudgetDenial(tool string, free time.Time) *Denial {
+	return p.budgetDenial(tool, free, p.now())
+}
+
+func (p *Policy) budgetDenial(tool string, free, now time.Time) *Denial {
 	return &Denial{
 		Reason: ReasonBudget,
 		Message: fmt.Sprintf("%s would exceed [autonomy] max_actions_per_hour = %d; the next slot frees up at %s (in %s); wait until then or raise max_actions_per_hour",

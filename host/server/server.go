@@ -48,9 +48,22 @@ type Dispatcher interface {
 	ReadResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error)
 }
 
-// Auditor records one row per tool call attempt; *audit.Log is one.
+// Auditor records one row per tool call attempt; *audit.Log is one, and
+// its package doc states the rule the server follows: an act is
+// dispatched only once Begin has written its row, everything else is
+// recorded without waiting.
 type Auditor interface {
+	// Record queues the row of a call that is not an act that ran (a read,
+	// a denied attempt); it must not block.
 	Record(ctx context.Context, r audit.Record) error
+	// Begin durably writes the pending row of an act before it runs and
+	// returns its id; with limit >= 0 it also applies the hourly act
+	// budget and returns an *audit.BudgetError when it is used up. Any
+	// other error refuses the act.
+	Begin(ctx context.Context, r audit.Record, limit int) (uint64, error)
+	// Complete queues the outcome of the act Begin recorded as id; it must
+	// not block.
+	Complete(id uint64, r audit.Record) error
 }
 
 // Options configures a [Server]; a nil *Options uses every default.
@@ -502,6 +515,7 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 	d := v.providers[t.Provider]
 	start := time.Now()
 	rec := audit.Record{
+		TimeMs:        start.UnixMilli(),
 		SessionHash:   c.Caller.SessionHash,
 		SourceType:    c.Caller.SourceType,
 		ClientName:    c.Caller.ClientName,
@@ -513,7 +527,6 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 		ArgsSummary:   audit.SummarizeArgs(c.Arguments),
 	}
 	res := s.run(ctx, t, d, c, &rec)
-	rec.TimeMs = start.UnixMilli()
 	rec.DurationUs = time.Since(start).Microseconds()
 	rec.Success = !res.IsError
 	if res.IsError {
@@ -521,14 +534,55 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 	} else {
 		rec.ResultRef = resultRef(res)
 	}
-	if s.opts.Audit != nil && (t.Class != sdk.ClassRead || s.settings.Load().RecordReads) {
-		// The audit row must not depend on the caller still waiting.
-		if err := s.opts.Audit.Record(context.WithoutCancel(ctx), rec); err != nil {
-			s.log.Error("audit row not recorded", "tool", t.Name, "error", err)
-		}
+	switch {
+	case s.opts.Audit == nil:
+	case rec.ID != 0:
+		// An act whose pending row Begin wrote: record its outcome. A
+		// full queue leaves the row pending, which the audit logs.
+		_ = s.opts.Audit.Complete(rec.ID, rec)
+	case t.Class != sdk.ClassRead || s.settings.Load().RecordReads:
+		// Never waits: a full queue drops the row, which the audit counts
+		// and logs, so a failing disk cannot hold a call up.
+		_ = s.opts.Audit.Record(context.WithoutCancel(ctx), rec)
 	}
 	return res, nil
 }
+
+// begin writes the pending audit row of an act the policy allowed, before
+// it is dispatched, and applies the shared act budget
+// ([policy.Options.SharedBudget]). It returns the refusal to send when the
+// budget is used up or the row cannot be written, or nil with rec.ID set.
+func (s *Server) begin(ctx context.Context, set *Settings, t *catalog.Tool, rec *audit.Record) *sdk.CallToolResult {
+	if s.opts.Audit == nil || t.Class != sdk.ClassAct {
+		return nil
+	}
+	id, err := s.opts.Audit.Begin(ctx, *rec, set.Policy.ActLimit())
+	var budget *audit.BudgetError
+	switch {
+	case errors.As(err, &budget):
+		d := set.Policy.BudgetDenial(t.Name, budget.FreeAt)
+		rec.Decision = audit.DecisionDenied(d.Reason)
+		return sdk.ErrorResult("%s", d.Message)
+	case ctx.Err() != nil:
+		rec.Decision = audit.DecisionDenied("cancelled")
+		return sdk.ErrorResult("%s was cancelled by the client before it ran", t.Name)
+	case err != nil:
+		s.log.Error("act refused: its audit row could not be written", "tool", t.Name, "error", err)
+		rec.Decision = audit.DecisionDenied(AuditFailure)
+		hint := "free disk space in the data directory (`openhuman-host config paths` shows it) or fix its permissions; acts run again as soon as their row can be written"
+		if audit.Damaged(err) {
+			hint = "the audit database is damaged: restart openhuman-host, which moves it aside and starts a fresh one"
+		}
+		return sdk.ErrorResult("%s was not run: the audit log could not record it first (%v). Act tools run only once their audit row is written; %s",
+			t.Name, err, hint)
+	}
+	rec.ID = id
+	return nil
+}
+
+// AuditFailure is the denial reason ("denied:audit") of an act refused
+// because its audit row could not be written before it ran.
+const AuditFailure = "audit"
 
 func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call, rec *audit.Record) *sdk.CallToolResult {
 	set := s.settings.Load()
@@ -551,6 +605,9 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 		return sdk.ErrorResult("%s refused by the security policy: %v", t.Name, err)
 	}
 	if refusal := s.confirm(ctx, set, t, c, rec); refusal != nil {
+		return refusal
+	}
+	if refusal := s.begin(ctx, set, t, rec); refusal != nil {
 		return refusal
 	}
 	timeout, timeoutKey := set.ToolTimeout, "[server] tool_timeout_secs"

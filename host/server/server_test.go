@@ -39,14 +39,49 @@ func (f *fakeProvider) ReadResource(_ context.Context, req *sdk.ReadResourceRequ
 
 // memAudit keeps rows in memory.
 type memAudit struct {
-	mu   sync.Mutex
-	rows []audit.Record
+	mu       sync.Mutex
+	rows     []audit.Record
+	beginErr error
 }
 
 func (m *memAudit) Record(_ context.Context, r audit.Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rows = append(m.rows, r)
+	return nil
+}
+
+// Begin stores a pending row, as audit.Log.Begin does, unless beginErr is
+// set; with limit >= 0 it counts the allowed acts it holds.
+func (m *memAudit) Begin(_ context.Context, r audit.Record, limit int) (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.beginErr != nil {
+		return 0, m.beginErr
+	}
+	if limit >= 0 {
+		n := 0
+		for _, row := range m.rows {
+			if row.Class == audit.ClassAct && row.Decision == audit.DecisionAllowed {
+				n++
+			}
+		}
+		if n >= limit {
+			return 0, &audit.BudgetError{Limit: limit, FreeAt: time.UnixMilli(m.rows[0].TimeMs).Add(time.Hour)}
+		}
+	}
+	r.Pending = true
+	m.rows = append(m.rows, r)
+	r.ID = uint64(len(m.rows))
+	m.rows[len(m.rows)-1].ID = r.ID
+	return r.ID, nil
+}
+
+func (m *memAudit) Complete(id uint64, r audit.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r.ID, r.Pending = id, false
+	m.rows[id-1] = r
 	return nil
 }
 

@@ -64,7 +64,7 @@ test-go:
 # corpus (testdata/fuzz): make fuzz FUZZTIME=5m for a longer hunt.
 FUZZTIME ?= 10s
 FUZZ_TARGETS = host/catalog:FuzzValidateArguments host/config:FuzzParse host/audit:FuzzSummarizeArgs \
-	providers/memory:FuzzDefaultExtractor
+	providers/memory:FuzzDefaultExtractor providers/memory:FuzzImportWalk
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

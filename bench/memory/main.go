@@ -502,13 +502,13 @@ func (b *bench) writeFiles(ctx context.Context, gen *Generator, dir string, need
 // importDir imports dir, reporting progress to stderr every few seconds.
 func (b *bench) importDir(ctx context.Context, dir string) (memory.ImportSummary, error) {
 	last := time.Now()
-	sum, err := b.p.Import(ctx, []string{dir}, func(pr memory.ImportProgress) {
+	sum, err := b.p.Import(ctx, []string{dir}, &memory.ImportOptions{Progress: func(pr memory.ImportProgress) {
 		b.sampleDisk()
 		if time.Since(last) >= 5*time.Second {
 			last = time.Now()
 			b.logf("  import: %d/%d files, %d chunks", pr.Done, pr.Total, pr.Chunks)
 		}
-	})
+	}})
 	b.sampleDisk()
 	if err != nil {
 		return sum, fmt.Errorf("import %s: %w", dir, err)

@@ -25,23 +25,28 @@ func newMemoryCmd(g *globalFlags) *cobra.Command {
 		Args:  unknownSubcommand,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(&cobra.Command{
+	var followLinks bool
+	importCmd := &cobra.Command{
 		Use:   "import PATH...",
 		Short: "Import Markdown and text files (.md, .markdown, .txt) and folders into memory",
 		Long: "import loads every .md, .markdown and .txt file named, or found in the folders named\n" +
 			"(recursively, skipping hidden entries), as a document of source kind \"document\"; its title is\n" +
 			"its first Markdown heading, else its file name. Importing again updates changed files and\n" +
 			"leaves the others alone. It works while a server runs on the same data directory.\n" +
+			"A symbolic link is followed only to a file inside the folder imported, unless --follow-links;\n" +
+			"files under /proc, /sys and /dev and anything but regular files are never read.\n" +
 			"A progress bar is drawn on stderr when it is a terminal; a summary line goes to stdout, and\n" +
-			"each skipped file to stderr.",
+			"each skipped file to stderr, with the reason.",
 		Example: "  openhuman-host memory import ~/notes ~/Documents/journal.md",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withMemory(g, func(ctx context.Context, p *memory.Provider) error {
-				return runImport(ctx, p, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return runImport(ctx, p, args, followLinks, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
 		},
-	})
+	}
+	importCmd.Flags().BoolVar(&followLinks, "follow-links", false, "also import files that symbolic links point to outside the folders imported")
+	cmd.AddCommand(importCmd)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "stats",
 		Short: "Print what memory holds and the size of its database",
@@ -104,7 +109,7 @@ func withMemory(g *globalFlags, fn func(context.Context, *memory.Provider) error
 
 // runImport imports paths with a progress bar on a terminal and prints the
 // summary.
-func runImport(ctx context.Context, p *memory.Provider, paths []string, stdout, stderr io.Writer) error {
+func runImport(ctx context.Context, p *memory.Provider, paths []string, followLinks bool, stdout, stderr io.Writer) error {
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions(-1,
@@ -117,12 +122,12 @@ func runImport(ctx context.Context, p *memory.Provider, paths []string, stdout, 
 			progressbar.OptionThrottle(100_000_000),
 		)
 	}
-	sum, err := p.Import(ctx, paths, func(pr memory.ImportProgress) {
+	sum, err := p.Import(ctx, paths, &memory.ImportOptions{FollowLinks: followLinks, Progress: func(pr memory.ImportProgress) {
 		if bar != nil {
 			bar.ChangeMax(pr.Total)
 			_ = bar.Set(pr.Done)
 		}
-	})
+	}})
 	if bar != nil {
 		_ = bar.Finish()
 	}

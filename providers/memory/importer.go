@@ -68,25 +68,49 @@ type ImportProgress struct {
 type importFile struct {
 	path    string
 	rootDir string
+	// target is path with every symbolic link resolved, as checked when
+	// the file was found; the file is read only if it still resolves there.
+	target string
+}
+
+// ImportOptions configures [Provider.Import]. A nil *ImportOptions means
+// the defaults.
+type ImportOptions struct {
+	// FollowLinks imports files that symbolic links point to outside the
+	// folder being imported. Default false: such links are skipped and
+	// reported. Files under /proc, /sys and /dev, and anything that is not
+	// a regular file, are never read either way.
+	FollowLinks bool
+	// Progress, when not nil, is called after each batch written.
+	Progress func(ImportProgress)
 }
 
 // Import loads Markdown and text files (.md, .markdown, .txt) into memory
 // as documents of source kind "document", one source per directory named
 // (file:<absolute directory>; a file named directly belongs to its
 // directory's source). Directories are walked recursively, skipping
-// hidden entries (names starting with a dot) and following symbolic links
-// to files but not to directories. Each file's title is its first Markdown heading,
+// hidden entries (names starting with a dot) and symbolic links to
+// directories. A symbolic link to a file is followed only when the file
+// resolves inside the folder being imported (or the folder of a file
+// named directly), unless opts.FollowLinks; files under /proc, /sys and
+// /dev and anything that is not a regular file are never read. Every
+// skipped path is listed in the summary with the reason. Each file's title is its first Markdown heading,
 // else its name without the extension; its document id is file:<absolute
 // path>. Importing again is idempotent: unchanged files are left alone,
 // changed files are updated in place. Files that are not valid UTF-8,
 // empty, or larger than 16 MiB are skipped and listed in the summary.
 //
 // Every path must exist; otherwise Import returns an error before writing
-// anything. progress, when not nil, is called after each batch. Writes
+// anything. opts.Progress, when not nil, is called after each batch. Writes
 // are committed in batches of at most 64 files, so an interrupted import
 // keeps the batches it finished; running it again completes it.
-func (p *Provider) Import(ctx context.Context, paths []string, progress func(ImportProgress)) (ImportSummary, error) {
+func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptions) (ImportSummary, error) {
 	start := time.Now()
+	var o ImportOptions
+	if opts != nil {
+		o = *opts
+	}
+	progress := o.Progress
 	p.mu.Lock()
 	st := p.store
 	p.mu.Unlock()
@@ -94,7 +118,7 @@ func (p *Provider) Import(ctx context.Context, paths []string, progress func(Imp
 		return ImportSummary{}, errors.New("memory provider is not configured")
 	}
 	var sum ImportSummary
-	files, err := collectImportFiles(paths, &sum)
+	files, err := collectImportFiles(paths, o.FollowLinks, &sum)
 	if err != nil {
 		return sum, err
 	}
@@ -165,18 +189,28 @@ const notImportable = "not a .md, .markdown or .txt file"
 
 // collectImportFiles resolves paths to the files to import, sorted by
 // path and without duplicates. Files named directly with another
-// extension are added to sum.Skipped.
-func collectImportFiles(paths []string, sum *ImportSummary) ([]importFile, error) {
+// extension, and links and special files the import must not read, are
+// added to sum.Skipped.
+func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]importFile, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("import: name at least one file or directory")
 	}
 	seen := map[string]bool{}
 	var files []importFile
-	add := func(path, root string) {
-		if !seen[path] {
-			seen[path] = true
-			files = append(files, importFile{path: path, rootDir: root})
+	skip := func(path, reason string) { sum.Skipped = append(sum.Skipped, ImportSkip{Path: path, Reason: reason}) }
+	// consider adds the file at path (found under root, whose real path is
+	// realRoot) unless it must be skipped.
+	consider := func(path, root, realRoot string) {
+		if seen[path] {
+			return
 		}
+		target, reason := checkImportPath(path, realRoot, follow)
+		if reason != "" {
+			skip(path, reason)
+			return
+		}
+		seen[path] = true
+		files = append(files, importFile{path: path, rootDir: root, target: target})
 	}
 	for _, arg := range paths {
 		abs, err := filepath.Abs(arg)
@@ -188,48 +222,48 @@ func collectImportFiles(paths []string, sum *ImportSummary) ([]importFile, error
 			return nil, fmt.Errorf("import: %w", err)
 		}
 		if !info.IsDir() {
-			switch {
-			case !importable(abs):
-				sum.Skipped = append(sum.Skipped, ImportSkip{Path: abs, Reason: notImportable})
-			case !info.Mode().IsRegular():
-				sum.Skipped = append(sum.Skipped, ImportSkip{Path: abs, Reason: "not a regular file"})
-			default:
-				add(abs, filepath.Dir(abs))
+			if !importable(abs) {
+				skip(abs, notImportable)
+				continue
 			}
+			root := filepath.Dir(abs)
+			realRoot, err := filepath.EvalSymlinks(root)
+			if err != nil {
+				return nil, fmt.Errorf("import: %w", err)
+			}
+			consider(abs, root, realRoot)
 			continue
 		}
-		err = filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
+		realRoot, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+		walkRoot := abs
+		if li, err := os.Lstat(abs); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+			// The folder named is itself a link: walk where it points.
+			walkRoot = realRoot
+		}
+		err = filepath.WalkDir(walkRoot, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
-				if path == abs {
+				if path == walkRoot {
 					return fmt.Errorf("import: %w", err)
 				}
 				// An unreadable folder or entry is reported, and the
 				// walk goes on with the rest.
-				sum.Skipped = append(sum.Skipped, ImportSkip{Path: path, Reason: "cannot be read: " + unwrapPathError(err)})
+				skip(path, "cannot be read: "+unwrapPathError(err))
 				if d != nil && d.IsDir() {
 					return filepath.SkipDir
 				}
 				return nil
 			}
-			if path != abs && strings.HasPrefix(d.Name(), ".") {
+			if path != walkRoot && strings.HasPrefix(d.Name(), ".") {
 				if d.IsDir() {
 					return filepath.SkipDir
 				}
 				return nil
 			}
-			switch {
-			case d.Type().IsRegular() && importable(path):
-				add(path, abs)
-			case d.Type()&fs.ModeSymlink != 0 && importable(path):
-				// A link to a file is followed; links to directories are
-				// not, so a walk never loops.
-				if info, err := os.Stat(path); err == nil && info.Mode().IsRegular() {
-					add(path, abs)
-				} else {
-					sum.Skipped = append(sum.Skipped, ImportSkip{Path: path, Reason: "a symbolic link to something other than a file"})
-				}
-			case !d.IsDir() && importable(path):
-				sum.Skipped = append(sum.Skipped, ImportSkip{Path: path, Reason: "not a regular file"})
+			if !d.IsDir() && importable(path) {
+				consider(path, walkRoot, realRoot)
 			}
 			return nil
 		})
@@ -239,6 +273,67 @@ func collectImportFiles(paths []string, sum *ImportSummary) ([]importFile, error
 	}
 	slices.SortFunc(files, func(a, b importFile) int { return strings.Compare(a.path, b.path) })
 	return files, nil
+}
+
+// checkImportPath decides whether the file at path, found while importing
+// the folder whose real path (links resolved) is realRoot, may be read. It
+// returns path with every link resolved, or the reason to skip it: a
+// broken link; a link to a directory or to anything but a regular file; a
+// path under /proc, /sys or /dev; or, unless follow, a link whose target
+// is outside realRoot. Links to directories are never followed, so a walk
+// never loops.
+func checkImportPath(path, realRoot string, follow bool) (string, string) {
+	li, err := os.Lstat(path)
+	if err != nil {
+		return "", "cannot be read: " + unwrapPathError(err)
+	}
+	link := li.Mode()&fs.ModeSymlink != 0
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", "a symbolic link that leads nowhere: " + unwrapPathError(err)
+	}
+	if systemPath(target) {
+		return "", "it is in " + systemDirOf(target) + ", whose files are never imported"
+	}
+	info, err := os.Stat(target)
+	switch {
+	case err != nil:
+		return "", "cannot be read: " + unwrapPathError(err)
+	case link && !info.Mode().IsRegular():
+		return "", "a symbolic link to something other than a file"
+	case !info.Mode().IsRegular():
+		return "", "not a regular file"
+	case link && !follow && !within(realRoot, target):
+		return "", "a symbolic link to " + target + ", outside " + realRoot + "; --follow-links imports such files"
+	}
+	return target, ""
+}
+
+// systemDirs hold the kernel's and devices' pseudo-files, never imported:
+// /proc/self/environ reads as a regular file and holds the environment.
+var systemDirs = []string{"/proc", "/sys", "/dev"}
+
+// systemPath reports whether path (with links resolved) is in one of
+// systemDirs.
+func systemPath(path string) bool { return systemDirOf(path) != "" }
+
+func systemDirOf(path string) string {
+	if filepath.Separator != '/' {
+		return ""
+	}
+	for _, d := range systemDirs {
+		if path == d || strings.HasPrefix(path, d+"/") {
+			return d
+		}
+	}
+	return ""
+}
+
+// within reports whether path is root or inside it; both are clean
+// absolute paths.
+func within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // unwrapPathError drops the operation and path that *fs.PathError adds,
@@ -260,7 +355,7 @@ func importable(path string) bool {
 // readImportFile reads f and returns the document to write, or a reason to
 // skip it.
 func readImportFile(f importFile) (document, string) {
-	file, err := os.Open(f.path)
+	file, err := os.Open(f.target)
 	if err != nil {
 		return document{}, "cannot be read: " + unwrapPathError(err)
 	}
@@ -271,6 +366,8 @@ func readImportFile(f importFile) (document, string) {
 		return document{}, "cannot be read: " + unwrapPathError(err)
 	case !info.Mode().IsRegular():
 		return document{}, "not a regular file"
+	case !stillResolves(f, info):
+		return document{}, "it was replaced while being imported; import it again"
 	case info.Size() > maxImportBytes:
 		return document{}, fmt.Sprintf("larger than %d MiB (%d bytes)", maxImportBytes>>20, info.Size())
 	}
@@ -302,6 +399,18 @@ func readImportFile(f importFile) (document, string) {
 		Pieces:        splitChunks(content, maxChunkRunes),
 		ContentSHA256: contentHash(content),
 	}, ""
+}
+
+// stillResolves reports whether f.path still leads to the file that was
+// opened (info), so that a link swapped in after the file was checked is
+// not read.
+func stillResolves(f importFile, info fs.FileInfo) bool {
+	target, err := filepath.EvalSymlinks(f.path)
+	if err != nil || target != f.target {
+		return false
+	}
+	now, err := os.Stat(target)
+	return err == nil && os.SameFile(now, info)
 }
 
 // importTitle is a file's first Markdown ATX heading ("# Title") within its

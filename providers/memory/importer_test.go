@@ -52,7 +52,7 @@ func TestImportThousandFilesTwice(t *testing.T) {
 	writeFiles(t, dir, files)
 
 	var calls []ImportProgress
-	first, err := p.Import(t.Context(), []string{dir}, func(pr ImportProgress) { calls = append(calls, pr) })
+	first, err := p.Import(t.Context(), []string{dir}, &ImportOptions{Progress: func(pr ImportProgress) { calls = append(calls, pr) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,15 +208,19 @@ func TestStats(t *testing.T) {
 	}
 }
 
-// TestImportLinksAndMoves follows links to files but not to directories,
-// and drops a source that a document moved out of.
+// TestImportLinksAndMoves follows links to files inside the folder
+// imported, and outside it only with FollowLinks; never links to
+// directories; and drops a source that a document moved out of.
 func TestImportLinksAndMoves(t *testing.T) {
 	t.Parallel()
 	p, _ := newProvider(t)
 	outside, dir := t.TempDir(), t.TempDir()
 	writeFiles(t, outside, map[string]string{"target.md": "# Linked\n\nlinked wombat text", "sub/deep.md": "never via the link"})
-	writeFiles(t, dir, map[string]string{"proj/plan.md": "# Plan\n\nplan text"})
-	for link, target := range map[string]string{"link.md": filepath.Join(outside, "target.md"), "dirlink": filepath.Join(outside, "sub"), "dangling.md": filepath.Join(outside, "nope.md")} {
+	writeFiles(t, dir, map[string]string{"proj/plan.md": "# Plan\n\nplan text", "proj/inner.txt": "inner koala text"})
+	for link, target := range map[string]string{
+		"link.md": filepath.Join(outside, "target.md"), "dirlink": filepath.Join(outside, "sub"), "dangling.md": filepath.Join(outside, "nope.md"),
+		"inlink.md": filepath.Join("proj", "inner.txt"),
+	} {
 		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
 			t.Fatal(err)
 		}
@@ -229,12 +233,29 @@ func TestImportLinksAndMoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSkipped := []ImportSkip{{Path: filepath.Join(dir, "dangling.md"), Reason: "a symbolic link to something other than a file"}}
+	wantSkipped := []ImportSkip{
+		{Path: filepath.Join(dir, "dangling.md"), Reason: "a symbolic link that leads nowhere: no such file or directory"},
+		{Path: filepath.Join(dir, "link.md"), Reason: "a symbolic link to " + filepath.Join(outside, "target.md") + ", outside " + dir + "; --follow-links imports such files"},
+	}
 	if d := diff(wantSkipped, sum.Skipped); d != "" {
 		t.Errorf("skipped (-want +got):\n%s", d)
 	}
-	if sum.Files != 3 || sum.Written != 2 || sum.Unchanged != 0 {
+	if sum.Files != 5 || sum.Written != 3 || sum.Unchanged != 0 {
 		t.Errorf("summary = %+v", sum)
+	}
+	if hits := search(t, p, "koala", 0); len(hits) != 2 {
+		t.Errorf("koala hits = %+v, want the file and the link to it inside the folder", hits)
+	}
+	if hits := search(t, p, "wombat", 0); len(hits) != 0 {
+		t.Errorf("a link out of the folder was followed: %+v", hits)
+	}
+
+	sum, err = p.Import(t.Context(), []string{dir}, &ImportOptions{FollowLinks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Skipped) != 1 || sum.Skipped[0].Path != filepath.Join(dir, "dangling.md") || sum.Written != 1 {
+		t.Errorf("import with FollowLinks = %+v, want the outside link written and only the dangling one skipped", sum)
 	}
 	if hits := search(t, p, "wombat", 0); len(hits) != 1 || hits[0].DocumentID != "file:"+filepath.Join(dir, "link.md") {
 		t.Errorf("linked file hits = %+v", hits)
@@ -245,6 +266,44 @@ func TestImportLinksAndMoves(t *testing.T) {
 	src := call[listSourcesResult](t, p, ToolListSources, map[string]any{})
 	if len(src.Sources) != 1 || src.Sources[0].SourceID != "file:"+dir {
 		t.Errorf("sources after the move = %+v", src.Sources)
+	}
+}
+
+// TestImportConfinement: links to the environment, to system files and
+// out of the folder are never imported by default; /proc is never read,
+// even with FollowLinks or when a link to it is named directly.
+func TestImportConfinement(t *testing.T) {
+	// Not parallel: it sets an environment variable to look for.
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc on this system")
+	}
+	t.Setenv("OPENHUMAN_IMPORT_CANARY", "canary-secret-value")
+	p, _ := newProvider(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"notes.md": "ordinary notes"})
+	for link, target := range map[string]string{"env.txt": "/proc/self/environ", "passwd.txt": "/etc/passwd", "up.md": "../../../../../../etc/hostname"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, opts := range []*ImportOptions{nil, {FollowLinks: true}} {
+		sum, err := p.Import(t.Context(), []string{dir, filepath.Join(dir, "env.txt")}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reasons := map[string]string{}
+		for _, s := range sum.Skipped {
+			reasons[filepath.Base(s.Path)] = s.Reason
+		}
+		if r := reasons["env.txt"]; r != "it is in /proc, whose files are never imported" {
+			t.Errorf("FollowLinks %v: env.txt skipped for %q, want /proc refused", opts != nil, r)
+		}
+		if opts == nil && (!strings.Contains(reasons["passwd.txt"], "outside") || !strings.Contains(reasons["up.md"], "outside")) {
+			t.Errorf("links out of the folder were not refused: %v", reasons)
+		}
+	}
+	if hits := search(t, p, "canary", 0); len(hits) != 0 {
+		t.Errorf("the environment was imported: %+v", hits)
 	}
 }
 
@@ -275,7 +334,7 @@ func TestImportOddFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ImportSkip{{Path: fifo, Reason: "not a regular file"}, {Path: zero, Reason: "not a regular file"}}
+	want := []ImportSkip{{Path: fifo, Reason: "not a regular file"}, {Path: zero, Reason: "it is in /dev, whose files are never imported"}}
 	if d := diff(want, sum.Skipped); d != "" {
 		t.Errorf("named directly, skipped (-want +got):\n%s", d)
 	}
@@ -287,7 +346,7 @@ func TestImportOddFiles(t *testing.T) {
 	for _, s := range sum.Skipped {
 		reasons[filepath.Base(s.Path)] = s.Reason
 	}
-	if reasons["pipe.md"] != "not a regular file" || reasons["zero.md"] != "a symbolic link to something other than a file" {
+	if reasons["pipe.md"] != "not a regular file" || reasons["zero.md"] != "it is in /dev, whose files are never imported" {
 		t.Errorf("in a folder, skipped = %+v", sum.Skipped)
 	}
 	if os.Geteuid() != 0 && reasons["locked"] != "cannot be read: permission denied" {

@@ -110,7 +110,26 @@ func (c *client) checkRedirect(req *http.Request, via []*http.Request) error {
 		return &redirectError{msg: fmt.Sprintf("SearXNG at %s redirected to %s: set %s %s to %s",
 			c.endpoint(), endpoint(req.URL), table, keyBaseURL, endpoint(req.URL)+c.base.Path)}
 	}
+	if !strings.EqualFold(hostPort(req.URL), hostPort(via[0].URL)) {
+		// Only the configured origin is trusted with the query; a redirect
+		// elsewhere could send it (and what comes back) anywhere.
+		return &redirectError{msg: fmt.Sprintf("SearXNG at %s redirected to another host (%s); refused: only redirects within %s are followed. If the instance moved, set %s %s to %s",
+			c.endpoint(), endpoint(req.URL), c.endpoint(), table, keyBaseURL, endpoint(req.URL)+c.base.Path)}
+	}
 	return nil
+}
+
+// hostPort is u's host and port, the port made explicit when it is the
+// scheme's default.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // searchURL builds <base_url>/search?q=…&format=json[&categories=a,b][&language=…]

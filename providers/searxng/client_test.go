@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -121,6 +122,30 @@ func TestRedirectChangingScheme(t *testing.T) {
 	want = "SearXNG at " + upgrade.URL + " redirected to " + secure.URL + ": set [providers.searxng] base_url to " + secure.URL + "/searx"
 	if err == nil || err.Error() != want {
 		t.Errorf("http→https: got %v\nwant %s", err, want)
+	}
+}
+
+func TestRedirectToAnotherHostIsRefused(t *testing.T) {
+	var reached atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		fixture("general.json", "application/json", http.StatusOK)(w, r)
+	}))
+	defer other.Close()
+	instance := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/search?"+r.URL.RawQuery, http.StatusFound)
+	}))
+	defer instance.Close()
+
+	c := newClient(testSettings(t, instance.URL))
+	_, _, err := c.search(context.Background(), searchArgs{query: "private words"})
+	want := "SearXNG at " + instance.URL + " redirected to another host (" + other.URL + "); refused: only redirects within " + instance.URL +
+		" are followed. If the instance moved, set [providers.searxng] base_url to " + other.URL
+	if err == nil || err.Error() != want {
+		t.Errorf("redirect to another host: got %v\nwant %s", err, want)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the other host received %d requests", n)
 	}
 }
 

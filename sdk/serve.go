@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"io"
 	"os"
 	"time"
 
@@ -47,7 +48,9 @@ func Logger(name string) hclog.Logger {
 }
 
 // Serve serves p as an openhuman-host provider over go-plugin's gRPC
-// protocol and returns when the host closes the connection. It must be
+// protocol and returns when the host closes the connection; a p that is
+// an [io.Closer] has Close called first, so that it can release files and
+// connections (an error is logged). It must be
 // called from the provider's main function, in a process the host started:
 // run by hand, it prints a message to stderr and exits with status 1.
 //
@@ -99,6 +102,13 @@ func Serve(p Provider, opts ...ServeOption) {
 		},
 		Logger: cfg.logger,
 	})
+	// The host stopped the provider cleanly: let it release what it holds
+	// (close databases, so SQLite checkpoints and removes their WAL files).
+	if c, ok := p.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			cfg.logger.Warn("closing the provider failed", "error", err)
+		}
+	}
 }
 
 // levelFromHost applies the host's log level, which arrives in Configure,

@@ -308,3 +308,38 @@ func fileInUse(t *testing.T, path string) bool {
 	}
 	return false
 }
+
+// TestCleanStopLeavesNoWAL: once a command and a server have stopped
+// cleanly, memory.db has no -wal file left (the provider closed its
+// database, so SQLite checkpointed it).
+func TestCleanStopLeavesNoWAL(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	cfgPath := serveConfig(t, dataDir)
+	cmd := exec.Command(exe, "--config", cfgPath, "tools", "call", "memory_store", `{"title":"cli","content":"from the command line"}`)
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tools call: %v\n%s", err, out)
+	}
+	wal := filepath.Join(dataDir, "memory", "memory.db-wal")
+	if _, err := os.Stat(wal); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after a command: %s is still there (%v)", wal, err)
+	}
+
+	srv := exec.Command(exe, "--config", cfgPath, "serve")
+	cs := serveStdio(t, srv)
+	if text, isErr := mcpCallText(t, cs, "memory_store", `{"title":"server","content":"from a client"}`); isErr {
+		t.Fatal(text)
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	testwait.Until(t, "the server's providers to exit", func() bool { return !fileInUse(t, filepath.Join(dataDir, "memory", "memory.db")) })
+	if _, err := os.Stat(wal); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after the server stopped: %s is still there (%v)", wal, err)
+	}
+}

@@ -5,9 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/mattn/go-sqlite3"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -58,15 +63,25 @@ func dsn(path string) string {
 // openStore opens (creating if needed) the database at path and brings its
 // schema up to date.
 func openStore(ctx context.Context, path string, now func() time.Time, extractors []Extractor, logger hclog.Logger) (*store, error) {
+	if err := privateFiles(path); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	db, err := gorm.Open(sqlite.Open(dsn(path)), &gorm.Config{
 		// Statements carry memory bodies; they must never reach a log.
 		Logger:                 gormlogger.Discard,
 		SkipDefaultTransaction: true,
 	})
 	if err != nil {
+		if isCorrupt(err) {
+			err = damaged(err.Error())
+		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	s := &store{db: db, now: now, writeSlot: make(chan struct{}, 1), extractors: extractors, path: path}
+	if err := quickCheck(ctx, db); err != nil {
+		s.close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	var fts5 bool
 	if err := db.WithContext(ctx).Raw(`SELECT sqlite_compileoption_used('ENABLE_FTS5')`).Scan(&fts5).Error; err != nil {
 		s.close()
@@ -76,6 +91,7 @@ func openStore(ctx context.Context, path string, now func() time.Time, extractor
 		s.close()
 		return nil, err
 	}
+
 	// A database already at this version needs no write lock: another
 	// process may hold it for a while (an import batch), and opening must
 	// not wait for it.
@@ -98,6 +114,61 @@ func openStore(ctx context.Context, path string, now func() time.Time, extractor
 		logger.Info("applied schema migration", "version", m.version, "name", m.name)
 	}
 	return s, nil
+}
+
+// privateFiles creates the database at path when missing, readable by its
+// owner only (SQLite gives its -wal and -shm files the same mode), in a
+// folder only its owner may enter, and takes other users' access away
+// from an existing one: it holds the user's notes.
+func privateFiles(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create its folder: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_ = f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("make it private: %w", err)
+		}
+	}
+	return nil
+}
+
+// ErrDamaged is wrapped by the error of opening a memory database that
+// fails SQLite's integrity check.
+var ErrDamaged = errors.New("memory.db is damaged")
+
+// quickCheck runs PRAGMA quick_check, which reads every page, and refuses a
+// damaged database with the way out.
+func quickCheck(ctx context.Context, db *gorm.DB) error {
+	var res []string
+	err := db.WithContext(ctx).Raw("PRAGMA quick_check(5)").Scan(&res).Error
+	switch {
+	case isCorrupt(err):
+		return damaged(err.Error())
+	case err != nil:
+		return fmt.Errorf("check integrity: %w", err)
+	case len(res) == 1 && res[0] == "ok":
+		return nil
+	}
+	return damaged(strings.Join(res, "; "))
+}
+
+// isCorrupt reports whether err is SQLite's SQLITE_CORRUPT or SQLITE_NOTADB.
+func isCorrupt(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB)
+}
+
+// damaged is the refusal of a damaged database, with what SQLite found and
+// the way out.
+func damaged(found string) error {
+	return fmt.Errorf("%w (%s). Stop every openhuman-host using it, move memory.db and its -wal and -shm files "+
+		"aside (the sqlite3 shell's .recover command can often save their rows), then start again with an empty memory and "+
+		"run `openhuman-host memory import` for your notes", ErrDamaged, found)
 }
 
 // write runs fn in one immediate write transaction: everything fn does is

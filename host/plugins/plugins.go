@@ -6,7 +6,9 @@
 // allow-list (go-plugin SkipHostEnv), a group of its own (a process group
 // on Unix, a job object on Windows that dies with the host), and the null
 // device as stdin, never the host's. A third-party provider's executable is
-// checksum-verified before every exec. After the handshake the manager
+// checksum-verified before every start: the host copies it into a private
+// folder (<data dir>/.exec), hashing the bytes it copies, and runs the
+// copy, so the file checked is the file run. After the handshake the manager
 // calls Configure with the provider's config table, data dir and secrets,
 // then Describe; all providers start in parallel and a provider that fails
 // any step is logged and left out while the others are served.
@@ -364,7 +366,7 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.VersionedPlugins(nil),
 		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
-			r, err := newProcRunner(path, spec.Args, m.environment(), cmd, secure)
+			r, err := newProcRunner(path, spec.Args, m.environment(), cmd, secure, copyDir(spec))
 			if err == nil {
 				started.Store(r)
 			}
@@ -516,8 +518,8 @@ func timeoutError(ctx context.Context, step string, timeout time.Duration, err e
 }
 
 // verify checks spec's executable against its configured SHA-256 and
-// returns go-plugin's SecureConfig, which checks it again just before
-// exec. The error gives both hashes in lowercase hex, since go-plugin's
+// returns go-plugin's SecureConfig, whose Checksum the runner compares
+// with the copy it executes ([verifiedCopy]). The error gives both hashes in lowercase hex, since go-plugin's
 // own error names neither.
 func verify(spec Spec) (*plugin.SecureConfig, error) {
 	if spec.SHA256 == "" && !spec.Verify {
@@ -540,6 +542,16 @@ func verify(spec Spec) (*plugin.SecureConfig, error) {
 		return nil, fmt.Errorf("%w: sha256 %q is not hex: %w", ErrChecksum, spec.SHA256, err)
 	}
 	return &plugin.SecureConfig{Checksum: want, Hash: sha256.New()}, nil
+}
+
+// copyDir is where a provider's verified executable is copied before each
+// start: a folder in its data directory, which only this user may enter,
+// or the system's temporary folder when it has none.
+func copyDir(spec Spec) string {
+	if spec.DataDir == "" {
+		return ""
+	}
+	return filepath.Join(spec.DataDir, ".exec")
 }
 
 // FileSHA256 returns the SHA-256 of the file at path as 64 lowercase hex

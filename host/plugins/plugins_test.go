@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -321,6 +322,72 @@ func TestChecksumRefusals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChecksumCannotBeRaced swaps the executable for another program right
+// after it was verified, the window a file swapped every few milliseconds
+// hits now and then: the verified bytes must run all the same, at the
+// first start and at a restart.
+func TestChecksumCannotBeRaced(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "provider")
+	good, err := os.ReadFile(kitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, good, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "tampered-ran")
+	tampered := []byte("#!/bin/sh\necho ran > '" + marker + "'\nexit 3\n")
+	if runtime.GOOS == "windows" {
+		t.Skip("the tampered program is a shell script")
+	}
+	swap := func(p string) {
+		if p != path {
+			return
+		}
+		// Replace the file under its name, as an attacker would.
+		tmp := path + ".new"
+		if err := os.WriteFile(tmp, tampered, 0o755); err != nil {
+			t.Error(err)
+			return
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Error(err)
+		}
+	}
+	testHookVerified.Store(&swap)
+	t.Cleanup(func() { testHookVerified.CompareAndSwap(&swap, nil) })
+
+	spec := kitSpec(t)
+	spec.Path = path
+	m, p := startKit(t, Options{}, spec)
+	defer m.Close()
+	if st := p.Status(); st.State != StateRunning {
+		t.Fatalf("state after start = %s (%s), want running", st.State, st.LastError)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the program swapped in after verification ran")
+	}
+	if entries, _ := os.ReadDir(filepath.Join(spec.DataDir, ".exec")); len(entries) != 1 {
+		t.Errorf("verified copies while the provider runs = %d, want 1", len(entries))
+	}
+
+	// A restart verifies the file as it is now, the swapped one, and
+	// refuses it.
+	proc, err := os.FindProcess(p.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the restart to be refused", func() bool { return strings.Contains(p.Status().LastError, "checksum mismatch") })
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the swapped program ran at a restart")
 	}
 }
 

@@ -1,12 +1,15 @@
 package plugins
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,15 +24,21 @@ import (
 // group on Unix, a job object on Windows), which lets it kill a provider
 // whose handshake never completes together with its children; it learns
 // of the exit at once instead of polling; it gives the process the null
-// device as stdin, never the host's; and it verifies the executable's
-// checksum with go-plugin's SecureConfig immediately before exec.
+// device as stdin, never the host's; and, when the executable has a
+// checksum, it runs a private copy whose bytes it hashed while copying,
+// so that the file verified is the file executed (see [verifiedCopy]).
 type procRunner struct {
 	path   string
 	cmd    *exec.Cmd
 	secure *plugin.SecureConfig
-	stdout io.ReadCloser
-	stderr io.ReadCloser
-	group  procGroup
+	// copyDir is where verified copies go; "" means the system's
+	// temporary folder.
+	copyDir string
+	// removeCopy deletes the verified copy, once the process has exited.
+	removeCopy func()
+	stdout     io.ReadCloser
+	stderr     io.ReadCloser
+	group      procGroup
 
 	pid    atomic.Int64
 	exited chan struct{} // closed when Wait has returned
@@ -41,11 +50,11 @@ var _ runner.Runner = (*procRunner)(nil)
 // newProcRunner prepares path with args, the environment env plus the
 // variables go-plugin set on spec (its magic cookie, protocol versions,
 // client certificate and socket directory).
-func newProcRunner(path string, args, env []string, spec *exec.Cmd, secure *plugin.SecureConfig) (*procRunner, error) {
+func newProcRunner(path string, args, env []string, spec *exec.Cmd, secure *plugin.SecureConfig, copyDir string) (*procRunner, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(append([]string(nil), env...), spec.Env...)
 	cmd.Stdin = nil // the null device
-	r := &procRunner{path: path, cmd: cmd, secure: secure, exited: make(chan struct{})}
+	r := &procRunner{path: path, cmd: cmd, secure: secure, copyDir: copyDir, removeCopy: func() {}, exited: make(chan struct{})}
 	r.group.prepare(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -59,19 +68,22 @@ func newProcRunner(path string, args, env []string, spec *exec.Cmd, secure *plug
 	return r, nil
 }
 
-// Start verifies the checksum, when there is one, and starts the process
-// in its group.
+// Start verifies the checksum, when there is one, by copying the
+// executable and hashing the copy's bytes, and starts the process (from
+// the copy) in its group.
 func (r *procRunner) Start(context.Context) error {
 	if r.secure != nil {
-		ok, err := r.secure.Check(r.path)
+		copied, remove, err := verifiedCopy(r.path, r.secure.Checksum, r.copyDir)
 		if err != nil {
-			return fmt.Errorf("%w: verify %s: %w", ErrChecksum, r.path, err)
+			return err
 		}
-		if !ok {
-			return fmt.Errorf("%w mismatch: %s changed after it was verified; refused to run it", ErrChecksum, r.path)
-		}
+		r.cmd.Path, r.removeCopy = copied, remove
+	}
+	if h := testHookVerified.Load(); h != nil {
+		(*h)(r.path)
 	}
 	if err := r.cmd.Start(); err != nil {
+		r.removeCopy()
 		return err
 	}
 	if err := r.group.started(r.cmd); err != nil {
@@ -87,6 +99,7 @@ func (r *procRunner) Start(context.Context) error {
 func (r *procRunner) Wait(context.Context) error {
 	err := r.cmd.Wait()
 	r.once.Do(func() {
+		r.removeCopy()
 		r.group.exited()
 		close(r.exited)
 	})
@@ -144,4 +157,54 @@ func (r *procRunner) PluginToHost(network, addr string) (string, string, error) 
 // HostToPlugin keeps addresses as they are.
 func (r *procRunner) HostToPlugin(network, addr string) (string, string, error) {
 	return network, addr, nil
+}
+
+// testHookVerified, when set by a test, runs between the verification of
+// an executable (given as configured) and its start.
+var testHookVerified atomic.Pointer[func(path string)]
+
+// verifiedCopy copies the executable at path into a new folder that only
+// this user may enter (0700, under dir, or the system's temporary folder
+// when dir is ""), hashing the bytes it copies, and returns the copy's
+// path when their SHA-256 is want. Executing the copy closes the window
+// in which the file at path could be swapped between its check and its
+// exec. remove deletes the copy and its folder; call it once the process
+// has exited (Windows cannot delete a running executable). A mismatch is
+// an error wrapping [ErrChecksum].
+func verifiedCopy(path string, want []byte, dir string) (copied string, remove func(), err error) {
+	src, err := os.Open(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: verify %s: %w", ErrChecksum, path, err)
+	}
+	defer src.Close()
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", nil, fmt.Errorf("%w: verify %s: create %s: %w", ErrChecksum, path, dir, err)
+		}
+	}
+	tmp, err := os.MkdirTemp(dir, "verified-")
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: verify %s: %w", ErrChecksum, path, err)
+	}
+	remove = func() { _ = os.RemoveAll(tmp) }
+	copied = filepath.Join(tmp, filepath.Base(path))
+	dst, err := os.OpenFile(copied, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
+	if err != nil {
+		remove()
+		return "", nil, fmt.Errorf("%w: verify %s: %w", ErrChecksum, path, err)
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(dst, h), src)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		remove()
+		return "", nil, fmt.Errorf("%w: verify %s: copy it to %s: %w", ErrChecksum, path, tmp, err)
+	}
+	if !bytes.Equal(h.Sum(nil), want) {
+		remove()
+		return "", nil, fmt.Errorf("%w mismatch: %s changed after it was verified (its sha256 is now %x); refused to run it", ErrChecksum, path, h.Sum(nil))
+	}
+	return copied, remove, nil
 }

@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mattn/go-sqlite3"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/openhuman/openhuman-host/internal/sqliteerr"
 	"github.com/openhuman/openhuman-host/internal/sqliteuri"
 )
 
@@ -456,11 +456,7 @@ func (l *Log) Flush(ctx context.Context) error {
 // Damaged reports whether err says a SQLite database is damaged or is not a database at all
 // (SQLITE_CORRUPT, SQLITE_NOTADB, or a failed quick_check).
 func Damaged(err error) bool {
-	var se sqlite3.Error
-	if errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB) {
-		return true
-	}
-	return errors.Is(err, errDamaged)
+	return sqliteerr.Corrupt(err) || errors.Is(err, errDamaged)
 }
 
 var errDamaged = errors.New("the database is damaged")

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mattn/go-sqlite3"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	gormlogger "gorm.io/gorm/logger"
 
+	"github.com/openhuman/openhuman-host/internal/sqliteerr"
 	"github.com/openhuman/openhuman-host/internal/sqliteuri"
 )
 
@@ -158,10 +158,7 @@ func quickCheck(ctx context.Context, db *gorm.DB) error {
 }
 
 // isCorrupt reports whether err is SQLite's SQLITE_CORRUPT or SQLITE_NOTADB.
-func isCorrupt(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrCorrupt || se.Code == sqlite3.ErrNotADB)
-}
+func isCorrupt(err error) bool { return sqliteerr.Corrupt(err) }
 
 // damaged is the refusal of a damaged database, with what SQLite found and
 // the way out.

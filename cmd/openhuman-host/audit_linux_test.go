@@ -21,47 +21,6 @@ import (
 	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
-// serveConfig writes a config for `serve` with its data in dataDir and
-// returns its path.
-func serveConfig(t *testing.T, dataDir string) string {
-	t.Helper()
-	cfgPath := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, "[server]\ndata_dir = %q\nlog_level = \"off\"\n%s", dataDir, slowStart), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cfgPath
-}
-
-// serveStdio starts cmd (which runs `serve` on stdio) and connects the
-// go-sdk client to it.
-func serveStdio(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
-	t.Helper()
-	cmd.Env = append(os.Environ(), cliEnv+"=1")
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "hardening-test", Version: "1"}, nil).
-		Connect(testwait.Context(t), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", strings.Join(cmd.Args, " "), err)
-	}
-	return cs
-}
-
-// callText calls tool and returns its text and isError; a protocol error
-// fails the test.
-func mcpCallText(t *testing.T, cs *mcp.ClientSession, tool, args string) (string, bool) {
-	t.Helper()
-	res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
-	if err != nil {
-		t.Fatalf("%s %s: %v", tool, args, err)
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String(), res.IsError
-}
-
 // actTitles returns the title of every memory_store row in the audit log
 // at path, with how many rows have it.
 func actTitles(t *testing.T, path string) map[string]int {

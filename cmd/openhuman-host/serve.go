@@ -20,9 +20,6 @@ import (
 	"github.com/openhuman/openhuman-host/host/server"
 )
 
-// minTokenBytes is the token length below which serve warns.
-const minTokenBytes = 16
-
 type serveFlags struct {
 	transport    string
 	host         string
@@ -80,8 +77,10 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	if token != "" && strings.TrimSpace(token) == "" {
 		return fmt.Errorf("%s is blank; set a real token (for example: openssl rand -hex 32) or leave it unset", tokenSource)
 	}
-	if token != "" && len(token) < minTokenBytes {
-		log.Warn("the bearer token is short; use at least 32 random characters", "source", tokenSource)
+	if token != "" {
+		if err := server.CheckToken(token); err != nil {
+			return fmt.Errorf("%s: %w", tokenSource, err)
+		}
 	}
 	listenHost, port := cfg.Server.Host, cfg.Server.Port
 	if f.host != "" {
@@ -155,8 +154,12 @@ func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token 
 			AllowedOrigins:     h.Config.Server.AllowedOrigins,
 			MaxBodyBytes:       h.Config.Server.MaxRequestBodyBytes,
 			SessionIdleTimeout: h.Config.Server.SessionIdleTimeout(),
+			MaxSessions:        h.Config.Server.MaxSessions,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		// Keep-alive connections with no request in flight.
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
 	}
 	// The address line is the one thing serve prints in http mode, so
 	// scripts using port 0 can find the port.

@@ -112,8 +112,12 @@ type ServerConfig struct {
 	// 4194304 (4 MiB).
 	MaxRequestBodyBytes int64 `toml:"max_request_body_bytes"`
 	// SessionIdleTimeoutSecs closes an HTTP session idle this long, in
-	// seconds; 0 never closes idle sessions. Default 1800.
+	// seconds; 0 never closes idle sessions. Default 600.
 	SessionIdleTimeoutSecs int `toml:"session_idle_timeout_secs"`
+	// MaxSessions caps the MCP sessions open at once over HTTP, at least 1;
+	// a client that would open one more gets 503 with Retry-After.
+	// Default 256.
+	MaxSessions int `toml:"max_sessions"`
 	// AllowedOrigins lists the browser origins ("scheme://host[:port]") the
 	// http transport accepts besides loopback ones. Default empty: loopback
 	// origins only.

@@ -38,7 +38,8 @@ func wantDefault() *Config {
 			LogLevel:                 "warn",
 			DataDir:                  "",
 			MaxRequestBodyBytes:      4194304,
-			SessionIdleTimeoutSecs:   1800,
+			SessionIdleTimeoutSecs:   600,
+			MaxSessions:              256,
 			AllowedOrigins:           []string{},
 		},
 		Autonomy: AutonomyConfig{
@@ -323,7 +324,7 @@ func TestProviderMergesOverDefaultEntry(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
-	const serverKeys = "allowed_origins, data_dir, host, log_level, max_request_body_bytes, port, provider_start_timeout_secs, session_idle_timeout_secs, tool_timeout_secs, transport"
+	const serverKeys = "allowed_origins, data_dir, host, log_level, max_request_body_bytes, max_sessions, port, provider_start_timeout_secs, session_idle_timeout_secs, tool_timeout_secs, transport"
 	tests := map[string]struct {
 		doc  string
 		want []string
@@ -1248,7 +1249,8 @@ provider_start_timeout_secs = 10
 log_level = 'warn'
 data_dir = ''
 max_request_body_bytes = 4194304
-session_idle_timeout_secs = 1800
+session_idle_timeout_secs = 600
+max_sessions = 256
 allowed_origins = []
 
 [autonomy]
@@ -1392,7 +1394,7 @@ func TestDurations(t *testing.T) {
 	t.Parallel()
 	s := Default().Server
 	got := []string{s.ToolTimeout().String(), s.ProviderStartTimeout().String(), s.SessionIdleTimeout().String()}
-	if diff := cmp.Diff([]string{"2m0s", "10s", "30m0s"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"2m0s", "10s", "10m0s"}, got); diff != "" {
 		t.Errorf("durations mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -30,6 +30,7 @@ func (d *decoder) validate(c *Config) {
 	d.check("server.data_dir", checkDataDir(s.DataDir))
 	d.check("server.max_request_body_bytes", atLeast(s.MaxRequestBodyBytes, 1))
 	d.check("server.session_idle_timeout_secs", between(int64(s.SessionIdleTimeoutSecs), 0, maxSessionIdleSecs))
+	d.check("server.max_sessions", between(int64(s.MaxSessions), 1, maxSessions))
 	for i, o := range s.AllowedOrigins {
 		d.check(index("server.allowed_origins", i), checkOrigin(o))
 	}
@@ -218,4 +219,5 @@ const (
 	maxToolTimeoutSecs   = 86400
 	maxProviderStartSecs = 600
 	maxSessionIdleSecs   = 30 * 86400
+	maxSessions          = 100000
 )

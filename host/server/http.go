@@ -6,6 +6,8 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -34,7 +36,21 @@ type HTTPOptions struct {
 	// SessionIdleTimeout closes sessions that send no request for this
 	// long. Zero keeps them until the client deletes them.
 	SessionIdleTimeout time.Duration
+	// MaxSessions caps the MCP sessions the server holds at once; a
+	// request that would open one more (a POST without Mcp-Session-Id) gets
+	// 503 Service Unavailable with Retry-After. Default 256.
+	MaxSessions int
+	// BodyTimeout bounds the time to receive a request body, counted from
+	// when the handler sees the request; a client that sends it slower has
+	// its connection closed, authenticated or not. Default 30 s.
+	BodyTimeout time.Duration
 }
+
+// Defaults of [HTTPOptions].
+const (
+	DefaultMaxSessions = 256
+	DefaultBodyTimeout = 30 * time.Second
+)
 
 // HTTPHandler returns the MCP Streamable HTTP handler (MCP 2025-11-25,
 // basic/transports §Streamable HTTP) at path "/" (other paths get 404).
@@ -46,10 +62,17 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if opts != nil {
 		o = *opts
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 		SessionTimeout:      o.SessionIdleTimeout,
 	})
+	h = s.sessionCap(o.MaxSessions, h)
 	if o.Token != "" {
 		want := sha256.Sum256([]byte(o.Token))
 		verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -62,8 +85,65 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 			return &auth.TokenInfo{UserID: "token"}, nil
 		}
 		h = bearerChallenge(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h))
+		h = newAuthBackoff(s.log.Named("http")).wrap(h)
 	}
-	return endpointOnly(originCheck(o.AllowedOrigins, h))
+	return bodyDeadline(o.BodyTimeout, endpointOnly(originCheck(o.AllowedOrigins, h)))
+}
+
+// sessionCap answers 503 with Retry-After to a request that would open a
+// session beyond max (a POST without Mcp-Session-Id: an initialize), so a
+// flood of new sessions cannot exhaust memory.
+func (s *Server) sessionCap(max int, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			n := 0
+			for range s.mcp.Sessions() {
+				n++
+			}
+			if n >= max {
+				w.Header().Set("Retry-After", "30")
+				http.Error(w, fmt.Sprintf("Service Unavailable: openhuman-host already holds %d sessions, its limit ([server] max_sessions); "+
+					"retry later, or close sessions you no longer use", n), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bodyDeadline gives a request with a body timeout to arrive whole: it
+// sets the connection's read deadline, and clears it once the body has
+// been read to its end, so that what follows (a long tool call, a stream)
+// is not cut. A body that never ends, read by the server or discarded
+// after an early answer such as 401, hits the deadline and the connection
+// is closed. Requests without a body are left alone: their connection's
+// background read must not time out during a stream.
+func bodyDeadline(timeout time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+			rc := http.NewResponseController(w)
+			if err := rc.SetReadDeadline(time.Now().Add(timeout)); err == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody clears the read deadline once the body is read to its end.
+type deadlineBody struct {
+	io.ReadCloser
+	clear func()
+	done  bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		b.clear()
+	}
+	return n, err
 }
 
 // bearerChallenge makes every 401 carry a WWW-Authenticate challenge
@@ -149,6 +229,52 @@ func IsLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
+}
+
+// MinTokenBits is the least entropy [CheckToken] accepts in a bearer
+// token: 32 random bytes.
+const MinTokenBits = 256
+
+// ErrWeakToken is wrapped by [CheckToken]'s error.
+var ErrWeakToken = errors.New("bearer token is too weak")
+
+// CheckToken refuses a bearer token that could be guessed: one whose
+// estimated entropy ([TokenBits]) is below [MinTokenBits], such as fewer
+// than 64 hex digits or 43 base64 characters.
+func CheckToken(token string) error {
+	if bits := TokenBits(token); bits < MinTokenBits {
+		return fmt.Errorf("%w: %d characters carry about %d bits at most, and at least %d are needed; "+
+			"generate one with: openssl rand -hex 32", ErrWeakToken, len(token), int(bits), MinTokenBits)
+	}
+	return nil
+}
+
+// TokenBits estimates the entropy of token in bits as if each character
+// were drawn at random from the smallest usual alphabet holding all of
+// them: digits (3.3 bits), hex digits (4), letters and digits with the
+// base64 signs (6), any other printable ASCII (6.6). A token with
+// repeated characters is counted as generously, so the estimate is an
+// upper bound.
+func TokenBits(token string) float64 {
+	digits, hexOnly, b64 := true, true, true
+	for _, r := range token {
+		isDigit := r >= '0' && r <= '9'
+		isHex := isDigit || (r >= 'a' && r <= 'f') || (r >= 'A' && r <= 'F')
+		isB64 := isDigit || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || strings.ContainsRune("+/=-_", r)
+		digits = digits && isDigit
+		hexOnly = hexOnly && isHex
+		b64 = b64 && isB64
+	}
+	perChar := math.Log2(95)
+	switch {
+	case digits:
+		perChar = math.Log2(10)
+	case hexOnly:
+		perChar = 4
+	case b64:
+		perChar = 6
+	}
+	return float64(len(token)) * perChar
 }
 
 // ErrInsecureBind is returned by [CheckBind] for a non-loopback address

@@ -265,7 +265,7 @@ func (q *lineQueue) next(giveUp time.Time) (string, bool) {
 
 func randomToken(t *testing.T) string {
 	t.Helper()
-	b := make([]byte, 16)
+	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
 	}

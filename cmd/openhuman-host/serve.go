@@ -134,7 +134,7 @@ func serveTransport(ctx context.Context, h *host.Host, log hclog.Logger, stdin *
 		// running calls are cancelled so that the server exits promptly.
 		defer context.AfterFunc(ctx, h.Server.CancelCalls)()
 		onEOF := func() { time.AfterFunc(eofGrace, h.Server.CancelCalls) }
-		err := h.Server.MCP().Run(ctx, &server.LineTransport{In: stdin, Out: os.Stdout, OnEOF: onEOF})
+		err := h.Server.MCP().Run(ctx, &server.LineTransport{In: stdin, Out: os.Stdout, OnEOF: onEOF, DrainTimeout: eofGrace + eofDrain})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("stdio session: %w", err)
 		}
@@ -185,6 +185,11 @@ func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token 
 // after the client closed its stdin (which is how MCP clients start
 // shutting a stdio server down); then they are cancelled.
 const eofGrace = 10 * time.Second
+
+// eofDrain is how long after eofGrace a stdio server waits for the answers
+// of cancelled calls before it exits anyway, so that a request that is
+// never answered cannot keep it running.
+const eofDrain = 5 * time.Second
 
 // Garbage-collector settings for a stdio server, used when GOGC and
 // GOMEMLIMIT are not set. The MCP SDK allocates a fresh buffer for every

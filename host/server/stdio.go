@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,6 +34,10 @@ type LineTransport struct {
 	// connection waits for the answers to requests already read (MCP
 	// stdio shutdown starts with the client closing the server's stdin).
 	OnEOF func()
+	// DrainTimeout bounds that wait: once it passes, the connection ends
+	// even if some request was never answered. Zero waits for every
+	// answer.
+	DrainTimeout time.Duration
 }
 
 // Connect implements [mcp.Transport].
@@ -47,6 +52,9 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		c.in = cl
 	}
 	c.onEOF = t.OnEOF
+	c.drainTimeout = t.DrainTimeout
+	c.inflight = map[string]bool{}
+	c.original = map[string]json.RawMessage{}
 	go c.readLoop(t.In)
 	return c, nil
 }
@@ -57,9 +65,10 @@ type readResult struct {
 }
 
 type lineConn struct {
-	in    io.Closer
-	out   io.Writer
-	onEOF func()
+	in           io.Closer
+	out          io.Writer
+	onEOF        func()
+	drainTimeout time.Duration
 
 	writeMu  sync.Mutex
 	incoming chan readResult
@@ -70,6 +79,17 @@ type lineConn struct {
 	pendingMu sync.Mutex
 	pending   int
 	drained   *sync.Cond
+	gaveUp    bool // the drain timeout passed
+
+	// inflight holds the keys ([idKey]) of the client's requests not
+	// answered yet, to refuse a second request with the same id. original
+	// maps the key of an id given to the server in place of one the
+	// go-sdk would not send back exactly (1.5, 12345678901234567890) to
+	// the id as the client wrote it. Both are guarded by idsMu.
+	idsMu    sync.Mutex
+	inflight map[string]bool
+	original map[string]json.RawMessage
+	nextID   uint64
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -101,9 +121,16 @@ func (c *lineConn) readLoop(in io.Reader) {
 			tooLong = false
 			c.writeError(nil, -32600, fmt.Sprintf("message larger than %d bytes; it was skipped", MaxLineBytes))
 		} else if msg, ok := c.decode(line); ok {
+			req, isReq := msg.(*jsonrpc.Request)
+			if isReq && req.ID.IsValid() && !c.admit(req, line) {
+				goto next
+			}
+			if isReq && !req.ID.IsValid() && req.Method == "notifications/cancelled" {
+				c.translateCancel(req)
+			}
 			// Counted before the hand-over, so that end of input, read
 			// right after, cannot miss it.
-			if req, isReq := msg.(*jsonrpc.Request); isReq && req.ID.IsValid() {
+			if isReq && req.ID.IsValid() {
 				c.pendingMu.Lock()
 				c.pending++
 				c.pendingMu.Unlock()
@@ -114,6 +141,7 @@ func (c *lineConn) readLoop(in io.Reader) {
 				return
 			}
 		}
+	next:
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.EOF
@@ -220,13 +248,21 @@ func (c *lineConn) answered() {
 	}
 }
 
-// waitDrained blocks until every request read so far has been answered or
-// the connection is closed. A request that never completes is bounded by
-// the tool timeout, and SIGTERM still stops the process.
+// waitDrained blocks until every request read so far has been answered,
+// the connection is closed, or the drain timeout (when set) passes.
 func (c *lineConn) waitDrained() {
+	if c.drainTimeout > 0 {
+		t := time.AfterFunc(c.drainTimeout, func() {
+			c.pendingMu.Lock()
+			c.gaveUp = true
+			c.drained.Broadcast()
+			c.pendingMu.Unlock()
+		})
+		defer t.Stop()
+	}
 	c.pendingMu.Lock()
 	defer c.pendingMu.Unlock()
-	for c.pending > 0 {
+	for c.pending > 0 && !c.gaveUp {
 		select {
 		case <-c.closed:
 			return
@@ -234,6 +270,94 @@ func (c *lineConn) waitDrained() {
 		}
 		c.drained.Wait()
 	}
+}
+
+// idKey identifies a request id for duplicate detection: its JSON text as
+// the client wrote it.
+func idKey(raw json.RawMessage) string { return string(raw) }
+
+// admit registers the id of req, read from line, as in flight. A second
+// request with the id of one still running is answered with -32600 and
+// refused (false). An id the go-sdk would not send back exactly (a
+// fraction, or an integer beyond what a float64 holds) is replaced, for
+// the server, by one it does, and restored in the answer.
+func (c *lineConn) admit(req *jsonrpc.Request, line []byte) bool {
+	raw := rawID(req.ID, line)
+	key := idKey(raw)
+	c.idsMu.Lock()
+	defer c.idsMu.Unlock()
+	if c.inflight[key] {
+		c.writeError(raw, -32600, fmt.Sprintf("invalid request: id %s is already used by a request that is still running; give each request its own id", raw))
+		return false
+	}
+	c.inflight[key] = true
+	if string(raw) != string(encodedID(req.ID)) {
+		c.nextID++
+		inner, _ := jsonrpc.MakeID(fmt.Sprintf("openhuman-id-%d", c.nextID))
+		c.original[idKey(encodedID(inner))] = raw
+		req.ID = inner
+	}
+	return true
+}
+
+// translateCancel points a notifications/cancelled at the id the server
+// knows for the request, when admit replaced it.
+func (c *lineConn) translateCancel(req *jsonrpc.Request) {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &p) != nil || len(p["requestId"]) == 0 {
+		return
+	}
+	c.idsMu.Lock()
+	defer c.idsMu.Unlock()
+	for inner, raw := range c.original {
+		if string(raw) == string(p["requestId"]) {
+			p["requestId"] = json.RawMessage(inner)
+			if b, err := json.Marshal(p); err == nil {
+				req.Params = b
+			}
+			return
+		}
+	}
+}
+
+// answeredID ends the id of a response the server wrote and returns the
+// id to send: the client's own when admit replaced it.
+func (c *lineConn) answeredID(id jsonrpc.ID) (json.RawMessage, bool) {
+	enc := encodedID(id)
+	c.idsMu.Lock()
+	defer c.idsMu.Unlock()
+	if raw, ok := c.original[idKey(enc)]; ok {
+		delete(c.original, idKey(enc))
+		delete(c.inflight, idKey(raw))
+		return raw, true
+	}
+	delete(c.inflight, idKey(enc))
+	return nil, false
+}
+
+// encodedID is id as the go-sdk writes it.
+func encodedID(id jsonrpc.ID) json.RawMessage {
+	b, _ := json.Marshal(id.Raw())
+	return b
+}
+
+// rawID is the id of a request as it appears on line. The compact form
+// the go-sdk writes is looked for first, which is what clients send; only
+// when it is absent is the line parsed for it.
+func rawID(id jsonrpc.ID, line []byte) json.RawMessage {
+	enc := encodedID(id)
+	for _, end := range []string{",", "}"} {
+		if bytes.Contains(line, []byte(`"id":`+string(enc)+end)) {
+			return enc
+		}
+	}
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(line, &probe) != nil || len(probe.ID) == 0 {
+		return enc
+	}
+	return bytes.TrimSpace(probe.ID)
 }
 
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -244,11 +368,31 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	resp, isResp := msg.(*jsonrpc.Response)
+	if isResp {
+		if raw, ok := c.answeredID(resp.ID); ok {
+			data = withID(data, raw)
+		}
+	}
 	err = c.writeLine(data)
-	if _, ok := msg.(*jsonrpc.Response); ok {
+	if isResp {
 		c.answered()
 	}
 	return err
+}
+
+// withID returns the encoded response data with its id replaced by raw.
+func withID(data []byte, raw json.RawMessage) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return data
+	}
+	m["id"] = raw
+	out, err := json.Marshal(m)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 func (c *lineConn) writeLine(data []byte) error {

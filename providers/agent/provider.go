@@ -57,6 +57,27 @@ type Provider struct {
 	definitions []Definition // sorted by ID
 	resources   map[string]PromptResource
 	warned      sync.Map // "<agent id>\x00<scope entry>" already warned about
+	// maxRuns and maxRequests bound the sub-agent runs and the model
+	// requests of one client call, across its whole tree of nested runs.
+	maxRuns, maxRequests int
+
+	budgetsMu sync.Mutex
+	budgets   map[string]*callBudget // by the client call's sdk.Caller.CallToken
+}
+
+// Defaults of the per-call budget ([providers.agent] max_runs_per_call and
+// max_model_requests_per_call).
+const (
+	DefaultMaxRunsPerCall          = 20
+	DefaultMaxModelRequestsPerCall = 200
+)
+
+// callBudget is what one client call's runs have used: a run nested in
+// another counts against the same call, since the host passes the call's
+// token down every hop.
+type callBudget struct {
+	runs, requests int
+	active         int // runs in progress; the budget is dropped at 0
 }
 
 // New returns an unconfigured agent provider.
@@ -78,6 +99,12 @@ type settings struct {
 	// AgentsDir is the directory of user definitions; empty means
 	// <config dir>/agents.
 	AgentsDir string `json:"agents_dir"`
+	// MaxRunsPerCall bounds the sub-agent runs one client call starts,
+	// nested ones included, 1..1000; 0 means 20.
+	MaxRunsPerCall int `json:"max_runs_per_call"`
+	// MaxModelRequestsPerCall bounds the model requests of all those runs
+	// together, 1..100000; 0 means 200.
+	MaxModelRequestsPerCall int `json:"max_model_requests_per_call"`
 }
 
 // llmSettings is [providers.agent.llm].
@@ -89,7 +116,8 @@ type llmSettings struct {
 }
 
 // Configure reads [providers.agent] (llm.base_url, llm.model,
-// llm.api_key_env, llm.timeout_secs, run_timeout_secs, agents_dir) and the
+// llm.api_key_env, llm.timeout_secs, run_timeout_secs, agents_dir,
+// max_runs_per_call, max_model_requests_per_call) and the
 // user definitions in agents_dir (default <config dir>/agents). Unknown
 // keys, bad values and invalid definition files are errors that name the
 // key or the file, line and field.
@@ -98,7 +126,7 @@ func (p *Provider) Configure(_ context.Context, req *sdk.ConfigureRequest) error
 	dec := json.NewDecoder(bytes.NewReader(req.Config))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return fmt.Errorf("[providers.agent]: %w; the keys are llm (a table: base_url, model, api_key_env, timeout_secs), run_timeout_secs and agents_dir", err)
+		return fmt.Errorf("[providers.agent]: %w; the keys are llm (a table: base_url, model, api_key_env, timeout_secs), run_timeout_secs, agents_dir, max_runs_per_call and max_model_requests_per_call", err)
 	}
 	runTimeout := DefaultRunTimeout
 	switch {
@@ -106,6 +134,19 @@ func (p *Provider) Configure(_ context.Context, req *sdk.ConfigureRequest) error
 		return fmt.Errorf("[providers.agent] run_timeout_secs must be between 1 and 86400; got %d", s.RunTimeoutSecs)
 	case s.RunTimeoutSecs > 0:
 		runTimeout = time.Duration(s.RunTimeoutSecs) * time.Second
+	}
+	maxRuns, maxRequests := DefaultMaxRunsPerCall, DefaultMaxModelRequestsPerCall
+	switch {
+	case s.MaxRunsPerCall < 0 || s.MaxRunsPerCall > 1000:
+		return fmt.Errorf("[providers.agent] max_runs_per_call must be between 1 and 1000; got %d", s.MaxRunsPerCall)
+	case s.MaxRunsPerCall > 0:
+		maxRuns = s.MaxRunsPerCall
+	}
+	switch {
+	case s.MaxModelRequestsPerCall < 0 || s.MaxModelRequestsPerCall > 100000:
+		return fmt.Errorf("[providers.agent] max_model_requests_per_call must be between 1 and 100000; got %d", s.MaxModelRequestsPerCall)
+	case s.MaxModelRequestsPerCall > 0:
+		maxRequests = s.MaxModelRequestsPerCall
 	}
 	var model Model
 	var modelName string
@@ -149,6 +190,7 @@ func (p *Provider) Configure(_ context.Context, req *sdk.ConfigureRequest) error
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.host, p.model, p.modelName, p.runTimeout = req.Host, model, modelName, runTimeout
+	p.maxRuns, p.maxRequests = maxRuns, maxRequests
 	p.definitions = Merge(builtins, user)
 	p.resources = resources
 	return nil
@@ -374,6 +416,7 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 	}
 	p.mu.RLock()
 	defs, host, model, modelName := p.definitions, p.host, p.model, p.modelName
+	maxRuns, maxRequests := p.maxRuns, p.maxRequests
 	p.mu.RUnlock()
 	i := slices.IndexFunc(defs, func(d Definition) bool { return d.ID == args.AgentID })
 	runnable := make([]string, 0, len(defs))
@@ -412,6 +455,12 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 	if chosen == "" && !usingSampling {
 		chosen = modelName
 	}
+	budget, release, refusal := p.startRun(req.Caller.CallToken, def.ID, maxRuns)
+	if refusal != nil {
+		return refusal, nil
+	}
+	defer release()
+	model = &budgetedModel{Model: model, p: p, budget: budget, max: maxRequests}
 	actor := "agent:" + def.ID
 	run := func(ctx context.Context, name string, arguments json.RawMessage) (string, bool, error) {
 		res, err := host.CallTool(ctx, &sdk.HostCallToolRequest{Name: name, Arguments: arguments, Caller: req.Caller, Actor: actor})
@@ -452,6 +501,63 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 	return sdk.StructuredResult(result.Response, map[string]any{
 		"agent_id": def.ID, "response": result.Response, "iterations": result.Iterations, "tool_calls": calls,
 	})
+}
+
+// startRun counts one more run against the client call token belongs to,
+// or returns the refusal when the call has started maxRuns already. release
+// ends the run; the call's budget is forgotten once none of its runs is
+// left.
+func (p *Provider) startRun(token, agentID string, maxRuns int) (*callBudget, func(), *sdk.CallToolResult) {
+	p.budgetsMu.Lock()
+	defer p.budgetsMu.Unlock()
+	if p.budgets == nil {
+		p.budgets = map[string]*callBudget{}
+	}
+	b := p.budgets[token]
+	if b == nil {
+		b = &callBudget{}
+		p.budgets[token] = b
+	}
+	if b.runs >= maxRuns {
+		return nil, nil, sdk.ErrorResult("sub-agent %q was not started: this client call has already started %d sub-agent runs, "+
+			"the limit of [providers.agent] max_runs_per_call; give the task to fewer sub-agents or raise the limit", agentID, b.runs)
+	}
+	b.runs++
+	b.active++
+	return b, func() {
+		p.budgetsMu.Lock()
+		defer p.budgetsMu.Unlock()
+		if b.active--; b.active == 0 && p.budgets[token] == b {
+			delete(p.budgets, token)
+		}
+	}, nil
+}
+
+// ErrCallBudget is wrapped by the model error of a run whose client call
+// has made [providers.agent] max_model_requests_per_call model requests.
+var ErrCallBudget = errors.New("model request budget of the call is used up")
+
+// budgetedModel counts each request against its call's budget and refuses
+// the one beyond max.
+type budgetedModel struct {
+	Model
+	p      *Provider
+	budget *callBudget
+	max    int
+}
+
+func (m *budgetedModel) Complete(ctx context.Context, req ModelRequest) (ModelResponse, error) {
+	m.p.budgetsMu.Lock()
+	used := m.budget.requests
+	if used < m.max {
+		m.budget.requests++
+	}
+	m.p.budgetsMu.Unlock()
+	if used >= m.max {
+		return ModelResponse{}, fmt.Errorf("%w: the sub-agent runs of this client call have made %d model requests, the limit of "+
+			"[providers.agent] max_model_requests_per_call; give the task to fewer sub-agents or raise the limit", ErrCallBudget, used)
+	}
+	return m.Model.Complete(ctx, req)
 }
 
 // warnUnmatchedScope logs, once per user definition and entry, a tool

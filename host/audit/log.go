@@ -409,13 +409,9 @@ const dropWarnEvery = 10 * time.Second
 
 // offer queues e without waiting; when the queue is full it counts and logs the drop.
 func (l *Log) offer(e entry) error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return ErrClosed
+	if err := l.addSender(); err != nil {
+		return err
 	}
-	l.senders.Add(1)
-	l.mu.Unlock()
 	defer l.senders.Done()
 	select {
 	case l.queue <- e:
@@ -485,14 +481,23 @@ func moveAside(abs string, now time.Time) (string, error) {
 	return to, nil
 }
 
-func (l *Log) enqueue(ctx context.Context, e entry) error {
+// addSender registers a caller about to enqueue, which must call
+// l.senders.Done once it has, or returns ErrClosed once Close has begun.
+func (l *Log) addSender() error {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.closed {
-		l.mu.Unlock()
 		return ErrClosed
 	}
 	l.senders.Add(1)
-	l.mu.Unlock()
+	return nil
+}
+
+// enqueue queues e, waiting for room until ctx ends or Close gives up.
+func (l *Log) enqueue(ctx context.Context, e entry) error {
+	if err := l.addSender(); err != nil {
+		return err
+	}
 	defer l.senders.Done()
 
 	select {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -182,6 +183,10 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		Repair:     o.StatusFile != "",
 		Logger:     o.Logger.Named("audit"),
 	})
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, fmt.Errorf("open audit log: %w; the data directory %s must be writable by this user: fix its permissions, "+
+			"or choose another with --data-dir or OPENHUMAN_DATA_DIR", err, dataDir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}

@@ -8,7 +8,8 @@
 // device as stdin, never the host's. A third-party provider's executable is
 // checksum-verified before every start: the host copies it into a private
 // folder (<data dir>/.exec), hashing the bytes it copies, and runs the
-// copy, so the file checked is the file run. After the handshake the manager
+// copy, so the file checked is the file run; a script ("#!") is checked
+// just before it starts, where it is. After the handshake the manager
 // calls Configure with the provider's config table, data dir and secrets,
 // then Describe; all providers start in parallel and a provider that fails
 // any step is logged and left out while the others are served.

@@ -26,7 +26,9 @@ import (
 // of the exit at once instead of polling; it gives the process the null
 // device as stdin, never the host's; and, when the executable has a
 // checksum, it runs a private copy whose bytes it hashed while copying,
-// so that the file verified is the file executed (see [verifiedCopy]).
+// so that the file verified is the file executed (see [verifiedCopy]). A
+// script ("#!") runs in place instead, checked just before exec: its
+// interpreter loads it and its dependencies from its own folder.
 type procRunner struct {
 	path   string
 	cmd    *exec.Cmd
@@ -72,7 +74,20 @@ func newProcRunner(path string, args, env []string, spec *exec.Cmd, secure *plug
 // executable and hashing the copy's bytes, and starts the process (from
 // the copy) in its group.
 func (r *procRunner) Start(context.Context) error {
-	if r.secure != nil {
+	switch {
+	case r.secure == nil:
+	case isScript(r.path):
+		// An interpreter reads a script, and what it loads, from the
+		// script's own folder, so a script runs where it is, checked just
+		// before its start.
+		ok, err := r.secure.Check(r.path)
+		if err != nil {
+			return fmt.Errorf("%w: verify %s: %w", ErrChecksum, r.path, err)
+		}
+		if !ok {
+			return fmt.Errorf("%w mismatch: %s changed after it was verified; refused to run it", ErrChecksum, r.path)
+		}
+	default:
 		copied, remove, err := verifiedCopy(r.path, r.secure.Checksum, r.copyDir)
 		if err != nil {
 			return err
@@ -157,6 +172,19 @@ func (r *procRunner) PluginToHost(network, addr string) (string, string, error) 
 // HostToPlugin keeps addresses as they are.
 func (r *procRunner) HostToPlugin(network, addr string) (string, string, error) {
 	return network, addr, nil
+}
+
+// isScript reports whether the file at path starts with "#!": a script
+// its interpreter reads by path.
+func isScript(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 2)
+	n, _ := io.ReadFull(f, head)
+	return n == 2 && string(head) == "#!"
 }
 
 // testHookVerified, when set by a test, runs between the verification of

@@ -133,7 +133,14 @@ func serveTransport(ctx context.Context, h *host.Host, log hclog.Logger, stdin *
 		// On SIGINT/SIGTERM, and eofGrace after the client closes stdin,
 		// running calls are cancelled so that the server exits promptly.
 		defer context.AfterFunc(ctx, h.Server.CancelCalls)()
-		onEOF := func() { time.AfterFunc(eofGrace, h.Server.CancelCalls) }
+		// A client that stops reading stdout leaves writes blocked, which
+		// no cancellation reaches: past its deadline the server stops its
+		// providers and exits anyway.
+		defer context.AfterFunc(ctx, func() { forceExit(h, log, signalExitLimit, "a signal") })()
+		onEOF := func() {
+			time.AfterFunc(eofGrace, h.Server.CancelCalls)
+			forceExit(h, log, eofGrace+eofDrain+eofExitMargin, "the end of its input")
+		}
 		err := h.Server.MCP().Run(ctx, &server.LineTransport{In: stdin, Out: os.Stdout, OnEOF: onEOF, DrainTimeout: eofGrace + eofDrain})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("stdio session: %w", err)
@@ -190,6 +197,29 @@ const eofGrace = 10 * time.Second
 // of cancelled calls before it exits anyway, so that a request that is
 // never answered cannot keep it running.
 const eofDrain = 5 * time.Second
+
+// eofExitMargin is the time after eofGrace and eofDrain, and
+// signalExitLimit the time after a signal, after which a stdio server that
+// has still not finished (its writes to a client that no longer reads
+// stdout are blocked) stops its providers and exits.
+const (
+	eofExitMargin   = 5 * time.Second
+	signalExitLimit = 10 * time.Second
+)
+
+// forceExit exits the process with status 1 after d unless it has exited
+// by then, first stopping the providers and closing the audit log (each
+// given a few seconds), with an error line naming what began the
+// shutdown.
+func forceExit(h *host.Host, log hclog.Logger, d time.Duration, cause string) {
+	time.AfterFunc(d, func() {
+		log.Error("still running "+d.String()+" after "+cause+", probably because the client stopped reading stdout; exiting", "limit", d)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = h.Close(ctx)
+		os.Exit(1)
+	})
+}
 
 // Garbage-collector settings for a stdio server, used when GOGC and
 // GOMEMLIMIT are not set. The MCP SDK allocates a fresh buffer for every

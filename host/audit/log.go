@@ -171,6 +171,13 @@ func open(ctx context.Context, abs string, o Options) (*Log, error) {
 		return nil, fmt.Errorf("audit: open %s: %w", abs, err)
 	}
 	_ = f.Close()
+	// A file made readable by others (by hand, or by an older version)
+	// becomes private again.
+	for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("audit: open %s: make it private: %w", abs, err)
+		}
+	}
 
 	db, err := gorm.Open(sqlite.Open(dsn(abs)), &gorm.Config{
 		Logger:                 logger.Discard,

@@ -23,7 +23,8 @@ type Query struct {
 	// Client keeps records whose source type or client name equals it exactly (such as
 	// "mcp:claude-desktop" or "cli"). Default "" means every client.
 	Client string
-	// FailedOnly keeps unsuccessful records only, which include denied calls. Default false means all.
+	// FailedOnly keeps unsuccessful records only, which include denied calls but not pending ones (their
+	// outcome is unknown). Default false means all.
 	FailedOnly bool
 	// Limit caps the number of records returned. Default 0 (or less) means 50.
 	Limit int
@@ -52,7 +53,7 @@ func (l *Log) List(ctx context.Context, q Query) ([]Record, error) {
 		tx = tx.Where("(source_type = ? OR client_name = ?)", q.Client, q.Client)
 	}
 	if q.FailedOnly {
-		tx = tx.Where("success = ?", false)
+		tx = tx.Where("success = ? AND pending = ?", false, false)
 	}
 	var out []Record
 	if err := tx.Order("time_ms DESC, id DESC").Limit(limit).Find(&out).Error; err != nil {

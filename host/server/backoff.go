@@ -56,6 +56,7 @@ func (b *authBackoff) wrap(next http.Handler) http.Handler {
 		addr := clientAddr(r)
 		if wait := b.waiting(addr); wait > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+			w.Header().Set("Connection", "close")
 			http.Error(w, "Too Many Requests: too many wrong bearer tokens from this address; wait before trying again", http.StatusTooManyRequests)
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -164,8 +165,13 @@ type challengeWriter struct {
 
 // WriteHeader adds WWW-Authenticate: Bearer to a 401 that has none.
 func (c *challengeWriter) WriteHeader(code int) {
-	if code == http.StatusUnauthorized && c.Header().Get("WWW-Authenticate") == "" {
-		c.Header().Set("WWW-Authenticate", `Bearer realm="openhuman-host"`)
+	if code == http.StatusUnauthorized {
+		if c.Header().Get("WWW-Authenticate") == "" {
+			c.Header().Set("WWW-Authenticate", `Bearer realm="openhuman-host"`)
+		}
+		// Answer at once and drop the connection: the server would
+		// otherwise wait for the unread body of a client it does not know.
+		c.Header().Set("Connection", "close")
 	}
 	c.ResponseWriter.WriteHeader(code)
 }
@@ -235,16 +241,32 @@ func IsLoopbackHost(host string) bool {
 // token: 32 random bytes.
 const MinTokenBits = 256
 
+// minTokenDistinct is the fewest different characters [CheckToken]
+// accepts: a random token of 64 hex digits has fewer than 8 about once in
+// 10^20 draws.
+const minTokenDistinct = 8
+
 // ErrWeakToken is wrapped by [CheckToken]'s error.
 var ErrWeakToken = errors.New("bearer token is too weak")
 
-// CheckToken refuses a bearer token that could be guessed: one whose
-// estimated entropy ([TokenBits]) is below [MinTokenBits], such as fewer
-// than 64 hex digits or 43 base64 characters.
+// CheckToken refuses a bearer token that could be guessed or never
+// match: one with white space at either end, fewer than 8 different
+// characters, or an estimated entropy ([TokenBits]) below [MinTokenBits],
+// such as fewer than 64 hex digits or 43 base64 characters.
 func CheckToken(token string) error {
+	if strings.TrimSpace(token) != token {
+		return fmt.Errorf("%w: it starts or ends with white space, which HTTP drops from the header, so no client could send it", ErrWeakToken)
+	}
+	distinct := map[rune]bool{}
+	for _, r := range token {
+		distinct[r] = true
+	}
+	if len(distinct) < minTokenDistinct {
+		return fmt.Errorf("%w: it has only %d different characters; generate one with: openssl rand -hex 32", ErrWeakToken, len(distinct))
+	}
 	if bits := TokenBits(token); bits < MinTokenBits {
 		return fmt.Errorf("%w: %d characters carry about %d bits at most, and at least %d are needed; "+
-			"generate one with: openssl rand -hex 32", ErrWeakToken, len(token), int(bits), MinTokenBits)
+			"generate one with: openssl rand -hex 32", ErrWeakToken, utf8.RuneCountInString(token), int(bits), MinTokenBits)
 	}
 	return nil
 }
@@ -274,7 +296,7 @@ func TokenBits(token string) float64 {
 	case b64:
 		perChar = 6
 	}
-	return float64(len(token)) * perChar
+	return float64(utf8.RuneCountInString(token)) * perChar
 }
 
 // ErrInsecureBind is returned by [CheckBind] for a non-loopback address

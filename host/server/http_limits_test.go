@@ -90,7 +90,7 @@ func TestHTTPSessionCap(t *testing.T) {
 func TestHTTPBodyTimeout(t *testing.T) {
 	t.Parallel()
 	const bodyTimeout = 100 * time.Millisecond
-	token := strings.Repeat("ab", 32)
+	token := strings.Repeat("0123456789abcdef", 4)
 	pol, err := policy.New(policy.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -223,17 +223,21 @@ func TestHTTPAuthBackoff(t *testing.T) {
 
 func TestCheckToken(t *testing.T) {
 	t.Parallel()
+	hex64 := strings.Repeat("0123456789abcdef", 4)
 	for token, ok := range map[string]bool{
-		"x":                        false,
-		strings.Repeat("a1", 16):   false, // 32 hex digits: 128 bits
-		strings.Repeat("a1", 32):   true,  // openssl rand -hex 32
-		strings.Repeat("9", 78):    true,  // digits only: 78 × 3.3 bits
-		strings.Repeat("9", 70):    false,
-		strings.Repeat("Ab9_", 11): true, // 44 base64url characters
-		strings.Repeat("Ab9_", 10): false,
+		"x":                                  false,
+		hex64[:32]:                           false, // 32 hex digits: 128 bits
+		hex64:                                true,  // what openssl rand -hex 32 prints
+		hex64 + " ":                          false, // HTTP drops the space
+		strings.Repeat("a", 64):              false, // one character
+		strings.Repeat("0123456789", 8)[:78]: true,  // digits only: 78 × 3.3 bits
+		strings.Repeat("0123456789", 7):      false,
+		strings.Repeat("Ab9_Xy3-Qz", 5)[:44]: true, // 44 base64url characters
+		strings.Repeat("Ab9_Xy3-Qz", 4):      false,
+		string([]rune(strings.Repeat("€£¥₩₽¢₹₺", 3))[:22]): false, // 22 characters, counted as characters, not bytes
 	} {
 		if err := CheckToken(token); (err == nil) != ok || (err != nil && !errors.Is(err, ErrWeakToken)) {
-			t.Errorf("CheckToken(%d characters) = %v, want ok %v", len(token), err, ok)
+			t.Errorf("CheckToken(%q) = %v, want ok %v", token, err, ok)
 		}
 	}
 	if err := CheckToken("short"); err == nil || !strings.Contains(err.Error(), "openssl rand -hex 32") {

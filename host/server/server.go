@@ -570,8 +570,11 @@ func (s *Server) begin(ctx context.Context, set *Settings, t *catalog.Tool, rec 
 		s.log.Error("act refused: its audit row could not be written", "tool", t.Name, "error", err)
 		rec.Decision = audit.DecisionDenied(AuditFailure)
 		hint := "free disk space in the data directory (`openhuman-host config paths` shows it) or fix its permissions; acts run again as soon as their row can be written"
-		if audit.Damaged(err) {
+		switch {
+		case audit.Damaged(err):
 			hint = "the audit database is damaged: restart openhuman-host, which moves it aside and starts a fresh one"
+		case strings.Contains(err.Error(), "database is locked"):
+			hint = "another process has held the audit database's write lock for longer than its busy timeout; retry in a moment, and look for a stuck process using audit.db"
 		}
 		return sdk.ErrorResult("%s was not run: the audit log could not record it first (%v). Act tools run only once their audit row is written; %s",
 			t.Name, err, hint)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -115,6 +116,19 @@ type llmSettings struct {
 	TimeoutSecs int    `json:"timeout_secs"`
 }
 
+// jsonKind names a Go kind as a config value type.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.String:
+		return "a string"
+	case reflect.Ptr, reflect.Struct, reflect.Map:
+		return "a table"
+	}
+	return "a " + k.String()
+}
+
 // Configure reads [providers.agent] (llm.base_url, llm.model,
 // llm.api_key_env, llm.timeout_secs, run_timeout_secs, agents_dir,
 // max_runs_per_call, max_model_requests_per_call) and the
@@ -126,6 +140,10 @@ func (p *Provider) Configure(_ context.Context, req *sdk.ConfigureRequest) error
 	dec := json.NewDecoder(bytes.NewReader(req.Config))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return fmt.Errorf("[providers.agent] %s must be %s; got %s", te.Field, jsonKind(te.Type.Kind()), te.Value)
+		}
 		return fmt.Errorf("[providers.agent]: %w; the keys are llm (a table: base_url, model, api_key_env, timeout_secs), run_timeout_secs, agents_dir, max_runs_per_call and max_model_requests_per_call", err)
 	}
 	runTimeout := DefaultRunTimeout

@@ -221,6 +221,10 @@ func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]impo
 		if err != nil {
 			return nil, fmt.Errorf("import: %w", err)
 		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil && (systemPath(abs) || systemPath(real)) {
+			skip(abs, "it is in "+nonEmptyDir(systemDirOf(abs), systemDirOf(real))+", whose files are never imported")
+			continue
+		}
 		if !info.IsDir() {
 			if !importable(abs) {
 				skip(abs, notImportable)
@@ -262,7 +266,14 @@ func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]impo
 				}
 				return nil
 			}
-			if !d.IsDir() && importable(path) {
+			switch {
+			case d.Type()&fs.ModeSymlink != 0 && !importable(path):
+				// Say so when it leads to a folder, whose files a reader
+				// might expect to be imported.
+				if info, err := os.Stat(path); err == nil && info.IsDir() {
+					skip(path, "a symbolic link to a folder; links to folders are not followed (import the folder itself)")
+				}
+			case !d.IsDir() && importable(path):
 				consider(path, walkRoot, realRoot)
 			}
 			return nil
@@ -327,6 +338,14 @@ func systemDirOf(path string) string {
 		}
 	}
 	return ""
+}
+
+// nonEmptyDir returns a, or b when a is empty.
+func nonEmptyDir(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // within reports whether path is root or inside it; both are clean

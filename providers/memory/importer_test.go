@@ -235,12 +235,13 @@ func TestImportLinksAndMoves(t *testing.T) {
 	}
 	wantSkipped := []ImportSkip{
 		{Path: filepath.Join(dir, "dangling.md"), Reason: "a symbolic link that leads nowhere: no such file or directory"},
+		{Path: filepath.Join(dir, "dirlink"), Reason: "a symbolic link to a folder; links to folders are not followed (import the folder itself)"},
 		{Path: filepath.Join(dir, "link.md"), Reason: "a symbolic link to " + filepath.Join(outside, "target.md") + ", outside " + dir + "; --follow-links imports such files"},
 	}
 	if d := diff(wantSkipped, sum.Skipped); d != "" {
 		t.Errorf("skipped (-want +got):\n%s", d)
 	}
-	if sum.Files != 5 || sum.Written != 3 || sum.Unchanged != 0 {
+	if sum.Files != 6 || sum.Written != 3 || sum.Unchanged != 0 {
 		t.Errorf("summary = %+v", sum)
 	}
 	if hits := search(t, p, "koala", 0); len(hits) != 2 {
@@ -254,8 +255,8 @@ func TestImportLinksAndMoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sum.Skipped) != 1 || sum.Skipped[0].Path != filepath.Join(dir, "dangling.md") || sum.Written != 1 {
-		t.Errorf("import with FollowLinks = %+v, want the outside link written and only the dangling one skipped", sum)
+	if len(sum.Skipped) != 2 || sum.Skipped[0].Path != filepath.Join(dir, "dangling.md") || sum.Written != 1 {
+		t.Errorf("import with FollowLinks = %+v, want the outside link written and only the dangling and folder links skipped", sum)
 	}
 	if hits := search(t, p, "wombat", 0); len(hits) != 1 || hits[0].DocumentID != "file:"+filepath.Join(dir, "link.md") {
 		t.Errorf("linked file hits = %+v", hits)
@@ -304,6 +305,15 @@ func TestImportConfinement(t *testing.T) {
 	}
 	if hits := search(t, p, "canary", 0); len(hits) != 0 {
 		t.Errorf("the environment was imported: %+v", hits)
+	}
+	// System folders named directly, or reached through /proc/self/root,
+	// are refused before any walk.
+	sum, err := p.Import(t.Context(), []string{"/proc/self", "/proc/self/root" + dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Files != 2 || len(sum.Skipped) != 2 || sum.Skipped[0].Reason != "it is in /proc, whose files are never imported" {
+		t.Errorf("import of /proc paths = %+v, want both refused", sum)
 	}
 }
 

@@ -89,6 +89,12 @@ func (w *wine) run(ctx context.Context, t *testing.T, args ...string) []byte {
 // so this finds the server and its providers.
 func linuxProcs(exe string) map[int]string {
 	winExe := winPath(exe)
+	return procsMatching(func(line string) bool { return strings.Contains(line, exe) || strings.Contains(line, winExe) })
+}
+
+// procsMatching returns the processes (by Linux pid) whose command line
+// match accepts.
+func procsMatching(match func(line string) bool) map[int]string {
 	out := map[int]string{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -101,7 +107,7 @@ func linuxProcs(exe string) map[int]string {
 			continue
 		}
 		line := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-		if strings.Contains(line, exe) || strings.Contains(line, winExe) {
+		if match(line) {
 			out[pid] = line
 		}
 	}
@@ -249,7 +255,11 @@ func TestWindowsUnderWine(t *testing.T) {
 	if b, err := os.ReadFile(config); err != nil || !strings.Contains(string(b), "[providers.kit]") || !strings.HasPrefix(string(b), "[server]\nprovider_start_timeout_secs = 120\n") {
 		t.Fatalf("providers add wrote no [providers.kit] to %s: %v\n%s", config, err, b)
 	}
-	sleepers := func() map[int]string { return linuxProcs(kit + " -sleep=") }
+	// The kit runs from the verified copy the server makes of it, and
+	// starts its child from there: match the file name, not the folder.
+	sleepers := func() map[int]string {
+		return procsMatching(func(line string) bool { return strings.Contains(line, filepath.Base(kit)+" -sleep=") })
+	}
 
 	t.Run("serve, restart a killed provider, exit on stdin EOF", func(t *testing.T) {
 		start := time.Now()

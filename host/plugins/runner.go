@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
@@ -216,16 +217,19 @@ func verifiedCopy(path string, want []byte, dir string) (copied string, remove f
 	}
 	remove = func() { _ = os.RemoveAll(tmp) }
 	copied = filepath.Join(tmp, filepath.Base(path))
-	dst, err := os.OpenFile(copied, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
-	if err != nil {
-		remove()
-		return "", nil, fmt.Errorf("%w: verify %s: %w", ErrChecksum, path, err)
-	}
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(dst, h), src)
-	if cerr := dst.Close(); err == nil {
-		err = cerr
+	// No fork may happen while the copy is open for writing: a child
+	// forked meanwhile would hold the descriptor until it execs, and
+	// executing a file open for writing fails with ETXTBSY.
+	syscall.ForkLock.RLock()
+	dst, err := os.OpenFile(copied, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
+	if err == nil {
+		_, err = io.Copy(io.MultiWriter(dst, h), src)
+		if cerr := dst.Close(); err == nil {
+			err = cerr
+		}
 	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		remove()
 		return "", nil, fmt.Errorf("%w: verify %s: copy it to %s: %w", ErrChecksum, path, tmp, err)

@@ -60,10 +60,7 @@ func TestAuditDiskFull(t *testing.T) {
 		}
 		t.Skipf("this machine lets no unprivileged user mount a tmpfs (unshare -rm): %v", err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testExe(t)
 	dataDir := t.TempDir()
 	cfgPath := serveConfig(t, dataDir)
 	cmd := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs -o size=16m,mode=0700 tmpfs "$0" && exec "$@"`,
@@ -161,10 +158,7 @@ func (zeros) Read(p []byte) (int, error) {
 // its audit row and every acknowledged one was stored.
 func TestAuditKillDuringWrites(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testExe(t)
 	dataDir := t.TempDir()
 	cfgPath := serveConfig(t, dataDir)
 	const (
@@ -273,10 +267,7 @@ func fileInUse(t *testing.T, path string) bool {
 // database, so SQLite checkpointed it).
 func TestCleanStopLeavesNoWAL(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testExe(t)
 	dataDir := t.TempDir()
 	cfgPath := serveConfig(t, dataDir)
 	cmd := exec.Command(exe, "--config", cfgPath, "tools", "call", "memory_store", `{"title":"cli","content":"from the command line"}`)

@@ -15,6 +15,17 @@ import (
 	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
+// testExe is this test binary, which acts as the openhuman-host command
+// line with cliEnv set (see TestMain).
+func testExe(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
 // serveConfig writes a config for `serve` with its data in dataDir and
 // returns its path.
 func serveConfig(t *testing.T, dataDir string) string {
@@ -58,10 +69,7 @@ func mcpCallText(t *testing.T, cs *mcp.ClientSession, tool, args string) (string
 
 func TestServeRefusesWeakToken(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testExe(t)
 	cfgPath := serveConfig(t, t.TempDir())
 	for name, args := range map[string][]string{
 		"flag":        {"--auth-token", "a-short-secret"},
@@ -84,10 +92,7 @@ func TestServeRefusesWeakToken(t *testing.T) {
 // the same, once its grace and drain times have passed.
 func TestStdioExitsWhenClientStopsReading(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testExe(t)
 	cmd := exec.Command(exe, "--config", serveConfig(t, t.TempDir()), "serve")
 	cmd.Env = append(os.Environ(), cliEnv+"=1")
 	stdin, err := cmd.StdinPipe()

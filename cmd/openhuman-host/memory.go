@@ -5,15 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/providers/memory"
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -47,6 +54,24 @@ func newMemoryCmd(g *globalFlags) *cobra.Command {
 	}
 	importCmd.Flags().BoolVar(&followLinks, "follow-links", false, "also import files that symbolic links point to outside the folders imported")
 	cmd.AddCommand(importCmd)
+	var force bool
+	recoverCmd := &cobra.Command{
+		Use:   "recover",
+		Short: "Rebuild a damaged memory database from what can still be read of it",
+		Long: "recover is the way out when the memory provider refuses memory.db as damaged. It copies every\n" +
+			"source, document, chunk, chunk tag and embedding SQLite can still read into a new database,\n" +
+			"builds the search and entity indexes again, keeps the damaged files as\n" +
+			"memory.db.damaged-<UTC time> and puts the new database in place. It refuses to run while a\n" +
+			"server runs on the data directory; stop your MCP clients first. A healthy database is left\n" +
+			"alone unless --force. Afterwards, import your files again: documents that could be read only\n" +
+			"in part are listed, and importing replaces them.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRecover(cmd, g, force)
+		},
+	}
+	recoverCmd.Flags().BoolVar(&force, "force", false, "rebuild the database even when it passes SQLite's integrity check")
+	cmd.AddCommand(recoverCmd)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "stats",
 		Short: "Print what memory holds and the size of its database",
@@ -68,43 +93,119 @@ func newMemoryCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
+// memorySetup is what a memory command needs of the config: the data
+// directory, the memory provider's own folder in it (created if missing)
+// and its [providers.memory] table.
+type memorySetup struct {
+	log      hclog.Logger
+	dataDir  string
+	dir      string
+	pc       config.ProviderConfig
+	settings []byte
+}
+
+// loadMemorySetup reads the config the server would use for the memory
+// provider; it fails when the provider is disabled.
+func loadMemorySetup(g *globalFlags) (*memorySetup, error) {
+	cfg, log, err := loadConfig(g)
+	if err != nil {
+		return nil, err
+	}
+	pc, ok := cfg.Providers["memory"]
+	if !ok || !pc.Enabled {
+		return nil, errors.New("the memory provider is disabled; set [providers.memory] enabled = true in the config")
+	}
+	dataDir, err := cfg.DataDir()
+	if err != nil {
+		return nil, err
+	}
+	settings, err := pc.SettingsJSON()
+	if err != nil {
+		return nil, fmt.Errorf("providers.memory: %w", err)
+	}
+	dir := filepath.Join(dataDir, "memory")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create the memory data directory: %w", err)
+	}
+	return &memorySetup{log: log, dataDir: dataDir, dir: dir, pc: pc, settings: settings}, nil
+}
+
 // withMemory opens the memory provider in this process on the data
 // directory and [providers.memory] table the server would use, runs fn,
 // and closes it. SIGINT and SIGTERM cancel fn's context.
 func withMemory(g *globalFlags, fn func(context.Context, *memory.Provider) error) error {
-	cfg, log, err := loadConfig(g)
+	m, err := loadMemorySetup(g)
 	if err != nil {
 		return err
-	}
-	pc, ok := cfg.Providers["memory"]
-	if !ok || !pc.Enabled {
-		return errors.New("the memory provider is disabled; set [providers.memory] enabled = true in the config")
-	}
-	dataDir, err := cfg.DataDir()
-	if err != nil {
-		return err
-	}
-	settings, err := pc.SettingsJSON()
-	if err != nil {
-		return fmt.Errorf("providers.memory: %w", err)
-	}
-	dir := filepath.Join(dataDir, "memory")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create the memory data directory: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	p := memory.New(&memory.Options{Logger: log.Named("memory")})
+	p := memory.New(&memory.Options{Logger: m.log.Named("memory")})
 	err = p.Configure(ctx, &sdk.ConfigureRequest{
-		Config:  settings,
-		DataDir: dir,
-		Secrets: pc.ResolveSecrets(os.Getenv),
+		Config:  m.settings,
+		DataDir: m.dir,
+		Secrets: m.pc.ResolveSecrets(os.Getenv),
 	})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	return fn(ctx, p)
+}
+
+// runRecover runs memory recover: it refuses while a server runs on the
+// data directory, then rebuilds memory.db and prints what it did.
+func runRecover(cmd *cobra.Command, g *globalFlags, force bool) error {
+	m, err := loadMemorySetup(g)
+	if err != nil {
+		return err
+	}
+	servers, err := readStatusReports(m.dataDir)
+	if err != nil {
+		return err
+	}
+	if len(servers) > 0 {
+		pids := make([]string, len(servers))
+		for i, s := range servers {
+			pids[i] = strconv.Itoa(s.Pid)
+		}
+		return fmt.Errorf("%s running on %s (process %s); stop the MCP clients that started them, then run memory recover again",
+			plural(len(servers), "server"), m.dataDir, strings.Join(pids, ", "))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sum, err := memory.New(&memory.Options{Logger: m.log.Named("memory")}).Recover(ctx, m.dir, &memory.RecoverOptions{Force: force})
+	if errors.Is(err, memory.ErrNotDamaged) {
+		return fmt.Errorf("%w; nothing to do (--force rebuilds it anyway)", memory.ErrNotDamaged)
+	}
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "the damaged database is kept as %s\n", sum.MovedTo)
+	fmt.Fprintf(out, "rebuilt memory.db: %s, %s, %s, %s, %s\n", plural(sum.Sources, "source"), plural(sum.Documents, "document"),
+		plural(sum.Chunks, "chunk"), plural(sum.ChunkTags, "chunk tag"), plural(sum.Embeddings, "embedding"))
+	if len(sum.Unreadable) > 0 {
+		tables := slices.Sorted(maps.Keys(sum.Unreadable))
+		parts := make([]string, len(tables))
+		for i, t := range tables {
+			parts[i] = fmt.Sprintf("%s (%s)", t, plural(sum.Unreadable[t], "region"))
+		}
+		fmt.Fprintf(out, "could not be read: %s\n", strings.Join(parts, ", "))
+	}
+	for _, d := range sum.Incomplete {
+		fmt.Fprintf(out, "incomplete: %s\n", d)
+	}
+	for _, d := range sum.Lost {
+		fmt.Fprintf(out, "lost: %s\n", d)
+	}
+	if sum.NotesUnlinked > 0 {
+		fmt.Fprintf(out, "%s kept without the chunk they annotated\n", plural(sum.NotesUnlinked, "note"))
+	}
+	if len(sum.Incomplete)+len(sum.Lost) > 0 || len(sum.Unreadable) > 0 {
+		fmt.Fprintln(out, "run `openhuman-host memory import` again for your files to restore what was lost")
+	}
+	return nil
 }
 
 // runImport imports paths with a progress bar on a terminal and prints the

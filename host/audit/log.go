@@ -21,6 +21,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/openhuman/openhuman-host/internal/sqliteerr"
+	"github.com/openhuman/openhuman-host/internal/sqlitefile"
 	"github.com/openhuman/openhuman-host/internal/sqliteuri"
 )
 
@@ -154,7 +155,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 	if !o.Repair {
 		return nil, fmt.Errorf("%w; `openhuman-host serve` moves a damaged audit log aside and starts a fresh one", err)
 	}
-	moved, mvErr := moveAside(abs, time.Now())
+	moved, mvErr := sqlitefile.MoveAside(abs, time.Now())
 	if mvErr != nil {
 		return nil, fmt.Errorf("%w; moving it aside failed too: %w", err, mvErr)
 	}
@@ -474,18 +475,6 @@ func quickCheck(ctx context.Context, db *gorm.DB) error {
 		return nil
 	}
 	return fmt.Errorf("check integrity: %w: %s", errDamaged, strings.Join(res, "; "))
-}
-
-// moveAside renames the database at abs and its -wal and -shm files to
-// "<abs>.damaged-<UTC time>" and returns the new name of the database.
-func moveAside(abs string, now time.Time) (string, error) {
-	to := abs + ".damaged-" + now.UTC().Format("20060102T150405Z")
-	for _, suffix := range []string{"-wal", "-shm", ""} {
-		if err := os.Rename(abs+suffix, to+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("move %s aside: %w", abs+suffix, err)
-		}
-	}
-	return to, nil
 }
 
 // addSender registers a caller about to enqueue, which must call

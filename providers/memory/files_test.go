@@ -86,7 +86,7 @@ func TestMemoryDamagedDatabaseIsRefused(t *testing.T) {
 			path := filepath.Join(dir, dbFileName)
 			damage(t, path)
 			err := New(nil).Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir})
-			if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "move memory.db and its -wal and -shm files aside") {
+			if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "run `openhuman-host memory recover`") {
 				t.Fatalf("Configure on a damaged database = %v, want ErrDamaged with the way out", err)
 			}
 		})

@@ -166,9 +166,9 @@ func isCorrupt(err error) bool { return sqliteerr.Corrupt(err) }
 // damaged is the refusal of a damaged database, with what SQLite found and
 // the way out.
 func damaged(found string) error {
-	return fmt.Errorf("%w (%s). Stop every openhuman-host using it, move memory.db and its -wal and -shm files "+
-		"aside (the sqlite3 shell's .recover command can often save their rows), then start again with an empty memory and "+
-		"run `openhuman-host memory import` for your notes", ErrDamaged, found)
+	return fmt.Errorf("%w (%s). Stop every openhuman-host using it, then run `openhuman-host memory recover`: it keeps "+
+		"the damaged files as memory.db.damaged-<time> and rebuilds memory.db from every row SQLite can still read; "+
+		"afterwards run `openhuman-host memory import` again for your files", ErrDamaged, found)
 }
 
 // write runs fn in one immediate write transaction: everything fn does is

@@ -166,8 +166,8 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	if err != nil {
 		return nil, fmt.Errorf("resolve data dir: %w", err)
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir %s: %w", dataDir, err)
+	if err := privateDataDir(dataDir, cfg.Server.DataDir != "", o.Logger); err != nil {
+		return nil, err
 	}
 	pol, err := policy.New(policy.Options{
 		Level:             policy.Level(cfg.Autonomy.Level),
@@ -184,6 +184,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		QueueSize:  cfg.Audit.QueueSize,
 		RetainDays: cfg.Audit.RetainDays,
 		Repair:     o.StatusFile != "",
+		Retry:      o.StatusFile != "",
 		Logger:     o.Logger.Named("audit"),
 	})
 	if errors.Is(err, fs.ErrPermission) {

@@ -54,12 +54,7 @@ func actTitles(t *testing.T, path string) map[string]int {
 // acknowledged act has its row.
 func TestAuditDiskFull(t *testing.T) {
 	t.Parallel()
-	if err := exec.Command("unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt").Run(); err != nil {
-		if os.Geteuid() == 0 {
-			t.Fatalf("cannot mount a tmpfs in a new namespace as root (unshare -rm): %v", err)
-		}
-		t.Skipf("this machine lets no unprivileged user mount a tmpfs (unshare -rm): %v", err)
-	}
+	requireTmpfsNamespace(t)
 	exe := testExe(t)
 	dataDir := t.TempDir()
 	cfgPath := serveConfig(t, dataDir)
@@ -291,5 +286,99 @@ func TestCleanStopLeavesNoWAL(t *testing.T) {
 	testwait.Until(t, "the server's providers to exit", func() bool { return !fileInUse(t, filepath.Join(dataDir, "memory", "memory.db")) })
 	if _, err := os.Stat(wal); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after the server stopped: %s is still there (%v)", wal, err)
+	}
+}
+
+// TestServeStartsOnFullDisk starts a server whose data directory is a full
+// tmpfs, after a command has created its databases there: SQLite cannot
+// create audit.db's -wal and -shm files, yet the server starts, answers
+// reads, refuses acts naming the audit failure, and opens the audit log by
+// itself once space returns, writing the rows of the calls it answered
+// meanwhile.
+func TestServeStartsOnFullDisk(t *testing.T) {
+	t.Parallel()
+	requireTmpfsNamespace(t)
+	exe := testExe(t)
+	dataDir := t.TempDir()
+	cfgPath := serveConfig(t, dataDir)
+	cmd := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs -o size=8m,mode=0700 tmpfs "$0" &&
+		"$1" --config "$2" tools call memory_store '{"title":"before","content":"stored before the disk filled"}' >/dev/null &&
+		{ head -c 16m /dev/zero > "$0/filler" 2>/dev/null; true; } && exec "$1" --config "$2" serve`,
+		dataDir, exe, cfgPath)
+	cs := serveStdio(t, cmd)
+	defer cs.Close()
+	inside := fmt.Sprintf("/proc/%d/root%s", cmd.Process.Pid, dataDir)
+
+	if text, isErr := mcpCallText(t, cs, "core_list_tools", `{}`); isErr {
+		t.Fatalf("a read on a full disk failed: %s", text)
+	}
+	const refusal = "the audit log could not record it first"
+	if text, isErr := mcpCallText(t, cs, "agent_run_subagent", `{"agent_id":"researcher","prompt":"hi"}`); !isErr || !strings.Contains(text, refusal) {
+		t.Fatalf("an act on a full disk = %q (isError %v), want it refused for the audit", text, isErr)
+	}
+
+	if err := os.Remove(filepath.Join(inside, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "acts to be allowed once space returned", func() bool {
+		text, _ := mcpCallText(t, cs, "agent_run_subagent", `{"agent_id":"researcher","prompt":"hi"}`)
+		return !strings.Contains(text, refusal)
+	})
+	if text, isErr := mcpCallText(t, cs, "core_list_tools", `{}`); isErr {
+		t.Fatalf("a read once space returned failed: %s", text)
+	}
+	// The rows of the read and the refusal made while the audit log could
+	// not be opened were queued, and are written now. The tmpfs lives as
+	// long as the server, so copies of its files are read.
+	testwait.Until(t, "the rows of the calls answered on the full disk", func() bool {
+		rows, err := copiedRows(t, inside)
+		if err != nil {
+			t.Logf("read the audit log: %v", err)
+			return false
+		}
+		reads, refused := 0, 0
+		for _, r := range rows {
+			switch {
+			case r.Tool == "core_list_tools" && r.Decision == audit.DecisionAllowed && r.Success:
+				reads++
+			case r.Tool == "agent_run_subagent" && r.Decision == "denied:audit":
+				refused++
+			}
+		}
+		return reads >= 2 && refused >= 1
+	})
+}
+
+// copiedRows reads the audit rows of the data directory dir of a running
+// server from a copy of its audit.db and WAL.
+func copiedRows(t *testing.T, dir string) ([]audit.Record, error) {
+	copied := t.TempDir()
+	for _, name := range []string{"audit.db", "audit.db-wal"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(copied, name), b, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	log, err := audit.Open(context.Background(), filepath.Join(copied, "audit.db"), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close(context.Background())
+	return log.List(context.Background(), audit.Query{Limit: 1 << 20})
+}
+
+// requireTmpfsNamespace skips the test where no unprivileged user may
+// mount a tmpfs in a namespace of its own (unshare -rm), and fails it
+// where root cannot, as in CI.
+func requireTmpfsNamespace(t *testing.T) {
+	t.Helper()
+	if err := exec.Command("unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt").Run(); err != nil {
+		if os.Geteuid() == 0 {
+			t.Fatalf("cannot mount a tmpfs in a new namespace as root (unshare -rm): %v", err)
+		}
+		t.Skipf("this machine lets no unprivileged user mount a tmpfs (unshare -rm): %v", err)
 	}
 }

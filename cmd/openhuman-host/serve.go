@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"golang.org/x/net/netutil"
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
@@ -150,10 +151,20 @@ func serveTransport(ctx context.Context, h *host.Host, log hclog.Logger, stdin *
 	return serveHTTP(ctx, h, log, addr, token)
 }
 
-func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token string) error {
+// listen listens on the TCP address addr, holding at most max connections
+// at once: beyond them, new clients wait in the kernel's accept queue.
+func listen(addr string, max int) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return netutil.LimitListener(ln, max), nil
+}
+
+func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token string) error {
+	ln, err := listen(addr, h.Config.Server.MaxConnections)
+	if err != nil {
+		return err
 	}
 	srv := &http.Server{
 		Handler: h.Server.HTTPHandler(&server.HTTPOptions{

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -124,4 +128,66 @@ func TestStdioExitsWhenClientStopsReading(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	testwait.Recv(t, exited, "the server to exit after end of input with nobody reading its output")
+}
+
+// TestListenCapsConnections: beyond max_connections a client waits until
+// a connection closes, however idle the connections held are.
+func TestListenCapsConnections(t *testing.T) {
+	t.Parallel()
+	ln, err := listen("127.0.0.1:0", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	get := func(c net.Conn) error {
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %s", resp.Status)
+		}
+		return nil
+	}
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := get(c); err != nil {
+			t.Fatalf("a request within the cap: %v", err)
+		}
+		held = append(held, c)
+	}
+	third, err := net.Dial("tcp", ln.Addr().String()) // queued by the kernel
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	// Not served while two connections are held: the read gives up. (A
+	// slow machine can only make this pass, never fail.)
+	_ = third.SetReadDeadline(time.Now().Add(time.Second))
+	if err := get(third); err == nil {
+		t.Fatal("a third connection was served while two were held")
+	}
+	third.Close()
+
+	fourth, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fourth.Close()
+	held[0].Close()
+	_ = fourth.SetReadDeadline(testwait.Deadline(t))
+	if err := get(fourth); err != nil {
+		t.Fatalf("a connection once one closed: %v", err)
+	}
 }

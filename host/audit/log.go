@@ -69,6 +69,16 @@ type Options struct {
 	// it; short-lived commands leave it off, since the check reads the whole file. Default false: a
 	// damaged database is an error from Open.
 	Repair bool
+	// Retry keeps the log up when the database cannot be opened for a reason that may pass (a full disk,
+	// an I/O error, a lock held past the busy timeout): Open then returns a Log that is not open yet,
+	// logs the failure at error level, and keeps trying in the background (backing off from 100 ms to
+	// 5 s) until it opens or Close is called. Until then [Log.Begin] fails, so no act runs unrecorded;
+	// [Log.Record] and [Log.Complete] queue as usual, written once the database opens; [Log.Status]
+	// reports the failure; and the query methods fail. A damaged database (with Repair), a missing
+	// permission and an invalid option are still errors from Open. The long-running server sets it, so
+	// that reads keep working when it starts on a full disk. Default false: any failure is an error from
+	// Open.
+	Retry bool
 	// Logger receives the writer's warnings (failed writes, retries, dropped rows) and debug lines; it
 	// never receives SQL or row values. Name it for the component (such as "host.audit"). Default nil
 	// means hclog.NewNullLogger().
@@ -77,8 +87,13 @@ type Options struct {
 
 // Log is an open audit log. Its methods are safe for concurrent use.
 type Log struct {
+	// db and sqlDB are set once, before ready is closed: by Open, or by the writer when Options.Retry
+	// let Open return before the database could be opened.
 	db     *gorm.DB
 	sqlDB  *sql.DB
+	ready  chan struct{}
+	abs    string
+	opts   Options
 	logger hclog.Logger
 	retain time.Duration
 	queue  chan entry
@@ -148,35 +163,90 @@ func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("audit: open %s: create directory: %w", abs, err)
 	}
-	l, err := open(ctx, abs, o)
+	l := newLog(abs, o)
+	db, sqlDB, err := connect(ctx, abs, o)
+	switch {
+	case err == nil:
+		l.opened(db, sqlDB)
+	case o.Retry && ctx.Err() == nil && !errors.Is(err, fs.ErrPermission) && !Damaged(err):
+		l.failing.Store(&failure{since: time.Now(), err: err})
+		o.Logger.Error("audit database cannot be opened: acts are refused until it can; retrying in the background",
+			"path", abs, "error", err)
+	default:
+		return nil, err
+	}
+	writeCtx, cancel := context.WithCancelCause(context.Background())
+	l.cancelWrite = cancel
+	go l.run(writeCtx)
+	return l, nil
+}
+
+// newLog returns a Log on abs that is not open yet.
+func newLog(abs string, o Options) *Log {
+	return &Log{
+		ready:  make(chan struct{}),
+		abs:    abs,
+		opts:   o,
+		logger: o.Logger,
+		retain: time.Duration(o.RetainDays) * 24 * time.Hour,
+		queue:  make(chan entry, o.QueueSize),
+		stop:   make(chan struct{}),
+		abort:  make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+}
+
+// opened makes db the log's database. It is called once, before the writer uses it.
+func (l *Log) opened(db *gorm.DB, sqlDB *sql.DB) {
+	l.db, l.sqlDB = db, sqlDB
+	close(l.ready)
+}
+
+// isOpen reports whether the database is open; it returns the reason when it is not.
+func (l *Log) isOpen() error {
+	select {
+	case <-l.ready:
+		return nil
+	default:
+	}
+	err := errors.New("not opened yet")
+	if f := l.failing.Load(); f != nil {
+		err = f.err
+	}
+	return fmt.Errorf("the audit database %s could not be opened: %w", l.abs, err)
+}
+
+// connect opens the database at abs, with o.Repair moving a damaged one aside and opening a fresh one.
+func connect(ctx context.Context, abs string, o Options) (*gorm.DB, *sql.DB, error) {
+	db, sqlDB, err := open(ctx, abs, o)
 	if err == nil || !Damaged(err) {
-		return l, err
+		return db, sqlDB, err
 	}
 	if !o.Repair {
-		return nil, fmt.Errorf("%w; `openhuman-host serve` moves a damaged audit log aside and starts a fresh one", err)
+		return nil, nil, fmt.Errorf("%w; `openhuman-host serve` moves a damaged audit log aside and starts a fresh one", err)
 	}
 	moved, mvErr := sqlitefile.MoveAside(abs, time.Now())
 	if mvErr != nil {
-		return nil, fmt.Errorf("%w; moving it aside failed too: %w", err, mvErr)
+		return nil, nil, fmt.Errorf("%w; moving it aside failed too: %w", err, mvErr)
 	}
 	o.Logger.Error("audit database is damaged: moved it aside and started a fresh one; the old rows stay readable with the sqlite3 shell",
 		"path", abs, "moved_to", moved, "error", err)
 	return open(ctx, abs, o)
 }
 
-// open is Open on an absolute path with defaults applied.
-func open(ctx context.Context, abs string, o Options) (*Log, error) {
+// open opens, checks (with o.Repair), migrates and prunes the database at abs.
+func open(ctx context.Context, abs string, o Options) (*gorm.DB, *sql.DB, error) {
 	// Create the file ourselves so it is private; SQLite gives its -wal and -shm files the same mode.
 	f, err := os.OpenFile(abs, os.O_RDONLY|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("audit: open %s: %w", abs, err)
+		return nil, nil, fmt.Errorf("audit: open %s: %w", abs, err)
 	}
 	_ = f.Close()
 	// A file made readable by others (by hand, or by an older version)
 	// becomes private again.
 	for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
 		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("audit: open %s: make it private: %w", abs, err)
+			return nil, nil, fmt.Errorf("audit: open %s: make it private: %w", abs, err)
 		}
 	}
 
@@ -188,42 +258,28 @@ func open(ctx context.Context, abs string, o Options) (*Log, error) {
 		PrepareStmt: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("audit: open %s: %w", abs, err)
+		return nil, nil, fmt.Errorf("audit: open %s: %w", abs, err)
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
-		return nil, fmt.Errorf("audit: open %s: %w", abs, err)
+		return nil, nil, fmt.Errorf("audit: open %s: %w", abs, err)
+	}
+	fail := func(format string, args ...any) (*gorm.DB, *sql.DB, error) {
+		_ = sqlDB.Close()
+		return nil, nil, fmt.Errorf("audit: open %s: "+format, append([]any{abs}, args...)...)
 	}
 	if o.Repair {
 		if err := quickCheck(ctx, db); err != nil {
-			_ = sqlDB.Close()
-			return nil, fmt.Errorf("audit: open %s: %w", abs, err)
+			return fail("%w", err)
 		}
 	}
 	if err := migrate(ctx, db); err != nil {
-		_ = sqlDB.Close()
-		return nil, fmt.Errorf("audit: open %s: migrate table %s: %w", abs, Table, err)
+		return fail("migrate table %s: %w", Table, err)
 	}
-
-	writeCtx, cancel := context.WithCancelCause(context.Background())
-	l := &Log{
-		db:          db,
-		sqlDB:       sqlDB,
-		logger:      o.Logger,
-		retain:      time.Duration(o.RetainDays) * 24 * time.Hour,
-		queue:       make(chan entry, o.QueueSize),
-		stop:        make(chan struct{}),
-		abort:       make(chan struct{}),
-		cancelWrite: cancel,
-		exited:      make(chan struct{}),
+	if err := prune(ctx, db, time.Duration(o.RetainDays)*24*time.Hour, o.Logger); err != nil {
+		return fail("%w", err)
 	}
-	if err := l.prune(ctx); err != nil {
-		cancel(nil)
-		_ = sqlDB.Close()
-		return nil, fmt.Errorf("audit: open %s: %w", abs, err)
-	}
-	go l.run(writeCtx)
-	return l, nil
+	return db, sqlDB, nil
 }
 
 // schemaVersion fingerprints Record's columns (names, Go types and gorm
@@ -326,6 +382,9 @@ func (e *BudgetError) Error() string {
 func (l *Log) Begin(ctx context.Context, r Record, limit int) (uint64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
+	}
+	if err := l.isOpen(); err != nil {
+		return 0, fmt.Errorf("audit: write the row of %s before it runs: %w", r.Tool, err)
 	}
 	// The outcome is unknown until Complete.
 	r.ID, r.Pending, r.Success, r.Error, r.DurationUs, r.ResultRef = 0, true, false, "", 0, ""
@@ -547,8 +606,10 @@ func (l *Log) Close(ctx context.Context) error {
 		}
 		errs = append(errs, fmt.Errorf("audit: close: discarded %d unwritten records: %w", l.discarded, cause))
 	}
-	if err := l.sqlDB.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("audit: close database: %w", err))
+	if l.sqlDB != nil { // set by the writer, which has exited
+		if err := l.sqlDB.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("audit: close database: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -575,19 +636,22 @@ func (l *Log) usable() error {
 // run is the writer: it commits queued records in batches until Close stops it, and prunes hourly.
 func (l *Log) run(ctx context.Context) {
 	defer close(l.exited)
-	var prune <-chan time.Time
+	if l.isOpen() != nil && !l.reconnect(ctx) {
+		return
+	}
+	var pruneTick <-chan time.Time
 	if l.retain > 0 {
 		t := time.NewTicker(pruneInterval)
 		defer t.Stop()
-		prune = t.C
+		pruneTick = t.C
 	}
 	batch := make([]Record, 0, maxBatch)
 	for {
 		select {
 		case e := <-l.queue:
 			batch = l.process(ctx, e, batch[:0])
-		case <-prune:
-			if err := l.prune(ctx); err != nil {
+		case <-pruneTick:
+			if err := prune(ctx, l.db, l.retain, l.logger); err != nil {
 				l.logger.Warn("delete expired audit records failed", "error", err)
 			}
 		case <-l.stop:
@@ -726,18 +790,18 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 	}
 }
 
-// prune deletes rows older than the retention period, if there is one.
-func (l *Log) prune(ctx context.Context) error {
-	if l.retain <= 0 {
+// prune deletes the rows of db older than retain, if it is positive.
+func prune(ctx context.Context, db *gorm.DB, retain time.Duration, log hclog.Logger) error {
+	if retain <= 0 {
 		return nil
 	}
-	cutoff := time.Now().Add(-l.retain).UnixMilli()
-	res := l.db.WithContext(ctx).Where("time_ms < ?", cutoff).Delete(&Record{})
+	cutoff := time.Now().Add(-retain).UnixMilli()
+	res := db.WithContext(ctx).Where("time_ms < ?", cutoff).Delete(&Record{})
 	if res.Error != nil {
-		return fmt.Errorf("delete records older than %s: %w", l.retain, res.Error)
+		return fmt.Errorf("delete records older than %s: %w", retain, res.Error)
 	}
 	if res.RowsAffected > 0 {
-		l.logger.Debug("deleted expired audit records", "rows", res.RowsAffected)
+		log.Debug("deleted expired audit records", "rows", res.RowsAffected)
 	}
 	return nil
 }
@@ -820,4 +884,65 @@ func insertArgs(batch []Record) []any {
 			r.Class, r.Decision, r.Success, r.Error, r.DurationUs, r.ArgsSummary, r.ResultRef, r.Pending)
 	}
 	return args
+}
+
+// reconnect tries to open the database until it opens, backing off from minBackoff to maxBackoff, and
+// reports whether it did. Once Close has begun it tries once more; if that fails, or when Close gives
+// up, it discards what is queued and answers the flush markers, and returns false.
+func (l *Log) reconnect(ctx context.Context) bool {
+	for attempt := 1; ; attempt++ {
+		closing := isClosed(l.stop)
+		db, sqlDB, err := connect(ctx, l.abs, l.opts)
+		if err == nil {
+			l.opened(db, sqlDB)
+			if f := l.failing.Swap(nil); f != nil {
+				l.logger.Info("audit database opened: acts are allowed again", "path", l.abs,
+					"failing_for", time.Since(f.since).Round(time.Second), "queued", len(l.queue), "dropped_total", l.dropped.Load())
+			}
+			return true
+		}
+		if ctx.Err() == nil {
+			since := time.Now()
+			if f := l.failing.Load(); f != nil {
+				since = f.since
+			}
+			l.failing.Store(&failure{since: since, err: err})
+			l.lastErr = err
+		}
+		if closing || ctx.Err() != nil {
+			l.discardQueued()
+			return false
+		}
+		delay := min(minBackoff<<min(attempt-1, 10), maxBackoff)
+		l.logger.Debug("audit database still cannot be opened", "attempt", attempt, "retry_in", delay, "error", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-l.stop:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+}
+
+// discardQueued empties the queue of a log that never opened, once no sender remains, counting the
+// records as discarded and failing the flush markers.
+func (l *Log) discardQueued() {
+	<-l.stop
+	for {
+		select {
+		case e := <-l.queue:
+			if e.flushed != nil {
+				e.flushed <- fmt.Errorf("audit: %d records discarded: %w", l.discarded, l.lastErr)
+				continue
+			}
+			l.discarded++
+		default:
+			if l.discarded > 0 {
+				l.logger.Error("audit records discarded: the database never opened", "rows", l.discarded, "error", l.lastErr)
+			}
+			return
+		}
+	}
 }

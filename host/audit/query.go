@@ -36,6 +36,9 @@ func (l *Log) List(ctx context.Context, q Query) ([]Record, error) {
 	if err := l.usable(); err != nil {
 		return nil, err
 	}
+	if err := l.isOpen(); err != nil {
+		return nil, fmt.Errorf("audit: list: %w", err)
+	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = defaultLimit
@@ -112,6 +115,9 @@ ORDER BY agg.calls DESC, agg.tool`
 func (l *Log) Stats(ctx context.Context, since time.Time) ([]ToolStats, error) {
 	if err := l.usable(); err != nil {
 		return nil, err
+	}
+	if err := l.isOpen(); err != nil {
+		return nil, fmt.Errorf("audit: compute stats: %w", err)
 	}
 	sinceMs := int64(math.MinInt64)
 	if !since.IsZero() {

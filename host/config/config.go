@@ -118,6 +118,10 @@ type ServerConfig struct {
 	// a client that would open one more gets 503 with Retry-After.
 	// Default 256.
 	MaxSessions int `toml:"max_sessions"`
+	// MaxConnections caps the TCP connections the http transport holds at
+	// once, at least 1; further clients wait in the kernel's accept queue
+	// until one closes. Default 1024.
+	MaxConnections int `toml:"max_connections"`
 	// AllowedOrigins lists the browser origins ("scheme://host[:port]") the
 	// http transport accepts besides loopback ones. Default empty: loopback
 	// origins only.

@@ -40,6 +40,7 @@ func wantDefault() *Config {
 			MaxRequestBodyBytes:      4194304,
 			SessionIdleTimeoutSecs:   600,
 			MaxSessions:              256,
+			MaxConnections:           1024,
 			AllowedOrigins:           []string{},
 		},
 		Autonomy: AutonomyConfig{
@@ -324,7 +325,7 @@ func TestProviderMergesOverDefaultEntry(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
-	const serverKeys = "allowed_origins, data_dir, host, log_level, max_request_body_bytes, max_sessions, port, provider_start_timeout_secs, session_idle_timeout_secs, tool_timeout_secs, transport"
+	const serverKeys = "allowed_origins, data_dir, host, log_level, max_connections, max_request_body_bytes, max_sessions, port, provider_start_timeout_secs, session_idle_timeout_secs, tool_timeout_secs, transport"
 	tests := map[string]struct {
 		doc  string
 		want []string
@@ -1251,6 +1252,7 @@ data_dir = ''
 max_request_body_bytes = 4194304
 session_idle_timeout_secs = 600
 max_sessions = 256
+max_connections = 1024
 allowed_origins = []
 
 [autonomy]

@@ -31,6 +31,7 @@ func (d *decoder) validate(c *Config) {
 	d.check("server.max_request_body_bytes", atLeast(s.MaxRequestBodyBytes, 1))
 	d.check("server.session_idle_timeout_secs", between(int64(s.SessionIdleTimeoutSecs), 0, maxSessionIdleSecs))
 	d.check("server.max_sessions", between(int64(s.MaxSessions), 1, maxSessions))
+	d.check("server.max_connections", between(int64(s.MaxConnections), 1, maxConnections))
 	for i, o := range s.AllowedOrigins {
 		d.check(index("server.allowed_origins", i), checkOrigin(o))
 	}
@@ -220,4 +221,5 @@ const (
 	maxProviderStartSecs = 600
 	maxSessionIdleSecs   = 30 * 86400
 	maxSessions          = 100000
+	maxConnections       = 100000
 )

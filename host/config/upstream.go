@@ -34,6 +34,15 @@ type UpstreamServer struct {
 	DisallowedTools []string `json:"disallowed_tools,omitempty"`
 	// TimeoutSecs bounds each call, 1..3600; default 30.
 	TimeoutSecs int `json:"timeout_secs"`
+	// StartTimeoutSecs bounds one attempt to connect (start the command or
+	// reach the endpoint, and initialise), 1..3600; 0 leaves the
+	// provider's default, 120. A server that is not up within it is
+	// retried in the background without holding up the others.
+	StartTimeoutSecs int `json:"start_timeout_secs,omitempty"`
+	// SessionIdleSecs closes a client's own session with the server (and
+	// a stdio server's process for it) once unused this long, 0..86400;
+	// 0 never does. Nil leaves the provider's default, 300.
+	SessionIdleSecs *int `json:"session_idle_secs,omitempty"`
 	// Prefix goes before every tool name; nil means "<name>__".
 	Prefix *string `json:"prefix,omitempty"`
 	// ReadOnlyTools are upstream tools the operator declares read class.
@@ -63,7 +72,7 @@ type UpstreamAuth struct {
 }
 
 var upstreamKeys = []string{"allowed_tools", "args", "auth", "command", "cwd", "disallowed_tools", "enabled", "endpoint", "env",
-	"name", "prefix", "read_only_tools", "timeout_secs", "trust_annotations"}
+	"name", "prefix", "read_only_tools", "session_idle_secs", "start_timeout_secs", "timeout_secs", "trust_annotations"}
 
 var (
 	headerName = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+.^_` + "`" + `|~-]+$`)
@@ -119,6 +128,16 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 				}
 			case "timeout_secs":
 				s.TimeoutSecs = d.secs(path, v, 3600)
+			case "start_timeout_secs":
+				s.StartTimeoutSecs = d.secs(path, v, 3600)
+			case "session_idle_secs":
+				n, ok := v.(int64)
+				if !ok || n < 0 || n > 86400 {
+					d.fail(path, "must be an integer number of seconds from 0 (never) to 86400; got %s", tomltype.Describe(v))
+					continue
+				}
+				idle := int(n)
+				s.SessionIdleSecs = &idle
 			case "prefix":
 				str, ok := v.(string)
 				if !ok || !prefixText.MatchString(str) {

@@ -20,7 +20,13 @@ const (
 	defaultTimeoutSecs = 30
 	minTimeoutSecs     = 1
 	maxTimeoutSecs     = 3600
-	maxPrefixLen       = 64
+	// defaultStartSecs is start_timeout_secs when unset: long enough for
+	// `npx -y` or `uvx` to download a server on its first start.
+	defaultStartSecs = 120
+	// defaultIdleSecs is session_idle_secs when unset.
+	defaultIdleSecs = 300
+	maxIdleSecs     = 86400
+	maxPrefixLen    = 64
 )
 
 // topKeys are the keys of the provider's table.
@@ -30,7 +36,8 @@ var topKeys = []string{"servers"}
 var serverKeys = []string{
 	"name", "command", "args", "env", "cwd", "endpoint", "enabled",
 	"allowed_tools", "disallowed_tools", "timeout_secs", "prefix",
-	"read_only_tools", "trust_annotations", "headers",
+	"read_only_tools", "trust_annotations", "headers", "start_timeout_secs",
+	"session_idle_secs",
 }
 
 var (
@@ -59,6 +66,12 @@ type server struct {
 	allowed  []string
 	denied   []string
 	timeout  time.Duration
+	// start bounds one attempt to connect (start the command or reach the
+	// endpoint, and initialise).
+	start time.Duration
+	// idle closes a client's session with the server once unused this
+	// long (0: never), unless the client subscribed through it.
+	idle     time.Duration
 	prefix   string
 	readOnly map[string]bool
 	trust    bool
@@ -178,7 +191,8 @@ func decode[T any](key string, raw json.RawMessage, want string) (T, error) {
 }
 
 func parseServer(i int, raw json.RawMessage) (*server, error) {
-	s := &server{index: i, enabled: true, timeout: defaultTimeoutSecs * time.Second}
+	s := &server{index: i, enabled: true, timeout: defaultTimeoutSecs * time.Second,
+		start: defaultStartSecs * time.Second, idle: defaultIdleSecs * time.Second}
 	fields, err := object(fmt.Sprintf("%s.servers[%d]", table, i), raw, serverKeys)
 	if err != nil {
 		return nil, err
@@ -328,16 +342,27 @@ func parseServer(i int, raw json.RawMessage) (*server, error) {
 	for _, n := range readOnly {
 		s.readOnly[n] = true
 	}
-	if v, ok := fields["timeout_secs"]; ok {
-		n, err := decode[json.Number](s.key("timeout_secs"), v, "a whole number of seconds")
+	for key, bound := range map[string]struct {
+		to       *time.Duration
+		min, max int64
+	}{
+		"timeout_secs":       {&s.timeout, minTimeoutSecs, maxTimeoutSecs},
+		"start_timeout_secs": {&s.start, minTimeoutSecs, maxTimeoutSecs},
+		"session_idle_secs":  {&s.idle, 0, maxIdleSecs},
+	} {
+		v, ok := fields[key]
+		if !ok {
+			continue
+		}
+		n, err := decode[json.Number](s.key(key), v, "a whole number of seconds")
 		if err != nil {
 			return nil, err
 		}
 		secs, err := strconv.ParseInt(n.String(), 10, 64)
-		if err != nil || secs < minTimeoutSecs || secs > maxTimeoutSecs {
-			return nil, fmt.Errorf("%s = %s must be a whole number from %d to %d", s.key("timeout_secs"), n, minTimeoutSecs, maxTimeoutSecs)
+		if err != nil || secs < bound.min || secs > bound.max {
+			return nil, fmt.Errorf("%s = %s must be a whole number from %d to %d", s.key(key), n, bound.min, bound.max)
 		}
-		s.timeout = time.Duration(secs) * time.Second
+		*bound.to = time.Duration(secs) * time.Second
 	}
 	prefix, ok, err := str("prefix")
 	if err != nil {

@@ -33,6 +33,10 @@ type conn struct {
 	// relay routes the session's server requests and notifications; nil
 	// for sessions that relay nothing (upstream check).
 	relay *relay
+	// holds counts the requests that were handed the session and have not
+	// released it; eviction never closes a held session. Changed and read
+	// with Provider.mu held.
+	holds int
 }
 
 // watch closes c.done once the session ends (the stdio server exited, the
@@ -61,8 +65,12 @@ func (c *conn) endedSoon(d time.Duration) bool {
 	}
 }
 
-// busy reports whether a call is in flight on the session.
+// busy reports whether a request holds the session or a call is in
+// flight on it. Provider.mu must be held.
 func (c *conn) busy() bool {
+	if c.holds > 0 {
+		return true
+	}
 	if c.relay == nil {
 		return false
 	}

@@ -5,15 +5,22 @@
 //
 // Its settings are a list of servers, [[upstream.servers]], each reached
 // over stdio (command, args, env, cwd) or Streamable HTTP (endpoint,
-// headers). Configure connects to every enabled server; Describe lists
-// their tools, filtered by allowed_tools and disallowed_tools (deny wins)
-// and renamed <prefix><tool>; CallTool forwards a call to the server that
-// owns the tool.
+// headers). Configure connects to every enabled server at once, each
+// within its start_timeout_secs, and fails only for bad settings: a server
+// that cannot be reached is logged, reported by [Provider.Servers] and the
+// unknown-tool error, and tried again in the background with backoff, and
+// its tools appear (the host is asked to describe the provider again) once
+// it is up. Describe lists the connected servers' tools, filtered by
+// allowed_tools and disallowed_tools (deny wins) and renamed
+// <prefix><tool>; CallTool forwards a call to the server that owns the
+// tool.
 //
 // Each host session (told apart by its session token, else its session
 // hash) gets its own session with each server, opened at its first
-// request; calls from no MCP session (the command line) and Describe
-// share one opened at Configure time. A stdio server that exited is
+// request, held by each request that uses it (eviction never closes it
+// under one) and closed once unused for session_idle_secs; calls from no
+// MCP session (the command line) and Describe share one opened at
+// Configure time. A stdio server that exited is
 // started again at the next call (with backoff), and an HTTP session the
 // server forgot (404) is initialised again once and the request sent once
 // more. A client's own session asks the server for the protocol version

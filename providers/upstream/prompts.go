@@ -211,17 +211,19 @@ func (p *Provider) Complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk
 // the session (HTTP 404) the request never ran: a new session is
 // initialised once and f runs once more.
 func (p *Provider) onSession(ctx context.Context, s *server, caller sdk.Caller, f func(*conn) error) error {
-	c, err := p.session(ctx, s, caller)
+	c, release, err := p.session(ctx, s, caller)
 	if err != nil {
 		return err
 	}
 	err = f(c)
+	release()
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		p.log.Info("upstream session expired; initialising a new one", "server", s.name)
 		p.dropSession(s, c, clientKey(caller))
-		if c, err = p.session(ctx, s, caller); err != nil {
+		if c, release, err = p.session(ctx, s, caller); err != nil {
 			return err
 		}
+		defer release()
 		err = f(c)
 	}
 	return err

@@ -75,8 +75,19 @@ type Provider struct {
 	mu      sync.RWMutex
 	host    sdk.Host         // from Configure; nil when the host offers none
 	servers []*server        // in config order, enabled or not
-	conns   map[string]*conn // by server name, enabled servers only
-	routes  map[string]route // by exposed tool name, from the last Describe
+	conns   map[string]*conn // by server name, connected servers only
+	// health holds the state of every enabled server's shared session, by
+	// server name.
+	health map[string]*health
+	// gen numbers the configurations: a background connect of an earlier
+	// one is dropped.
+	gen uint64
+	// configured is set once Configure has returned: a server that
+	// connects after it makes the host list the catalog again.
+	configured bool
+	// stopConnect ends the background connects of the configuration.
+	stopConnect context.CancelFunc
+	routes      map[string]route // by exposed tool name, from the last Describe
 	// promptRoutes routes prompts by exposed name, from the last Describe.
 	promptRoutes map[string]route
 	// resourceRoutes and templateRoutes route resource reads, from the
@@ -133,43 +144,21 @@ func New(opts *Options) *Provider {
 }
 
 // Configure reads {"servers": [...]} (see the package documentation for
-// the keys of a server) and connects to every enabled server within ctx.
-// Unknown keys and bad values are errors naming
-// upstream.servers[i].<key>; a server that cannot be reached fails
-// Configure naming the server, after the servers already started are
-// closed. Configuring again replaces the servers and closes the old
-// sessions.
+// the keys of a server) and connects to every enabled server, all in
+// parallel, each within its own start_timeout_secs. Unknown keys and bad
+// values are errors naming upstream.servers[i].<key>. A server that
+// cannot be reached is no error: it is logged, reported by [Provider.Servers]
+// and the unknown-tool error, and tried again in the background, and its
+// tools appear (the host is asked to list the catalog again) once it is up.
+// Configure waits for every server's first attempt, but returns a second
+// before ctx's deadline with slow servers still connecting. Configuring
+// again replaces the servers and closes the old sessions.
 func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) error {
 	servers, err := parseSettings(req.Config)
 	if err != nil {
 		return err
 	}
-	// The handlers of the sessions about to open read the host service.
-	p.mu.Lock()
-	p.host = req.Host
-	p.mu.Unlock()
-	conns := map[string]*conn{}
-	for _, s := range servers {
-		if !s.enabled {
-			p.log.Debug("server disabled", "server", s.name)
-			continue
-		}
-		start := time.Now()
-		c, err := p.connect(ctx, s, nil)
-		if err != nil {
-			for _, c := range conns {
-				c.close()
-			}
-			return err
-		}
-		conns[s.name] = c
-		transport, where := "stdio", s.command
-		if s.endpoint != nil {
-			transport, where = "http", redactURL(s.endpoint)
-		}
-		p.log.Info("connected", "server", s.name, "transport", transport, "target", where,
-			"duration", time.Since(start).Round(time.Millisecond))
-	}
+	bg, stop := context.WithCancel(context.Background())
 	p.mu.Lock()
 	var old []*conn
 	for _, c := range p.conns {
@@ -178,11 +167,33 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	for _, cc := range p.clients {
 		old = append(old, cc.conn)
 	}
-	p.servers, p.conns, p.routes, p.promptRoutes, p.clients = servers, conns, nil, nil, nil
+	if p.stopConnect != nil {
+		p.stopConnect()
+	}
+	// The handlers of the sessions about to open read the host service.
+	p.host = req.Host
+	p.gen++
+	gen := p.gen
+	p.servers, p.conns, p.routes, p.promptRoutes, p.clients = servers, map[string]*conn{}, nil, nil, nil
+	p.health, p.configured, p.stopConnect = map[string]*health{}, false, stop
+	for _, s := range servers {
+		if s.enabled {
+			p.health[s.name] = &health{state: StateConnecting}
+		} else {
+			p.log.Debug("server disabled", "server", s.name)
+		}
+	}
 	p.mu.Unlock()
 	for _, c := range old {
 		c.close()
 	}
+	go p.reapIdle(bg, servers)
+	p.connectAll(ctx, bg, gen, servers)
+	p.mu.Lock()
+	if p.gen == gen {
+		p.configured = true
+	}
+	p.mu.Unlock()
 	return nil
 }
 
@@ -190,8 +201,9 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 // filtered by allowed_tools and disallowed_tools and named
 // <prefix><tool>. A tool whose name is taken by an earlier one, whose
 // exposed name the host would refuse, or whose input schema is not an
-// object schema is skipped with a logged reason. Failing to list a
-// server's tools is an error naming the server. Prompts (named
+// object schema is skipped with a logged reason. A server whose tools
+// cannot be listed is logged and left out, so the others' tools stay
+// listed. Prompts (named
 // <prefix><prompt>), resources and resource templates are listed too;
 // failing to list them is logged and leaves that server's out.
 func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
@@ -207,7 +219,9 @@ func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
 		}
 		list, err := listTools(ctx, c)
 		if err != nil {
-			return nil, err
+			// One server's failure leaves the others' tools listed.
+			p.log.Warn("tools not listed; the server's tools are missing until it lists them", "server", s.name, "error", redactText(err.Error()))
+			continue
 		}
 		for _, t := range list {
 			if ok, key := s.toolAllowed(t.Name); !ok {
@@ -397,19 +411,23 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	defer cancel()
 	start := time.Now()
 	client := clientKey(req.Caller)
-	c, err := p.session(cctx, s, req.Caller)
+	c, release, err := p.session(cctx, s, req.Caller)
 	if err != nil {
 		return sdk.ErrorResult("%s: %s", req.Name, redactText(err.Error())), nil
 	}
+	defer func() { release() }()
 	res, err := p.forward(cctx, c, req, rt.name, args)
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		// The server forgot the session (HTTP 404), so the call never
 		// ran: initialise a new session once and send the call once more.
 		p.log.Info("upstream session expired; initialising a new one", "server", s.name)
+		release()
 		p.dropSession(s, c, client)
-		if c, err = p.session(cctx, s, req.Caller); err != nil {
-			return sdk.ErrorResult("%s: %s", req.Name, redactText(err.Error())), nil
+		nc, nrelease, serr := p.session(cctx, s, req.Caller)
+		if serr != nil {
+			return sdk.ErrorResult("%s: %s", req.Name, redactText(serr.Error())), nil
 		}
+		c, release = nc, nrelease
 		res, err = p.forward(cctx, c, req, rt.name, args)
 	}
 	elapsed := time.Since(start).Round(time.Millisecond)
@@ -502,6 +520,9 @@ func (p *Provider) resolve(name string) (route, string, error) {
 			return route{srv: s, name: up}, "", nil
 		}
 	}
+	if why := p.downReason(name); why != "" {
+		return route{}, "", fmt.Errorf("upstream provider has no tool %q: %s", name, why)
+	}
 	return route{}, "", fmt.Errorf("upstream provider has no tool %q", name)
 }
 
@@ -555,6 +576,11 @@ func (p *Provider) convertResult(s *server, res *mcp.CallToolResult) *sdk.CallTo
 // unconfigured afterwards.
 func (p *Provider) Close() error {
 	p.mu.Lock()
+	if p.stopConnect != nil {
+		p.stopConnect()
+		p.stopConnect = nil
+	}
+	p.gen++
 	conns := []*conn{}
 	for _, c := range p.conns {
 		conns = append(conns, c)
@@ -562,7 +588,7 @@ func (p *Provider) Close() error {
 	for _, cc := range p.clients {
 		conns = append(conns, cc.conn)
 	}
-	p.conns, p.routes, p.promptRoutes, p.servers, p.clients, p.states = nil, nil, nil, nil, nil, nil
+	p.conns, p.routes, p.promptRoutes, p.servers, p.clients, p.states, p.health = nil, nil, nil, nil, nil, nil, nil
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range conns {

@@ -19,12 +19,14 @@ import (
 // Per-client sessions: each host session (told apart by its session token,
 // else its session hash) gets its own session with each upstream server,
 // so that a server keeping state per session keeps it per client. At most
-// maxClientSessions per server stay open (the least recently used is
-// closed first), and one idle for clientIdle is closed when another is
-// opened, unless the client subscribed to resources through it.
+// maxClientSessions per server stay open while unused (the least recently
+// used is closed first; a session a request holds is never closed under
+// it), and one unused for the server's session_idle_secs is closed by a
+// sweep every reapEvery (or half the idle time, if shorter), unless the
+// client subscribed to resources through it.
 const (
 	maxClientSessions = 16
-	clientIdle        = 30 * time.Minute
+	reapEvery         = 30 * time.Second
 )
 
 // clientConn is a client's session with one server.
@@ -67,42 +69,38 @@ func sessionOwner(c sdk.Caller) *sdk.Caller {
 
 // session returns a live session with s for caller (its own per-client
 // session, or the shared one for calls from no MCP session, such as the
-// command line), connecting or reconnecting (with the server's backoff)
-// when needed. A new per-client session gets the client's logging level
-// and subscriptions before it is returned.
-func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (*conn, error) {
+// command line), connecting or reconnecting (with the backoff of that
+// session: one client's failures do not hold up the others) when needed.
+// A new per-client session gets the client's logging level and
+// subscriptions before it is returned. The session is held, so that
+// eviction cannot close it under the request, until release is called;
+// release is safe to call more than once.
+func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (c *conn, release func(), err error) {
 	client := clientKey(caller)
 	if client == "" {
-		return p.sharedSession(ctx, s)
+		c, err := p.sharedSession(ctx, s)
+		return c, func() {}, err
 	}
 	key := s.name + "\x00" + client
-	p.mu.Lock()
-	if cc := p.clients[key]; cc != nil && cc.conn.alive() {
-		cc.used = time.Now()
-		p.mu.Unlock()
-		return cc.conn, nil
+	if c := p.holdClient(key); c != nil {
+		return c, p.releaser(c), nil
 	}
-	p.mu.Unlock()
 	defer p.opening.lock(key)()
-	p.mu.Lock()
-	if cc := p.clients[key]; cc != nil && cc.conn.alive() {
-		cc.used = time.Now()
-		p.mu.Unlock()
-		return cc.conn, nil
+	if c := p.holdClient(key); c != nil {
+		return c, p.releaser(c), nil
 	}
-	p.mu.Unlock()
-	if err := p.backingOff(s); err != nil {
-		return nil, err
+	if err := p.backingOff(s, key); err != nil {
+		return nil, nil, err
 	}
 	nc, err := p.connect(ctx, s, sessionOwner(caller))
 	if err != nil {
 		if ctx.Err() == nil {
 			p.log.Warn("cannot open a client's upstream session", "server", s.name, "error", redactText(err.Error()))
 		}
-		p.connectFailed(ctx, s)
-		return nil, fmt.Errorf("connect: %w", err)
+		p.connectFailed(ctx, key)
+		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
-	p.connected(s)
+	p.connected(key)
 	applied := p.prepare(ctx, nc, client)
 	p.mu.Lock()
 	if p.clients == nil {
@@ -110,6 +108,7 @@ func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (*
 	}
 	old := p.clients[key]
 	p.clients[key] = &clientConn{conn: nc, used: time.Now()}
+	nc.holds++
 	evicted := p.evictLocked(s.name)
 	// A level set while the session was being prepared reached neither
 	// prepare nor SetLoggingLevel's list of open sessions.
@@ -124,7 +123,33 @@ func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (*
 	for _, c := range evicted {
 		c.close()
 	}
-	return nc, nil
+	return nc, p.releaser(nc), nil
+}
+
+// holdClient returns the live per-client session under key, held, and
+// marks it used; nil when there is none.
+func (p *Provider) holdClient(key string) *conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cc := p.clients[key]
+	if cc == nil || !cc.conn.alive() {
+		return nil
+	}
+	cc.used = time.Now()
+	cc.conn.holds++
+	return cc.conn
+}
+
+// releaser returns the func that releases one hold of c, once.
+func (p *Provider) releaser(c *conn) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			c.holds--
+			p.mu.Unlock()
+		})
+	}
 }
 
 // prepare sets a new session up for client: the logging level it set and
@@ -208,7 +233,7 @@ func (p *Provider) evictLocked(server string) []*conn {
 		if !ok {
 			continue
 		}
-		idle := time.Since(cc.used) > clientIdle && !p.hasSubsLocked(client, server)
+		idle := cc.conn.srv.idle > 0 && time.Since(cc.used) > cc.conn.srv.idle && !p.hasSubsLocked(client, server) && !cc.conn.busy()
 		if idle || !cc.conn.alive() {
 			out = append(out, cc.conn)
 			delete(p.clients, k)
@@ -252,16 +277,16 @@ func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) 
 	if c != nil && c.alive() {
 		return c, nil
 	}
-	if err := p.backingOff(s); err != nil {
+	if err := p.backingOff(s, s.name); err != nil {
 		return nil, err
 	}
 	p.log.Warn("upstream session ended; reconnecting", "server", s.name)
 	nc, err := p.connect(ctx, s, nil)
 	if err != nil {
-		p.connectFailed(ctx, s)
+		p.connectFailed(ctx, s.name)
 		return nil, fmt.Errorf("reconnect: %w", err)
 	}
-	p.connected(s)
+	p.connected(s.name)
 	p.prepare(ctx, nc, "")
 	p.mu.Lock()
 	p.conns[s.name] = nc
@@ -272,37 +297,40 @@ func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) 
 	return nc, nil
 }
 
-// backingOff returns an error while s is in its reconnection backoff.
-func (p *Provider) backingOff(s *server) error {
+// backingOff returns an error while the session of s under key (the
+// server's name for its shared session, else the p.clients key) is in its
+// reconnection backoff.
+func (p *Provider) backingOff(s *server, key string) error {
 	p.retryMu.Lock()
 	defer p.retryMu.Unlock()
-	if wait := time.Until(p.retries[s.name].next); wait > 0 {
+	if wait := time.Until(p.retries[key].next); wait > 0 {
 		return fmt.Errorf("%s is down and is tried again in %s", s.where(), wait.Round(100*time.Millisecond))
 	}
 	return nil
 }
 
-// connectFailed starts or lengthens s's backoff after a failed connect:
-// the next attempt waits firstRetry, doubling per failure up to maxRetry.
-// A connect that failed because ctx ended (the caller stopped waiting)
-// says nothing about the server and starts no backoff.
-func (p *Provider) connectFailed(ctx context.Context, s *server) {
+// connectFailed starts or lengthens the backoff of the session under key
+// (see backingOff) after a failed connect: the next attempt waits
+// firstRetry, doubling per failure up to maxRetry. A connect that failed
+// because ctx ended (the caller stopped waiting) says nothing about the
+// server and starts no backoff.
+func (p *Provider) connectFailed(ctx context.Context, key string) {
 	if ctx.Err() != nil {
 		return
 	}
 	p.retryMu.Lock()
 	defer p.retryMu.Unlock()
-	st := p.retries[s.name]
+	st := p.retries[key]
 	st.failures++
 	st.next = time.Now().Add(min(firstRetry<<min(st.failures-1, 10), maxRetry))
-	p.retries[s.name] = st
+	p.retries[key] = st
 }
 
-// connected ends s's backoff.
-func (p *Provider) connected(s *server) {
+// connected ends the backoff of the session under key.
+func (p *Provider) connected(key string) {
 	p.retryMu.Lock()
 	defer p.retryMu.Unlock()
-	delete(p.retries, s.name)
+	delete(p.retries, key)
 }
 
 // keyedMutex is a set of mutexes by key, each existing while locked or
@@ -445,3 +473,37 @@ func (p *Provider) SessionClosed(_ context.Context, caller sdk.Caller) error {
 }
 
 var _ sdk.SessionObserver = (*Provider)(nil)
+
+// reapIdle closes, every reapEvery or half the shortest session_idle_secs,
+// the client sessions unused for their server's session_idle_secs, until
+// bg ends: a client that left without ending its session (an HTTP client
+// that never sent DELETE) does not keep a stdio server running.
+func (p *Provider) reapIdle(bg context.Context, servers []*server) {
+	every := reapEvery
+	for _, s := range servers {
+		if s.idle > 0 {
+			every = min(every, s.idle/2)
+		}
+	}
+	t := time.NewTicker(max(every, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-bg.Done():
+			return
+		case <-t.C:
+		}
+		var out []*conn
+		p.mu.Lock()
+		for _, s := range servers {
+			if s.idle > 0 {
+				out = append(out, p.evictLocked(s.name)...)
+			}
+		}
+		p.mu.Unlock()
+		for _, c := range out {
+			p.log.Debug("closed an idle client session", "server", c.srv.name)
+			c.close()
+		}
+	}
+}

@@ -283,12 +283,8 @@ func TestConfigureErrors(t *testing.T) {
 		{"neither", map[string]any{"name": "a"}, "neither command nor endpoint"},
 		{"timeout", map[string]any{"name": "a", "command": "x", "timeout_secs": 0}, "upstream.servers[0].timeout_secs"},
 		{"bad glob", map[string]any{"name": "a", "command": "x", "allowed_tools": []string{"["}}, "upstream.servers[0].allowed_tools"},
-		{"missing command", map[string]any{"name": "a", "command": "no-such-command-xyz"},
-			"command no-such-command-xyz not found on PATH ("},
-		{"redacted endpoint", map[string]any{"name": "a", "endpoint": "http://user:pw@127.0.0.1:1/secret/path?k=v"}, "<redacted>"},
-		{"plain endpoint", map[string]any{"name": "a", "endpoint": "http://127.0.0.1:1/secret/path?k=v"}, "http://127.0.0.1:1"},
-		{"server that refuses to start", map[string]any{"name": "a", "command": "sh", "args": []string{"-c", "printf 'noise\\nflaky: refusing\\tto start\\n' >&2; exit 1"}},
-			"; its stderr ended with: noise flaky: refusing to start"},
+		{"start timeout", map[string]any{"name": "a", "command": "x", "start_timeout_secs": 0}, "upstream.servers[0].start_timeout_secs"},
+		{"idle", map[string]any{"name": "a", "command": "x", "session_idle_secs": -1}, "upstream.servers[0].session_idle_secs"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -298,11 +294,6 @@ func TestConfigureErrors(t *testing.T) {
 			err := p.Configure(testwait.Context(t), &sdk.ConfigureRequest{Config: raw})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
-			}
-			for _, leak := range []string{"user", "pw", "secret/path", "k=v"} {
-				if strings.Contains(err.Error(), leak) {
-					t.Errorf("error %q leaks %q", err, leak)
-				}
 			}
 		})
 	}
@@ -316,6 +307,52 @@ func TestConfigureErrors(t *testing.T) {
 	err := p.Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{"server": []}`)})
 	if err == nil || !strings.Contains(err.Error(), "upstream.server") {
 		t.Errorf("top-level unknown key: %v", err)
+	}
+}
+
+// TestUnreachableServerIsReported: a server that cannot be reached fails
+// neither Configure nor the other servers; its state and the error of
+// calling one of its tools say what is wrong, without its secrets.
+func TestUnreachableServerIsReported(t *testing.T) {
+	cases := []struct {
+		name   string
+		server map[string]any
+		want   string
+	}{
+		{"missing command", map[string]any{"name": "a", "command": "no-such-command-xyz"},
+			"command no-such-command-xyz not found on PATH ("},
+		{"redacted endpoint", map[string]any{"name": "a", "endpoint": "http://user:pw@127.0.0.1:1/secret/path?k=v"}, "<redacted>"},
+		{"plain endpoint", map[string]any{"name": "a", "endpoint": "http://127.0.0.1:1/secret/path?k=v"}, "http://127.0.0.1:1"},
+		{"server that refuses to start", map[string]any{"name": "a", "command": "sh", "args": []string{"-c", "printf 'noise\\nflaky: refusing\\tto start\\n' >&2; exit 1"}},
+			"; its stderr ended with: noise flaky: refusing to start"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(nil)
+			defer p.Close()
+			raw, _ := json.Marshal(map[string]any{"servers": []any{tc.server, map[string]any{"name": "ok", "command": stdioServer}}})
+			if err := p.Configure(testwait.Context(t), &sdk.ConfigureRequest{Config: raw}); err != nil {
+				t.Fatalf("Configure with an unreachable server: %v", err)
+			}
+			st := p.Servers()
+			if len(st) != 2 || st[0].State != StateFailed || !strings.Contains(st[0].Error, tc.want) || st[0].NextAttempt.IsZero() ||
+				st[1].State != StateConnected {
+				t.Fatalf("Servers() = %+v, want a failed with %q and ok connected", st, tc.want)
+			}
+			_, downErr := p.CallTool(context.Background(), &sdk.CallToolRequest{Name: "a__echo", Arguments: json.RawMessage(`{}`)})
+			if downErr == nil || !strings.Contains(downErr.Error(), `upstream server "a" is down (`) || !strings.Contains(downErr.Error(), tc.want) {
+				t.Fatalf("calling a tool of the unreachable server: %v", downErr)
+			}
+			res, err := p.CallTool(context.Background(), &sdk.CallToolRequest{Name: "ok__echo", Arguments: json.RawMessage(`{"text":"hi"}`)})
+			if err != nil || res.IsError {
+				t.Errorf("calling the reachable server: %v %+v", err, res)
+			}
+			for _, leak := range []string{"user", "pw", "secret/path", "k=v"} {
+				if strings.Contains(st[0].Error, leak) || strings.Contains(downErr.Error(), leak) {
+					t.Errorf("%q leaks %q", st[0].Error, leak)
+				}
+			}
+		})
 	}
 }
 

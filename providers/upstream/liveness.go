@@ -1,0 +1,215 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// Background connection of the shared sessions: every enabled server is
+// connected in parallel, each within its own start_timeout_secs. One that
+// fails is tried again in the background, waiting firstConnectRetry after
+// the first failure and twice as long after each further one, up to
+// maxConnectRetry, until it connects or the provider is configured again
+// or closed. When it connects after Configure returned, the host is asked
+// to list the catalog again, so clients see its tools appear
+// (notifications/tools/list_changed).
+const (
+	firstConnectRetry = time.Second
+	maxConnectRetry   = time.Minute
+	// configureMargin is the part of Configure's deadline left for the
+	// host: Configure stops waiting for servers this long before it.
+	configureMargin = time.Second
+)
+
+// Server states, as [Provider.Servers] reports them.
+const (
+	StateConnecting = "connecting"
+	StateConnected  = "connected"
+	StateFailed     = "failed"
+)
+
+// ServerStatus is the state of one enabled server's shared session.
+type ServerStatus struct {
+	// Name is the server's name in [[upstream.servers]].
+	Name string
+	// State is StateConnecting, StateConnected or StateFailed.
+	State string
+	// Error is why the last attempt to connect failed (endpoints and
+	// secrets redacted); "" unless State is StateFailed.
+	Error string
+	// Attempts counts the failed attempts since the last success.
+	Attempts int
+	// NextAttempt is when a failed server is tried again; zero otherwise.
+	NextAttempt time.Time
+}
+
+// health is the state of a server's shared session; guarded by
+// Provider.mu.
+type health struct {
+	state    string
+	err      string
+	attempts int
+	next     time.Time
+}
+
+// Servers returns the state of every enabled server, in config order.
+func (p *Provider) Servers() []ServerStatus {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var out []ServerStatus
+	for _, s := range p.servers {
+		h := p.health[s.name]
+		if h == nil {
+			continue
+		}
+		out = append(out, ServerStatus{Name: s.name, State: h.state, Error: h.err, Attempts: h.attempts, NextAttempt: h.next})
+	}
+	return out
+}
+
+// connectAll starts connecting every enabled server of generation gen in
+// the background and waits until each has made its first attempt, or
+// until ctx is configureMargin from its deadline (or done): servers still
+// connecting then go on in the background.
+func (p *Provider) connectAll(ctx context.Context, bg context.Context, gen uint64, servers []*server) {
+	var first sync.WaitGroup
+	for _, s := range servers {
+		if !s.enabled {
+			continue
+		}
+		first.Add(1)
+		go p.keepConnecting(bg, gen, s, first.Done)
+	}
+	all := make(chan struct{})
+	go func() {
+		first.Wait()
+		close(all)
+	}()
+	wait := ctx
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithDeadline(ctx, d.Add(-configureMargin))
+		defer cancel()
+	}
+	select {
+	case <-all:
+	case <-wait.Done():
+		var pending []string
+		p.mu.RLock()
+		for _, s := range servers {
+			if h := p.health[s.name]; h != nil && h.state == StateConnecting {
+				pending = append(pending, s.name)
+			}
+		}
+		p.mu.RUnlock()
+		if len(pending) > 0 {
+			p.log.Info("still connecting in the background; their tools appear once they are up", "servers", strings.Join(pending, ","))
+		}
+	}
+}
+
+// keepConnecting connects s's shared session for generation gen, retrying
+// with backoff until it succeeds or bg ends. firstDone is called once the
+// first attempt has ended.
+func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, firstDone func()) {
+	defer func() {
+		if firstDone != nil {
+			firstDone()
+		}
+	}()
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(bg, s.start)
+		c, err := p.connect(ctx, s, nil)
+		timedOut := ctx.Err() != nil && bg.Err() == nil
+		cancel()
+		if bg.Err() != nil {
+			if c != nil {
+				c.close()
+			}
+			return
+		}
+		if err == nil {
+			p.mu.Lock()
+			if p.gen != gen {
+				p.mu.Unlock()
+				c.close()
+				return
+			}
+			p.conns[s.name] = c
+			p.health[s.name] = &health{state: StateConnected}
+			announce := p.configured
+			p.mu.Unlock()
+			transport, where := "stdio", s.command
+			if s.endpoint != nil {
+				transport, where = "http", redactURL(s.endpoint)
+			}
+			p.log.Info("connected", "server", s.name, "transport", transport, "target", where,
+				"duration", time.Since(start).Round(time.Millisecond), "attempt", attempt)
+			if announce {
+				p.catalogChanged(s)
+			}
+			return
+		}
+		msg := redactText(err.Error())
+		if timedOut {
+			msg = fmt.Sprintf("%s did not connect within %s (start_timeout_secs): %s", s.where(), s.start, msg)
+		}
+		delay := min(firstConnectRetry<<min(attempt-1, 10), maxConnectRetry)
+		p.mu.Lock()
+		if p.gen != gen {
+			p.mu.Unlock()
+			return
+		}
+		p.health[s.name] = &health{state: StateFailed, err: msg, attempts: attempt, next: time.Now().Add(delay)}
+		p.mu.Unlock()
+		p.log.Warn("cannot connect to upstream server; its tools are missing until it can be reached", "server", s.name,
+			"attempt", attempt, "retry_in", delay, "error", msg)
+		if firstDone != nil {
+			firstDone()
+			firstDone = nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-bg.Done():
+			t.Stop()
+			return
+		}
+		p.mu.Lock()
+		if p.gen == gen {
+			p.health[s.name].state = StateConnecting
+		}
+		p.mu.Unlock()
+	}
+}
+
+// downReason says why the tools of the server whose prefix name starts
+// with are missing, for the unknown-tool error; "" when no server that is
+// down matches.
+func (p *Provider) downReason(name string) string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var out []string
+	for _, s := range p.servers {
+		h := p.health[s.name]
+		if h == nil || h.state == StateConnected || !strings.HasPrefix(name, sdk.ClientName(s.prefix)) {
+			continue
+		}
+		switch h.state {
+		case StateConnecting:
+			out = append(out, fmt.Sprintf("upstream server %q is still connecting", s.name))
+		case StateFailed:
+			out = append(out, fmt.Sprintf("upstream server %q is down (%s); it is tried again in %s",
+				s.name, h.err, time.Until(h.next).Round(time.Second)))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
+}

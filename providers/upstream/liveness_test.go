@@ -1,0 +1,94 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// TestOneBadServerNeverHidesTheOthers configures a dead HTTP server, one
+// that answers 401 and a healthy stdio server: the healthy one's tools are
+// listed and callable, the others are reported, and once the dead one
+// starts its tools appear without configuring again.
+func TestOneBadServerNeverHidesTheOthers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := ln.Addr().String()
+	ln.Close()
+	unauthorized := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="test"`)
+		http.Error(w, "sign in first", http.StatusUnauthorized)
+	}))
+	defer unauthorized.Close()
+
+	host := newFakeHost()
+	p := New(nil)
+	defer p.Close()
+	raw, err := json.Marshal(map[string]any{"servers": []any{
+		map[string]any{"name": "dead", "endpoint": "http://" + deadAddr + "/mcp"},
+		map[string]any{"name": "locked", "endpoint": unauthorized.URL},
+		map[string]any{"name": "local", "command": stdioServer},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testwait.Context(t)
+	if err := p.Configure(ctx, &sdk.ConfigureRequest{Config: raw, Host: host}); err != nil {
+		t.Fatalf("Configure: %v", err)
+	}
+	states := map[string]ServerStatus{}
+	for _, s := range p.Servers() {
+		states[s.Name] = s
+	}
+	if states["dead"].State != StateFailed || states["locked"].State != StateFailed || states["local"].State != StateConnected {
+		t.Fatalf("Servers() = %+v, want dead and locked failed, local connected", p.Servers())
+	}
+	if !strings.Contains(states["locked"].Error, "401") && !strings.Contains(strings.ToLower(states["locked"].Error), "unauthorized") {
+		t.Errorf("the 401 server's error = %q, want it to say so", states["locked"].Error)
+	}
+	cat, err := p.Describe(ctx)
+	if err != nil {
+		t.Fatalf("Describe with two servers down: %v", err)
+	}
+	if names := toolNames(cat); !slices.Contains(names, "local__echo") || slices.ContainsFunc(names, func(n string) bool { return !strings.HasPrefix(n, "local__") }) {
+		t.Fatalf("tools = %v, want the local server's only", names)
+	}
+	res, err := p.CallTool(ctx, &sdk.CallToolRequest{Name: "local__echo", Arguments: json.RawMessage(`{"text":"hi"}`)})
+	if err != nil || res.IsError {
+		t.Fatalf("local__echo with two servers down: %v %+v", err, res)
+	}
+
+	// The dead server comes up at its address.
+	srv := mcp.NewServer(&mcp.Implementation{Name: "late", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "hello"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late hello"}}}, nil, nil
+	})
+	late, err := net.Listen("tcp", deadAddr)
+	if err != nil {
+		t.Skipf("the dead server's port was taken meanwhile: %v", err)
+	}
+	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	go func() { _ = hs.Serve(late) }()
+	defer hs.Close()
+	testwait.Recv(t, host.catalog, "the host to be told the catalog changed")
+	testwait.Until(t, "the late server's tools", func() bool {
+		cat, err := p.Describe(ctx)
+		return err == nil && slices.Contains(toolNames(cat), "dead__hello")
+	})
+	res, err = p.CallTool(ctx, &sdk.CallToolRequest{Name: "dead__hello", Arguments: json.RawMessage(`{}`)})
+	if err != nil || res.IsError || text(res) != "late hello" {
+		t.Fatalf("dead__hello once it is up: %v %+v", err, res)
+	}
+}

@@ -627,7 +627,9 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 	if o.Executable == "" {
 		return plugins.Spec{}, false, errors.New("no host executable to launch the upstream provider from")
 	}
-	raw, err := json.Marshal(map[string]any{"servers": servers})
+	// A one-shot command (no status file) needs the servers before it can
+	// call a tool; a server may announce late ones with list_changed.
+	raw, err := json.Marshal(map[string]any{"servers": servers, "wait_for_servers": o.StatusFile == ""})
 	if err != nil {
 		return plugins.Spec{}, false, fmt.Errorf("upstream servers as JSON: %w", err)
 	}

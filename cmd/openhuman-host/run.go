@@ -14,6 +14,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // load loads the effective config: the file (--config, or the default),
@@ -82,6 +83,35 @@ func withHost(g *globalFlags, fn func(context.Context, *host.Host) error) error 
 		return err
 	}
 	return runHost(cfg, log, "", func(ctx context.Context, _ *os.File, h *host.Host) error { return fn(ctx, h) })
+}
+
+// withHostFor is withHost for calling the tool named tool: of the upstream
+// servers, only those that may own it are started (see onlyOwners), so a
+// command does not wait for every server the config lists.
+func withHostFor(g *globalFlags, tool string, fn func(context.Context, *host.Host) error) error {
+	cfg, log, err := loadConfig(g)
+	if err != nil {
+		return err
+	}
+	onlyOwners(cfg, tool)
+	return runHost(cfg, log, "", func(ctx context.Context, _ *os.File, h *host.Host) error { return fn(ctx, h) })
+}
+
+// onlyOwners disables the upstream servers of cfg that cannot own tool: a
+// server's tools are named with its prefix (by default "<name>__"), so one
+// whose prefix tool does not start with is left out. A server with the
+// empty prefix may own any name and stays.
+func onlyOwners(cfg *config.Config, tool string) {
+	name := sdk.ClientName(tool)
+	for i, s := range cfg.Upstream.Checked {
+		prefix := s.Name + "__"
+		if s.Prefix != nil {
+			prefix = *s.Prefix
+		}
+		if prefix != "" && !strings.HasPrefix(name, sdk.ClientName(prefix)) && !strings.HasPrefix(tool, prefix) {
+			cfg.Upstream.Checked[i].Enabled = false
+		}
+	}
 }
 
 // runHost starts the host, runs fn until it returns or SIGINT/SIGTERM

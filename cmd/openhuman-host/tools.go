@@ -88,7 +88,7 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 			if !json.Valid([]byte(raw)) {
 				return fmt.Errorf("arguments are not valid JSON: %s", raw)
 			}
-			return withHost(g, func(ctx context.Context, h *host.Host) error {
+			return withHostFor(g, args[0], func(ctx context.Context, h *host.Host) error {
 				res, err := h.Server.Call(ctx, server.Call{
 					Tool:      args[0],
 					Arguments: json.RawMessage(raw),

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -164,5 +167,46 @@ command = "true"
 	// An unknown name lists the configured ones.
 	if _, err := runCLI(t, "upstream", "check", "nope"); err == nil || !strings.Contains(err.Error(), "the configured ones are abc, other") {
 		t.Errorf("unknown name: %v", err)
+	}
+}
+
+// TestToolsCallStartsOnlyTheOwner: `tools call` of an upstream tool starts
+// the server whose prefix the name has, not the others (here one that
+// would leave a mark and never answer).
+func TestToolsCallStartsOnlyTheOwner(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "owner", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "hello"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello from the owner"}}}, nil, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer hs.Close()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "started")
+	cfgPath := filepath.Join(dir, "config.toml")
+	cfg := fmt.Sprintf(`[server]
+data_dir = %q
+log_level = "off"
+%s
+[[upstream.servers]]
+name = "owner"
+endpoint = %q
+
+[[upstream.servers]]
+name = "other"
+command = "sh"
+args = ["-c", "touch \"$0\"; exec sleep 600", %q]
+`, filepath.Join(dir, "data"), slowStart, hs.URL, marker)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testExe(t), "--config", cfgPath, "tools", "call", "owner__hello")
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "hello from the owner") {
+		t.Fatalf("tools call owner__hello: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("tools call started the other upstream server too")
 	}
 }

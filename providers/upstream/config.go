@@ -29,8 +29,10 @@ const (
 	maxPrefixLen    = 64
 )
 
-// topKeys are the keys of the provider's table.
-var topKeys = []string{"servers"}
+// topKeys are the keys of the provider's settings: the servers, and
+// wait_for_servers, which the host sets for one-shot commands (see
+// Provider.Configure).
+var topKeys = []string{"servers", "wait_for_servers"}
 
 // serverKeys are the keys of one [[upstream.servers]] entry.
 var serverKeys = []string{
@@ -119,12 +121,24 @@ func matchAny(patterns []string, name string) bool {
 	return false
 }
 
-// parseSettings reads the provider's table: {"servers": [...]}.
-func parseSettings(raw json.RawMessage) ([]*server, error) {
+// parseSettings reads the provider's settings: {"servers": [...],
+// "wait_for_servers": bool}.
+func parseSettings(raw json.RawMessage) (servers []*server, wait bool, err error) {
 	fields, err := object(table, raw, topKeys)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	if v, ok := fields["wait_for_servers"]; ok {
+		if wait, err = decode[bool](table+".wait_for_servers", v, "a boolean"); err != nil {
+			return nil, false, err
+		}
+	}
+	servers, err = parseServers(fields)
+	return servers, wait, err
+}
+
+// parseServers reads the servers of the provider's settings.
+func parseServers(fields map[string]json.RawMessage) ([]*server, error) {
 	rawServers, ok := fields["servers"]
 	if !ok {
 		return nil, nil

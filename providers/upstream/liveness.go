@@ -25,6 +25,10 @@ const (
 	// configureMargin is the part of Configure's deadline left for the
 	// host: Configure stops waiting for servers this long before it.
 	configureMargin = time.Second
+	// configureWait is the longest Configure waits for servers, unless
+	// told to wait for all: a client gets the tools of the servers up by
+	// then at once, and the others' with tools/list_changed.
+	configureWait = 5 * time.Second
 )
 
 // Server states, as [Provider.Servers] reports them.
@@ -75,9 +79,10 @@ func (p *Provider) Servers() []ServerStatus {
 
 // connectAll starts connecting every enabled server of generation gen in
 // the background and waits until each has made its first attempt, or
-// until ctx is configureMargin from its deadline (or done): servers still
-// connecting then go on in the background.
-func (p *Provider) connectAll(ctx context.Context, bg context.Context, gen uint64, servers []*server) {
+// until configureWait has passed (unless waitAll), or ctx is
+// configureMargin from its deadline (or done): servers still connecting
+// then go on in the background.
+func (p *Provider) connectAll(ctx context.Context, bg context.Context, gen uint64, servers []*server, waitAll bool) {
 	var first sync.WaitGroup
 	for _, s := range servers {
 		if !s.enabled {
@@ -95,6 +100,11 @@ func (p *Provider) connectAll(ctx context.Context, bg context.Context, gen uint6
 	if d, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		wait, cancel = context.WithDeadline(ctx, d.Add(-configureMargin))
+		defer cancel()
+	}
+	if !waitAll {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(wait, configureWait)
 		defer cancel()
 	}
 	select {

@@ -150,11 +150,13 @@ func New(opts *Options) *Provider {
 // cannot be reached is no error: it is logged, reported by [Provider.Servers]
 // and the unknown-tool error, and tried again in the background, and its
 // tools appear (the host is asked to list the catalog again) once it is up.
-// Configure waits for every server's first attempt, but returns a second
-// before ctx's deadline with slow servers still connecting. Configuring
+// Configure waits for every server's first attempt, for at most
+// configureWait (5 s; with "wait_for_servers": true, which the host sets
+// for one-shot commands, as long as ctx allows), and always returns a
+// second before ctx's deadline, with slow servers still connecting. Configuring
 // again replaces the servers and closes the old sessions.
 func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) error {
-	servers, err := parseSettings(req.Config)
+	servers, waitAll, err := parseSettings(req.Config)
 	if err != nil {
 		return err
 	}
@@ -188,7 +190,7 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 		c.close()
 	}
 	go p.reapIdle(bg, servers)
-	p.connectAll(ctx, bg, gen, servers)
+	p.connectAll(ctx, bg, gen, servers, waitAll)
 	p.mu.Lock()
 	if p.gen == gen {
 		p.configured = true

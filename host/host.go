@@ -605,18 +605,26 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 	type server struct {
 		config.UpstreamServer
 		Headers map[string]string `json:"headers,omitempty"`
+		// Unavailable is why the server cannot be started (a variable its
+		// auth or env needs is unset): the provider reports it, and the
+		// other servers run.
+		Unavailable string `json:"unavailable,omitempty"`
 	}
 	var servers []server
 	for _, s := range cfg.Upstream.Checked {
 		if !s.Enabled {
 			continue
 		}
+		entry := server{UpstreamServer: s}
 		headers, endpoint, err := s.ResolveAuth(os.Getenv)
-		if err != nil {
-			return plugins.Spec{}, false, err
+		if err == nil {
+			entry.Headers, entry.Endpoint = headers, endpoint
+			entry.Env, err = s.ResolveEnv(os.LookupEnv)
 		}
-		s.Endpoint = endpoint
-		servers = append(servers, server{UpstreamServer: s, Headers: headers})
+		if err != nil {
+			entry.Headers, entry.Env, entry.Unavailable = nil, nil, err.Error()
+		}
+		servers = append(servers, entry)
 	}
 	if len(servers) == 0 {
 		return plugins.Spec{}, false, nil

@@ -1445,3 +1445,78 @@ func TestParseIgnoresByteOrderMark(t *testing.T) {
 		t.Errorf("port = %d, want 9400", c.Server.Port)
 	}
 }
+
+// TestMaskedUpstreamSecrets: config check shows no credential of an
+// upstream server: user information and query values in endpoints, and
+// env values other than ${NAME} references, are masked.
+func TestMaskedUpstreamSecrets(t *testing.T) {
+	t.Parallel()
+	doc := lines(
+		"[[upstream.servers]]",
+		`name = "web"`,
+		`endpoint = "https://alice:hunter2@mcp.example.com/mcp?key=qk-secret&team=x"`,
+		"[[upstream.servers]]",
+		`name = "gh"`,
+		`command = "npx"`,
+		`env = { GITHUB_PERSONAL_ACCESS_TOKEN = "ghp_literal", DB = "postgres://u:pw@db/x", REF = "${GH_TOKEN}", PLAIN = "visible?" }`,
+		"[providers.searxng]",
+		`base_url = "http://user:pass@searx.local:8080/"`,
+	)
+	c, err := parse([]byte(doc), "/etc/oh/config.toml", noEnv("/home/u"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Masked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{"alice", "hunter2", "qk-secret", "ghp_literal", "u:pw", "user:pass", "visible?"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("config check shows %q:\n%s", leak, got)
+		}
+	}
+	for _, want := range []string{"https://********@mcp.example.com/mcp?key=********&team=********", "REF = '${GH_TOKEN}'",
+		"http://********@searx.local:8080/"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("config check lacks %q:\n%s", want, got)
+		}
+	}
+	if _, err := Parse([]byte(got), "masked.toml"); err != nil {
+		t.Errorf("the masked config does not parse: %v", err)
+	}
+}
+
+func TestExpandEnv(t *testing.T) {
+	t.Parallel()
+	lookup := func(k string) (string, bool) {
+		v, ok := map[string]string{"TOKEN": "t0k", "EMPTY": ""}[k]
+		return v, ok
+	}
+	for in, want := range map[string]string{
+		"${TOKEN}":             "t0k",
+		"Bearer ${TOKEN}!":     "Bearer t0k!",
+		"a$$b ${EMPTY}c $HOME": "a$b c $HOME",
+		"no refs":              "no refs",
+	} {
+		if got, err := ExpandEnv(in, lookup); err != nil || got != want {
+			t.Errorf("ExpandEnv(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"${MISSING}": "environment variable MISSING is not set",
+		"${TOKEN":    `"${" must start a reference`,
+		"${1X}":      `"${" must start a reference`,
+	} {
+		if _, err := ExpandEnv(in, lookup); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ExpandEnv(%q) error = %v, want %q", in, err, want)
+		}
+	}
+	s := UpstreamServer{Name: "gh", Env: map[string]string{"A": "${TOKEN}", "B": "${MISSING}"}}
+	if _, err := s.ResolveEnv(lookup); err == nil || err.Error() != "upstream server gh: env.B: environment variable MISSING is not set; set it in the environment the MCP client starts openhuman-host with" {
+		t.Errorf("ResolveEnv with an unset variable: %v", err)
+	}
+	if _, err := parse([]byte(lines("[[upstream.servers]]", `name = "gh"`, `command = "npx"`, `env = { A = "${oops" }`)), "c.toml", noEnv("/home/u")); err == nil ||
+		!strings.Contains(err.Error(), "upstream.servers[0].env.A") {
+		t.Errorf("a malformed reference in env: %v", err)
+	}
+}

@@ -3,6 +3,10 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -77,7 +81,11 @@ func (c *Config) Masked() (string, error) {
 	if len(c.Upstream.Servers) > 0 {
 		u := &UpstreamConfig{}
 		for _, s := range c.Upstream.Servers {
-			u.Servers = append(u.Servers, maskTable(s))
+			t := maskTable(s)
+			if env, ok := s["env"].(map[string]any); ok {
+				t["env"] = maskEnv(env)
+			}
+			u.Servers = append(u.Servers, t)
 		}
 		doc.Upstream = u
 	}
@@ -104,6 +112,8 @@ func maskTable(m map[string]any) map[string]any {
 
 func maskValue(v any) any {
 	switch v := v.(type) {
+	case string:
+		return maskURL(v)
 	case map[string]any:
 		return maskTable(v)
 	case []any:
@@ -114,4 +124,54 @@ func maskValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// maskEnv masks the values of a stdio server's environment, which are
+// often credentials whatever their names: only a value made of nothing but
+// ${NAME} references, which name variables rather than hold secrets, is
+// shown.
+func maskEnv(env map[string]any) map[string]any {
+	out := make(map[string]any, len(env))
+	for k, v := range env {
+		out[k] = Mask
+		if s, ok := v.(string); ok && onlyRefs.MatchString(s) {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+// onlyRefs matches a value made only of ${NAME} references.
+var onlyRefs = regexp.MustCompile(`^(\$\{[A-Za-z_][A-Za-z0-9_]*\})+$`)
+
+// maskURL masks the user information and the query values of s when it is
+// a URL with either ("https://user:pw@h/p?key=v" becomes
+// "https://********@h/p?key=********"); any other string is returned as it
+// is.
+func maskURL(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.User == nil && u.RawQuery == "") {
+		return s
+	}
+	out := u.Scheme + "://"
+	if u.User != nil {
+		out += Mask + "@"
+	}
+	out += u.Host + u.EscapedPath()
+	if u.RawQuery != "" {
+		q := u.Query()
+		keys := slices.Sorted(maps.Keys(q))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = url.QueryEscape(k) + "=" + Mask
+		}
+		out += "?" + strings.Join(parts, "&")
+	}
+	if u.Fragment != "" {
+		out += "#" + u.EscapedFragment()
+	}
+	return out
 }

@@ -2,9 +2,11 @@ package config
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,8 +19,10 @@ import (
 type UpstreamServer struct {
 	// Name identifies the server: ^[a-z][a-z0-9_-]{0,31}$, unique.
 	Name string `json:"name"`
-	// Command, Args, Env and Cwd start a stdio server; Env values are
-	// given literally.
+	// Command, Args, Env and Cwd start a stdio server. An Env value may
+	// refer to the host's environment variables as ${NAME} (see
+	// [ExpandEnv]), so that secrets stay out of the file; ResolveEnv
+	// expands them.
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
@@ -156,6 +160,10 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 					str, ok := val.(string)
 					if !ok || !envName.MatchString(name) {
 						d.fail(joinKey(path, name), "must be a string, under a variable name of letters, digits and _")
+						continue
+					}
+					if _, err := ExpandEnv(str, func(string) (string, bool) { return "", true }); err != nil {
+						d.fail(joinKey(path, name), "%v", err)
 						continue
 					}
 					s.Env[name] = str
@@ -326,4 +334,58 @@ func (s UpstreamServer) ResolveAuth(getenv func(string) string) (map[string]stri
 		return headers, u.String(), nil
 	}
 	return headers, s.Endpoint, nil
+}
+
+// envRef matches what ExpandEnv replaces: $$, or ${NAME} with NAME a
+// variable name; any other "${" is an error.
+var envRef = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\{`)
+
+// ExpandEnv replaces each ${NAME} in s with the value lookup gives the
+// variable NAME, and each $$ with $; a "$" followed by anything else stays
+// as it is. It fails, naming the variable, when lookup reports NAME unset,
+// and for a "${" that does not start a well-formed reference.
+func ExpandEnv(s string, lookup func(string) (string, bool)) (string, error) {
+	var err error
+	out := envRef.ReplaceAllStringFunc(s, func(m string) string {
+		switch {
+		case err != nil:
+			return m
+		case m == "$$":
+			return "$"
+		case m == "${":
+			err = errors.New(`"${" must start a reference to an environment variable, ${NAME}; write $$ for a literal $`)
+			return m
+		}
+		name := m[2 : len(m)-1]
+		v, ok := lookup(name)
+		if !ok {
+			err = fmt.Errorf("environment variable %s is not set", name)
+		}
+		return v
+	})
+	if err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// ResolveEnv returns s.Env with its ${NAME} references expanded from
+// lookup (nil: the process's environment). An unset variable is an error
+// naming the server, the key and the variable.
+func (s UpstreamServer) ResolveEnv(lookup func(string) (string, bool)) (map[string]string, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if len(s.Env) == 0 {
+		return s.Env, nil
+	}
+	out := make(map[string]string, len(s.Env))
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		v, err := ExpandEnv(s.Env[k], lookup)
+		if err != nil {
+			return nil, fmt.Errorf("upstream server %s: env.%s: %w; set it in the environment the MCP client starts openhuman-host with", s.Name, k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
 }

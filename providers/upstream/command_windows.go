@@ -12,7 +12,9 @@ import (
 // commands installed the usual ways are found: npm's global commands
 // (npx.cmd in Node.js's folder, others in %APPDATA%\npm) and uv's and
 // pipx's (~\.local\bin); "~" stands for the user's profile folder.
-var extraPathDirs = []string{`C:\Program Files\nodejs`, `~/AppData/Roaming/npm`, `~/.local/bin`}
+var extraPathDirs = []string{`C:\Program Files\nodejs`, `~/AppData/Roaming/npm`, `~/.local/bin`,
+	`~/AppData/Local/Volta/bin`, `~/AppData/Roaming/fnm/aliases/default`, `~/AppData/Local/mise/shims`,
+	`~/scoop/shims`, `~/.cargo/bin`, `~/.bun/bin`}
 
 // homeVar names the variable that holds the home directory.
 const homeVar = "USERPROFILE"

@@ -39,7 +39,7 @@ var serverKeys = []string{
 	"name", "command", "args", "env", "cwd", "endpoint", "enabled",
 	"allowed_tools", "disallowed_tools", "timeout_secs", "prefix",
 	"read_only_tools", "trust_annotations", "headers", "start_timeout_secs",
-	"session_idle_secs",
+	"session_idle_secs", "unavailable",
 }
 
 var (
@@ -73,11 +73,15 @@ type server struct {
 	start time.Duration
 	// idle closes a client's session with the server once unused this
 	// long (0: never), unless the client subscribed through it.
-	idle     time.Duration
-	prefix   string
-	readOnly map[string]bool
-	trust    bool
-	headers  map[string]string
+	idle time.Duration
+	// unavailable, set by the host, is why the server cannot be started
+	// (a variable its settings need is unset): it is reported, never
+	// connected.
+	unavailable string
+	prefix      string
+	readOnly    map[string]bool
+	trust       bool
+	headers     map[string]string
 }
 
 // key names one of the server's settings in errors, as
@@ -378,6 +382,9 @@ func parseServer(i int, raw json.RawMessage) (*server, error) {
 		}
 		*bound.to = time.Duration(secs) * time.Second
 	}
+	if s.unavailable, _, err = str("unavailable"); err != nil {
+		return nil, err
+	}
 	prefix, ok, err := str("prefix")
 	if err != nil {
 		return nil, err
@@ -413,6 +420,31 @@ func redactString(s string) string {
 var urlInTextRE = regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^\s"'<>]+`)
 
 // redactText replaces every URL in an error text with its redacted form.
+// Punctuation that ends a sentence or closes a bracket the URL did not
+// open stays after it, so the text keeps its shape ("(http://h:1): x"
+// becomes "(http://h:1): x", not "(<redacted> x"), and redacting again
+// changes nothing.
 func redactText(s string) string {
-	return urlInTextRE.ReplaceAllStringFunc(s, redactString)
+	return urlInTextRE.ReplaceAllStringFunc(s, func(m string) string {
+		u, tail := splitTrailing(m)
+		return redactString(u) + tail
+	})
+}
+
+// splitTrailing splits the punctuation after a URL found in text from it.
+func splitTrailing(m string) (string, string) {
+	end := len(m)
+	for end > 0 {
+		c := m[end-1]
+		switch {
+		case strings.IndexByte(".,;:!?", c) >= 0:
+		case c == ')' && strings.Count(m[:end], "(") < strings.Count(m[:end], ")"):
+		case c == ']' && strings.Count(m[:end], "[") < strings.Count(m[:end], "]"):
+		case c == '}' && strings.Count(m[:end], "{") < strings.Count(m[:end], "}"):
+		default:
+			return m[:end], m[end:]
+		}
+		end--
+	}
+	return m[:end], m[end:]
 }

@@ -227,7 +227,7 @@ func childEnv(base []string, extra map[string]string) []string {
 		vars[key] = v
 	}
 	for _, kv := range base {
-		if k, v, ok := strings.Cut(kv, "="); ok {
+		if k, v, ok := strings.Cut(kv, "="); ok && !hostInternal(k) {
 			set(k, v)
 		}
 	}
@@ -242,7 +242,17 @@ func childEnv(base []string, extra map[string]string) []string {
 	return out
 }
 
-// completePath appends the extraPathDirs that path lacks.
+// hostInternal reports whether the environment variable k belongs to the
+// link between the host and this provider (go-plugin's PLUGIN_* handshake
+// variables, including its client certificate, and the magic cookie), which
+// a stdio server must not receive.
+func hostInternal(k string) bool {
+	k = strings.ToUpper(k)
+	return strings.HasPrefix(k, "PLUGIN_") || strings.HasPrefix(k, "OPENHUMAN_")
+}
+
+// completePath appends the extraPathDirs that path lacks; a pattern with
+// "*" adds the newest folder it matches, if any.
 func completePath(path, home string) string {
 	dirs := filepath.SplitList(path)
 	for _, d := range extraPathDirs {
@@ -250,13 +260,53 @@ func completePath(path, home string) string {
 			if home == "" {
 				continue
 			}
-			d = filepath.Join(home, d[2:])
+			d = filepath.Join(home, filepath.FromSlash(d[2:]))
+		}
+		if strings.Contains(d, "*") {
+			if d = newestMatch(d); d == "" {
+				continue
+			}
 		}
 		if !containsString(dirs, d) {
 			dirs = append(dirs, d)
 		}
 	}
 	return strings.Join(dirs, string(filepath.ListSeparator))
+}
+
+// newestMatch returns the folder matching pattern whose "*" part is the
+// highest version ("v22.11.0" above "v20.18.1" and "v9.0.0"); "" when none
+// does.
+func newestMatch(pattern string) string {
+	matches, _ := filepath.Glob(pattern)
+	best, bestVer := "", []int(nil)
+	for _, m := range matches {
+		if info, err := os.Stat(m); err != nil || !info.IsDir() {
+			continue
+		}
+		ver := versionParts(m)
+		if best == "" || slices.Compare(ver, bestVer) > 0 {
+			best, bestVer = m, ver
+		}
+	}
+	return best
+}
+
+// versionParts returns the numbers in s, in order: "v22.11.0" is 22 11 0.
+func versionParts(s string) []int {
+	var out []int
+	n, in := 0, false
+	for _, r := range s + " " {
+		if r >= '0' && r <= '9' {
+			n, in = n*10+int(r-'0'), true
+			continue
+		}
+		if in {
+			out = append(out, n)
+		}
+		n, in = 0, false
+	}
+	return out
 }
 
 func containsString(list []string, s string) bool {

@@ -85,7 +85,7 @@ func (p *Provider) Servers() []ServerStatus {
 func (p *Provider) connectAll(ctx context.Context, bg context.Context, gen uint64, servers []*server, waitAll bool) {
 	var first sync.WaitGroup
 	for _, s := range servers {
-		if !s.enabled {
+		if !s.enabled || s.unavailable != "" {
 			continue
 		}
 		first.Add(1)
@@ -216,6 +216,10 @@ func (p *Provider) downReason(name string) string {
 		case StateConnecting:
 			out = append(out, fmt.Sprintf("upstream server %q is still connecting", s.name))
 		case StateFailed:
+			if h.next.IsZero() {
+				out = append(out, fmt.Sprintf("upstream server %q cannot start: %s", s.name, h.err))
+				continue
+			}
 			out = append(out, fmt.Sprintf("upstream server %q is down (%s); it is tried again in %s",
 				s.name, h.err, time.Until(h.next).Round(time.Second)))
 		}

@@ -92,3 +92,20 @@ func TestOneBadServerNeverHidesTheOthers(t *testing.T) {
 		t.Fatalf("dead__hello once it is up: %v %+v", err, res)
 	}
 }
+
+// TestUnavailableServerIsReportedNotStarted: a server the host could not
+// set up (a variable its env needs is unset) is reported and never
+// started, and the others run.
+func TestUnavailableServerIsReportedNotStarted(t *testing.T) {
+	p, _ := configure(t, newFakeHost(),
+		map[string]any{"name": "gh", "command": "no-such-command-xyz", "unavailable": "upstream server gh: env.A: environment variable A is not set"},
+		map[string]any{"name": "local", "command": stdioServer})
+	st := p.Servers()
+	if len(st) != 2 || st[0].State != StateFailed || st[0].Attempts != 0 || !st[0].NextAttempt.IsZero() || st[1].State != StateConnected {
+		t.Fatalf("Servers() = %+v", st)
+	}
+	_, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "gh__x", Arguments: json.RawMessage(`{}`)})
+	if err == nil || !strings.Contains(err.Error(), `upstream server "gh" cannot start: upstream server gh: env.A: environment variable A is not set`) {
+		t.Errorf("calling a tool of the server: %v", err)
+	}
+}

@@ -179,7 +179,10 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	p.servers, p.conns, p.routes, p.promptRoutes, p.clients = servers, map[string]*conn{}, nil, nil, nil
 	p.health, p.configured, p.stopConnect = map[string]*health{}, false, stop
 	for _, s := range servers {
-		if s.enabled {
+		if s.enabled && s.unavailable != "" {
+			p.health[s.name] = &health{state: StateFailed, err: s.unavailable}
+			p.log.Error("upstream server cannot start", "server", s.name, "error", s.unavailable)
+		} else if s.enabled {
 			p.health[s.name] = &health{state: StateConnecting}
 		} else {
 			p.log.Debug("server disabled", "server", s.name)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -392,8 +394,19 @@ func TestRedact(t *testing.T) {
 			t.Errorf("redactString(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if got := redactText(`Post "http://u:***@h:1/p": refused`); got != `Post "<redacted>": refused` {
-		t.Errorf("redactText = %q", got)
+	for in, want := range map[string]string{
+		`Post "http://u:***@h:1/p": refused`:                 `Post "<redacted>": refused`,
+		`upstream server "a" (http://127.0.0.1:1): cannot`:   `upstream server "a" (http://127.0.0.1:1): cannot`,
+		`server "a" (http://u:p@h:1/x?k=v): cannot connect.`: `server "a" (<redacted>): cannot connect.`,
+		`see http://h/a_(b) and http://h/c, then stop`:       `see http://h and http://h, then stop`,
+	} {
+		got := redactText(in)
+		if got != want {
+			t.Errorf("redactText(%q) = %q, want %q", in, got, want)
+		}
+		if again := redactText(got); again != got {
+			t.Errorf("redactText is not idempotent: %q, then %q", got, again)
+		}
 	}
 }
 
@@ -407,5 +420,44 @@ func TestChildPath(t *testing.T) {
 	}
 	if !strings.HasPrefix(path, "/custom:") || envValue(env, "FOO") != "bar" {
 		t.Errorf("env = %v", env)
+	}
+}
+
+// TestChildEnvIsClean: a stdio server gets neither go-plugin's handshake
+// variables (with the client certificate) nor the host's cookie.
+func TestChildEnvIsClean(t *testing.T) {
+	env := childEnv([]string{"PATH=/custom", "PLUGIN_CLIENT_CERT=-----BEGIN CERTIFICATE-----", "PLUGIN_MIN_PORT=10000",
+		"OPENHUMAN_PROVIDER=cookie", "LANG=C.UTF-8"}, map[string]string{"TOKEN": "t"})
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PLUGIN_") || strings.HasPrefix(kv, "OPENHUMAN_") {
+			t.Errorf("a stdio server gets %s", kv)
+		}
+	}
+	if envValue(env, "LANG") != "C.UTF-8" || envValue(env, "TOKEN") != "t" {
+		t.Errorf("env = %v, want LANG and the server's TOKEN", env)
+	}
+}
+
+// TestChildPathFindsVersionManagers: the newest Node.js of nvm and the
+// shims of other version managers are on a stdio server's PATH.
+func TestChildPathFindsVersionManagers(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("nvm's folders are those of Unix")
+	}
+	home := t.TempDir()
+	for _, v := range []string{"v9.11.2", "v22.11.0", "v20.18.1"} {
+		if err := os.MkdirAll(filepath.Join(home, ".nvm", "versions", "node", v, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := envValue(childEnv([]string{"PATH=/usr/bin", "HOME=" + home}, nil), "PATH")
+	for _, want := range []string{filepath.Join(home, ".nvm/versions/node/v22.11.0/bin"), filepath.Join(home, ".volta/bin"),
+		filepath.Join(home, ".local/share/mise/shims"), filepath.Join(home, ".asdf/shims"), filepath.Join(home, ".cargo/bin")} {
+		if !slices.Contains(filepath.SplitList(path), want) {
+			t.Errorf("PATH %q lacks %s", path, want)
+		}
+	}
+	if strings.Contains(path, "v20.18.1") || strings.Contains(path, "v9.11.2") {
+		t.Errorf("PATH %q has an older Node.js of nvm", path)
 	}
 }

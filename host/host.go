@@ -609,6 +609,8 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 		// auth or env needs is unset): the provider reports it, and the
 		// other servers run.
 		Unavailable string `json:"unavailable,omitempty"`
+		// OAuth is how to sign in to the server, for the oauth kinds.
+		OAuth *config.OAuthSettings `json:"oauth,omitempty"`
 	}
 	var servers []server
 	for _, s := range cfg.Upstream.Checked {
@@ -621,8 +623,11 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 			entry.Headers, entry.Endpoint = headers, endpoint
 			entry.Env, err = s.ResolveEnv(os.LookupEnv)
 		}
+		if err == nil {
+			entry.OAuth, err = s.ResolveOAuth(os.Getenv)
+		}
 		if err != nil {
-			entry.Headers, entry.Env, entry.Unavailable = nil, nil, err.Error()
+			entry.Headers, entry.Env, entry.OAuth, entry.Unavailable = nil, nil, nil, err.Error()
 		}
 		servers = append(servers, entry)
 	}
@@ -647,6 +652,8 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 		Args:    []string{"provider", config.UpstreamProvider},
 		Config:  raw,
 		DataDir: filepath.Join(dataDir, config.UpstreamProvider),
+		// What opening a browser for an OAuth sign-in needs.
+		Env: []string{"BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"},
 	}, true, nil
 }
 

@@ -63,8 +63,11 @@ type UpstreamServer struct {
 type UpstreamAuth struct {
 	// Kind is bearer_token (token_env), basic (username_env,
 	// password_env), header (header, value_env), headers (headers: a
-	// table of header name → environment variable) or query_param (param,
-	// value_env).
+	// table of header name → environment variable), query_param (param,
+	// value_env), oauth (OAuth 2.1 authorization code with PKCE; optional
+	// client_id, client_secret_env, client_metadata_url, scopes,
+	// interactive) or oauth_client_credentials (client_id,
+	// client_secret_env, optional scopes).
 	Kind        string
 	TokenEnv    string
 	UsernameEnv string
@@ -73,6 +76,36 @@ type UpstreamAuth struct {
 	Param       string
 	ValueEnv    string
 	Headers     map[string]string
+	// ClientID, ClientSecretEnv, ClientMetadataURL, Scopes and
+	// Interactive configure the oauth kinds (see [OAuthSettings]).
+	ClientID          string
+	ClientSecretEnv   string
+	ClientMetadataURL string
+	Scopes            []string
+	// Interactive lets a server (not only `upstream login`) start the
+	// sign-in in a browser; default true.
+	Interactive bool
+}
+
+// OAuthSettings is what the upstream provider needs to sign in to a
+// server of an oauth auth kind, with the client secret read from the
+// environment. It travels to the provider as its settings' "oauth" object.
+type OAuthSettings struct {
+	// Kind is "oauth" or "oauth_client_credentials".
+	Kind string `json:"kind"`
+	// ClientID is a client registered with the authorization server
+	// beforehand; empty lets the provider use the client ID metadata
+	// document or dynamic client registration (RFC 7591).
+	ClientID string `json:"client_id,omitempty"`
+	// ClientSecret is the secret of ClientID, if it has one.
+	ClientSecret string `json:"client_secret,omitempty"`
+	// ClientMetadataURL is the https URL of this client's client ID
+	// metadata document, for authorization servers that accept one.
+	ClientMetadataURL string `json:"client_metadata_url,omitempty"`
+	// Scopes replace the scopes the server asks for; empty asks for those.
+	Scopes []string `json:"scopes,omitempty"`
+	// Interactive lets the server start a sign-in in the browser.
+	Interactive bool `json:"interactive"`
 }
 
 var upstreamKeys = []string{"allowed_tools", "args", "auth", "command", "cwd", "disallowed_tools", "enabled", "endpoint", "env",
@@ -217,21 +250,27 @@ func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 	}
 	a.Kind = str("kind")
 	need := map[string][]string{
-		"bearer_token": {"token_env"},
-		"basic":        {"username_env", "password_env"},
-		"header":       {"header", "value_env"},
-		"headers":      {"headers"},
-		"query_param":  {"param", "value_env"},
+		"bearer_token":             {"token_env"},
+		"basic":                    {"username_env", "password_env"},
+		"header":                   {"header", "value_env"},
+		"headers":                  {"headers"},
+		"query_param":              {"param", "value_env"},
+		"oauth":                    {},
+		"oauth_client_credentials": {"client_id", "client_secret_env"},
+	}
+	optional := map[string][]string{
+		"oauth":                    {"client_id", "client_secret_env", "client_metadata_url", "scopes", "interactive"},
+		"oauth_client_credentials": {"scopes"},
 	}
 	keys, known := need[a.Kind]
 	if !known {
-		d.fail(joinKey(path, "kind"), "must be one of bearer_token, basic, header, headers, query_param; got %q", a.Kind)
+		d.fail(joinKey(path, "kind"), "must be one of bearer_token, basic, header, headers, query_param, oauth, oauth_client_credentials; got %q", a.Kind)
 		return nil
 	}
-	allowed := append([]string{"kind"}, keys...)
+	allowed := append(append([]string{"kind"}, keys...), optional[a.Kind]...)
 	for k := range t {
 		if !slices.Contains(allowed, k) {
-			d.fail(joinKey(path, k), "unknown key for kind %q; it takes %s", a.Kind, strings.Join(keys, " and "))
+			d.fail(joinKey(path, k), "unknown key for kind %q; it takes %s", a.Kind, strings.Join(allowed[1:], ", "))
 		}
 	}
 	for _, k := range keys {
@@ -241,7 +280,28 @@ func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 	}
 	a.TokenEnv, a.UsernameEnv, a.PasswordEnv = str("token_env"), str("username_env"), str("password_env")
 	a.Header, a.Param, a.ValueEnv = str("header"), str("param"), str("value_env")
-	for _, k := range []string{"token_env", "username_env", "password_env", "value_env"} {
+	a.ClientID, a.ClientSecretEnv, a.ClientMetadataURL = str("client_id"), str("client_secret_env"), str("client_metadata_url")
+	if a.ClientSecretEnv != "" && a.ClientID == "" {
+		d.fail(joinKey(path, "client_secret_env"), "needs client_id: a secret belongs to a registered client")
+	}
+	if u := a.ClientMetadataURL; u != "" {
+		parsed, err := url.Parse(u)
+		if err != nil || parsed.Scheme != "https" || parsed.Host == "" || parsed.Path == "" || parsed.Path == "/" {
+			d.fail(joinKey(path, "client_metadata_url"), "must be an https URL with a path (where this client's metadata document is served); got %q", u)
+		}
+	}
+	if raw, ok := t["scopes"]; ok {
+		a.Scopes = d.stringList(joinKey(path, "scopes"), raw)
+	}
+	a.Interactive = a.Kind == "oauth"
+	if raw, ok := t["interactive"]; ok {
+		b, isBool := raw.(bool)
+		if !isBool {
+			d.fail(joinKey(path, "interactive"), "must be a boolean; got %s", tomltype.Describe(raw))
+		}
+		a.Interactive = b
+	}
+	for _, k := range []string{"token_env", "username_env", "password_env", "value_env", "client_secret_env"} {
 		if s := str(k); s != "" && !envName.MatchString(s) {
 			d.fail(joinKey(path, k), "must name an environment variable; got %q", s)
 		}
@@ -289,6 +349,9 @@ func (s UpstreamServer) ResolveAuth(getenv func(string) string) (map[string]stri
 	headers := map[string]string{}
 	a := s.Auth
 	switch a.Kind {
+	case "oauth", "oauth_client_credentials":
+		// Tokens come from signing in (ResolveOAuth), not from headers.
+		return nil, s.Endpoint, nil
 	case "bearer_token":
 		v, err := val(a.TokenEnv)
 		if err != nil {
@@ -388,4 +451,25 @@ func (s UpstreamServer) ResolveEnv(lookup func(string) (string, bool)) (map[stri
 		out[k] = v
 	}
 	return out, nil
+}
+
+// ResolveOAuth returns the settings of an oauth auth kind with the client
+// secret read through getenv (nil: the process's environment), or nil for
+// a server of another kind. An unset or empty client_secret_env variable
+// is an error naming the server and the variable.
+func (s UpstreamServer) ResolveOAuth(getenv func(string) string) (*OAuthSettings, error) {
+	a := s.Auth
+	if a == nil || (a.Kind != "oauth" && a.Kind != "oauth_client_credentials") {
+		return nil, nil
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	o := &OAuthSettings{Kind: a.Kind, ClientID: a.ClientID, ClientMetadataURL: a.ClientMetadataURL, Scopes: a.Scopes, Interactive: a.Interactive}
+	if a.ClientSecretEnv != "" {
+		if o.ClientSecret = getenv(a.ClientSecretEnv); o.ClientSecret == "" {
+			return nil, fmt.Errorf("upstream server %s: environment variable %s (its auth client_secret_env) is empty or unset", s.Name, a.ClientSecretEnv)
+		}
+	}
+	return o, nil
 }

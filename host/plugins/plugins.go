@@ -81,6 +81,10 @@ type Spec struct {
 	// together, at every start and restart; zero uses
 	// [Options.StartTimeout].
 	StartTimeout time.Duration
+	// Env names environment variables passed through to this provider on
+	// top of [Options.Env] (the upstream provider gets those a browser
+	// needs to open for an OAuth sign-in).
+	Env []string
 	// Revision stands for files the provider reads at Configure outside
 	// its config table (the agent provider's definition files); a config
 	// reload restarts the provider when it changes. Opaque.
@@ -367,7 +371,7 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.VersionedPlugins(nil),
 		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
-			r, err := newProcRunner(path, spec.Args, m.environment(), cmd, secure, copyDir(spec))
+			r, err := newProcRunner(path, spec.Args, m.environment(spec.Env), cmd, secure, copyDir(spec))
 			if err == nil {
 				started.Store(r)
 			}
@@ -570,9 +574,11 @@ func FileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func (m *Manager) environment() []string {
+// environment is the allow-listed part of the host's environment, with the
+// variables extra names too.
+func (m *Manager) environment(extra []string) []string {
 	var env []string
-	for _, k := range m.opts.Env {
+	for _, k := range append(slices.Clone(m.opts.Env), extra...) {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // table is how errors name the provider's settings.
@@ -39,7 +41,7 @@ var serverKeys = []string{
 	"name", "command", "args", "env", "cwd", "endpoint", "enabled",
 	"allowed_tools", "disallowed_tools", "timeout_secs", "prefix",
 	"read_only_tools", "trust_annotations", "headers", "start_timeout_secs",
-	"session_idle_secs", "unavailable",
+	"session_idle_secs", "unavailable", "oauth",
 }
 
 var (
@@ -78,10 +80,16 @@ type server struct {
 	// (a variable its settings need is unset): it is reported, never
 	// connected.
 	unavailable string
-	prefix      string
-	readOnly    map[string]bool
-	trust       bool
-	headers     map[string]string
+	// oauth, set for an HTTP server of an oauth auth kind, is how to sign
+	// in to it.
+	oauth *oauthSettings
+	// oauthHandler authorizes the requests of a server with oauth; the
+	// provider makes it at Configure, shared by the server's sessions.
+	oauthHandler auth.OAuthHandler
+	prefix       string
+	readOnly     map[string]bool
+	trust        bool
+	headers      map[string]string
 }
 
 // key names one of the server's settings in errors, as
@@ -384,6 +392,19 @@ func parseServer(i int, raw json.RawMessage) (*server, error) {
 	}
 	if s.unavailable, _, err = str("unavailable"); err != nil {
 		return nil, err
+	}
+	if v, ok := fields["oauth"]; ok {
+		o, err := decode[oauthSettings](s.key("oauth"), v, `an object such as {"kind": "oauth"}`)
+		if err != nil {
+			return nil, err
+		}
+		if o.Kind != "oauth" && o.Kind != "oauth_client_credentials" {
+			return nil, fmt.Errorf("%s.kind must be oauth or oauth_client_credentials, got %q", s.key("oauth"), o.Kind)
+		}
+		if s.endpoint == nil {
+			return nil, fmt.Errorf("%s applies to HTTP servers only", s.key("oauth"))
+		}
+		s.oauth = &o
 	}
 	prefix, ok, err := str("prefix")
 	if err != nil {

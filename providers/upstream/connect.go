@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -33,6 +34,8 @@ type conn struct {
 	// relay routes the session's server requests and notifications; nil
 	// for sessions that relay nothing (upstream check).
 	relay *relay
+	// http is an HTTP session's transport; nil for stdio.
+	http *headerTransport
 	// holds counts the requests that were handed the session and have not
 	// released it; eviction never closes a held session. Changed and read
 	// with Provider.mu held.
@@ -113,15 +116,24 @@ func connect(ctx context.Context, log hclog.Logger, s *server, r *relay) (*conn,
 	}
 	opts := sessionOptions(r)
 	if s.endpoint != nil {
+		ht := &headerTransport{base: http.DefaultTransport, headers: s.headers}
 		t := &mcp.StreamableClientTransport{
-			Endpoint:   s.endpoint.String(),
-			HTTPClient: &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: s.headers}},
+			Endpoint:     s.endpoint.String(),
+			HTTPClient:   &http.Client{Transport: ht},
+			OAuthHandler: s.oauthHandler,
 		}
 		cs, err := client.Connect(ctx, t, opts)
 		if err != nil {
+			var signIn *signInError
+			if errors.As(err, &signIn) {
+				return nil, fmt.Errorf("%s: %w", s.where(), signIn)
+			}
+			if ht.refusedSince(time.Time{}) {
+				return nil, fmt.Errorf("%s: cannot connect: %s; %s", s.where(), redactText(err.Error()), authHint(s))
+			}
 			return nil, fmt.Errorf("%s: cannot connect: %s", s.where(), redactText(err.Error()))
 		}
-		return (&conn{srv: s, session: cs, relay: r}).watch(), nil
+		return (&conn{srv: s, session: cs, relay: r, http: ht}).watch(), nil
 	}
 
 	env := childEnv(os.Environ(), s.env)
@@ -192,10 +204,13 @@ func (b *tailBuffer) text() string {
 	return redactText(sanitise(strings.Join(strings.Fields(string(b.buf)), " "), b.max))
 }
 
-// headerTransport adds the server's configured headers to every request.
+// headerTransport adds the server's configured headers to every request,
+// and notes when the server last refused one's credentials.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	// refused is the UnixNano time of the last 401 or 403 response.
+	refused atomic.Int64
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -206,7 +221,29 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header.Set(k, v)
 		}
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		t.refused.Store(time.Now().UnixNano())
+	}
+	return resp, err
+}
+
+// refusedSince reports whether the server answered 401 or 403 at or after
+// since.
+func (t *headerTransport) refusedSince(since time.Time) bool {
+	n := t.refused.Load()
+	return n != 0 && n >= since.UnixNano()
+}
+
+// authHint says what to do when s refused a request's credentials.
+func authHint(s *server) string {
+	switch {
+	case s.oauth != nil:
+		return fmt.Sprintf("run `openhuman-host upstream login %s` to sign in again", s.name)
+	case len(s.headers) > 0:
+		return "the credentials of its auth table were refused: check the environment variables it names"
+	}
+	return "it requires authorization: add an auth table (`openhuman-host upstream check " + s.name + "` says which kind)"
 }
 
 // childEnv is the environment of a stdio server: the provider's own (which

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +64,12 @@ type Options struct {
 	// skipped tools and failures, never arguments or results. Nil
 	// discards it.
 	Logger hclog.Logger
+	// OpenBrowser opens an OAuth authorization URL for the user. Nil uses
+	// $BROWSER, else the system's opener (open, rundll32, xdg-open).
+	OpenBrowser func(ctx context.Context, url string) error
+	// HTTPClient makes the OAuth requests (metadata, registration,
+	// tokens). Nil uses http.DefaultClient.
+	HTTPClient *http.Client
 }
 
 // Provider re-exposes the tools, prompts and resources of upstream MCP
@@ -108,6 +116,11 @@ type Provider struct {
 	retryMu sync.Mutex
 	retries map[string]retryState // by server name; guarded by retryMu
 
+	// signIn runs the browser sign-ins of servers with oauth.
+	signIn *browserSignIn
+	// oauthClient makes the OAuth requests.
+	oauthClient *http.Client
+
 	tokens atomic.Uint64 // numbers upstream progress tokens
 	notify debouncer     // coalesces notifications to the host
 }
@@ -137,9 +150,17 @@ type retryState struct {
 // New returns an unconfigured upstream provider.
 func New(opts *Options) *Provider {
 	p := &Provider{log: hclog.NewNullLogger(), retries: map[string]retryState{}}
-	if opts != nil && opts.Logger != nil {
-		p.log = opts.Logger
+	open := openBrowser
+	if opts != nil {
+		if opts.Logger != nil {
+			p.log = opts.Logger
+		}
+		if opts.OpenBrowser != nil {
+			open = opts.OpenBrowser
+		}
+		p.oauthClient = opts.HTTPClient
 	}
+	p.signIn = &browserSignIn{log: p.log, open: open, gate: true}
 	return p
 }
 
@@ -159,6 +180,22 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	servers, waitAll, err := parseSettings(req.Config)
 	if err != nil {
 		return err
+	}
+	store := tokenStore{}
+	if req.DataDir != "" {
+		store.dir = filepath.Join(req.DataDir, tokenDirName)
+	}
+	for _, s := range servers {
+		if s.oauth == nil || s.unavailable != "" || !s.enabled {
+			continue
+		}
+		flow := oauthFlow{store: store, log: p.log, client: p.oauthClient}
+		if s.oauth.Interactive {
+			flow.fetch = p.signIn.fetcher
+		}
+		if s.oauthHandler, err = newOAuthHandler(s, flow); err != nil {
+			s.unavailable = err.Error()
+		}
 	}
 	bg, stop := context.WithCancel(context.Background())
 	p.mu.Lock()
@@ -443,6 +480,16 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			p.log.Warn("call timed out", "server", s.name, "tool", rt.name, "duration", elapsed)
 			return sdk.ErrorResult("%s: %s did not answer within %s (timeout_secs)", req.Name, s.where(), s.timeout), nil
+		}
+		var signIn *signInError
+		if errors.As(err, &signIn) {
+			return sdk.ErrorResult("%s: %s; the call did not run", req.Name, signIn), nil
+		}
+		if c.http != nil && c.http.refusedSince(start) {
+			// A 401 or 403 answers the request without running it.
+			p.dropSession(s, c, client)
+			return sdk.ErrorResult("%s: %s refused the call's credentials (HTTP 401 or 403); the call did not run; %s",
+				req.Name, s.where(), authHint(s)), nil
 		}
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {

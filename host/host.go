@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/internal/platform"
+	"github.com/openhuman/openhuman-host/providers/upstream"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -93,6 +94,9 @@ type Host struct {
 	policy *policy.Policy
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
+	// lastUpstream is the upstream servers' state for the status file;
+	// guarded by changeMu.
+	lastUpstream []upstream.ServerStatus
 	// stopWatch ends watchAudit, which closes watchDone; nil without a
 	// status file.
 	stopWatch, watchDone chan struct{}
@@ -249,7 +253,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	}
 	h.Server = srv
 	h.policy = pol
-	srv.Reconfigure(serverSettings(cfg, pol))
+	srv.Reconfigure(h.serverSettings(cfg, pol))
 	hostService.srv.Store(srv)
 	h.changeMu.Unlock()
 	warnUnmatchedPatterns(o.Logger, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)
@@ -341,6 +345,9 @@ type StatusReport struct {
 	// Audit is the health of the audit log; nil in reports written before
 	// it was added.
 	Audit *AuditStatus `json:"audit,omitempty"`
+	// Upstream is the state of each enabled upstream server, as the
+	// upstream provider last reported it; empty without one.
+	Upstream []upstream.ServerStatus `json:"upstream,omitempty"`
 }
 
 // AuditStatus is the health of a host's audit log in its [StatusReport].
@@ -388,11 +395,14 @@ func (h *Host) watchAudit(stop <-chan struct{}) {
 		case <-t.C:
 		}
 		st := h.audit.Status()
-		if st.Dropped != last.Dropped || st.FailingSince != last.FailingSince {
-			h.changeMu.Lock()
+		ups := h.upstreamServers()
+		h.changeMu.Lock()
+		changed := !slices.Equal(ups, h.lastUpstream)
+		h.lastUpstream = ups
+		if changed || st.Dropped != last.Dropped || st.FailingSince != last.FailingSince {
 			h.writeStatus()
-			h.changeMu.Unlock()
 		}
+		h.changeMu.Unlock()
 		last = st
 	}
 }
@@ -417,7 +427,8 @@ func (h *Host) writeStatus() {
 	if h.statusFile == "" {
 		return
 	}
-	report := StatusReport{Pid: os.Getpid(), Started: h.started, Updated: time.Now(), Providers: h.Status(), Audit: h.auditStatus()}
+	report := StatusReport{Pid: os.Getpid(), Started: h.started, Updated: time.Now(), Providers: h.Status(), Audit: h.auditStatus(),
+		Upstream: h.lastUpstream}
 	if err := writeJSONFile(h.statusFile, report); err != nil {
 		h.log.Warn("provider status file not written", "path", h.statusFile, "error", err)
 	}
@@ -492,7 +503,7 @@ func configDir(cfg *config.Config) string {
 }
 
 // serverSettings are the server settings cfg asks for.
-func serverSettings(cfg *config.Config, pol *policy.Policy) server.Settings {
+func (h *Host) serverSettings(cfg *config.Config, pol *policy.Policy) server.Settings {
 	timeouts := map[string]time.Duration{}
 	for _, p := range cfg.EnabledProviders() {
 		if d := p.ToolTimeout(); d > 0 {
@@ -505,7 +516,7 @@ func serverSettings(cfg *config.Config, pol *policy.Policy) server.Settings {
 		ProviderToolTimeouts: timeouts,
 		ConfirmActs:          cfg.Autonomy.ConfirmActs,
 		RecordReads:          cfg.Audit.RecordReads,
-		DisabledHint:         disabledHint(cfg),
+		DisabledHint:         h.unknownHint(cfg),
 	}
 }
 
@@ -893,7 +904,7 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 	cat, dispatchers, notLoaded := h.merge()
 	pol.Inherit(h.policy)
 	h.policy = pol
-	h.Server.Reconfigure(serverSettings(cfg, pol))
+	h.Server.Reconfigure(h.serverSettings(cfg, pol))
 	h.Server.Update(cat, dispatchers, notLoaded)
 	for _, p := range loaded {
 		// Replacements and newly enabled providers learn what the

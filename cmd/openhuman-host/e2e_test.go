@@ -18,6 +18,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/oauthtest"
 	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
@@ -27,6 +28,14 @@ import (
 // launches built-in providers as `<executable> provider <name>`, and under
 // go test the executable is this binary.
 func TestMain(m *testing.M) {
+	// As $BROWSER, the binary approves an OAuth sign-in at once.
+	if len(os.Args) == 3 && os.Args[1] == browserArg {
+		if err := oauthtest.Follow(context.Background(), os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "browser:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if len(os.Args) == 3 && os.Args[1] == "provider" {
 		if err := runProvider(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -46,6 +55,10 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// browserArg makes the test binary act as a browser that approves an OAuth
+// sign-in (see TestMain): set BROWSER to the binary and it.
+const browserArg = "--test-as-browser"
 
 // cliEnv makes the test binary act as the command line (see TestMain).
 const cliEnv = "OPENHUMAN_TEST_AS_CLI"

@@ -31,6 +31,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/internal/platform"
+	"github.com/openhuman/openhuman-host/providers/upstream"
 )
 
 // newProvidersCmd builds the providers command and its subcommands.
@@ -61,7 +62,8 @@ func newProvidersStatusCmd(g *globalFlags) *cobra.Command {
 		Long: "status shows, for every openhuman-host server running on this data directory, each enabled\n" +
 			"provider's state (running, restarting, failed), process id, restarts, tool count and last error.\n" +
 			"With no server running it starts the configured providers once and reports whether they load.\n" +
-			"It exits 1 when a provider is failed.",
+			"Below each table it lists every upstream server's state (connected, connecting, failed) and error.\n" +
+			"It exits 1 when a provider or an upstream server is failed.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProvidersStatus(cmd, g, asJSON)
@@ -92,7 +94,8 @@ func runProvidersStatus(cmd *cobra.Command, g *globalFlags, asJSON bool) error {
 	if !live {
 		// No server: start the providers once, as a server would.
 		err := runHost(cfg, log, "", func(_ context.Context, _ *os.File, h *host.Host) error {
-			reports = []host.StatusReport{{Pid: os.Getpid(), Started: time.Now(), Updated: time.Now(), Providers: h.Status()}}
+			reports = []host.StatusReport{{Pid: os.Getpid(), Started: time.Now(), Updated: time.Now(), Providers: h.Status(),
+				Upstream: h.UpstreamServers()}}
 			return nil
 		})
 		if err != nil {
@@ -115,6 +118,11 @@ func runProvidersStatus(cmd *cobra.Command, g *globalFlags, asJSON bool) error {
 	for _, r := range reports {
 		for _, p := range r.Providers {
 			if p.State == plugins.StateFailed {
+				return &exitError{code: 1}
+			}
+		}
+		for _, u := range r.Upstream {
+			if u.State == upstream.StateFailed {
 				return &exitError{code: 1}
 			}
 		}
@@ -158,6 +166,22 @@ func printStatus(out io.Writer, reports []host.StatusReport, live bool) {
 		_ = w.Flush()
 		if live && r.Audit != nil {
 			fmt.Fprintln(out, auditLine(r.Audit))
+		}
+		if len(r.Upstream) > 0 {
+			fmt.Fprintln(out, "upstream servers:")
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "  SERVER\tSTATE\tNEXT ATTEMPT\tLAST ERROR")
+			for _, u := range r.Upstream {
+				next, lastErr := "-", oneLine(u.Error, 200)
+				if !u.NextAttempt.IsZero() {
+					next = u.NextAttempt.Local().Format(time.DateTime)
+				}
+				if lastErr == "" {
+					lastErr = "-"
+				}
+				fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", oneLine(u.Name, 64), oneLine(u.State, 32), next, lastErr)
+			}
+			_ = w.Flush()
 		}
 	}
 }

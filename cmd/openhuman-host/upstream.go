@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -22,8 +26,110 @@ func newUpstreamCmd(g *globalFlags) *cobra.Command {
 		Use:   "upstream",
 		Short: "List and check the upstream MCP servers of [[upstream.servers]]",
 	}
-	cmd.AddCommand(newUpstreamListCmd(g), newUpstreamCheckCmd(g))
+	cmd.AddCommand(newUpstreamListCmd(g), newUpstreamCheckCmd(g), newUpstreamLoginCmd(g), newUpstreamLogoutCmd(g))
 	return cmd
+}
+
+// findUpstream returns the [[upstream.servers]] entry called name, or
+// an error listing the configured ones.
+func findUpstream(cfg *config.Config, name string) (config.UpstreamServer, error) {
+	i := slices.IndexFunc(cfg.Upstream.Checked, func(s config.UpstreamServer) bool { return s.Name == name })
+	if i >= 0 {
+		return cfg.Upstream.Checked[i], nil
+	}
+	var names []string
+	for _, s := range cfg.Upstream.Checked {
+		names = append(names, s.Name)
+	}
+	if len(names) == 0 {
+		return config.UpstreamServer{}, fmt.Errorf("no upstream server %q: none is configured; add an [[upstream.servers]] entry to %s", name, configName(cfg))
+	}
+	return config.UpstreamServer{}, fmt.Errorf("no upstream server %q; the configured ones are %s", name, strings.Join(names, ", "))
+}
+
+func newUpstreamLoginCmd(g *globalFlags) *cobra.Command {
+	var noBrowser bool
+	cmd := &cobra.Command{
+		Use:   "login NAME",
+		Short: "Sign in to an upstream server that uses OAuth, and keep its tokens for the servers",
+		Long: "login signs in to the upstream server NAME, whose auth kind is oauth: it opens the authorization\n" +
+			"page in a browser ($BROWSER, else the system's) and prints its URL, waits up to 5 minutes for the\n" +
+			"authorization server to send the browser back to a loopback address, and stores the tokens in\n" +
+			"<data dir>/upstream/oauth (readable by you only). Running servers take the new sign-in up at\n" +
+			"their next request. For kind oauth_client_credentials it checks that the client can get a token.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, log, err := loadConfig(g)
+			if err != nil {
+				return err
+			}
+			s, err := findUpstream(cfg, args[0])
+			if err != nil {
+				return err
+			}
+			headers, endpoint, err := s.ResolveAuth(os.Getenv)
+			if err != nil {
+				return err
+			}
+			oauth, err := s.ResolveOAuth(os.Getenv)
+			if err != nil {
+				return err
+			}
+			dataDir, err := cfg.DataDir()
+			if err != nil {
+				return err
+			}
+			stderr := cmd.ErrOrStderr()
+			open := func(ctx context.Context, url string) error {
+				fmt.Fprintf(stderr, "Open this page to sign in to %s:\n\n  %s\n\n", s.Name, url)
+				if noBrowser {
+					return nil
+				}
+				return upstream.OpenBrowser(ctx, url)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := upstream.Login(ctx, s, oauth, headers, endpoint, filepath.Join(dataDir, config.UpstreamProvider),
+				&upstream.LoginOptions{Open: open, Logger: log.Named("upstream")})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "Signed in to %s: %s listed.\n", s.Name, plural(res.Tools, "tool"))
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&noBrowser, "no-browser", false, "only print the authorization URL (to open it on another device)")
+	return cmd
+}
+
+func newUpstreamLogoutCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "logout NAME",
+		Short: "Forget the stored sign-in of an upstream server",
+		Long: "logout deletes the tokens login stored for the upstream server NAME. The authorization server is\n" +
+			"not told; revoke the grant there to end it everywhere.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, _, err := loadConfig(g)
+			if err != nil {
+				return err
+			}
+			dataDir, err := cfg.DataDir()
+			if err != nil {
+				return err
+			}
+			had, err := upstream.Logout(filepath.Join(dataDir, config.UpstreamProvider), args[0])
+			if err != nil {
+				return err
+			}
+			if !had {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s had no stored sign-in.\n", args[0])
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "Signed out of %s.\n", args[0])
+			return err
+		},
+	}
 }
 
 // upstreamEntry is one server as upstream list --json prints it; secrets
@@ -166,18 +272,10 @@ func runUpstreamCheck(cmd *cobra.Command, g *globalFlags, name string, asJSON bo
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(cfg.Upstream.Checked, func(s config.UpstreamServer) bool { return s.Name == name })
-	if i < 0 {
-		var names []string
-		for _, s := range cfg.Upstream.Checked {
-			names = append(names, s.Name)
-		}
-		if len(names) == 0 {
-			return fmt.Errorf("no upstream server %q: none is configured; add an [[upstream.servers]] entry to %s", name, configName(cfg))
-		}
-		return fmt.Errorf("no upstream server %q; the configured ones are %s", name, strings.Join(names, ", "))
+	s, err := findUpstream(cfg, name)
+	if err != nil {
+		return err
 	}
-	s := cfg.Upstream.Checked[i]
 	headers, endpoint, err := s.ResolveAuth(os.Getenv)
 	if err != nil {
 		return err

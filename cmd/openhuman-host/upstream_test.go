@@ -10,11 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openhuman/openhuman-host/internal/oauthtest"
 )
 
 func TestUpstreamList(t *testing.T) {
@@ -208,5 +211,54 @@ args = ["-c", "touch \"$0\"; exec sleep 600", %q]
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("tools call started the other upstream server too")
+	}
+}
+
+// TestUpstreamLoginThenCall signs in to a server behind OAuth with
+// `upstream login`, calls its tool from the command line with the stored
+// sign-in, and signs out.
+func TestUpstreamLoginThenCall(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.New(t)
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	cfgPath := filepath.Join(dir, "config.toml")
+	cfg := fmt.Sprintf("[server]\ndata_dir = %q\nlog_level = \"off\"\n%s[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n"+
+		"[[upstream.servers]]\nname = \"web\"\nendpoint = %q\nauth = { kind = \"oauth\", interactive = false }\n",
+		dataDir, slowStart, as.URL+"/mcp")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (string, error) {
+		cmd := exec.Command(testExe(t), append([]string{"--config", cfgPath}, args...)...)
+		cmd.Env = append(os.Environ(), cliEnv+"=1", "BROWSER="+testExe(t)+" "+browserArg)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := cli("tools", "call", "web__whoami")
+	if err == nil || !strings.Contains(out, `it belongs to upstream server "web", which is down (`) ||
+		!strings.Contains(out, "run `openhuman-host upstream login web`") {
+		t.Fatalf("tools call before signing in: %v\n%s", err, out)
+	}
+	if out, err := cli("providers", "status"); err == nil || !strings.Contains(out, "upstream servers:") ||
+		!regexp.MustCompile(`\n  web +failed +\d{4}-\d\d-\d\d [0-9:]+ +upstream server "web" .*needs you to sign in`).MatchString(out) {
+		t.Fatalf("providers status before signing in: %v\n%s", err, out)
+	}
+	if out, err := cli("upstream", "login", "web"); err != nil || !strings.Contains(out, "Signed in to web: 1 tool listed.") ||
+		!strings.Contains(out, "Open this page to sign in to web:") {
+		t.Fatalf("upstream login: %v\n%s", err, out)
+	}
+	info, err := os.Stat(filepath.Join(dataDir, "upstream", "oauth", "web.json"))
+	if err != nil || (runtime.GOOS != "windows" && info.Mode().Perm() != 0o600) {
+		t.Fatalf("token file: %v %v", info, err)
+	}
+	if out, err := cli("tools", "call", "web__whoami"); err != nil || !strings.Contains(out, "signed-in user") {
+		t.Fatalf("tools call once signed in: %v\n%s", err, out)
+	}
+	if out, err := cli("upstream", "logout", "web"); err != nil || !strings.Contains(out, "Signed out of web.") {
+		t.Fatalf("upstream logout: %v\n%s", err, out)
+	}
+	if out, err := cli("upstream", "logout", "web"); err != nil || !strings.Contains(out, "web had no stored sign-in.") {
+		t.Fatalf("upstream logout again: %v\n%s", err, out)
 	}
 }

@@ -38,19 +38,25 @@ const (
 	StateFailed     = "failed"
 )
 
+// StatusURI is the resource the host reads, never listed to clients, for
+// [Provider.Servers] as a JSON array of [ServerStatus]: `providers status`
+// and the unknown-tool error say per server what is wrong.
+const StatusURI = "openhuman-upstream:servers"
+
 // ServerStatus is the state of one enabled server's shared session.
 type ServerStatus struct {
 	// Name is the server's name in [[upstream.servers]].
-	Name string
+	Name string `json:"name"`
 	// State is StateConnecting, StateConnected or StateFailed.
-	State string
+	State string `json:"state"`
 	// Error is why the last attempt to connect failed (endpoints and
 	// secrets redacted); "" unless State is StateFailed.
-	Error string
+	Error string `json:"error,omitempty"`
 	// Attempts counts the failed attempts since the last success.
-	Attempts int
-	// NextAttempt is when a failed server is tried again; zero otherwise.
-	NextAttempt time.Time
+	Attempts int `json:"attempts,omitempty"`
+	// NextAttempt is when a failed server is tried again; zero when it is
+	// not (connected, connecting, or unable to start).
+	NextAttempt time.Time `json:"next_attempt,omitzero"`
 }
 
 // health is the state of a server's shared session; guarded by

@@ -189,6 +189,16 @@ type savingSource struct {
 	renew func(tok *oauth2.Token) oauth2.TokenSource
 }
 
+// accessToken is the access token in use.
+func (s *savingSource) accessToken() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rec.Token == nil {
+		return ""
+	}
+	return s.rec.Token.AccessToken
+}
+
 // renewAfter renews the token when refused is the access token in use and
 // a refresh token is held, and reports whether a new one was obtained.
 func (s *savingSource) renewAfter(refused string) bool {
@@ -240,6 +250,9 @@ type oauthFlow struct {
 	fetch func(s *server, redirect string) auth.AuthorizationCodeFetcher
 	// client makes the OAuth requests.
 	client *http.Client
+	// fresh ignores a stored token (its client is still used): a sign-in
+	// the user asked for.
+	fresh bool
 }
 
 // newOAuthHandler returns the handler that authorizes s's requests.
@@ -323,39 +336,100 @@ func newOAuthHandler(s *server, f oauthFlow) (auth.OAuthHandler, error) {
 		scopes := o.Scopes
 		cfg.ScopeFilter = func([]string) []string { return scopes }
 	}
-	if rec != nil {
-		oc := &oauth2.Config{ClientID: rec.ClientID, ClientSecret: rec.ClientSecret, Scopes: rec.Scopes,
-			Endpoint: oauth2.Endpoint{AuthURL: rec.AuthURL, TokenURL: rec.TokenURL, AuthStyle: rec.AuthStyle}}
-		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, httpClient)
-		cfg.InitialTokenSource = &savingSource{base: oc.TokenSource(ctx, rec.Token), rec: rec, store: f.store, log: f.log, server: s.name,
-			renew: func(tok *oauth2.Token) oauth2.TokenSource { return oc.TokenSource(ctx, tok) }}
+	r := &refreshFirst{log: f.log, server: s.name, endpoint: endpoint, store: f.store, client: httpClient, fresh: f.fresh}
+	if rec != nil && !f.fresh {
+		r.current = r.sourceOf(rec)
+	}
+	cfg.NewTokenSource = func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+		ts, err := newSource(ctx, c, tok)
+		if err == nil {
+			r.mu.Lock()
+			r.current = ts.(*savingSource)
+			r.mu.Unlock()
+		}
+		return ts, err
 	}
 	h, err := auth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &refreshFirst{AuthorizationCodeHandler: h, log: f.log, server: s.name}, nil
+	r.AuthorizationCodeHandler = h
+	return r, nil
 }
 
 // refreshFirst answers a 401 by renewing the token with its refresh token
 // when it can, before the go-sdk's handler starts a whole new sign-in: a
 // server that revoked or expired an access token early then costs the user
 // nothing.
+//
+// It also takes up a sign-in another process stored since (`upstream
+// login` while the server runs): the token file is read again before a
+// new sign-in is started.
 type refreshFirst struct {
 	*auth.AuthorizationCodeHandler
-	log    hclog.Logger
-	server string
+	log      hclog.Logger
+	server   string
+	endpoint string
+	store    tokenStore
+	client   *http.Client
+	// fresh never takes up a stored sign-in: the user asked for a new one.
+	fresh bool
+
+	mu      sync.Mutex
+	current *savingSource // the token in use; nil before any sign-in
+}
+
+// sourceOf is the token source of a stored record.
+func (r *refreshFirst) sourceOf(rec *tokenRecord) *savingSource {
+	oc := &oauth2.Config{ClientID: rec.ClientID, ClientSecret: rec.ClientSecret, Scopes: rec.Scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: rec.AuthURL, TokenURL: rec.TokenURL, AuthStyle: rec.AuthStyle}}
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, r.client)
+	return &savingSource{base: oc.TokenSource(ctx, rec.Token), rec: rec, store: r.store, log: r.log, server: r.server,
+		renew: func(tok *oauth2.Token) oauth2.TokenSource { return oc.TokenSource(ctx, tok) }}
+}
+
+// storedSince returns the stored sign-in when another process stored one
+// since: its access token is neither the refused one nor cur's.
+func (r *refreshFirst) storedSince(refused string, cur *savingSource) *tokenRecord {
+	if r.fresh {
+		return nil
+	}
+	rec, err := r.store.load(r.server, r.endpoint)
+	if err != nil || rec == nil || rec.Token.AccessToken == refused || (cur != nil && rec.Token.AccessToken == cur.accessToken()) {
+		return nil
+	}
+	return rec
+}
+
+// TokenSource implements auth.OAuthHandler: the token in use, if any.
+func (r *refreshFirst) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current == nil {
+		return nil, nil
+	}
+	return r.current, nil
 }
 
 // Authorize implements auth.OAuthHandler.
 func (r *refreshFirst) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	refused := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
 	if resp.StatusCode == http.StatusUnauthorized {
-		if ts, err := r.TokenSource(ctx); err == nil {
-			if s, ok := ts.(*savingSource); ok && s.renewAfter(strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")) {
-				r.log.Debug("renewed a refused access token", "server", r.server)
-				_ = resp.Body.Close()
-				return nil
-			}
+		r.mu.Lock()
+		cur := r.current
+		r.mu.Unlock()
+		if cur != nil && cur.renewAfter(refused) {
+			r.log.Debug("renewed a refused access token", "server", r.server)
+			_ = resp.Body.Close()
+			return nil
+		}
+		if rec := r.storedSince(refused, cur); rec != nil {
+			r.mu.Lock()
+			r.current = r.sourceOf(rec)
+			r.mu.Unlock()
+			r.log.Info("using a sign-in stored since", "server", r.server)
+			_ = resp.Body.Close()
+			return nil
 		}
 	}
 	return r.AuthorizationCodeHandler.Authorize(ctx, req, resp)
@@ -468,6 +542,12 @@ func (b *browserSignIn) run(ctx context.Context, s *server, redirect, authURL st
 		return nil, ctx.Err()
 	}
 }
+
+// OpenBrowser opens url for the user without waiting for the browser:
+// with $BROWSER when set (the first of its colon-separated commands; "%s"
+// in it stands for the URL), else with the system's opener (open on macOS,
+// rundll32 on Windows, xdg-open elsewhere).
+func OpenBrowser(ctx context.Context, url string) error { return openBrowser(ctx, url) }
 
 // openBrowser opens url with $BROWSER when set (the first of its
 // colon-separated commands; "%s" in it stands for the URL), else with the

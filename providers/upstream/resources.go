@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -125,6 +126,13 @@ func listResources(ctx context.Context, c *conn) ([]*mcp.Resource, []*mcp.Resour
 // prefix wins), on the caller's session with it. An unknown URI, or one
 // the server does not know, is sdk.ErrResourceNotFound.
 func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	if req.URI == StatusURI {
+		b, err := json.Marshal(p.Servers())
+		if err != nil {
+			return nil, err
+		}
+		return &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: StatusURI, MIMEType: "application/json", Text: string(b)}}}, nil
+	}
 	s := p.resourceServer(req.URI)
 	if s == nil {
 		return nil, fmt.Errorf("upstream provider: %w: %s", sdk.ErrResourceNotFound, req.URI)

@@ -38,9 +38,9 @@ const (
 	// signInWait bounds the wait for the browser to come back to the
 	// loopback redirect.
 	signInWait = 5 * time.Minute
-	// promptEvery is the least time between two browser sign-ins a server
-	// starts by itself for one upstream server: background reconnects do
-	// not open a window each.
+	// promptEvery is the least time after a browser sign-in left
+	// unfinished before a server starts another by itself for the same
+	// upstream server: background reconnects do not open a window each.
 	promptEvery = 15 * time.Minute
 	// tokenDirName is the folder of the token files in the provider's data
 	// directory.
@@ -449,8 +449,8 @@ func freeLoopbackPort() (int, error) {
 // listens on the loopback redirect, opens the authorization URL with open
 // (and logs it, for a user without a browser here), and waits up to
 // signInWait for the redirect. One sign-in per server runs at a time, and
-// when gate is set a server opens the browser by itself at most once per
-// promptEvery.
+// when gate is set a server whose last sign-in was left unfinished opens
+// the browser again only promptEvery after it.
 type browserSignIn struct {
 	log  hclog.Logger
 	open func(ctx context.Context, url string) error
@@ -476,13 +476,20 @@ func (b *browserSignIn) fetcher(s *server, redirect string) auth.AuthorizationCo
 		last := b.prompt[s.name]
 		if b.gate && !last.IsZero() && time.Since(last) < promptEvery {
 			b.mu.Unlock()
-			return nil, &signInError{server: s.name, why: "a sign-in in the browser was started less than 15 minutes ago and did not finish"}
+			return nil, &signInError{server: s.name, why: "a sign-in in the browser was started less than 15 minutes ago and left unfinished"}
 		}
 		b.prompt[s.name] = time.Now()
 		b.mu.Unlock()
 		l.Lock()
 		defer l.Unlock()
-		return b.run(ctx, s, redirect, args.URL)
+		res, err := b.run(ctx, s, redirect, args.URL)
+		if err == nil {
+			// Only a sign-in left unfinished holds the next one back.
+			b.mu.Lock()
+			delete(b.prompt, s.name)
+			b.mu.Unlock()
+		}
+		return res, err
 	}
 }
 

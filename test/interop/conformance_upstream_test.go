@@ -62,13 +62,7 @@ func TestConformanceThroughUpstream(t *testing.T) {
 // conformance/everything-server at the go-sdk version in go.mod.
 func buildEverythingServer(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "everything-server")
-	cmd := exec.CommandContext(testwait.Context(t), "go", "build", "-o", out, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
-	cmd.Dir = "."
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build everything-server: %v\n%s", err, b)
-	}
-	return out
+	return goBuild(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 }
 
 // runEverythingDirect serves everything-server over Streamable HTTP on a
@@ -113,16 +107,29 @@ func runEverythingDirect(t *testing.T, p prereqs, sb *sandbox, bin string) strin
 func runSuite(t *testing.T, p prereqs, sb *sandbox, url string) string {
 	t.Helper()
 	results := t.TempDir()
+	out := runConformanceSuite(t, p, results, sb.environ(p.nodeDir()), "against "+url, "server", "--url", url)
+	if os.Getenv("OPENHUMAN_CONFORMANCE_DETAILS") != "" {
+		t.Log(resultFiles(results))
+	}
+	return out
+}
+
+// runConformanceSuite runs the pinned conformance suite with args (its results
+// in results, env its environment) and returns its output without colour
+// codes. A failing scenario is not an error here: the caller compares;
+// not finishing, not running, or printing no summary is.
+func runConformanceSuite(t *testing.T, p prereqs, results string, env []string, what string, args ...string) string {
+	t.Helper()
 	ctx := testwait.Context(t)
 	cli := filepath.Join(p.home, "node_modules", ".bin", "conformance")
-	cmd := exec.CommandContext(ctx, cli, "server", "--url", url, "-o", results)
+	cmd := exec.CommandContext(ctx, cli, append(args, "-o", results)...)
 	cmd.Dir = results
-	cmd.Env = sb.environ(p.nodeDir())
+	cmd.Env = env
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	raw, err := cmd.CombinedOutput()
 	out := ansiEscape.ReplaceAllString(string(raw), "")
-	t.Logf("conformance suite against %s took %s", url, time.Since(start).Round(time.Millisecond))
+	t.Logf("conformance suite %s took %s", what, time.Since(start).Round(time.Millisecond))
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatalf("the conformance suite did not finish by the test's deadline; output:\n%s", indent(out))
 	}
@@ -132,9 +139,6 @@ func runSuite(t *testing.T, p prereqs, sb *sandbox, url string) string {
 	}
 	if len(scenarioLine.FindAllStringSubmatch(out, -1)) == 0 {
 		t.Fatalf("no scenario summary in the suite's output:\n%s", indent(out))
-	}
-	if os.Getenv("OPENHUMAN_CONFORMANCE_DETAILS") != "" {
-		t.Log(resultFiles(results))
 	}
 	return out
 }

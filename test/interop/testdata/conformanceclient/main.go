@@ -1,0 +1,182 @@
+// Command conformanceclient lets the MCP conformance suite's client mode
+// test openhuman-host's upstream side: run as the suite's client command,
+// it writes a config with the scenario's mock server as the host's one
+// upstream server (signing in with OAuth for the auth scenarios), starts
+// `openhuman-host serve` on stdio, and does through the host what the
+// go-sdk's conformance everything-client does against the server directly.
+//
+//	conformanceclient URL            (MCP_CONFORMANCE_SCENARIO, MCP_CONFORMANCE_CONTEXT and
+//	                                  OPENHUMAN_HOST_BIN in the environment)
+//	conformanceclient --as-browser URL
+//
+// With --as-browser it is the user's browser for the host's OAuth sign-in:
+// it follows the authorization URL to the host's loopback redirect, as a
+// user who approves at once would (the mock authorization server approves
+// without a page).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/internal/oauthtest"
+)
+
+func main() {
+	log.SetFlags(0)
+	if len(os.Args) == 3 && os.Args[1] == "--as-browser" {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := oauthtest.Follow(ctx, os.Args[2]); err != nil {
+			log.Fatalf("browser: %v", err)
+		}
+		return
+	}
+	if len(os.Args) < 2 {
+		log.Fatal("usage: conformanceclient URL")
+	}
+	if err := run(os.Args[len(os.Args)-1], os.Getenv("MCP_CONFORMANCE_SCENARIO")); err != nil {
+		log.Fatalf("scenario %q through openhuman-host: %v", os.Getenv("MCP_CONFORMANCE_SCENARIO"), err)
+	}
+}
+
+// run does scenario against serverURL through the host.
+func run(serverURL, scenario string) error {
+	host := os.Getenv("OPENHUMAN_HOST_BIN")
+	if host == "" {
+		return fmt.Errorf("OPENHUMAN_HOST_BIN is not set")
+	}
+	var confCtx map[string]any
+	_ = json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &confCtx)
+	dir, err := os.MkdirTemp("", "conformance-client-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	authLine, env := "", []string{}
+	if scenario == "auth/client-credentials-basic" {
+		// Machine to machine: the client credentials grant.
+		id, _ := confCtx["client_id"].(string)
+		secret, _ := confCtx["client_secret"].(string)
+		authLine = fmt.Sprintf("auth = { kind = \"oauth_client_credentials\", client_id = %q, client_secret_env = \"CONFORMANCE_CLIENT_SECRET\" }\n", id)
+		env = append(env, "CONFORMANCE_CLIENT_SECRET="+secret)
+	} else if strings.HasPrefix(scenario, "auth/") {
+		authLine = `auth = { kind = "oauth", client_metadata_url = "https://conformance-test.local/client-metadata.json"`
+		if id, ok := confCtx["client_id"].(string); ok {
+			authLine += fmt.Sprintf(", client_id = %q", id)
+			if secret, ok := confCtx["client_secret"].(string); ok {
+				authLine += `, client_secret_env = "CONFORMANCE_CLIENT_SECRET"`
+				env = append(env, "CONFORMANCE_CLIENT_SECRET="+secret)
+			}
+		}
+		authLine += " }\n"
+	}
+	cfg := fmt.Sprintf(`[server]
+data_dir = %q
+log_level = "debug"
+provider_start_timeout_secs = 60
+
+[autonomy]
+level = "full"
+confirm_acts = "off"
+
+[providers.memory]
+enabled = false
+
+[providers.agent]
+enabled = false
+
+[[upstream.servers]]
+name = "conformance"
+endpoint = %q
+prefix = ""
+trust_annotations = true
+%s`, filepath.Join(dir, "data"), serverURL, authLine)
+	cfgPath := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	cmd := exec.Command(host, "--config", cfgPath, "serve")
+	cmd.Env = append(append(os.Environ(), env...), "BROWSER="+self+" --as-browser")
+	cmd.Stderr = os.Stderr
+	changed := make(chan struct{}, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1.0.0"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	// The suite's mock servers speak MCP up to 2025-11-25, and the go-sdk
+	// client settles on that with them; the client asks the host for the
+	// same, so that a server's requests during a call (elicitation) reach
+	// it as they would directly.
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return fmt.Errorf("connect to openhuman-host: %w", err)
+	}
+	defer session.Close()
+
+	tool, args := "", map[string]any{}
+	switch {
+	case scenario == "tools_call":
+		tool, args = "add_numbers", map[string]any{"a": 5, "b": 3}
+	case scenario == "elicitation-sep1034-client-defaults":
+		tool = "test_client_elicitation_defaults"
+	case scenario == "sse-retry":
+		tool = "test_reconnection"
+	case strings.HasPrefix(scenario, "auth/"):
+		tool = "test-tool"
+	}
+	// The server's tools arrive once the host has connected (and signed
+	// in) to it: at start, or later with tools/list_changed.
+	for {
+		res, err := session.ListTools(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		if tool == "" && len(res.Tools) > 0 {
+			return nil
+		}
+		if tool != "" && slices.ContainsFunc(res.Tools, func(t *mcp.Tool) bool { return t.Name == tool }) {
+			break
+		}
+		select {
+		case <-changed:
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("the host never listed the server's tool %q", tool)
+		}
+	}
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return fmt.Errorf("tools/call %s: %w", tool, err)
+	}
+	if res.IsError {
+		b, _ := json.Marshal(res.Content)
+		return fmt.Errorf("tools/call %s: isError: %s", tool, b)
+	}
+	return nil
+}

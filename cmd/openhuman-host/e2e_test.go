@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/audit"
@@ -36,6 +37,19 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// As an upstream stdio server, the binary serves one tool, echo.
+	if len(os.Args) == 2 && os.Args[1] == mcpServerArg {
+		s := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, nil)
+		mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Text string `json:"text"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo:" + in.Text}}}, nil, nil
+		})
+		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if len(os.Args) == 3 && os.Args[1] == "provider" {
 		if err := runProvider(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -55,6 +69,10 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// mcpServerArg makes the test binary act as an upstream MCP server over
+// stdio with one tool, echo (see TestMain).
+const mcpServerArg = "--test-as-mcp-server"
 
 // browserArg makes the test binary act as a browser that approves an OAuth
 // sign-in (see TestMain): set BROWSER to the binary and it.

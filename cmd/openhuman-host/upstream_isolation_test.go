@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
+)
+
+// TestServeUpstreamIsolation serves one dead HTTP upstream server, one that
+// answers 401 and a healthy stdio one: the healthy one's tools are listed
+// and callable from the start, a call of a missing tool says which server
+// is down and why, and once the dead server starts its tools appear with
+// tools/list_changed, without SIGHUP.
+func TestServeUpstreamIsolation(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := ln.Addr().String()
+	ln.Close()
+	locked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "sign in first", http.StatusUnauthorized)
+	}))
+	defer locked.Close()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.toml")
+	cfg := fmt.Sprintf(`[server]
+data_dir = %q
+log_level = "off"
+%s
+[providers.memory]
+enabled = false
+
+[providers.agent]
+enabled = false
+
+[[upstream.servers]]
+name = "dead"
+endpoint = "http://%s/mcp"
+
+[[upstream.servers]]
+name = "locked"
+endpoint = %q
+
+[[upstream.servers]]
+name = "local"
+command = %q
+args = [%q]
+`, filepath.Join(dir, "data"), slowStart, deadAddr, locked.URL, testExe(t), mcpServerArg)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 10)
+	cmd := exec.Command(testExe(t), "--config", cfgPath, "serve")
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	client := mcp.NewClient(&mcp.Implementation{Name: "isolation-test", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := client.Connect(testwait.Context(t), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	names := func() []string {
+		res, err := cs.ListTools(testwait.Context(t), nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		var out []string
+		for _, tool := range res.Tools {
+			out = append(out, tool.Name)
+		}
+		return out
+	}
+	if got := names(); !slices.Contains(got, "local__echo") || slices.ContainsFunc(got, func(n string) bool {
+		return strings.HasPrefix(n, "dead__") || strings.HasPrefix(n, "locked__")
+	}) {
+		t.Fatalf("tools at start = %v, want local__echo and nothing of dead or locked", got)
+	}
+	if text, isErr := mcpCallText(t, cs, "local__echo", `{"text":"hi"}`); isErr || text != "echo:hi" {
+		t.Fatalf("local__echo = %q (isError %v)", text, isErr)
+	}
+	res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: "locked__anything", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), `it belongs to upstream server "locked", which is down (`) ||
+		!strings.Contains(err.Error(), "it requires authorization") {
+		t.Errorf("calling a tool of the 401 server: %v %+v", err, res)
+	}
+
+	srv := mcp.NewServer(&mcp.Implementation{Name: "late", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "hello"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "late hello"}}}, nil, nil
+	})
+	for len(changed) > 0 { // only the notification for the late server counts
+		<-changed
+	}
+	late, err := net.Listen("tcp", deadAddr)
+	if err != nil {
+		t.Skipf("the dead server's port was taken meanwhile: %v", err)
+	}
+	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	go func() { _ = hs.Serve(late) }()
+	defer hs.Close()
+	testwait.Recv(t, changed, "notifications/tools/list_changed once the dead server is up")
+	testwait.Until(t, "the late server's tools", func() bool { return slices.Contains(names(), "dead__hello") })
+	if text, isErr := mcpCallText(t, cs, "dead__hello", `{}`); isErr || text != "late hello" {
+		t.Fatalf("dead__hello = %q (isError %v)", text, isErr)
+	}
+}

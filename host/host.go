@@ -663,8 +663,9 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 		Args:    []string{"provider", config.UpstreamProvider},
 		Config:  raw,
 		DataDir: filepath.Join(dataDir, config.UpstreamProvider),
-		// What opening a browser for an OAuth sign-in needs.
-		Env: []string{"BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"},
+		// What opening a browser for an OAuth sign-in needs, and the key
+		// of the token files.
+		Env: []string{"BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", upstream.TokenKeyEnv},
 	}, true, nil
 }
 

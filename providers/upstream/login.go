@@ -65,7 +65,10 @@ func Login(ctx context.Context, s config.UpstreamServer, oauth *config.OAuthSett
 	srv.oauth = &oauthSettings{Kind: oauth.Kind, ClientID: oauth.ClientID, ClientSecret: oauth.ClientSecret,
 		ClientMetadataURL: oauth.ClientMetadataURL, Scopes: oauth.Scopes, Interactive: true}
 	b := &browserSignIn{log: o.Logger, open: o.Open}
-	store := tokenStore{dir: TokenDir(dataDir)}
+	store, err := newTokenStore(TokenDir(dataDir))
+	if err != nil {
+		return LoginResult{}, err
+	}
 	h, err := newOAuthHandler(srv, oauthFlow{store: store, log: o.Logger, fetch: b.fetcher, client: o.HTTPClient, fresh: true})
 	if err != nil {
 		return LoginResult{}, err

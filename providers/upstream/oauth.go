@@ -2,6 +2,10 @@ package upstream
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,8 +104,87 @@ type tokenRecord struct {
 	Token     *oauth2.Token    `json:"token"`
 }
 
-// tokenStore keeps one token file per server in dir.
-type tokenStore struct{ dir string }
+// TokenKeyEnv names the environment variable that, when set, holds the key
+// the token files are encrypted with: 32 random bytes as 64 hex digits
+// (`openssl rand -hex 32`). A file written with a key cannot be read
+// without it; one written without stays readable and is encrypted the
+// next time it is saved.
+const TokenKeyEnv = "OPENHUMAN_TOKEN_KEY"
+
+// tokenStore keeps one token file per server in dir, sealed with key
+// (AES-256-GCM) when it is set.
+type tokenStore struct {
+	dir string
+	key []byte
+}
+
+// newTokenStore is the store in dir with the key from the environment; a
+// malformed key is an error naming the variable.
+func newTokenStore(dir string) (tokenStore, error) {
+	t := tokenStore{dir: dir}
+	raw := os.Getenv(TokenKeyEnv)
+	if raw == "" {
+		return t, nil
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(raw))
+	if err != nil || len(key) != 32 {
+		return t, fmt.Errorf("%s must be 32 bytes as 64 hex digits (openssl rand -hex 32)", TokenKeyEnv)
+	}
+	t.key = key
+	return t, nil
+}
+
+// sealed is a token file encrypted with the store's key.
+type sealed struct {
+	Sealed     string `json:"sealed"` // "aes-256-gcm"
+	Nonce      []byte `json:"nonce"`
+	Ciphertext []byte `json:"ciphertext"`
+}
+
+// seal encrypts b when the store has a key; the server name is bound to
+// the ciphertext, so a file cannot be passed off as another server's.
+func (t tokenStore) seal(server string, b []byte) ([]byte, error) {
+	if t.key == nil {
+		return b, nil
+	}
+	aead, err := t.aead()
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return json.Marshal(sealed{Sealed: "aes-256-gcm", Nonce: nonce, Ciphertext: aead.Seal(nil, nonce, b, []byte(server))})
+}
+
+// open decrypts a sealed file; plain JSON is returned as it is.
+func (t tokenStore) open(server string, b []byte) ([]byte, error) {
+	var s sealed
+	if json.Unmarshal(b, &s) != nil || s.Sealed == "" {
+		return b, nil
+	}
+	if t.key == nil {
+		return nil, fmt.Errorf("it is encrypted and %s is not set", TokenKeyEnv)
+	}
+	aead, err := t.aead()
+	if err != nil {
+		return nil, err
+	}
+	out, err := aead.Open(nil, s.Nonce, s.Ciphertext, []byte(server))
+	if err != nil {
+		return nil, fmt.Errorf("it cannot be decrypted with the key in %s", TokenKeyEnv)
+	}
+	return out, nil
+}
+
+func (t tokenStore) aead() (cipher.AEAD, error) {
+	block, err := aes.NewCipher(t.key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
 
 func (t tokenStore) path(server string) string { return filepath.Join(t.dir, server+".json") }
 
@@ -117,6 +200,10 @@ func (t tokenStore) load(server, endpoint string) (*tokenRecord, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the sign-in of upstream server %q: %w", server, err)
+	}
+	if b, err = t.open(server, b); err != nil {
+		return nil, fmt.Errorf("read the sign-in of upstream server %q from %s: %w; sign in again after `openhuman-host upstream logout %s`",
+			server, t.path(server), err, server)
 	}
 	var rec tokenRecord
 	if err := json.Unmarshal(b, &rec); err != nil {
@@ -140,6 +227,9 @@ func (t tokenStore) save(rec *tokenRecord) error {
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
+	}
+	if b, err = t.seal(rec.Server, b); err != nil {
+		return fmt.Errorf("save the sign-in of upstream server %q: encrypt it: %w", rec.Server, err)
 	}
 	f, err := os.CreateTemp(t.dir, "."+rec.Server+"-*.tmp")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/oauth2"
 
 	"github.com/openhuman/openhuman-host/internal/oauthtest"
 	"github.com/openhuman/openhuman-host/internal/testwait"
@@ -118,5 +119,51 @@ func TestOAuthExpiredSignInDidNotRun(t *testing.T) {
 	}
 	if b.Opened.Load() != 1 {
 		t.Errorf("browser opened %d times, want only the first sign-in's", b.Opened.Load())
+	}
+}
+
+// TestTokenStoreEncryption: with a key, a token file holds no token in
+// the clear, is bound to its server, and cannot be read without the key or
+// with another; a file written without a key stays readable.
+func TestTokenStoreEncryption(t *testing.T) {
+	dir := t.TempDir()
+	key := bytes.Repeat([]byte{7}, 32)
+	rec := &tokenRecord{Server: "web", Endpoint: "https://h/mcp", ClientID: "c", Token: &oauth2.Token{AccessToken: "at-plain-secret", RefreshToken: "rt-plain-secret"}}
+	sealedStore := tokenStore{dir: dir, key: key}
+	if err := sealedStore.save(rec); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(sealedStore.path("web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("plain-secret")) {
+		t.Fatalf("the sealed file holds a token in the clear: %s", raw)
+	}
+	got, err := sealedStore.load("web", "https://h/mcp")
+	if err != nil || got == nil || got.Token.AccessToken != "at-plain-secret" {
+		t.Fatalf("load with the key = %+v, %v", got, err)
+	}
+	for name, s := range map[string]tokenStore{"no key": {dir: dir}, "another key": {dir: dir, key: bytes.Repeat([]byte{8}, 32)}} {
+		if _, err := s.load("web", "https://h/mcp"); err == nil || !strings.Contains(err.Error(), TokenKeyEnv) {
+			t.Errorf("load with %s: %v, want an error naming %s", name, err, TokenKeyEnv)
+		}
+	}
+	if err := os.Rename(sealedStore.path("web"), sealedStore.path("other")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sealedStore.load("other", "https://h/mcp"); err == nil {
+		t.Error("a file sealed for one server was read as another's")
+	}
+	plain := tokenStore{dir: dir}
+	if err := plain.save(rec); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sealedStore.load("web", "https://h/mcp"); err != nil || got == nil {
+		t.Errorf("a file written without a key, read with one: %+v, %v", got, err)
+	}
+	t.Setenv(TokenKeyEnv, "not hex")
+	if _, err := newTokenStore(dir); err == nil || !strings.Contains(err.Error(), "64 hex digits") {
+		t.Errorf("a malformed key: %v", err)
 	}
 }

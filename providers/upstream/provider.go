@@ -181,9 +181,11 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	if err != nil {
 		return err
 	}
-	store := tokenStore{}
+	var store tokenStore
 	if req.DataDir != "" {
-		store.dir = filepath.Join(req.DataDir, tokenDirName)
+		if store, err = newTokenStore(filepath.Join(req.DataDir, tokenDirName)); err != nil {
+			return err
+		}
 	}
 	for _, s := range servers {
 		if s.oauth == nil || s.unavailable != "" || !s.enabled {

@@ -144,6 +144,11 @@ type upstreamEntry struct {
 	AllowedTools    []string `json:"allowed_tools"`
 	DisallowedTools []string `json:"disallowed_tools"`
 	Auth            string   `json:"auth,omitempty"`
+	// State and Error are the server's state in the newest server
+	// running on the data directory (connected, connecting, failed);
+	// empty when none runs.
+	State string `json:"state,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 func newUpstreamListCmd(g *globalFlags) *cobra.Command {
@@ -153,17 +158,30 @@ func newUpstreamListCmd(g *globalFlags) *cobra.Command {
 		Short: "List the configured upstream servers (from the config; nothing is contacted)",
 		Long: "list prints every [[upstream.servers]] entry: its transport, whether it is enabled, its target\n" +
 			"(an HTTP endpoint reduced to scheme://host[:port], or a stdio command line), the prefix of its\n" +
-			"tools, its call timeout and its allowed_tools and disallowed_tools. Use \"upstream check NAME\"\n" +
-			"to connect to one.",
+			"tools, its call timeout and its allowed_tools and disallowed_tools. When a server runs on the\n" +
+			"data directory, STATE is what that server reports for it (connected, connecting, failed, with the\n" +
+			"error below the table). Use \"upstream check NAME\" to connect to one.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, _, err := loadConfig(g)
 			if err != nil {
 				return err
 			}
+			live := map[string]upstream.ServerStatus{}
+			if dataDir, err := cfg.DataDir(); err == nil {
+				if reports, err := readStatusReports(dataDir); err == nil && len(reports) > 0 {
+					for _, u := range reports[len(reports)-1].Upstream {
+						live[u.Name] = u
+					}
+				}
+			}
 			entries := make([]upstreamEntry, 0, len(cfg.Upstream.Checked))
 			for _, s := range cfg.Upstream.Checked {
-				entries = append(entries, newUpstreamEntry(s))
+				e := newUpstreamEntry(s)
+				if u, ok := live[s.Name]; ok && s.Enabled {
+					e.State, e.Error = u.State, u.Error
+				}
+				entries = append(entries, e)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -176,11 +194,18 @@ func newUpstreamListCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tTRANSPORT\tENABLED\tTARGET\tPREFIX\tTIMEOUT\tALLOWED\tDENIED")
+			fmt.Fprintln(w, "NAME\tTRANSPORT\tSTATE\tTARGET\tPREFIX\tTIMEOUT\tALLOWED\tDENIED")
+			var failures []string
 			for _, e := range entries {
 				state := "enabled"
 				if !e.Enabled {
 					state = "disabled"
+				}
+				if e.State != "" {
+					state = e.State
+				}
+				if e.Error != "" {
+					failures = append(failures, fmt.Sprintf("%s: %s", e.Name, oneLine(e.Error, 300)))
 				}
 				prefix := e.Prefix
 				if prefix == "" {
@@ -189,7 +214,13 @@ func newUpstreamListCmd(g *globalFlags) *cobra.Command {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%ds\t%s\t%s\n", e.Name, e.Transport, state, oneLine(e.Target, 120),
 					prefix, e.TimeoutSecs, toolList(e.AllowedTools, "all"), toolList(e.DisallowedTools, "-"))
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			for _, f := range failures {
+				fmt.Fprintln(out, f)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the servers as a JSON array")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -103,6 +104,15 @@ args = [%q]
 		!strings.Contains(err.Error(), "it requires authorization") {
 		t.Errorf("calling a tool of the 401 server: %v %+v", err, res)
 	}
+
+	// upstream list shows what the running server reports.
+	list := regexp.MustCompile(`(?m)^dead +http +failed .*\n(.*\n)*locked +http +failed .*\n(.*\n)*local +stdio +connected `)
+	testwait.Until(t, "upstream list to show each server's state", func() bool {
+		cmd := exec.Command(testExe(t), "--config", cfgPath, "upstream", "list")
+		cmd.Env = append(os.Environ(), cliEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		return err == nil && list.Match(out) && strings.Contains(string(out), "locked: upstream server \"locked\"")
+	})
 
 	srv := mcp.NewServer(&mcp.Implementation{Name: "late", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "hello"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {

@@ -46,7 +46,7 @@ allowed_tools = ["read_file"]
 		}
 	}
 	for _, re := range []string{
-		`(?m)^NAME\s+TRANSPORT\s+ENABLED\s+TARGET\s+PREFIX\s+TIMEOUT\s+ALLOWED\s+DENIED$`,
+		`(?m)^NAME\s+TRANSPORT\s+STATE\s+TARGET\s+PREFIX\s+TIMEOUT\s+ALLOWED\s+DENIED$`,
 		`(?m)^remote\s+http\s+enabled\s+<redacted>\s+remote__\s+45s\s+all\s+delete_\*,drop$`,
 		`(?m)^files\s+stdio\s+disabled\s+npx -y @modelcontextprotocol/server-filesystem "/home/me/My Docs"\s+""\s+30s\s+read_file\s+-$`,
 	} {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -107,22 +106,23 @@ func runEverythingDirect(t *testing.T, p prereqs, sb *sandbox, bin string) strin
 func runSuite(t *testing.T, p prereqs, sb *sandbox, url string) string {
 	t.Helper()
 	results := t.TempDir()
-	out := runConformanceSuite(t, p, results, sb.environ(p.nodeDir()), "against "+url, "server", "--url", url)
+	out := runConformanceSuite(t, results, sb.environ(p.nodeDir()), "against "+url, p.conformance("server", "--url", url)...)
 	if os.Getenv("OPENHUMAN_CONFORMANCE_DETAILS") != "" {
 		t.Log(resultFiles(results))
 	}
 	return out
 }
 
-// runConformanceSuite runs the pinned conformance suite with args (its results
-// in results, env its environment) and returns its output without colour
-// codes. A failing scenario is not an error here: the caller compares;
-// not finishing, not running, or printing no summary is.
-func runConformanceSuite(t *testing.T, p prereqs, results string, env []string, what string, args ...string) string {
+// runConformanceSuite runs argv, a command line of the pinned conformance
+// suite (its results in results, env its environment), and returns its
+// output without colour codes. A failing scenario is not an error here:
+// the caller compares; not finishing, not running, or printing no summary
+// is.
+func runConformanceSuite(t *testing.T, results string, env []string, what string, argv ...string) string {
 	t.Helper()
 	ctx := testwait.Context(t)
-	cli := filepath.Join(p.home, "node_modules", ".bin", "conformance")
-	cmd := exec.CommandContext(ctx, cli, append(args, "-o", results)...)
+	argv = append(argv, "-o", results)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = results
 	cmd.Env = env
 	cmd.WaitDelay = 5 * time.Second

@@ -74,6 +74,19 @@ func (p prereqs) nodeDir() string {
 
 func (p prereqs) node() string { return filepath.Join(p.nodeDir(), "node") }
 
+// conformance is the command line of the pinned conformance suite for
+// server mode (0.1.16), by its script rather than node_modules/.bin, which
+// the client mode's package (conformanceClient) provides too.
+func (p prereqs) conformance(args ...string) []string {
+	return append([]string{p.node(), filepath.Join(p.home, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")}, args...)
+}
+
+// conformanceClient is the command line of the pinned conformance suite
+// for client mode (0.2.0-alpha.11, installed as conformance-client).
+func (p prereqs) conformanceClient(args ...string) []string {
+	return append([]string{p.node(), filepath.Join(p.home, "node_modules", "conformance-client", "dist", "index.js")}, args...)
+}
+
 func requireServer(t *testing.T) prereqs {
 	t.Helper()
 	if runtime.GOOS != "linux" {
@@ -574,8 +587,8 @@ func runConformance(t *testing.T, p prereqs, sb *sandbox, url, scenario string) 
 	t.Helper()
 	results := t.TempDir()
 	ctx := testwait.Context(t)
-	cli := filepath.Join(p.home, "node_modules", ".bin", "conformance")
-	cmd := exec.CommandContext(ctx, cli, "server", "--url", url, "--scenario", scenario, "-o", results)
+	argv := p.conformance("server", "--url", url, "--scenario", scenario, "-o", results)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = results
 	// The suite needs Node >= 22: the pinned one goes first on PATH.
 	cmd.Env = sb.environ(p.nodeDir())

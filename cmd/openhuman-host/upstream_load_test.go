@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
+)
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestManyHTTPClientsOnOneStdioUpstream connects 64 client sessions over
+// HTTP to the built server, four times the upstream sessions kept while
+// unused, and has each call a stdio upstream server's tool at once: each
+// client gets a session (and process) of its own with the server, and no
+// call fails.
+func TestManyHTTPClientsOnOneStdioUpstream(t *testing.T) {
+	t.Parallel()
+	const (
+		clients = 64
+		calls   = 5
+	)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.toml")
+	cfg := fmt.Sprintf(`[server]
+data_dir = %q
+log_level = "off"
+%s
+[autonomy]
+level = "full"
+confirm_acts = "off"
+
+[providers.memory]
+enabled = false
+
+[providers.agent]
+enabled = false
+
+[[upstream.servers]]
+name = "local"
+command = %q
+args = [%q]
+read_only_tools = ["echo"]
+`, filepath.Join(dir, "data"), slowStart, testExe(t), mcpServerArg)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	token := hex.EncodeToString([]byte("a test token of 32 random bytes!"))
+	cmd := exec.Command(testExe(t), "--config", cfgPath, "serve", "--transport", "http", "--port", "0")
+	cmd.Env = append(os.Environ(), cliEnv+"=1", "OPENHUMAN_MCP_TOKEN="+token)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "openhuman-host: MCP endpoint "); ok {
+				urls <- u
+			}
+		}
+	}()
+	url := testwait.Recv(t, urls, "the server's endpoint line")
+
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*calls+clients)
+	for c := range clients {
+		wg.Go(func() {
+			client := mcp.NewClient(&mcp.Implementation{Name: fmt.Sprintf("load-%d", c), Version: "1"}, nil)
+			cs, err := client.Connect(testwait.Context(t), &mcp.StreamableClientTransport{Endpoint: url,
+				HTTPClient: &http.Client{Transport: bearerTransport{token}}}, nil)
+			if err != nil {
+				errs <- fmt.Errorf("client %d: connect: %w", c, err)
+				return
+			}
+			defer cs.Close()
+			for i := range calls {
+				res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: "local__echo", Arguments: map[string]any{"text": fmt.Sprintf("%d-%d", c, i)}})
+				switch {
+				case err != nil:
+					errs <- fmt.Errorf("client %d call %d: %w", c, i, err)
+				case res.IsError:
+					errs <- fmt.Errorf("client %d call %d: isError: %v", c, i, res.Content)
+				case res.Content[0].(*mcp.TextContent).Text != fmt.Sprintf("echo:%d-%d", c, i):
+					errs <- fmt.Errorf("client %d call %d: %v", c, i, res.Content[0])
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	n := 0
+	for err := range errs {
+		if n++; n <= 5 {
+			t.Error(err)
+		}
+	}
+	if n > 0 {
+		t.Errorf("%d of %d calls failed", n, clients*calls)
+	}
+
+}

@@ -141,7 +141,7 @@ func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, fir
 	}()
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(bg, s.start)
+		ctx, cancel := context.WithTimeout(bg, attemptTimeout(s))
 		c, err := p.connect(ctx, s, nil)
 		timedOut := ctx.Err() != nil && bg.Err() == nil
 		cancel()
@@ -175,7 +175,7 @@ func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, fir
 		}
 		msg := redactText(err.Error())
 		if timedOut {
-			msg = fmt.Sprintf("%s did not connect within %s (start_timeout_secs): %s", s.where(), s.start, msg)
+			msg = fmt.Sprintf("%s did not connect within %s (start_timeout_secs): %s", s.where(), attemptTimeout(s), msg)
 		}
 		delay := min(firstConnectRetry<<min(attempt-1, 10), maxConnectRetry)
 		p.mu.Lock()
@@ -232,4 +232,14 @@ func (p *Provider) downReason(name string) string {
 	}
 	slices.Sort(out)
 	return strings.Join(out, "; ")
+}
+
+// attemptTimeout bounds one attempt to connect s: its start_timeout_secs,
+// or, for a server that may ask its user to sign in in the browser, at
+// least the time the user is given for that.
+func attemptTimeout(s *server) time.Duration {
+	if s.oauth != nil && s.oauth.Interactive {
+		return max(s.start, signInWait+30*time.Second)
+	}
+	return s.start
 }

@@ -311,7 +311,16 @@ func runUpstreamCheck(cmd *cobra.Command, g *globalFlags, name string, asJSON bo
 	if err != nil {
 		return err
 	}
-	r := upstream.Check(cmd.Context(), s, headers, endpoint, log)
+	oauth, err := s.ResolveOAuth(os.Getenv)
+	if err != nil {
+		return err
+	}
+	dataDir, err := cfg.DataDir()
+	if err != nil {
+		return err
+	}
+	r := upstream.CheckWith(cmd.Context(), s, headers, endpoint, log,
+		&upstream.CheckOptions{OAuth: oauth, DataDir: filepath.Join(dataDir, config.UpstreamProvider)})
 	out := cmd.OutOrStdout()
 	if asJSON {
 		o := checkOutput{Report: r, Enabled: s.Enabled, OK: r.Err == nil}

@@ -255,6 +255,9 @@ func TestUpstreamLoginThenCall(t *testing.T) {
 	if out, err := cli("tools", "call", "web__whoami"); err != nil || !strings.Contains(out, "signed-in user") {
 		t.Fatalf("tools call once signed in: %v\n%s", err, out)
 	}
+	if out, err := cli("upstream", "check", "web"); err != nil || !strings.Contains(out, "1 tools, 1 exposed") {
+		t.Fatalf("upstream check once signed in: %v\n%s", err, out)
+	}
 	if out, err := cli("upstream", "logout", "web"); err != nil || !strings.Contains(out, "Signed out of web.") {
 		t.Fatalf("upstream logout: %v\n%s", err, out)
 	}

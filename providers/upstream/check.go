@@ -81,6 +81,25 @@ type AuthReport struct {
 // server answers 401, Report.Auth holds the auth discovery result. A stdio
 // server's stderr goes to log at debug level; nil discards it.
 func Check(ctx context.Context, s config.UpstreamServer, headers map[string]string, endpoint string, log hclog.Logger) Report {
+	return CheckWith(ctx, s, headers, endpoint, log, nil)
+}
+
+// CheckOptions is what [CheckWith] needs besides [Check]'s arguments.
+type CheckOptions struct {
+	// OAuth is the server's resolved sign-in settings
+	// ([config.UpstreamServer.ResolveOAuth]), for the oauth auth kinds;
+	// nil for others.
+	OAuth *config.OAuthSettings
+	// DataDir is the upstream provider's data directory (<data
+	// dir>/upstream), whose stored sign-in is used. The check never
+	// starts a sign-in: without a valid one it fails saying to run
+	// `openhuman-host upstream login NAME`.
+	DataDir string
+}
+
+// CheckWith is [Check] for a server that signs in with OAuth, using its
+// stored sign-in (see [CheckOptions]); nil opts is Check.
+func CheckWith(ctx context.Context, s config.UpstreamServer, headers map[string]string, endpoint string, log hclog.Logger, opts *CheckOptions) Report {
 	r := Report{Name: s.Name, Transport: "http", Endpoint: redactString(s.Endpoint)}
 	if s.Command != "" {
 		r.Transport, r.Endpoint = "stdio", s.Command
@@ -97,6 +116,20 @@ func Check(ctx context.Context, s config.UpstreamServer, headers map[string]stri
 		return r
 	}
 	r.Prefix = srv.prefix
+	if opts != nil && opts.OAuth != nil && srv.endpoint != nil {
+		o := opts.OAuth
+		srv.oauth = &oauthSettings{Kind: o.Kind, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
+			ClientMetadataURL: o.ClientMetadataURL, Scopes: o.Scopes}
+		store, err := newTokenStore(TokenDir(opts.DataDir))
+		if err != nil {
+			r.Err = err
+			return r
+		}
+		if srv.oauthHandler, err = newOAuthHandler(srv, oauthFlow{store: store, log: log}); err != nil {
+			r.Err = err
+			return r
+		}
+	}
 
 	cctx, cancel := context.WithTimeout(ctx, srv.timeout)
 	c, err := connect(cctx, log, srv, nil)

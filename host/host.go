@@ -259,6 +259,9 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	warnUnmatchedPatterns(o.Logger, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)
 	warnUnmatchedPatterns(o.Logger, cat, "autonomy.denied_tools", cfg.Autonomy.DeniedTools)
 	h.changeMu.Lock()
+	if h.statusFile != "" {
+		h.lastUpstream = h.upstreamServers()
+	}
 	h.writeStatus()
 	h.changeMu.Unlock()
 	if h.statusFile != "" {

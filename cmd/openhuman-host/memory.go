@@ -175,14 +175,18 @@ func runRecover(cmd *cobra.Command, g *globalFlags, force bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sum, err := memory.New(&memory.Options{Logger: m.log.Named("memory")}).Recover(ctx, m.dir, &memory.RecoverOptions{Force: force})
+	out := cmd.OutOrStdout()
 	if errors.Is(err, memory.ErrNotDamaged) {
-		return fmt.Errorf("%w; nothing to do (--force rebuilds it anyway)", memory.ErrNotDamaged)
+		_, err := fmt.Fprintf(out, "%s; nothing to do (--force rebuilds it anyway)\n", memory.ErrNotDamaged)
+		return err
 	}
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "the damaged database is kept as %s\n", sum.MovedTo)
+	fmt.Fprintf(out, "the old database is kept as %s\n", sum.MovedTo)
+	if sum.SchemaUnreadable {
+		fmt.Fprintln(out, "SQLite could not read the old database's schema (its header or first pages are damaged, or it is not a SQLite file): nothing could be recovered, and memory starts empty")
+	}
 	fmt.Fprintf(out, "rebuilt memory.db: %s, %s, %s, %s, %s\n", plural(sum.Sources, "source"), plural(sum.Documents, "document"),
 		plural(sum.Chunks, "chunk"), plural(sum.ChunkTags, "chunk tag"), plural(sum.Embeddings, "embedding"))
 	if len(sum.Unreadable) > 0 {

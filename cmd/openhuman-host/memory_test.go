@@ -79,7 +79,7 @@ func TestMemoryRecoverCommand(t *testing.T) {
 		t.Errorf("memory recover lost %d documents, want the 1 to 4 on the damaged page:\n%s", lost, out)
 	}
 	for _, want := range []string{
-		"the damaged database is kept as " + path + ".damaged-",
+		"the old database is kept as " + path + ".damaged-",
 		fmt.Sprintf("rebuilt memory.db: 1 source, %d documents, %d chunks,", 32-lost, 32-lost),
 		"could not be read: chunks (1 region)",
 		"/z.md: damaged\n",
@@ -89,7 +89,7 @@ func TestMemoryRecoverCommand(t *testing.T) {
 			t.Errorf("memory recover printed\n%s\nwant a line with %q", out, want)
 		}
 	}
-	if out, err := cli("memory", "recover"); err == nil || !strings.Contains(out, "passed SQLite's integrity check; nothing to do (--force rebuilds it anyway)") {
+	if out, err := cli("memory", "recover"); err != nil || !strings.Contains(out, "passed SQLite's integrity check; nothing to do (--force rebuilds it anyway)") {
 		t.Errorf("memory recover on the rebuilt database: %v\n%s", err, out)
 	}
 	if out, err := cli("tools", "call", "memory_search", `{"query":"RECOVER-KEPT"}`); err != nil || !strings.Contains(out, "harbour notes") {

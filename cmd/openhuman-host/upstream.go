@@ -114,6 +114,9 @@ func newUpstreamLogoutCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if _, err := findUpstream(cfg, args[0]); err != nil {
+				return err
+			}
 			dataDir, err := cfg.DataDir()
 			if err != nil {
 				return err

@@ -1520,3 +1520,16 @@ func TestExpandEnv(t *testing.T) {
 		t.Errorf("a malformed reference in env: %v", err)
 	}
 }
+
+// TestUpstreamEndpointMustBeWellFormed: an endpoint that would be cut in
+// two in logs (a space, a broken escape in its query) is refused, naming
+// the key, without repeating the value.
+func TestUpstreamEndpointMustBeWellFormed(t *testing.T) {
+	t.Parallel()
+	for _, endpoint := range []string{"http://127.0.0.1/mcp?key=SEC RET", "http://127.0.0.1/mcp?key=SECRET%zz"} {
+		_, err := parse([]byte(lines("[[upstream.servers]]", `name = "a"`, fmt.Sprintf("endpoint = %q", endpoint))), "c.toml", noEnv("/home/u"))
+		if err == nil || !strings.Contains(err.Error(), "upstream.servers[0].endpoint") || strings.Contains(err.Error(), "SEC") {
+			t.Errorf("endpoint %q: %v", endpoint, err)
+		}
+	}
+}

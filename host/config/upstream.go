@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/openhuman/openhuman-host/internal/tomltype"
 )
@@ -218,8 +219,16 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 		case (s.Command == "") == (s.Endpoint == ""):
 			d.fail(at, "set exactly one of command (a stdio server) and endpoint (a Streamable HTTP server)")
 		case s.Endpoint != "":
-			if u, err := url.Parse(s.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			u, err := url.Parse(s.Endpoint)
+			switch {
+			case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 				d.fail(joinKey(at, "endpoint"), "must be an http or https URL such as https://mcp.example.com/mcp")
+			case strings.ContainsFunc(s.Endpoint, unicode.IsSpace):
+				d.fail(joinKey(at, "endpoint"), "must not contain spaces; percent-encode them (%%20)")
+			default:
+				if _, err := url.ParseQuery(u.RawQuery); err != nil {
+					d.fail(joinKey(at, "endpoint"), "has a query that is not valid URL encoding; percent-encode its values")
+				}
 			}
 		}
 		if s.Auth != nil && s.Endpoint == "" {

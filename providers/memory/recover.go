@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/openhuman/openhuman-host/internal/filelock"
 	"github.com/openhuman/openhuman-host/internal/sqliteerr"
 	"github.com/openhuman/openhuman-host/internal/sqlitefile"
 	"github.com/openhuman/openhuman-host/internal/sqliteuri"
@@ -61,6 +63,10 @@ type RecoverSummary struct {
 	// could not be read at all: what was in them is gone, rows and all.
 	// Empty when every row could be read.
 	Unreadable map[string]int
+	// SchemaUnreadable is set when SQLite could not read the database's
+	// schema (its header or first pages are damaged, or it is not a
+	// SQLite file): nothing could be read.
+	SchemaUnreadable bool
 }
 
 // Recover rebuilds the memory database in dataDir from what can still be
@@ -97,11 +103,44 @@ func (p *Provider) Recover(ctx context.Context, dataDir string, opts *RecoverOpt
 		}
 		return sum, fmt.Errorf("memory provider: recover: %w", err)
 	}
+	// Alone with the database: no server, import or other recovery has it
+	// open (they hold its lock shared), and none can open it until the
+	// new one is in place.
+	unlock, err := filelock.Exclusive(lockPath(path))
+	if errors.Is(err, filelock.ErrLocked) {
+		return sum, fmt.Errorf("memory provider: recover: %s is in use by another openhuman-host process (a server, a memory import, "+
+			"or another recover); stop it, then run memory recover again", path)
+	}
+	if err != nil {
+		return sum, fmt.Errorf("memory provider: recover: lock %s: %w", path, err)
+	}
+	defer unlock()
+	// A file that cannot be read at all is not damage to rebuild from.
+	f, err := os.Open(path)
+	if err == nil {
+		_, err = f.Read(make([]byte, 1))
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		f.Close()
+	}
+	if err != nil {
+		return sum, fmt.Errorf("memory provider: recover: cannot read %s: %w; nothing was changed", path, err)
+	}
 	old, err := sql.Open("sqlite3", sqliteuri.File(path, "mode=ro&_busy_timeout=5000"))
 	if err != nil {
 		return sum, fmt.Errorf("memory provider: recover: open %s: %w", path, err)
 	}
 	defer old.Close()
+	var tables int
+	switch err := old.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); {
+	case ctx.Err() != nil:
+		return sum, ctx.Err()
+	case sqliteerr.Corrupt(err):
+		sum.SchemaUnreadable = true
+	case err != nil:
+		return sum, fmt.Errorf("memory provider: recover: cannot read %s: %w; nothing was changed", path, err)
+	}
 	if !opts.Force {
 		var res string
 		err := old.QueryRowContext(ctx, "PRAGMA quick_check(1)").Scan(&res)
@@ -114,7 +153,7 @@ func (p *Provider) Recover(ctx context.Context, dataDir string, opts *RecoverOpt
 	}
 
 	newPath := path + ".recovering"
-	for _, suffix := range []string{"", "-wal", "-shm"} {
+	for _, suffix := range []string{"", "-wal", "-shm", ".lock"} {
 		if err := os.Remove(newPath + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return sum, fmt.Errorf("memory provider: recover: remove what an earlier recovery left: %w", err)
 		}
@@ -131,6 +170,7 @@ func (p *Provider) Recover(ctx context.Context, dataDir string, opts *RecoverOpt
 	if err == nil {
 		err = old.Close()
 	}
+	_ = os.Remove(lockPath(newPath))
 	if err != nil {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
 			_ = os.Remove(newPath + suffix)
@@ -141,7 +181,7 @@ func (p *Provider) Recover(ctx context.Context, dataDir string, opts *RecoverOpt
 		return sum, fmt.Errorf("memory provider: recover: %w", err)
 	}
 	for _, suffix := range []string{"-wal", "-shm", ""} {
-		if err := os.Rename(newPath+suffix, path+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Rename(newPath+suffix, path+suffix); err != nil && (suffix == "" || !errors.Is(err, fs.ErrNotExist)) {
 			return sum, fmt.Errorf("memory provider: recover: the damaged database is at %s; move %s to %s to finish: %w",
 				sum.MovedTo, newPath, path, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openhuman/openhuman-host/internal/filelock"
 	"github.com/openhuman/openhuman-host/internal/sqliteuri"
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -240,7 +241,7 @@ func TestMemoryRecoverNotADatabase(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Recover: %v", err)
 	}
-	if sum.Documents != 0 || !strings.HasPrefix(sum.MovedTo, path+".damaged-") {
+	if sum.Documents != 0 || !sum.SchemaUnreadable || !strings.HasPrefix(sum.MovedTo, path+".damaged-") {
 		t.Errorf("summary = %+v, want nothing rebuilt and the file moved aside", sum)
 	}
 	p := openProvider(t, dir, nil)
@@ -278,3 +279,55 @@ func TestMemoryRecoverInterruptedLeavesDatabase(t *testing.T) {
 type extractorFunc func(string) []Mention
 
 func (f extractorFunc) Extract(text string) []Mention { return f(text) }
+
+// TestMemoryRecoverIsAlone: recover refuses while another process (here a
+// configured provider) has the database open, nothing opens it while a
+// recovery runs, and a file that cannot be read is an error even with
+// Force, changing nothing.
+func TestMemoryRecoverIsAlone(t *testing.T) {
+	t.Parallel()
+	dir, clock := fillMemory(t, 3)
+	path := filepath.Join(dir, dbFileName)
+	damagePages(t, path, "ZQX-MARK-0001")
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p := New(&Options{Now: clock.Now})
+	if err := p.Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir}); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("Configure: %v", err)
+	}
+	unlock, err := filelock.Shared(lockPath(path)) // another process using it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(nil).Recover(context.Background(), dir, nil); err == nil || !strings.Contains(err.Error(), "is in use by another openhuman-host process") {
+		t.Fatalf("Recover while the database is in use: %v", err)
+	}
+	unlock()
+	unlock, err = filelock.Exclusive(lockPath(path)) // a recovery running
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := New(nil).Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir}); err == nil ||
+		!strings.Contains(err.Error(), "memory recover` is rebuilding it") {
+		t.Fatalf("Configure during a recovery: %v", err)
+	}
+	unlock()
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, orig) {
+		t.Fatal("the refused recoveries changed memory.db")
+	}
+
+	unreadable := t.TempDir()
+	if err := os.Mkdir(filepath.Join(unreadable, dbFileName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(nil).Recover(context.Background(), unreadable, &RecoverOptions{Force: true}); err == nil ||
+		!strings.Contains(err.Error(), "cannot read") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("Recover of a file that cannot be read: %v", err)
+	}
+	if info, err := os.Stat(filepath.Join(unreadable, dbFileName)); err != nil || !info.IsDir() {
+		t.Fatalf("the unreadable database was moved: %v", err)
+	}
+}

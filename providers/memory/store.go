@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm/clause"
 	gormlogger "gorm.io/gorm/logger"
 
+	"github.com/openhuman/openhuman-host/internal/filelock"
 	"github.com/openhuman/openhuman-host/internal/sqliteerr"
 	"github.com/openhuman/openhuman-host/internal/sqliteuri"
 )
@@ -50,7 +51,14 @@ type store struct {
 	extractors []Extractor
 	// path is the database file.
 	path string
+	// unlock releases the shared lock on path's lock file (see lockPath),
+	// which keeps a recovery from replacing the database under the store.
+	unlock func()
 }
+
+// lockPath is the lock file of the database at path: every process with
+// the database open holds it shared, and memory recover exclusive.
+func lockPath(path string) string { return path + ".lock" }
 
 // dsn returns the go-sqlite3 DSN for path. The parameters are applied by the
 // driver to every connection it opens, so the whole pool runs in WAL mode,
@@ -66,18 +74,26 @@ func openStore(ctx context.Context, path string, now func() time.Time, extractor
 	if err := privateFiles(path); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	unlock, err := filelock.Shared(lockPath(path))
+	if errors.Is(err, filelock.ErrLocked) {
+		return nil, fmt.Errorf("open %s: `openhuman-host memory recover` is rebuilding it; try again once it has finished", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: lock it: %w", path, err)
+	}
 	db, err := gorm.Open(sqlite.Open(dsn(path)), &gorm.Config{
 		// Statements carry memory bodies; they must never reach a log.
 		Logger:                 gormlogger.Discard,
 		SkipDefaultTransaction: true,
 	})
 	if err != nil {
+		unlock()
 		if isCorrupt(err) {
 			err = damaged(err.Error())
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &store{db: db, now: now, writeSlot: make(chan struct{}, 1), extractors: extractors, path: path}
+	s := &store{db: db, now: now, writeSlot: make(chan struct{}, 1), extractors: extractors, path: path, unlock: unlock}
 	if err := quickCheck(ctx, db); err != nil {
 		s.close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -184,6 +200,9 @@ func (s *store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 }
 
 func (s *store) close() error {
+	if s.unlock != nil {
+		defer s.unlock()
+	}
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return err

@@ -121,14 +121,14 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	elapsed := time.Since(start).Round(time.Millisecond)
 	var ierr *instanceError
 	if errors.As(err, &ierr) {
-		p.log.Warn("search failed", "endpoint", c.endpoint(), "status", status, "duration", elapsed, "error", ierr.msg)
+		p.log.Warn("search failed", "endpoint", c.endpoint(), "status", status, "duration", elapsed.String(), "error", ierr.msg)
 		return sdk.ErrorResult("%s: %s", ToolSearch, ierr.msg), nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	out := normalise(raw, args.query, args.maxResults)
-	p.log.Debug("search", "endpoint", c.endpoint(), "status", status, "duration", elapsed,
+	p.log.Debug("search", "endpoint", c.endpoint(), "status", status, "duration", elapsed.String(),
 		"results", len(out.Results), "unresponsive_engines", len(out.UnresponsiveEngines))
 	if allEnginesFailed(out) {
 		return sdk.ErrorResult("%s: every engine failed: %s. SearXNG at %s got no results from any of its engines: "+

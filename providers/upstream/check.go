@@ -385,8 +385,11 @@ func hint(s config.UpstreamServer, kind string, authServers ...string) string {
 		if len(authServers) > 0 {
 			where = " (authorization server " + authServers[0] + ")"
 		}
+		if s.Auth != nil && (s.Auth.Kind == "oauth" || s.Auth.Kind == "oauth_client_credentials") {
+			return fmt.Sprintf("this server wants OAuth%s and has no valid sign-in: run `openhuman-host upstream login %s`", where, s.Name)
+		}
 		return refused + "this server wants OAuth" + where +
-			"; openhuman-host does not run OAuth flows yet: obtain a token and " + bearer
+			fmt.Sprintf(": set auth = { kind = \"oauth\" } %s, then run `openhuman-host upstream login %s`", entry, s.Name)
 	case "bearer":
 		return refused + "this server wants a bearer token: " + bearer
 	case "basic":

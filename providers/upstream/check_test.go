@@ -127,7 +127,7 @@ func TestCheckAuthDiscovery(t *testing.T) {
 	if !reflect.DeepEqual(*a, want) {
 		t.Errorf("auth report\n got %+v\nwant %+v", *a, want)
 	}
-	for _, part := range []string{"OAuth", "authorization server " + base + "/issuer", `kind = "bearer_token"`, `token_env = "SECURE_MCP_TOKEN"`, `name = "secure-mcp"`} {
+	for _, part := range []string{"OAuth", "authorization server " + base + "/issuer", `kind = "oauth"`, "upstream login secure-mcp", `name = "secure-mcp"`} {
 		if !strings.Contains(a.Hint, part) {
 			t.Errorf("hint %q lacks %q", a.Hint, part)
 		}

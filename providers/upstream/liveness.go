@@ -167,7 +167,7 @@ func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, fir
 				transport, where = "http", redactURL(s.endpoint)
 			}
 			p.log.Info("connected", "server", s.name, "transport", transport, "target", where,
-				"duration", time.Since(start).Round(time.Millisecond), "attempt", attempt)
+				"duration", time.Since(start).Round(time.Millisecond).String(), "attempt", attempt)
 			if announce {
 				p.catalogChanged(s)
 			}
@@ -186,7 +186,7 @@ func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, fir
 		p.health[s.name] = &health{state: StateFailed, err: msg, attempts: attempt, next: time.Now().Add(delay)}
 		p.mu.Unlock()
 		p.log.Warn("cannot connect to upstream server; its tools are missing until it can be reached", "server", s.name,
-			"attempt", attempt, "retry_in", delay, "error", msg)
+			"attempt", attempt, "retry_in", delay.String(), "error", msg)
 		if firstDone != nil {
 			firstDone()
 			firstDone = nil

@@ -93,5 +93,8 @@ func Login(ctx context.Context, s config.UpstreamServer, oauth *config.OAuthSett
 // TokenDir(dataDir); it reports whether there was one. The authorization
 // server is not told: revoke the grant there to end it everywhere.
 func Logout(dataDir, name string) (bool, error) {
+	if !serverNameRE.MatchString(name) {
+		return false, fmt.Errorf("%q is not an upstream server's name (a lowercase letter, then up to 31 of a-z, 0-9, _ and -)", name)
+	}
 	return tokenStore{dir: TokenDir(dataDir)}.remove(name)
 }

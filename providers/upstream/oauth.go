@@ -128,7 +128,7 @@ func newTokenStore(dir string) (tokenStore, error) {
 	}
 	key, err := hex.DecodeString(strings.TrimSpace(raw))
 	if err != nil || len(key) != 32 {
-		return t, fmt.Errorf("%s must be 32 bytes as 64 hex digits (openssl rand -hex 32)", TokenKeyEnv)
+		return t, fmt.Errorf("the environment variable %s must be 32 bytes as 64 hex digits (openssl rand -hex 32)", TokenKeyEnv)
 	}
 	t.key = key
 	return t, nil

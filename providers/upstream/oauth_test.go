@@ -167,3 +167,27 @@ func TestTokenStoreEncryption(t *testing.T) {
 		t.Errorf("a malformed key: %v", err)
 	}
 }
+
+// TestBadTokenKeyStopsOnlyOAuthServers: a malformed OPENHUMAN_TOKEN_KEY
+// makes the servers that sign in unavailable, saying so, and the others
+// run.
+func TestBadTokenKeyStopsOnlyOAuthServers(t *testing.T) {
+	t.Setenv(TokenKeyEnv, "abc")
+	o := oauthtest.New(t)
+	p := New(nil)
+	defer p.Close()
+	raw, _ := json.Marshal(map[string]any{"servers": []any{
+		map[string]any{"name": "web", "endpoint": o.URL + "/mcp", "oauth": map[string]any{"kind": "oauth", "interactive": false}},
+		map[string]any{"name": "local", "command": stdioServer},
+	}, "wait_for_servers": true})
+	if err := p.Configure(testwait.Context(t), &sdk.ConfigureRequest{Config: raw, DataDir: t.TempDir()}); err != nil {
+		t.Fatalf("Configure with a malformed key: %v", err)
+	}
+	st := p.Servers()
+	if len(st) != 2 || st[0].State != StateFailed || !strings.Contains(st[0].Error, "the environment variable "+TokenKeyEnv) || st[1].State != StateConnected {
+		t.Fatalf("Servers() = %+v", st)
+	}
+	if _, err := Logout(t.TempDir(), "../../victim"); err == nil {
+		t.Error("Logout of a path succeeded")
+	}
+}

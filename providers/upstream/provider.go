@@ -182,13 +182,17 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 		return err
 	}
 	var store tokenStore
+	var storeErr error
 	if req.DataDir != "" {
-		if store, err = newTokenStore(filepath.Join(req.DataDir, tokenDirName)); err != nil {
-			return err
-		}
+		store, storeErr = newTokenStore(filepath.Join(req.DataDir, tokenDirName))
 	}
 	for _, s := range servers {
 		if s.oauth == nil || s.unavailable != "" || !s.enabled {
+			continue
+		}
+		if storeErr != nil {
+			// Only the servers that sign in need the key.
+			s.unavailable = storeErr.Error() + "; set it in the environment the MCP client starts openhuman-host with, or unset it"
 			continue
 		}
 		flow := oauthFlow{store: store, log: p.log, client: p.oauthClient}
@@ -457,7 +461,8 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	client := clientKey(req.Caller)
 	c, release, err := p.session(cctx, s, req.Caller)
 	if err != nil {
-		return sdk.ErrorResult("%s: %s", req.Name, redactText(err.Error())), nil
+		// No session, so nothing was sent.
+		return sdk.ErrorResult("%s: %s; the call did not run", req.Name, redactText(err.Error())), nil
 	}
 	defer func() { release() }()
 	res, err := p.forward(cctx, c, req, rt.name, args)
@@ -469,7 +474,7 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 		p.dropSession(s, c, client)
 		nc, nrelease, serr := p.session(cctx, s, req.Caller)
 		if serr != nil {
-			return sdk.ErrorResult("%s: %s", req.Name, redactText(serr.Error())), nil
+			return sdk.ErrorResult("%s: %s; the call did not run", req.Name, redactText(serr.Error())), nil
 		}
 		c, release = nc, nrelease
 		res, err = p.forward(cctx, c, req, rt.name, args)
@@ -480,7 +485,7 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 			return nil, ctx.Err()
 		}
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			p.log.Warn("call timed out", "server", s.name, "tool", rt.name, "duration", elapsed)
+			p.log.Warn("call timed out", "server", s.name, "tool", rt.name, "duration", elapsed.String())
 			return sdk.ErrorResult("%s: %s did not answer within %s (timeout_secs)", req.Name, s.where(), s.timeout), nil
 		}
 		var signIn *signInError
@@ -498,7 +503,7 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 			p.log.Debug("call refused by server", "server", s.name, "tool", rt.name, "code", werr.Code)
 			return sdk.ErrorResult("%s: %s answered with an error: %s", req.Name, s.where(), sanitise(werr.Message, maxDescription)), nil
 		}
-		p.log.Warn("call failed", "server", s.name, "tool", rt.name, "duration", elapsed, "error", redactText(err.Error()))
+		p.log.Warn("call failed", "server", s.name, "tool", rt.name, "duration", elapsed.String(), "error", redactText(err.Error()))
 		if c.endedSoon(sessionEndGrace) {
 			// The session ended under the call; the next call reconnects.
 			p.dropSession(s, c, client)
@@ -507,7 +512,7 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 		}
 		return nil, fmt.Errorf("%s: call of %s failed: %s", s.where(), rt.name, redactText(err.Error()))
 	}
-	p.log.Debug("call", "server", s.name, "tool", rt.name, "duration", elapsed, "is_error", res.IsError)
+	p.log.Debug("call", "server", s.name, "tool", rt.name, "duration", elapsed.String(), "is_error", res.IsError)
 	return p.convertResult(s, res), nil
 }
 

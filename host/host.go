@@ -666,6 +666,9 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 		Args:    []string{"provider", config.UpstreamProvider},
 		Config:  raw,
 		DataDir: filepath.Join(dataDir, config.UpstreamProvider),
+		// [providers.upstream] is no table of the config: the provider's
+		// start is bounded by the server's setting.
+		TimeoutKey: "[server] provider_start_timeout_secs",
 		// What opening a browser for an OAuth sign-in needs, and the key
 		// of the token files.
 		Env: []string{"BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", upstream.TokenKeyEnv},

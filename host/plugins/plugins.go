@@ -81,6 +81,9 @@ type Spec struct {
 	// together, at every start and restart; zero uses
 	// [Options.StartTimeout].
 	StartTimeout time.Duration
+	// TimeoutKey is the config key that raises StartTimeout, named in
+	// start errors; empty means "[providers.<Name>] start_timeout_secs".
+	TimeoutKey string
 	// Env names environment variables passed through to this provider on
 	// top of [Options.Env] (the upstream provider gets those a browser
 	// needs to open for an OAuth sign-in).
@@ -428,11 +431,11 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		LogLevel:    m.opts.LogLevel,
 		ConfigDir:   m.opts.ConfigDir,
 	}); err != nil {
-		return fail(timeoutError(ctx, "configure", timeout, err))
+		return fail(timeoutError(ctx, "configure", timeout, spec.timeoutKey(), err))
 	}
 	cat, err := impl.Describe(ctx)
 	if err != nil {
-		return fail(timeoutError(ctx, "describe", timeout, err))
+		return fail(timeoutError(ctx, "describe", timeout, spec.timeoutKey(), err))
 	}
 	log.Debug("provider loaded", "pid", inst.pid, "protocol", inst.version, "version", cat.Version, "tools", len(cat.Tools), "resources", len(cat.Resources))
 	return inst, cat, nil
@@ -503,21 +506,30 @@ func startError(ctx context.Context, spec Spec, run *procRunner, err error) erro
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("start %s: no handshake within the start timeout; raise [providers.%s] start_timeout_secs if it is slow to start", spec.Path, spec.Name)
+		return fmt.Errorf("start %s: no handshake within the start timeout; raise %s if it is slow to start", spec.Path, spec.timeoutKey())
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("start %s: cancelled: %w", spec.Path, err)
 	case strings.Contains(msg, "Unrecognized remote plugin message"):
 		return fmt.Errorf("start %s: %w (the provider wrote to stdout before its handshake line; providers must write nothing to stdout: log to stderr)", spec.Path, err)
 	case strings.Contains(msg, "timeout while waiting for plugin to start"):
-		return fmt.Errorf("start %s: %w (no handshake within the start timeout; raise [providers.%s] start_timeout_secs if it is slow to start)", spec.Path, err, spec.Name)
+		return fmt.Errorf("start %s: %w (no handshake within the start timeout; raise %s if it is slow to start)", spec.Path, err, spec.timeoutKey())
 	}
 	return fmt.Errorf("start %s: %w", spec.Path, err)
 }
 
-// timeoutError names the start timeout when ctx ran out during step.
-func timeoutError(ctx context.Context, step string, timeout time.Duration, err error) error {
+// timeoutKey is the config key that raises the spec's start timeout.
+func (s Spec) timeoutKey() string {
+	if s.TimeoutKey != "" {
+		return s.TimeoutKey
+	}
+	return "[providers." + s.Name + "] start_timeout_secs"
+}
+
+// timeoutError names the start timeout, and key, which raises it, when
+// ctx ran out during step.
+func timeoutError(ctx context.Context, step string, timeout time.Duration, key string, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%s did not finish within the start timeout (%s; [providers.<name>] start_timeout_secs raises it): %w", step, timeout, err)
+		return fmt.Errorf("%s did not finish within the start timeout (%s; %s raises it): %w", step, timeout, key, err)
 	}
 	return err
 }

@@ -147,8 +147,9 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 		Use:   "check",
 		Short: "Validate the config, load every enabled provider, print the effective config with secrets masked",
 		Long: "check validates the config file, then starts every enabled provider and has it check its own\n" +
-			"settings, as serve would. It prints the effective config with secrets masked and exits non-zero\n" +
-			"when the config is invalid or a provider does not load.",
+			"settings, as serve would (each upstream server is connected once, and its state printed). It\n" +
+			"prints the effective config with secrets masked and exits non-zero when the config is invalid or a\n" +
+			"provider does not load; an upstream server that cannot be reached is shown, not an error.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, _, err := loadConfig(g)
@@ -173,6 +174,15 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 				for _, p := range h.Providers {
 					c := p.Catalog()
 					fmt.Fprintf(cmd.OutOrStdout(), "# provider %s loads: %d tools, %d resources (version %s)\n", p.Name, len(c.Tools), len(c.Resources), nonEmptyVersion(c.Version))
+				}
+				// Upstream servers that cannot be reached are no config error;
+				// they are shown with their state.
+				for _, u := range h.UpstreamServers() {
+					line := fmt.Sprintf("# upstream server %s: %s", u.Name, u.State)
+					if u.Error != "" {
+						line += " (" + oneLine(u.Error, 300) + ")"
+					}
+					fmt.Fprintln(cmd.OutOrStdout(), line)
 				}
 				for _, f := range h.Failed {
 					fmt.Fprintf(cmd.ErrOrStderr(), "provider %s does not load: %v\n", f.Name, f.Err)

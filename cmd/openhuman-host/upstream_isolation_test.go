@@ -105,6 +105,14 @@ args = [%q]
 		t.Errorf("calling a tool of the 401 server: %v %+v", err, res)
 	}
 
+	// config check shows each server's state, and is no error for it.
+	check := exec.Command(testExe(t), "--config", cfgPath, "config", "check")
+	check.Env = append(os.Environ(), cliEnv+"=1")
+	if out, err := check.CombinedOutput(); err != nil || !strings.Contains(string(out), "# upstream server local: connected") ||
+		!strings.Contains(string(out), "# upstream server locked: failed (") {
+		t.Errorf("config check: %v\n%s", err, out)
+	}
+
 	// upstream list shows what the running server reports.
 	list := regexp.MustCompile(`(?m)^dead +http +failed .*\n(.*\n)*locked +http +failed .*\n(.*\n)*local +stdio +connected `)
 	testwait.Until(t, "upstream list to show each server's state", func() bool {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host/config"
@@ -47,6 +48,41 @@ func findUpstream(cfg *config.Config, name string) (config.UpstreamServer, error
 	return config.UpstreamServer{}, fmt.Errorf("no upstream server %q; the configured ones are %s", name, strings.Join(names, ", "))
 }
 
+// resolvedUpstream is one [[upstream.servers]] entry with its secrets read
+// from the environment, as the host passes it to the upstream provider.
+type resolvedUpstream struct {
+	log         hclog.Logger
+	server      config.UpstreamServer
+	headers     map[string]string
+	endpoint    string
+	oauth       *config.OAuthSettings
+	providerDir string // <data dir>/upstream
+}
+
+// resolveUpstream loads the config and resolves the upstream server name.
+func resolveUpstream(g *globalFlags, name string) (*resolvedUpstream, error) {
+	cfg, log, err := loadConfig(g)
+	if err != nil {
+		return nil, err
+	}
+	u := &resolvedUpstream{log: log}
+	if u.server, err = findUpstream(cfg, name); err != nil {
+		return nil, err
+	}
+	if u.headers, u.endpoint, err = u.server.ResolveAuth(os.Getenv); err != nil {
+		return nil, err
+	}
+	if u.oauth, err = u.server.ResolveOAuth(os.Getenv); err != nil {
+		return nil, err
+	}
+	dataDir, err := cfg.DataDir()
+	if err != nil {
+		return nil, err
+	}
+	u.providerDir = filepath.Join(dataDir, config.UpstreamProvider)
+	return u, nil
+}
+
 func newUpstreamLoginCmd(g *globalFlags) *cobra.Command {
 	var noBrowser bool
 	cmd := &cobra.Command{
@@ -59,26 +95,11 @@ func newUpstreamLoginCmd(g *globalFlags) *cobra.Command {
 			"their next request. For kind oauth_client_credentials it checks that the client can get a token.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, log, err := loadConfig(g)
+			u, err := resolveUpstream(g, args[0])
 			if err != nil {
 				return err
 			}
-			s, err := findUpstream(cfg, args[0])
-			if err != nil {
-				return err
-			}
-			headers, endpoint, err := s.ResolveAuth(os.Getenv)
-			if err != nil {
-				return err
-			}
-			oauth, err := s.ResolveOAuth(os.Getenv)
-			if err != nil {
-				return err
-			}
-			dataDir, err := cfg.DataDir()
-			if err != nil {
-				return err
-			}
+			s := u.server
 			stderr := cmd.ErrOrStderr()
 			open := func(ctx context.Context, url string) error {
 				fmt.Fprintf(stderr, "Open this page to sign in to %s:\n\n  %s\n\n", s.Name, url)
@@ -89,8 +110,8 @@ func newUpstreamLoginCmd(g *globalFlags) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			res, err := upstream.Login(ctx, s, oauth, headers, endpoint, filepath.Join(dataDir, config.UpstreamProvider),
-				&upstream.LoginOptions{Open: open, Logger: log.Named("upstream")})
+			res, err := upstream.Login(ctx, s, u.oauth, u.headers, u.endpoint, u.providerDir,
+				&upstream.LoginOptions{Open: open, Logger: u.log.Named("upstream")})
 			if err != nil {
 				return err
 			}
@@ -302,28 +323,12 @@ type checkOutput struct {
 }
 
 func runUpstreamCheck(cmd *cobra.Command, g *globalFlags, name string, asJSON bool) error {
-	cfg, log, err := loadConfig(g)
+	u, err := resolveUpstream(g, name)
 	if err != nil {
 		return err
 	}
-	s, err := findUpstream(cfg, name)
-	if err != nil {
-		return err
-	}
-	headers, endpoint, err := s.ResolveAuth(os.Getenv)
-	if err != nil {
-		return err
-	}
-	oauth, err := s.ResolveOAuth(os.Getenv)
-	if err != nil {
-		return err
-	}
-	dataDir, err := cfg.DataDir()
-	if err != nil {
-		return err
-	}
-	r := upstream.CheckWith(cmd.Context(), s, headers, endpoint, log,
-		&upstream.CheckOptions{OAuth: oauth, DataDir: filepath.Join(dataDir, config.UpstreamProvider)})
+	s := u.server
+	r := upstream.CheckWith(cmd.Context(), s, u.headers, u.endpoint, u.log, &upstream.CheckOptions{OAuth: u.oauth, DataDir: u.providerDir})
 	out := cmd.OutOrStdout()
 	if asJSON {
 		o := checkOutput{Report: r, Enabled: s.Enabled, OK: r.Err == nil}

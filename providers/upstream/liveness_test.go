@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -107,5 +108,27 @@ func TestUnavailableServerIsReportedNotStarted(t *testing.T) {
 	_, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "gh__x", Arguments: json.RawMessage(`{}`)})
 	if err == nil || !strings.Contains(err.Error(), `upstream server "gh" cannot start: upstream server gh: env.A: environment variable A is not set`) {
 		t.Errorf("calling a tool of the server: %v", err)
+	}
+}
+
+// TestServerThatDiesIsReportedDown: a server that exits and cannot be
+// started again is reported failed, not still connected.
+func TestServerThatDiesIsReportedDown(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "started")
+	p, _ := configure(t, newFakeHost(), map[string]any{"name": "once", "command": "sh",
+		"args": []string{"-c", `if [ -e "$0" ]; then echo "refusing to start again" >&2; exit 1; fi; touch "$0"; exec "$1"`, marker, stdioServer}})
+	p.mu.RLock()
+	c := p.conns["once"]
+	p.mu.RUnlock()
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the session to end", func() bool { return !c.alive() })
+	res, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "once__echo", Arguments: json.RawMessage(`{"text":"x"}`)})
+	if err != nil || !res.IsError {
+		t.Fatalf("a call once the server cannot start: %v %+v", err, res)
+	}
+	if st := p.Servers(); len(st) != 1 || st[0].State != StateFailed || !strings.Contains(st[0].Error, "refusing to start again") {
+		t.Errorf("Servers() = %+v, want once failed with its stderr", st)
 	}
 }

@@ -284,12 +284,25 @@ func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) 
 	nc, err := p.connect(ctx, s, nil)
 	if err != nil {
 		p.connectFailed(ctx, s.name)
+		if ctx.Err() == nil {
+			p.retryMu.Lock()
+			st := p.retries[s.name]
+			p.retryMu.Unlock()
+			p.mu.Lock()
+			if h := p.health[s.name]; h != nil {
+				p.health[s.name] = &health{state: StateFailed, err: redactText(err.Error()), attempts: st.failures, next: st.next}
+			}
+			p.mu.Unlock()
+		}
 		return nil, fmt.Errorf("reconnect: %w", err)
 	}
 	p.connected(s.name)
 	p.prepare(ctx, nc, "")
 	p.mu.Lock()
 	p.conns[s.name] = nc
+	if p.health[s.name] != nil {
+		p.health[s.name] = &health{state: StateConnected}
+	}
 	p.mu.Unlock()
 	if c != nil {
 		c.close()

@@ -55,9 +55,9 @@ const (
 
 // HTTPHandler returns the MCP Streamable HTTP handler (MCP 2025-11-25,
 // basic/transports §Streamable HTTP) at path "/" (other paths get 404).
-// Requests pass, in order: Origin validation, bearer authentication, the go-sdk's
-// DNS-rebinding (Host header) protection and body cap, then the session's
-// MCP server.
+// Requests pass, in order: DNS-rebinding (Host header) protection and
+// Origin validation, bearer authentication, the go-sdk's own rebinding
+// check and body cap, then the session's MCP server.
 func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
@@ -88,7 +88,30 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		h = bearerChallenge(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h))
 		h = newAuthBackoff(s.log.Named("http")).wrap(h)
 	}
-	return bodyDeadline(o.BodyTimeout, endpointOnly(originCheck(o.AllowedOrigins, h)))
+	return bodyDeadline(o.BodyTimeout, endpointOnly(rebindingCheck(originCheck(o.AllowedOrigins, h))))
+}
+
+// rebindingCheck answers 403 to a request that arrived on a loopback
+// address with a Host header that is not loopback: a web page whose name
+// was made to resolve to 127.0.0.1 (DNS rebinding; MCP 2025-11-25,
+// basic/security_best_practices §Local MCP Server Compromise). The go-sdk's
+// handler applies the same rule, but after authentication; checking first
+// tells such a page nothing, not even that a token is wanted.
+func rebindingCheck(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+			local, _, err := net.SplitHostPort(la.String())
+			host := r.Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			if err == nil && IsLoopbackHost(local) && !IsLoopbackHost(strings.Trim(host, "[]")) {
+				http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // sessionCap answers 503 with Retry-After to a request that would open a

@@ -28,17 +28,19 @@ func TestHTTPHandlerGuards(t *testing.T) {
 		auth, origin, host, path string
 		want                     int
 	}{
-		"other path":             {auth: "Bearer s3cret", path: "/mcp", want: http.StatusNotFound},
-		"no token":               {want: http.StatusUnauthorized},
-		"wrong token":            {auth: "Bearer nope", want: http.StatusUnauthorized},
-		"token of other length":  {auth: "Bearer s3cretX", want: http.StatusUnauthorized},
-		"right token":            {auth: "Bearer s3cret", want: http.StatusOK},
-		"foreign origin":         {auth: "Bearer s3cret", origin: "http://evil.example", want: http.StatusForbidden},
-		"loopback origin":        {auth: "Bearer s3cret", origin: "http://localhost:5173", want: http.StatusOK},
-		"configured origin":      {auth: "Bearer s3cret", origin: "https://app.example.com", want: http.StatusOK},
-		"origin before auth":     {origin: "http://evil.example", want: http.StatusForbidden},
-		"dns rebinding host":     {auth: "Bearer s3cret", host: "evil.example", want: http.StatusForbidden},
-		"null origin is foreign": {auth: "Bearer s3cret", origin: "null", want: http.StatusForbidden},
+		"other path":                {auth: "Bearer s3cret", path: "/mcp", want: http.StatusNotFound},
+		"no token":                  {want: http.StatusUnauthorized},
+		"wrong token":               {auth: "Bearer nope", want: http.StatusUnauthorized},
+		"token of other length":     {auth: "Bearer s3cretX", want: http.StatusUnauthorized},
+		"right token":               {auth: "Bearer s3cret", want: http.StatusOK},
+		"foreign origin":            {auth: "Bearer s3cret", origin: "http://evil.example", want: http.StatusForbidden},
+		"loopback origin":           {auth: "Bearer s3cret", origin: "http://localhost:5173", want: http.StatusOK},
+		"configured origin":         {auth: "Bearer s3cret", origin: "https://app.example.com", want: http.StatusOK},
+		"origin before auth":        {origin: "http://evil.example", want: http.StatusForbidden},
+		"dns rebinding host":        {auth: "Bearer s3cret", host: "evil.example", want: http.StatusForbidden},
+		"dns rebinding before auth": {host: "evil.example:8080", want: http.StatusForbidden},
+		"loopback host with port":   {auth: "Bearer s3cret", host: "localhost:9300", want: http.StatusOK},
+		"null origin is foreign":    {auth: "Bearer s3cret", origin: "null", want: http.StatusForbidden},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/openhuman/openhuman-host/host/config"
@@ -57,14 +56,9 @@ func (h *Host) unknownHint(cfg *config.Config) func(string) string {
 		if hint := disabled(tool); hint != "" {
 			return hint
 		}
-		name := sdk.ClientName(tool)
 		var owner *config.UpstreamServer
 		for i, s := range servers {
-			prefix := s.Name + "__"
-			if s.Prefix != nil {
-				prefix = *s.Prefix
-			}
-			if prefix != "" && strings.HasPrefix(name, sdk.ClientName(prefix)) {
+			if s.NamedByPrefix(tool) {
 				owner = &servers[i]
 				break
 			}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
-	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // load loads the effective config: the file (--config, or the default),
@@ -102,13 +101,8 @@ func withHostFor(g *globalFlags, tool string, fn func(context.Context, *host.Hos
 // whose prefix tool does not start with is left out. A server with the
 // empty prefix may own any name and stays.
 func onlyOwners(cfg *config.Config, tool string) {
-	name := sdk.ClientName(tool)
 	for i, s := range cfg.Upstream.Checked {
-		prefix := s.Name + "__"
-		if s.Prefix != nil {
-			prefix = *s.Prefix
-		}
-		if prefix != "" && !strings.HasPrefix(name, sdk.ClientName(prefix)) && !strings.HasPrefix(tool, prefix) {
+		if s.ToolPrefix() != "" && !s.NamedByPrefix(tool) {
 			cfg.Upstream.Checked[i].Enabled = false
 		}
 	}

@@ -255,14 +255,11 @@ func newUpstreamListCmd(g *globalFlags) *cobra.Command {
 func newUpstreamEntry(s config.UpstreamServer) upstreamEntry {
 	e := upstreamEntry{
 		Name: s.Name, Transport: "http", Enabled: s.Enabled, Target: upstream.RedactEndpoint(s.Endpoint),
-		Prefix: s.Name + "__", TimeoutSecs: s.TimeoutSecs, AllowedTools: s.AllowedTools, DisallowedTools: s.DisallowedTools,
+		Prefix: s.ToolPrefix(), TimeoutSecs: s.TimeoutSecs, AllowedTools: s.AllowedTools, DisallowedTools: s.DisallowedTools,
 	}
 	if s.Command != "" {
 		e.Transport = "stdio"
 		e.Target = commandLine(s.Command, s.Args)
-	}
-	if s.Prefix != nil {
-		e.Prefix = *s.Prefix
 	}
 	if s.Auth != nil {
 		e.Auth = s.Auth.Kind

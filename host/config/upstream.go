@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/openhuman/openhuman-host/internal/tomltype"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // UpstreamServer is one checked [[upstream.servers]] entry: an MCP server
@@ -481,4 +482,22 @@ func (s UpstreamServer) ResolveOAuth(getenv func(string) string) (*OAuthSettings
 		}
 	}
 	return o, nil
+}
+
+// ToolPrefix is what goes before the names of the server's tools and
+// prompts: Prefix, or "<name>__" when it is unset.
+func (s UpstreamServer) ToolPrefix() string {
+	if s.Prefix != nil {
+		return *s.Prefix
+	}
+	return s.Name + "__"
+}
+
+// NamedByPrefix reports whether tool, as clients see it or as written with
+// the prefix before it was made client-safe, starts with the server's
+// prefix. It is false for a server with the empty prefix, whose tools
+// cannot be told apart by name.
+func (s UpstreamServer) NamedByPrefix(tool string) bool {
+	prefix := s.ToolPrefix()
+	return prefix != "" && (strings.HasPrefix(sdk.ClientName(tool), sdk.ClientName(prefix)) || strings.HasPrefix(tool, prefix))
 }

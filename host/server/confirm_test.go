@@ -38,23 +38,26 @@ func TestConfirmActs(t *testing.T) {
 		wantDecision string
 		wantText     string
 	}{
-		"off: not asked":                   {mode: ConfirmOff, client: accept, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
-		"when_supported: accepted":         {mode: ConfirmWhenSupported, client: accept, tool: "fake.store", wantAsked: true, wantDecision: "allowed", wantText: "stored"},
-		"when_supported: accepted with no": {mode: ConfirmWhenSupported, client: acceptNo, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "fake_store was not run: you did not confirm it"},
-		"when_supported: declined":         {mode: ConfirmWhenSupported, client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: `confirm_acts = "when_supported" asks before every act tool when the client can ask; set it to "off" to stop asking`},
-		"when_supported: cancelled":        {mode: ConfirmWhenSupported, client: cancel, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
-		"when_supported: asking fails":     {mode: ConfirmWhenSupported, client: failing, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "asking you to confirm it failed"},
-		"when_supported: cannot elicit":    {mode: ConfirmWhenSupported, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
-		"when_supported: reads not asked":  {mode: ConfirmWhenSupported, client: decline, tool: "fake.search", wantDecision: "allowed", wantText: "found"},
-		"when_supported: full level":       {mode: ConfirmWhenSupported, level: policy.Full, client: decline, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
-		"required: accepted":               {mode: ConfirmRequired, client: accept, tool: "fake.store", wantAsked: true, wantDecision: "allowed", wantText: "stored"},
-		"required: declined":               {mode: ConfirmRequired, client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
-		"required: cannot elicit":          {mode: ConfirmRequired, tool: "fake.store", wantDecision: "denied:confirmation_unavailable", wantText: `fake_store refused: [autonomy] confirm_acts = "required" needs a client that can ask you to confirm act tools (MCP elicitation during a call, protocol versions up to 2025-11-25), and this one cannot; use such a client, or set confirm_acts = "when_supported" (ask when the client can) or "off"`},
-		"required: newer protocol":         {mode: ConfirmRequired, version: "2026-07-28", client: accept, tool: "fake.store", wantDecision: "denied:confirmation_unavailable", wantText: "and this one cannot"},
-		"when_supported: newer protocol":   {mode: ConfirmWhenSupported, version: "2026-07-28", client: decline, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
-		"when_supported: 2025-06-18 asked": {mode: ConfirmWhenSupported, version: "2025-06-18", client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
-		"required: reads run unasked":      {mode: ConfirmRequired, tool: "fake.search", wantDecision: "allowed", wantText: "found"},
-		"required: readonly refuses first": {mode: ConfirmRequired, level: policy.ReadOnly, client: accept, tool: "fake.store", wantDecision: "denied:readonly", wantText: "level"},
+		"off: not asked":                              {mode: ConfirmOff, client: accept, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
+		"when_supported: accepted":                    {mode: ConfirmWhenSupported, client: accept, tool: "fake.store", wantAsked: true, wantDecision: "allowed", wantText: "stored"},
+		"when_supported: accepted with no":            {mode: ConfirmWhenSupported, client: acceptNo, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "fake_store was not run: you did not confirm it"},
+		"when_supported: declined":                    {mode: ConfirmWhenSupported, client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: `confirm_acts = "when_supported" asks before every act tool when the client can ask; set it to "off" to stop asking`},
+		"when_supported: cancelled":                   {mode: ConfirmWhenSupported, client: cancel, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
+		"when_supported: asking fails":                {mode: ConfirmWhenSupported, client: failing, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "asking you to confirm it failed"},
+		"when_supported: cannot elicit":               {mode: ConfirmWhenSupported, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
+		"when_supported: reads not asked":             {mode: ConfirmWhenSupported, client: decline, tool: "fake.search", wantDecision: "allowed", wantText: "found"},
+		"when_supported: full level":                  {mode: ConfirmWhenSupported, level: policy.Full, client: decline, tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
+		"required: accepted":                          {mode: ConfirmRequired, client: accept, tool: "fake.store", wantAsked: true, wantDecision: "allowed", wantText: "stored"},
+		"required: declined":                          {mode: ConfirmRequired, client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
+		"required: cannot elicit":                     {mode: ConfirmRequired, tool: "fake.store", wantDecision: "denied:confirmation_unavailable", wantText: `fake_store refused: [autonomy] confirm_acts = "required" needs a client that can ask you to confirm act tools (one that declares the elicitation capability in form mode), and this one cannot; use such a client, or set confirm_acts = "when_supported" (ask when the client can) or "off"`},
+		"required: 2026-07-28 accepted":               {mode: ConfirmRequired, version: "2026-07-28", client: accept, tool: "fake.store", wantAsked: true, wantDecision: "allowed", wantText: "stored"},
+		"required: 2026-07-28 cannot elicit":          {mode: ConfirmRequired, version: "2026-07-28", tool: "fake.store", wantDecision: "denied:confirmation_unavailable", wantText: "and this one cannot"},
+		"when_supported: 2026-07-28 declined":         {mode: ConfirmWhenSupported, version: "2026-07-28", client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
+		"when_supported: 2026-07-28 accepted with no": {mode: ConfirmWhenSupported, version: "2026-07-28", client: acceptNo, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
+		"when_supported: 2026-07-28 cannot elicit":    {mode: ConfirmWhenSupported, version: "2026-07-28", tool: "fake.store", wantDecision: "allowed", wantText: "stored"},
+		"when_supported: 2025-06-18 asked":            {mode: ConfirmWhenSupported, version: "2025-06-18", client: decline, tool: "fake.store", wantAsked: true, wantDecision: "denied:not_confirmed", wantText: "you did not confirm it"},
+		"required: reads run unasked":                 {mode: ConfirmRequired, tool: "fake.search", wantDecision: "allowed", wantText: "found"},
+		"required: readonly refuses first":            {mode: ConfirmRequired, level: policy.ReadOnly, client: accept, tool: "fake.store", wantDecision: "denied:readonly", wantText: "level"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -121,7 +124,7 @@ func TestConfirmActs(t *testing.T) {
 			}
 			if tc.wantAsked && len(asked) == 1 {
 				want := "Allow Claude Desktop to run fake_store?"
-				if !strings.HasPrefix(asked[0], want) || !strings.Contains(asked[0], `Arguments: {"title":"Launch plan"}`) {
+				if !strings.HasPrefix(asked[0], want) || !strings.Contains(asked[0], "Arguments:\ntitle: Launch plan") {
 					t.Errorf("question = %q", asked[0])
 				}
 			}

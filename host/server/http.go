@@ -53,11 +53,13 @@ const (
 	DefaultBodyTimeout = 30 * time.Second
 )
 
-// HTTPHandler returns the MCP Streamable HTTP handler (MCP 2025-11-25,
-// basic/transports §Streamable HTTP) at path "/" (other paths get 404).
+// HTTPHandler returns the MCP Streamable HTTP handler (basic/transports
+// §Streamable HTTP) at path "/" (other paths get 404). It serves MCP
+// 2026-07-28 statelessly and the earlier revisions (2024-11-05 to
+// 2025-11-25) with sessions, on the same endpoint ([routeProtocol]).
 // Requests pass, in order: DNS-rebinding (Host header) protection and
-// Origin validation, bearer authentication, the go-sdk's own rebinding
-// check and body cap, then the session's MCP server.
+// Origin validation, bearer authentication, the body cap and routing by
+// protocol revision, then the go-sdk's handler and the MCP server.
 func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
@@ -69,11 +71,21 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = mcp.DefaultMaxRequestBodyBytes
+	}
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	var stateful http.Handler = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 		SessionTimeout:      o.SessionIdleTimeout,
 	})
-	h = s.sessionCap(o.MaxSessions, h)
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		MaxRequestBodyBytes: o.MaxBodyBytes,
+		Stateless:           true,
+		// A client that drops its POST cancels the call it carried.
+		PropagateRequestCancellation: true,
+	})
+	h := routeProtocol(o.MaxBodyBytes, s.sessionCap(o.MaxSessions, stateful), stateless)
 	if o.Token != "" {
 		want := sha256.Sum256([]byte(o.Token))
 		verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {

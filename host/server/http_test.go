@@ -150,12 +150,26 @@ func TestHTTPSessions(t *testing.T) {
 	}
 }
 
-// TestHTTPProvenanceAndOneRowPerCall: over Streamable HTTP, ten sessions of
-// a client named "Claude Desktop" make 100 calls at once: exactly 100 audit
-// rows, each with source type mcp:claude-desktop, the client's name and
-// version, and its own session's hash (ten distinct hashes).
+// TestHTTPProvenanceAndOneRowPerCall: over Streamable HTTP, ten
+// connections of a client named "Claude Desktop" make 100 calls at once:
+// exactly 100 audit rows, each with source type mcp:claude-desktop and
+// the client's name and version. On 2025-11-25 each of the ten sessions
+// has its own hash; on 2026-07-28, which has no sessions, the rows carry
+// the one hash of the client (its token's identity, name and version).
 func TestHTTPProvenanceAndOneRowPerCall(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		version string
+		hashes  int
+	}{{"2025-11-25", 10}, {"2026-07-28", 1}} {
+		t.Run(tc.version, func(t *testing.T) {
+			t.Parallel()
+			testProvenance(t, tc.version, tc.hashes)
+		})
+	}
+}
+
+func testProvenance(t *testing.T, version string, wantHashes int) {
 	s, a := newTestServer(t, policy.Supervised, true)
 	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: "s3cret"}))
 	t.Cleanup(ts.Close)
@@ -167,7 +181,7 @@ func TestHTTPProvenanceAndOneRowPerCall(t *testing.T) {
 	for range sessions {
 		wg.Go(func() {
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "Claude Desktop", Version: "9.9"}, nil).
-				Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/", HTTPClient: client}, nil)
+				Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/", HTTPClient: client}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 			if err != nil {
 				errs <- err
 				return
@@ -203,12 +217,12 @@ func TestHTTPProvenanceAndOneRowPerCall(t *testing.T) {
 		}
 		hashes[r.SessionHash]++
 	}
-	if len(hashes) != sessions {
-		t.Errorf("%d distinct session hashes, want %d", len(hashes), sessions)
+	if len(hashes) != wantHashes {
+		t.Errorf("%d distinct session hashes, want %d", len(hashes), wantHashes)
 	}
 	for h, n := range hashes {
-		if n != perSession {
-			t.Errorf("session %s has %d rows, want %d", h, n, perSession)
+		if n != sessions*perSession/wantHashes {
+			t.Errorf("session %s has %d rows, want %d", h, n, sessions*perSession/wantHashes)
 		}
 	}
 }

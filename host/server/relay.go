@@ -33,6 +33,13 @@ const sessionEventTimeout = 5 * time.Second
 type callEntry struct {
 	session *mcp.ServerSession
 	ctx     context.Context
+	// cancel cancels the call (its session closed).
+	cancel context.CancelFunc
+	// ask, set for a client asked through multi-round-trip results,
+	// sends it a request for input in place of a request on the session;
+	// caps is what that client declared on the call.
+	ask  func(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error)
+	caps *mcp.ClientCapabilities
 }
 
 // related returns ctx (for its deadline and cancellation) carrying the
@@ -76,11 +83,8 @@ func (c relatedCtx) Value(key any) any {
 // to: the running call's (with its context) when CallToken names one, else
 // the session SessionToken names. ok is false when neither is live.
 func (s *Server) target(caller sdk.Caller) (ss *mcp.ServerSession, callCtx context.Context, ok bool) {
-	if caller.CallToken != "" {
-		if v, found := s.calls.Load(caller.CallToken); found {
-			e := v.(*callEntry)
-			return e.session, e.ctx, true
-		}
+	if e := s.callOf(caller); e != nil {
+		return e.session, e.ctx, true
 	}
 	if caller.SessionToken != "" {
 		if v, found := s.tokens.Load(caller.SessionToken); found {
@@ -88,6 +92,17 @@ func (s *Server) target(caller sdk.Caller) (ss *mcp.ServerSession, callCtx conte
 		}
 	}
 	return nil, nil, false
+}
+
+// callOf returns the running call caller's CallToken names, or nil.
+func (s *Server) callOf(caller sdk.Caller) *callEntry {
+	if caller.CallToken == "" {
+		return nil
+	}
+	if v, found := s.calls.Load(caller.CallToken); found {
+		return v.(*callEntry)
+	}
+	return nil
 }
 
 // RequestClient sends a provider's request to the MCP client of
@@ -99,6 +114,9 @@ func (s *Server) target(caller sdk.Caller) (ss *mcp.ServerSession, callCtx conte
 // the capability, or its protocol version rules requests during a call
 // out; a JSON-RPC error from the client comes back as [*sdk.ClientError].
 func (s *Server) RequestClient(ctx context.Context, req *sdk.ClientRequest) ([]byte, error) {
+	if e := s.callOf(req.Caller); e != nil && e.ask != nil {
+		return s.askClient(ctx, e, req)
+	}
 	ss, callCtx, ok := s.target(req.Caller)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s needs a connected MCP client session, and the caller (%q) has none or it ended; call the tool from an MCP client that supports it, not the command line",
@@ -192,6 +210,71 @@ func (s *Server) RequestClient(ctx context.Context, req *sdk.ClientRequest) ([]b
 	return out, nil
 }
 
+// askClient sends a provider's request to a multi-round-trip client as an
+// input request of the call it belongs to (SEP-2322), after the same
+// capability checks as [Server.RequestClient].
+func (s *Server) askClient(ctx context.Context, e *callEntry, req *sdk.ClientRequest) ([]byte, error) {
+	caps := e.caps
+	if caps == nil {
+		caps = &mcp.ClientCapabilities{}
+	}
+	client := nonEmpty(req.Caller.ClientName, "the client")
+	params := req.Params
+	if len(params) == 0 {
+		params = []byte("{}")
+	}
+	var in mcp.InputRequest
+	switch req.Method {
+	case sdk.MethodCreateMessage:
+		var p mcp.CreateMessageWithToolsParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, fmt.Errorf("%s params: %w", req.Method, err)
+		}
+		switch {
+		case caps.Sampling == nil:
+			return nil, fmt.Errorf("%w: %s did not declare the sampling capability", sdk.ErrClientUnavailable, client)
+		case len(p.Tools) > 0 && caps.Sampling.Tools == nil:
+			return nil, fmt.Errorf("%w: %s can sample, but not with tools (it did not declare sampling.tools)", sdk.ErrClientUnavailable, client)
+		case len(p.Tools) > 0:
+			in = &p
+		default:
+			// Without tools, the single-block message form every
+			// client reads.
+			var single mcp.CreateMessageParams
+			if err := json.Unmarshal(params, &single); err != nil {
+				return nil, fmt.Errorf("%s params: %w", req.Method, err)
+			}
+			in = &single
+		}
+	case sdk.MethodElicit:
+		if caps.Elicitation == nil {
+			return nil, fmt.Errorf("%w: %s did not declare the elicitation capability", sdk.ErrClientUnavailable, client)
+		}
+		var p mcp.ElicitParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, fmt.Errorf("%s params: %w", req.Method, err)
+		}
+		in = &p
+	case sdk.MethodListRoots:
+		if caps.RootsV2 == nil && !caps.Roots.ListChanged {
+			return nil, fmt.Errorf("%w: %s did not declare the roots capability", sdk.ErrClientUnavailable, client)
+		}
+		in = &mcp.ListRootsParams{}
+	default:
+		return nil, fmt.Errorf("%w: method %q: the host relays only %s, %s and %s", sdk.ErrInvalidParams, req.Method,
+			sdk.MethodCreateMessage, sdk.MethodElicit, sdk.MethodListRoots)
+	}
+	res, err := e.ask(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", req.Method, err)
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encode the client's %s result: %w", req.Method, err)
+	}
+	return out, nil
+}
+
 // declaresRoots reports whether the session's client declared the roots
 // capability in initialize (the go-sdk records what it sent in RootsV2).
 func declaresRoots(ss *mcp.ServerSession) bool {
@@ -233,7 +316,7 @@ func (s *Server) promptHandler(name string) mcp.PromptHandler {
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %q: provider %s serves no prompts", name, p.Provider)}
 		}
-		res, err := d.GetPrompt(ctx, &sdk.GetPromptRequest{Name: p.Declared, Arguments: req.Params.Arguments, Caller: s.caller(req.Session)})
+		res, err := d.GetPrompt(ctx, &sdk.GetPromptRequest{Name: p.Declared, Arguments: req.Params.Arguments, Caller: s.callerOf(req)})
 		switch {
 		case errors.Is(err, sdk.ErrPromptNotFound):
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q: %v", name, err)}
@@ -297,7 +380,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	creq := &sdk.CompleteRequest{
 		RefType: ref.Type, RefName: refName, RefURI: ref.URI,
 		ArgumentName: req.Params.Argument.Name, ArgumentValue: req.Params.Argument.Value,
-		Caller: s.caller(req.Session),
+		Caller: s.callerOf(req),
 	}
 	if req.Params.Context != nil {
 		creq.Context = req.Params.Context.Arguments

@@ -1119,10 +1119,12 @@ func TestRequestClientRootsUndeclaredIsUnavailable(t *testing.T) {
 	}
 }
 
-// TestRequestClientNewerProtocolIsUnavailable: a client on 2026-07-28,
-// where a server may not send requests during a call, gets none; the
-// error says ErrClientUnavailable.
-func TestRequestClientNewerProtocolIsUnavailable(t *testing.T) {
+// TestRequestClientNewerProtocolAsksThroughResults: a client on
+// 2026-07-28, where a server may not send requests during a call, is
+// asked through the call's multi-round-trip result instead (SEP-2322):
+// the go-sdk client answers it and retries, and the provider gets the
+// answer.
+func TestRequestClientNewerProtocolAsksThroughResults(t *testing.T) {
 	t.Parallel()
 	s, relay, _ := newRelayServer(t)
 	asked := make(chan *mcp.CreateMessageParams, 1)
@@ -1130,29 +1132,29 @@ func TestRequestClientNewerProtocolIsUnavailable(t *testing.T) {
 	o := duringCall(t, relay, cs, func(ctx context.Context, caller sdk.Caller) ([]byte, error) {
 		return s.RequestClient(ctx, &sdk.ClientRequest{Caller: caller, Method: sdk.MethodCreateMessage, Params: []byte(samplingParams)})
 	})
-	if !errors.Is(o.err, sdk.ErrClientUnavailable) {
-		t.Errorf("sampling on 2026-07-28 = %s, %v; want ErrClientUnavailable", o.out, o.err)
+	if o.err != nil || !strings.Contains(string(o.out), "Corals are fine.") {
+		t.Errorf("sampling on 2026-07-28 = %s, %v; want the client's answer", o.out, o.err)
 	}
 	select {
 	case <-asked:
-		t.Error("the client was asked to sample")
 	default:
+		t.Error("the client was not asked to sample")
 	}
 }
 
-// TestRequestClientRootsNewerProtocolIsUnavailable: the go-sdk refuses
-// roots/list to a 2026-07-28 session (in a call or not), so RequestClient
-// cannot send it; the error must wrap ErrClientUnavailable like every
-// other "cannot be sent" case.
-func TestRequestClientRootsNewerProtocolIsUnavailable(t *testing.T) {
+// TestRequestClientRootsNewerProtocol: roots/list reaches a 2026-07-28
+// client during a call through the call's result; outside a call there
+// is no way to ask it, and the error wraps ErrClientUnavailable like
+// every other "cannot be sent" case.
+func TestRequestClientRootsNewerProtocol(t *testing.T) {
 	t.Parallel()
 	s, relay, _ := newRelayServer(t)
 	cs := connectVersion(t, s, "Claude Desktop", nil, "2026-07-28")
 	o := duringCall(t, relay, cs, func(ctx context.Context, caller sdk.Caller) ([]byte, error) {
 		return s.RequestClient(ctx, &sdk.ClientRequest{Caller: caller, Method: sdk.MethodListRoots})
 	})
-	if !errors.Is(o.err, sdk.ErrClientUnavailable) {
-		t.Errorf("roots/list during a call on 2026-07-28 = %s, %v; want ErrClientUnavailable", o.out, o.err)
+	if o.err != nil || string(o.out) != `{"roots":[]}` {
+		t.Errorf("roots/list during a call on 2026-07-28 = %s, %v; want the client's (empty) roots", o.out, o.err)
 	}
 	out, err := s.RequestClient(context.Background(), &sdk.ClientRequest{Caller: sdk.Caller{SessionToken: o.caller.SessionToken}, Method: sdk.MethodListRoots})
 	if !errors.Is(err, sdk.ErrClientUnavailable) {

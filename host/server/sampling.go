@@ -20,13 +20,29 @@ const defaultSamplingMaxTokens = 4096
 // beginCall registers a client's tools/call under a new call token, so
 // that providers acting for it can reach its session (Host.CreateMessage)
 // while it runs; the returned func unregisters it.
-func (s *Server) beginCall(ctx context.Context, ss *mcp.ServerSession) (string, func()) {
+// The call is cancelled (cancel) when its session closes: a client that
+// deletes its session (HTTP DELETE) or disconnects stops its calls,
+// provider work and LLM requests included.
+func (s *Server) beginCall(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession) (string, func()) {
 	if ss == nil {
 		return "", func() {}
 	}
 	token := rand.Text()
-	s.calls.Store(token, &callEntry{session: ss, ctx: ctx})
+	s.calls.Store(token, &callEntry{session: ss, ctx: ctx, cancel: cancel})
+	if info := s.session(ss); info.closed.Load() {
+		cancel()
+	}
 	return token, func() { s.calls.Delete(token) }
+}
+
+// cancelCalls cancels the calls running in ss, which has closed.
+func (s *Server) cancelCalls(ss *mcp.ServerSession) {
+	s.calls.Range(func(_, v any) bool {
+		if e := v.(*callEntry); e.session == ss && e.cancel != nil && e.ask == nil {
+			e.cancel()
+		}
+		return true
+	})
 }
 
 // CreateMessage relays a provider's sampling request to the MCP client
@@ -45,18 +61,14 @@ func (s *Server) CreateMessage(ctx context.Context, req *sdk.CreateMessageReques
 	ss := call.session
 	ctx, stop := related(ctx, call.ctx)
 	defer stop()
-	var caps *mcp.ClientCapabilities
-	version := ""
-	if init := ss.InitializeParams(); init != nil {
-		caps, version = init.Capabilities, init.ProtocolVersion
+	caps := call.caps
+	if call.ask == nil {
+		if init := ss.InitializeParams(); init != nil {
+			caps = init.Capabilities
+		}
 	}
 	client := nonEmpty(req.Caller.ClientName, "the client")
 	switch {
-	case !inRequestInputAllowed(version):
-		// Later versions want sampling as multi-round-trip input requests
-		// (SEP-2322), which this server does not produce yet.
-		return nil, fmt.Errorf("%w: %s speaks MCP %s, where a server may not send sampling/createMessage while it serves a call (only protocol versions up to %s allow it)",
-			sdk.ErrSamplingUnavailable, client, version, lastInRequestElicitation)
 	case caps == nil || caps.Sampling == nil:
 		return nil, fmt.Errorf("%w: %s did not declare the sampling capability", sdk.ErrSamplingUnavailable, client)
 	case len(req.Tools) > 0 && caps.Sampling.Tools == nil:
@@ -86,6 +98,9 @@ func (s *Server) CreateMessage(ctx context.Context, req *sdk.CreateMessageReques
 			}
 			params.Messages = append(params.Messages, &mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: content[0]})
 		}
+		if call.ask != nil {
+			return askSampling(ctx, call, params)
+		}
 		res, err := ss.CreateMessage(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("sampling/createMessage: %w", err)
@@ -103,11 +118,30 @@ func (s *Server) CreateMessage(ctx context.Context, req *sdk.CreateMessageReques
 	for _, t := range req.Tools {
 		params.Tools = append(params.Tools, &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: json.RawMessage(t.InputSchema)})
 	}
+	if call.ask != nil {
+		return askSampling(ctx, call, params)
+	}
 	res, err := ss.CreateMessageWithTools(ctx, params)
 	if err != nil {
 		return nil, fmt.Errorf("sampling/createMessage: %w", err)
 	}
 	return samplingResult(res.Content, res.Model, res.StopReason), nil
+}
+
+// askSampling asks a multi-round-trip client for a sampling result
+// through its call's input requests (SEP-2322).
+func askSampling(ctx context.Context, call *callEntry, params mcp.InputRequest) (*sdk.CreateMessageResult, error) {
+	out, err := call.ask(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("sampling/createMessage: %w", err)
+	}
+	switch res := out.(type) {
+	case *mcp.CreateMessageWithToolsResult:
+		return samplingResult(res.Content, res.Model, res.StopReason), nil
+	case *mcp.CreateMessageResult:
+		return samplingResult([]mcp.Content{res.Content}, res.Model, res.StopReason), nil
+	}
+	return nil, fmt.Errorf("sampling/createMessage: the client answered with a %T, not a sampling result", out)
 }
 
 // samplingContent converts a provider's blocks to MCP content.

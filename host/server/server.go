@@ -101,7 +101,14 @@ type Options struct {
 	// before each act tool in supervised mode when the client can ask;
 	// ConfirmRequired also refuses acts from callers that cannot ask.
 	// Command-line calls count as confirmed: a person typed them.
+	// Clients of protocol 2026-07-28 and later are asked through
+	// multi-round-trip results (SEP-2322).
 	ConfirmActs string
+	// StateKey is the HMAC-SHA256 key that seals the requestState of
+	// multi-round-trip results (confirmations and calls waiting for the
+	// client), at least 32 bytes; replicas that share clients share it.
+	// Default: a random key, so states do not outlive the process.
+	StateKey []byte
 }
 
 // Values of [Options.ConfirmActs], as in [autonomy] confirm_acts.
@@ -126,8 +133,18 @@ type Server struct {
 	sessions sync.Map   // *mcp.ServerSession → *sessionInfo
 	calls    sync.Map   // call token → *callEntry, while the call runs
 	tokens   sync.Map   // session token → *mcp.ServerSession, while it is connected
+	// clients are the clients of protocol 2026-07-28 and later seen
+	// lately, by subject, name and version ([Server.client]).
+	clientsMu sync.Mutex
+	clients   map[string]*knownClient
 	// settings are the options Reconfigure may change, swapped whole.
 	settings atomic.Pointer[Settings]
+	// states seals multi-round-trip requestStates; spent remembers the
+	// confirmations used; parked holds calls waiting for a client's
+	// answer.
+	states sealer
+	spent  spentSet
+	parked parkedSet
 	// stopCtx is cancelled by CancelCalls; every tool call's context ends
 	// with it.
 	stopCtx   context.Context
@@ -247,6 +264,13 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 	if s.opts.Instructions == "" {
 		s.opts.Instructions = defaultInstructions
 	}
+	switch {
+	case len(s.opts.StateKey) == 0:
+		s.opts.StateKey = newStateKey()
+	case len(s.opts.StateKey) < 32:
+		return nil, fmt.Errorf("state key: %d bytes, want at least 32", len(s.opts.StateKey))
+	}
+	s.states = sealer{key: s.opts.StateKey}
 	s.log = s.opts.Logger.Named("server")
 	s.settings.Store(&Settings{
 		Policy:               s.opts.Policy,
@@ -498,6 +522,11 @@ type Call struct {
 	// Confirm asks the user to confirm an act tool; nil when the caller
 	// cannot be asked (see [Options.ConfirmActs]).
 	Confirm Confirmer
+
+	// confirmation, for a client asked through multi-round-trip results,
+	// holds its answer to the confirmation question or receives the
+	// question to ask; nil when the client cannot answer one.
+	confirmation *confirmation
 }
 
 // Call runs the tools/call pipeline of DESIGN §4 for c: lookup, argument
@@ -527,6 +556,11 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 		ArgsSummary:   audit.SummarizeArgs(c.Arguments),
 	}
 	res := s.run(ctx, t, d, c, &rec)
+	if rec.Decision == decisionAsking {
+		// Nothing ran: the client is asked first, and its retry is the
+		// attempt that is recorded.
+		return res, nil
+	}
 	rec.DurationUs = time.Since(start).Microseconds()
 	rec.Success = !res.IsError
 	if res.IsError {
@@ -658,17 +692,30 @@ func (s *Server) confirm(ctx context.Context, set *Settings, t *catalog.Tool, c 
 		c.Caller.SourceType == "cli" {
 		return nil
 	}
+	msg := fmt.Sprintf("Allow %s to run %s?\n%s\n%s", nonEmpty(c.Caller.ClientName, c.Caller.SourceType), t.Name,
+		firstLine(t.Description), confirmDetails(c.Arguments))
+	if q := c.confirmation; q != nil {
+		switch {
+		case !q.answered:
+			q.question = msg
+			rec.Decision = decisionAsking
+			return sdk.ErrorResult("%s waits for your confirmation", t.Name)
+		case !q.yes:
+			rec.Decision = "denied:not_confirmed"
+			return sdk.ErrorResult("%s was not run: you did not confirm it. [autonomy] confirm_acts = %q asks before every act tool when the client can ask; set it to %q to stop asking",
+				t.Name, mode, ConfirmOff)
+		}
+		return nil
+	}
 	if c.Confirm == nil {
 		if mode != ConfirmRequired {
 			return nil
 		}
 		rec.Decision = "denied:confirmation_unavailable"
-		return sdk.ErrorResult("%s refused: [autonomy] confirm_acts = %q needs a client that can ask you to confirm act tools (MCP elicitation during a call, "+
-			"protocol versions up to %s), and this one cannot; use such a client, or set confirm_acts = %q (ask when the client can) or %q",
-			t.Name, ConfirmRequired, lastInRequestElicitation, ConfirmWhenSupported, ConfirmOff)
+		return sdk.ErrorResult("%s refused: [autonomy] confirm_acts = %q needs a client that can ask you to confirm act tools (one that declares "+
+			"the elicitation capability in form mode), and this one cannot; use such a client, or set confirm_acts = %q (ask when the client can) or %q",
+			t.Name, ConfirmRequired, ConfirmWhenSupported, ConfirmOff)
 	}
-	msg := fmt.Sprintf("Allow %s to run %s?\n%s\nArguments: %s", nonEmpty(c.Caller.ClientName, c.Caller.SourceType), t.Name,
-		firstLine(t.Description), rec.ArgsSummary)
 	ok, err := c.Confirm(ctx, msg)
 	switch {
 	case err != nil:
@@ -681,6 +728,60 @@ func (s *Server) confirm(ctx context.Context, set *Settings, t *catalog.Tool, c 
 			t.Name, mode, ConfirmOff)
 	}
 	return nil
+}
+
+// decisionAsking marks a call stopped to ask for confirmation through a
+// multi-round-trip result; it is not recorded.
+const decisionAsking = "asking"
+
+// Limits of the arguments a confirmation question shows.
+const (
+	confirmValueChars = 400
+	confirmTotalChars = 2000
+)
+
+// confirmDetails shows the arguments of a call being confirmed, so the
+// user sees what would be written: each top-level argument on a line,
+// strings cut to confirmValueChars characters, the whole to
+// confirmTotalChars, in key order.
+func confirmDetails(args json.RawMessage) string {
+	var obj map[string]json.RawMessage
+	if len(args) == 0 || json.Unmarshal(args, &obj) != nil || len(obj) == 0 {
+		return "No arguments."
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.WriteString("Arguments:")
+	for _, k := range keys {
+		var text string
+		var str string
+		if json.Unmarshal(obj[k], &str) == nil {
+			text = str
+		} else {
+			text = string(obj[k])
+		}
+		b.WriteString("\n" + cleanClientText(k) + ": " + cutRunes(strings.ToValidUTF8(text, ""), confirmValueChars))
+		if b.Len() > confirmTotalChars {
+			return cutRunes(b.String(), confirmTotalChars) + "\n(more arguments not shown)"
+		}
+	}
+	return b.String()
+}
+
+// cutRunes returns s cut to n characters, marked with "…" when cut.
+func cutRunes(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos] + "…"
+		}
+		i++
+	}
+	return s
 }
 
 // nonEmpty returns a, or b when a is empty.
@@ -731,41 +832,50 @@ func resultRef(r *sdk.CallToolResult) string {
 
 func (s *Server) toolHandler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		defer context.AfterFunc(s.stopCtx, cancel)()
-		caller := s.caller(req.Session)
+		caller := s.callerOf(req)
 		token := req.Params.GetProgressToken()
 		if token != nil {
 			caller.ProgressToken, _ = json.Marshal(token)
 		}
-		callToken, end := s.beginCall(ctx, req.Session)
-		defer end()
-		caller.CallToken = callToken
 		call := Call{
 			Tool:      name,
 			Arguments: req.Params.Arguments,
 			Caller:    caller,
 			Events:    &sessionEvents{session: req.Session, token: token},
 		}
+		if mrtrClient(req) {
+			return s.callMRTR(ctx, req, name, call)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(s.stopCtx, cancel)()
+		callToken, end := s.beginCall(ctx, cancel, req.Session)
+		defer end()
+		call.Caller.CallToken = callToken
 		if canConfirm(req.Session.InitializeParams()) {
 			call.Confirm = elicitConfirm(req.Session)
 		}
 		res, err := s.Call(ctx, call)
-		if errors.Is(err, ErrUnknownTool) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-		}
-		if err != nil {
-			s.log.Error("host fault in tools/call", "tool", name, "error", err)
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error in openhuman-host; see its log"}
-		}
-		return MCPResult(res), nil
+		return s.toolAnswer(name, res, err)
 	}
+}
+
+// toolAnswer turns the pipeline's outcome into the tools/call answer: an
+// unknown tool is JSON-RPC -32602, a host fault -32603.
+func (s *Server) toolAnswer(name string, res *sdk.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	if errors.Is(err, ErrUnknownTool) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	if err != nil {
+		s.log.Error("host fault in tools/call", "tool", name, "error", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error in openhuman-host; see its log"}
+	}
+	return MCPResult(res), nil
 }
 
 func (s *Server) resourceHandler(d Dispatcher) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		res, err := d.ReadResource(ctx, &sdk.ReadResourceRequest{URI: req.Params.URI, Caller: s.caller(req.Session)})
+		res, err := d.ReadResource(ctx, &sdk.ReadResourceRequest{URI: req.Params.URI, Caller: s.callerOf(req)})
 		if errors.Is(err, sdk.ErrResourceNotFound) {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
@@ -833,8 +943,8 @@ func (e *sessionEvents) Log(ctx context.Context, m sdk.LogMessage) error {
 
 // lastInRequestElicitation is the newest protocol version that lets a
 // server send elicitation/create while it serves tools/call; later
-// versions ask for multi-round-trip results (SEP-2322) instead, which this
-// server does not produce yet, so their clients count as unable to confirm.
+// versions are asked through multi-round-trip results (SEP-2322,
+// [Server.callMRTR]).
 const lastInRequestElicitation = "2025-11-25"
 
 // firstMultiRoundTrip is the first protocol version in which a server

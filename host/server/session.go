@@ -2,10 +2,13 @@ package server
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -34,6 +37,9 @@ type sessionInfo struct {
 
 	// mu guards what the session asked providers to keep, which a
 	// provider that restarts is told again (Server.Replay).
+	// closed is set once the session has ended.
+	closed atomic.Bool
+
 	mu    sync.Mutex
 	level string          // the last logging/setLevel
 	subs  map[string]bool // resources/subscribe URIs not unsubscribed
@@ -64,6 +70,117 @@ func (info *sessionInfo) remember(level, uri string, on bool) {
 // fields (progress and call tokens, depth).
 func (s *Server) caller(ss *mcp.ServerSession) sdk.Caller {
 	return s.session(ss).caller()
+}
+
+// clientRequest is what every request a client sends tells about it: on
+// protocol 2026-07-28 and later from the request's own _meta (SEP-2575),
+// before that from the session's initialize.
+type clientRequest interface {
+	GetSession() mcp.Session
+	GetExtra() *mcp.RequestExtra
+	ProtocolVersion() string
+	ClientInfo() *mcp.Implementation
+	ClientCapabilities() *mcp.ClientCapabilities
+}
+
+// callerOf is the sdk.Caller of req without call-specific fields. A
+// request of protocol 2026-07-28 or later carries its own protocol
+// version and capabilities. Over HTTP it belongs to no session (the
+// go-sdk serves it in a session of its own that ends with it): it is
+// attributed to its client, named by its _meta client info and the
+// identity its bearer token proved ([Server.client]). On stdio the
+// connection is the session, as before.
+func (s *Server) callerOf(req clientRequest) sdk.Caller {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	version := req.ProtocolVersion()
+	if version < statelessVersion {
+		return s.caller(ss)
+	}
+	var info *sessionInfo
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil && ss != nil && ss.ID() == "" {
+		info = s.client(authSubject(extra), req.ClientInfo())
+	} else {
+		info = s.session(ss)
+	}
+	c := info.caller()
+	c.ProtocolVersion = cleanClientText(version)
+	c.ClientCapabilities = nil
+	if caps := req.ClientCapabilities(); caps != nil {
+		c.ClientCapabilities, _ = json.Marshal(caps)
+	}
+	return c
+}
+
+// authSubject is the identity a request's bearer token proved ("" when
+// it carried none, as on stdio).
+func authSubject(extra *mcp.RequestExtra) string {
+	if extra == nil || extra.TokenInfo == nil {
+		return ""
+	}
+	return extra.TokenInfo.UserID
+}
+
+// Limits of the clients known without sessions.
+const (
+	// clientIdle forgets a client (protocol 2026-07-28 and later) that
+	// sent nothing for this long; providers are then told its "session"
+	// ended, so state they keep for it (upstream sessions) is released.
+	clientIdle = 30 * time.Minute
+	// maxClients caps the clients known at once; requests of clients
+	// beyond it are attributed alike but get no state of their own.
+	maxClients = 4096
+)
+
+// client returns the info of the client that subject and impl name, on
+// protocol 2026-07-28 and later: one per (subject, name, version), with
+// an audit session hash and a session token derived from those, so that
+// its requests are attributed and served alike though each arrives on its
+// own (MCP 2026-07-28 has no sessions). It is forgotten after clientIdle.
+func (s *Server) client(subject string, impl *mcp.Implementation) *sessionInfo {
+	var name, version string
+	if impl != nil {
+		name, version = cleanClientText(impl.Name), cleanClientText(impl.Version)
+	}
+	key := subject + "\x00" + name + "\x00" + version
+	s.clientsMu.Lock()
+	defer s.clientsMu.Unlock()
+	if c, ok := s.clients[key]; ok {
+		c.idle.Reset(clientIdle)
+		return c.info
+	}
+	info := &sessionInfo{sourceType: SourceType(name), clientName: name, clientVersion: version}
+	if name == "" {
+		info.sourceType = "mcp"
+	}
+	sum := sha256.Sum256([]byte("client\x00" + key))
+	info.hash = audit.SessionHash(hex.EncodeToString(sum[:]))
+	if len(s.clients) >= maxClients {
+		return info
+	}
+	info.token = rand.Text()
+	c := &knownClient{info: info}
+	c.idle = time.AfterFunc(clientIdle, func() {
+		s.clientsMu.Lock()
+		if s.clients[key] != c {
+			s.clientsMu.Unlock()
+			return
+		}
+		delete(s.clients, key)
+		s.clientsMu.Unlock()
+		s.sessionClosed(info.caller())
+	})
+	if s.clients == nil {
+		s.clients = map[string]*knownClient{}
+	}
+	s.clients[key] = c
+	return info
+}
+
+// knownClient is a client of protocol 2026-07-28 or later the server
+// has seen lately.
+type knownClient struct {
+	info *sessionInfo
+	idle *time.Timer
 }
 
 // caller is the session's sdk.Caller without call-specific fields.
@@ -117,6 +234,8 @@ func (s *Server) session(ss *mcp.ServerSession) *sessionInfo {
 	s.tokens.Store(info.token, ss)
 	go func() {
 		_ = ss.Wait()
+		info.closed.Store(true)
+		s.cancelCalls(ss)
 		s.sessions.Delete(ss)
 		s.tokens.Delete(info.token)
 		s.sessionClosed(info.caller())

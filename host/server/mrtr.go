@@ -1,0 +1,551 @@
+package server
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// This file serves clients of protocol 2026-07-28 and later, which a
+// server may not send requests while it serves a call: it asks them for
+// input through multi-round-trip results instead (MCP 2026-07-28,
+// SEP-2322). A tools/call answers with an InputRequiredResult carrying
+// inputRequests and a requestState; the client retries the call with
+// inputResponses and that requestState.
+//
+// Two kinds of state are used, both sealed with HMAC-SHA256 under the
+// host's state key ([Options.StateKey]) and bound to the tool, a hash of
+// its arguments, the client and an expiry:
+//
+//   - a confirmation ("confirm") asks the user before an act tool runs; it
+//     holds everything needed, so any replica can check it, and it is
+//     spent on first use;
+//   - a continuation ("resume") belongs to a call that is running and
+//     waits for the client's answer (a sub-agent's sampling request, an
+//     upstream server's elicitation); the call is parked in this process
+//     until the retry arrives, for at most [parkTTL].
+//
+// A state that fails its seal, has expired, was spent, or names another
+// tool, other arguments or another client is refused with JSON-RPC
+// -32602 and an audit row "denied:bad_confirmation".
+
+// Limits of multi-round-trip calls.
+const (
+	// confirmTTL is how long a confirmation question can be answered.
+	confirmTTL = 10 * time.Minute
+	// parkTTL is how long a running call waits for the client's answer
+	// before it is cancelled.
+	parkTTL = 10 * time.Minute
+	// maxParked caps the calls waiting for answers at once; a call that
+	// would wait beyond it fails its request to the client.
+	maxParked = 256
+	// maxSpent caps the confirmations remembered as spent before they
+	// expire; beyond it new confirmations are refused until some expire.
+	maxSpent = 1 << 16
+	// maxStateBytes caps a requestState the server accepts.
+	maxStateBytes = 4096
+	// confirmInput is the inputRequests key of a confirmation question.
+	confirmInput = "confirm"
+)
+
+// BadConfirmation is the denial reason ("denied:bad_confirmation") of a
+// retry whose requestState was forged, replayed, expired or bound to
+// another call.
+const BadConfirmation = "bad_confirmation"
+
+// requestState is what a sealed requestState holds.
+type requestState struct {
+	Kind   string `json:"k"`           // "confirm" or "resume"
+	Tool   string `json:"t"`           // advertised tool name
+	Args   string `json:"a"`           // argsDigest of the arguments
+	Client string `json:"c"`           // clientDigest of the caller
+	Exp    int64  `json:"e"`           // expiry, Unix milliseconds
+	Nonce  string `json:"n"`           // random; a confirmation's spend key
+	Call   string `json:"p,omitempty"` // parked call id ("resume")
+	Round  int    `json:"r,omitempty"` // the parked call's round ("resume")
+}
+
+// Kinds of requestState.
+const (
+	stateConfirm = "confirm"
+	stateResume  = "resume"
+)
+
+// stateVersion prefixes every sealed state, so a later format can be told
+// apart.
+const stateVersion = "v1"
+
+// sealer seals and opens requestStates under one key.
+type sealer struct{ key []byte }
+
+// seal returns st as "v1.<payload>.<mac>", base64url without padding.
+func (k sealer) seal(st requestState) string {
+	payload, _ := json.Marshal(st)
+	p := base64.RawURLEncoding.EncodeToString(payload)
+	return stateVersion + "." + p + "." + base64.RawURLEncoding.EncodeToString(k.mac(p))
+}
+
+func (k sealer) mac(payload string) []byte {
+	m := hmac.New(sha256.New, k.key)
+	m.Write([]byte(stateVersion + "." + payload))
+	return m.Sum(nil)
+}
+
+// open checks a sealed state's MAC in constant time and decodes it.
+func (k sealer) open(s string) (requestState, error) {
+	var st requestState
+	if len(s) > maxStateBytes {
+		return st, fmt.Errorf("it is %d bytes long, more than any this server issues", len(s))
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 || parts[0] != stateVersion {
+		return st, errors.New("it is not a state this server issued")
+	}
+	sum, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil || !hmac.Equal(sum, k.mac(parts[1])) {
+		return st, errors.New("its integrity check failed: it was altered or issued by another key")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return st, errors.New("its payload is not base64url")
+	}
+	if err := json.Unmarshal(payload, &st); err != nil {
+		return st, fmt.Errorf("its payload is not readable: %w", err)
+	}
+	return st, nil
+}
+
+// spentSet remembers spent confirmations until they expire.
+type spentSet struct {
+	mu   sync.Mutex
+	seen map[string]int64 // nonce → expiry, Unix ms
+}
+
+// spend marks nonce spent and reports whether it was not before. full is
+// set when the set is at its cap.
+func (s *spentSet) spend(nonce string, exp int64, now time.Time) (fresh, full bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]int64{}
+	}
+	if _, ok := s.seen[nonce]; ok {
+		return false, false
+	}
+	if len(s.seen) >= maxSpent {
+		ms := now.UnixMilli()
+		for n, e := range s.seen {
+			if e < ms {
+				delete(s.seen, n)
+			}
+		}
+		if len(s.seen) >= maxSpent {
+			return false, true
+		}
+	}
+	s.seen[nonce] = exp
+	return true, false
+}
+
+// argsDigest is the hex SHA-256 of the arguments in a canonical form
+// (object keys sorted, no spaces), so a retry that reorders keys still
+// matches and one that changes a value does not.
+func argsDigest(args json.RawMessage) string {
+	canonical := []byte("{}")
+	if len(args) > 0 {
+		var v any
+		if json.Unmarshal(args, &v) == nil && v != nil {
+			canonical, _ = json.Marshal(v)
+		}
+	}
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+// clientDigest names the caller a state is bound to: the identity its
+// bearer token proved and the client it says it is.
+func clientDigest(subject string, c sdk.Caller) string {
+	sum := sha256.Sum256([]byte(subject + "\x00" + c.SourceType + "\x00" + c.ClientName))
+	return hex.EncodeToString(sum[:16])
+}
+
+// confirmation is the client's answer to a confirmation question, for a
+// call of a client that is asked through multi-round-trip results.
+type confirmation struct {
+	answered bool // the retry carried a valid state and an answer
+	yes      bool // the answer was accept with confirm = true
+	// question is set by the pipeline when it needs to ask.
+	question string
+}
+
+// ask is one request for client input made by a parked call.
+type ask struct {
+	req   mcp.InputRequest
+	reply chan askReply
+}
+
+type askReply struct {
+	res mcp.InputResponse
+	err error
+}
+
+// parkedCall is a call of a multi-round-trip client that runs across
+// several requests: its goroutine asks for input (asks), the request
+// waiting on it answers with an InputRequiredResult, and the retry
+// delivers the answers.
+type parkedCall struct {
+	id     string
+	tool   string
+	args   string
+	client string
+	asks   chan *ask
+	done   chan parkedOutcome
+	cancel context.CancelFunc
+	// values is the context of the request waiting on the call, whose
+	// values relate what the call sends (progress) to that request.
+	values atomic.Pointer[context.Context]
+
+	mu      sync.Mutex
+	round   int
+	busy    bool            // a request is waiting on the call
+	pending map[string]*ask // asked, not yet answered, by input key
+	next    int             // counter of input keys
+	expiry  *time.Timer
+}
+
+type parkedOutcome struct {
+	res *sdk.CallToolResult
+	err error
+	// question is set when the call stopped to ask for confirmation.
+	question string
+}
+
+// parkedCtx is a parked call's context: cancelled with the call, with
+// the values of the request now waiting on it.
+type parkedCtx struct {
+	context.Context
+	p *parkedCall
+}
+
+func (c parkedCtx) Value(key any) any {
+	if v := c.p.values.Load(); v != nil && (*v).Err() == nil {
+		if val := (*v).Value(key); val != nil {
+			return val
+		}
+	}
+	return c.Context.Value(key)
+}
+
+// parkedSet holds the parked calls by id.
+type parkedSet struct {
+	mu    sync.Mutex
+	calls map[string]*parkedCall
+}
+
+func (ps *parkedSet) add(p *parkedCall) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.calls == nil {
+		ps.calls = map[string]*parkedCall{}
+	}
+	if len(ps.calls) >= maxParked {
+		return false
+	}
+	ps.calls[p.id] = p
+	return true
+}
+
+func (ps *parkedSet) get(id string) *parkedCall {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.calls[id]
+}
+
+func (ps *parkedSet) remove(p *parkedCall) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.calls[p.id] == p {
+		delete(ps.calls, p.id)
+	}
+}
+
+// errTooManyParked fails a request to the client when maxParked calls
+// already wait for answers.
+var errTooManyParked = fmt.Errorf("%w: %d calls already wait for a client's answer, the most this server holds; retry when some have finished",
+	sdk.ErrClientUnavailable, maxParked)
+
+// askFunc returns how a parked call asks its client for input: the ask
+// goes to the request waiting on the call, which answers with an
+// InputRequiredResult, and the reply comes with the client's retry.
+func (p *parkedCall) askFunc() func(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	return func(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+		a := &ask{req: req, reply: make(chan askReply, 1)}
+		select {
+		case p.asks <- a:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		select {
+		case r := <-a.reply:
+			return r.res, r.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// mrtrClient reports whether req's client is asked for input through
+// multi-round-trip results (protocol 2026-07-28 and later).
+func mrtrClient(req clientRequest) bool { return req.ProtocolVersion() >= statelessVersion }
+
+// canConfirmMRTR reports whether a multi-round-trip client can answer a
+// confirmation: it declared form elicitation.
+func canConfirmMRTR(caps *mcp.ClientCapabilities) bool {
+	if caps == nil || caps.Elicitation == nil {
+		return false
+	}
+	e := caps.Elicitation
+	return e.Form != nil || e.URL == nil
+}
+
+// callMRTR serves a tools/call of a multi-round-trip client: a first
+// call, a retry answering a confirmation, or a retry answering a parked
+// call's questions.
+func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name string, call Call) (*mcp.CallToolResult, error) {
+	v := s.view.Load()
+	t, ok := v.tool(name)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: s.unknownTool(v, name).Error()}
+	}
+	client := clientDigest(authSubject(req.Extra), call.Caller)
+	args := argsDigest(call.Arguments)
+	caps := req.ClientCapabilities()
+	if canConfirmMRTR(caps) {
+		call.confirmation = &confirmation{}
+	}
+	if state := req.Params.RequestState; state != "" {
+		st, err := s.states.open(state)
+		now := time.Now()
+		switch {
+		case err != nil:
+			return nil, s.refuseState(ctx, t.Name, call, "forged", err.Error())
+		case st.Exp < now.UnixMilli():
+			return nil, s.refuseState(ctx, t.Name, call, "expired", fmt.Sprintf("it expired at %s", time.UnixMilli(st.Exp).UTC().Format(time.RFC3339)))
+		case st.Tool != t.Name || st.Args != args || st.Client != client:
+			return nil, s.refuseState(ctx, t.Name, call, "mismatched", "it was issued for another tool, other arguments or another client")
+		}
+		switch st.Kind {
+		case stateConfirm:
+			fresh, full := s.spent.spend(st.Nonce, st.Exp, now)
+			if full {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "too many confirmations are outstanding; retry the call in a few minutes"}
+			}
+			if !fresh {
+				return nil, s.refuseState(ctx, t.Name, call, "replayed", "it was used already")
+			}
+			if call.confirmation != nil {
+				if r, ok := req.Params.InputResponses[confirmInput].(*mcp.ElicitResult); ok && r != nil {
+					yes, _ := r.Content["confirm"].(bool)
+					call.confirmation.answered, call.confirmation.yes = true, r.Action == "accept" && yes
+				}
+			}
+		case stateResume:
+			p := s.parked.get(st.Call)
+			if p == nil {
+				return nil, s.refuseState(ctx, t.Name, call, "expired", "the call it continues has ended or timed out; call the tool again")
+			}
+			if err := p.resume(st.Round, req.Params.InputResponses); err != nil {
+				return nil, s.refuseState(ctx, t.Name, call, "replayed", err.Error())
+			}
+			return s.await(ctx, p, call)
+		default:
+			return nil, s.refuseState(ctx, t.Name, call, "forged", "its kind is unknown")
+		}
+	}
+	p := &parkedCall{id: rand.Text(), tool: t.Name, args: args, client: client, asks: make(chan *ask), done: make(chan parkedOutcome, 1), pending: map[string]*ask{}}
+	pctx, cancel := context.WithCancel(s.stopCtx)
+	p.cancel = cancel
+	p.busy = true
+	callCtx := parkedCtx{Context: pctx, p: p}
+	entry := &callEntry{session: req.Session, ctx: callCtx, caps: caps, ask: p.askFunc(), cancel: cancel}
+	callToken := rand.Text()
+	s.calls.Store(callToken, entry)
+	call.Caller.CallToken = callToken
+	go func() {
+		defer s.calls.Delete(callToken)
+		defer cancel()
+		res, err := s.Call(callCtx, call)
+		out := parkedOutcome{res: res, err: err}
+		if call.confirmation != nil && call.confirmation.question != "" && !call.confirmation.answered {
+			out.question = call.confirmation.question
+		}
+		p.done <- out
+	}()
+	return s.await(ctx, p, call)
+}
+
+// resume delivers a retry's answers to p's pending asks; answers it did
+// not ask for are ignored, and asks left unanswered are asked again. It
+// fails when round is not p's current one (a replayed or concurrent
+// retry).
+func (p *parkedCall) resume(round int, answers mcp.InputResponseMap) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.busy || round != p.round {
+		return errors.New("it was used already")
+	}
+	p.busy = true
+	p.expiry.Stop()
+	for key, a := range p.pending {
+		if r, ok := answers[key]; ok && r != nil {
+			a.reply <- askReply{res: r}
+			delete(p.pending, key)
+		}
+	}
+	return nil
+}
+
+// await waits for p to finish or ask for input, while ctx (the request
+// of the client now waiting on it) lasts. A finished call gives its
+// result; asks give an InputRequiredResult holding every question not
+// yet answered; a request that ends first (the client gave up) cancels
+// the call.
+func (s *Server) await(ctx context.Context, p *parkedCall, call Call) (*mcp.CallToolResult, error) {
+	p.values.Store(&ctx)
+	defer p.values.Store(nil)
+	p.mu.Lock()
+	waiting := len(p.pending) > 0
+	p.mu.Unlock()
+	if !waiting {
+		select {
+		case out := <-p.done:
+			s.parked.remove(p)
+			return s.finish(p, call, out)
+		case a := <-p.asks:
+			p.add(a)
+		case <-ctx.Done():
+			p.cancel()
+			s.parked.remove(p)
+			return nil, ctx.Err()
+		}
+	}
+	// Asks made together (several requests in flight) go out together.
+	for more := true; more; {
+		select {
+		case a := <-p.asks:
+			p.add(a)
+		default:
+			more = false
+		}
+	}
+	if s.parked.get(p.id) == nil && !s.parked.add(p) {
+		p.mu.Lock()
+		for key, a := range p.pending {
+			a.reply <- askReply{err: errTooManyParked}
+			delete(p.pending, key)
+		}
+		p.busy = false
+		p.mu.Unlock()
+		return s.await(ctx, p, call)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.round++
+	p.busy = false
+	p.expiry = time.AfterFunc(parkTTL, func() {
+		s.parked.remove(p)
+		p.cancel()
+	})
+	requests := make(mcp.InputRequestMap, len(p.pending))
+	for key, a := range p.pending {
+		requests[key] = a.req
+	}
+	state := s.states.seal(requestState{
+		Kind: stateResume, Tool: p.tool, Args: p.args, Client: p.client,
+		Exp: time.Now().Add(parkTTL).UnixMilli(), Nonce: rand.Text(), Call: p.id, Round: p.round,
+	})
+	return &mcp.CallToolResult{InputRequests: requests, RequestState: state}, nil
+}
+
+// add records a as pending under a new input key.
+func (p *parkedCall) add(a *ask) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	p.pending[fmt.Sprintf("input-%d", p.next)] = a
+}
+
+// finish turns a parked call's outcome into the answer: its result, or a
+// confirmation question with a fresh confirmation state.
+func (s *Server) finish(p *parkedCall, call Call, out parkedOutcome) (*mcp.CallToolResult, error) {
+	if out.question != "" {
+		state := s.states.seal(requestState{
+			Kind: stateConfirm, Tool: p.tool, Args: p.args, Client: p.client,
+			Exp: time.Now().Add(confirmTTL).UnixMilli(), Nonce: rand.Text(),
+		})
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{confirmInput: &mcp.ElicitParams{Message: out.question, RequestedSchema: confirmSchema}},
+			RequestState:  state,
+		}, nil
+	}
+	return s.toolAnswer(call.Tool, out.res, out.err)
+}
+
+// refuseState records a refused requestState (decision
+// "denied:bad_confirmation") and returns the JSON-RPC -32602 error for
+// it; how says what was wrong ("forged", "expired", "replayed",
+// "mismatched") and why explains it.
+func (s *Server) refuseState(ctx context.Context, tool string, call Call, how, why string) error {
+	s.log.Warn("requestState refused", "tool", tool, "client", call.Caller.SourceType, "reason", how)
+	if s.opts.Audit != nil {
+		rec := audit.Record{
+			TimeMs:        time.Now().UnixMilli(),
+			SessionHash:   call.Caller.SessionHash,
+			SourceType:    call.Caller.SourceType,
+			ClientName:    call.Caller.ClientName,
+			ClientVersion: call.Caller.ClientVersion,
+			Tool:          tool,
+			Class:         string(s.toolClass(tool)),
+			Decision:      audit.DecisionDenied(BadConfirmation),
+			Error:         audit.TruncateError(how + ": " + why),
+			ArgsSummary:   audit.SummarizeArgs(call.Arguments),
+		}
+		if t, ok := s.view.Load().tool(tool); ok {
+			rec.Provider = t.Provider
+		}
+		_ = s.opts.Audit.Record(context.WithoutCancel(ctx), rec)
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+		"invalid requestState (%s): %s; call %s again without requestState to start over", how, why, tool)}
+}
+
+// toolClass is the class of the tool served under name ("" when none).
+func (s *Server) toolClass(name string) sdk.PolicyClass {
+	if t, ok := s.view.Load().tool(name); ok {
+		return t.Class
+	}
+	return ""
+}
+
+// newStateKey returns a random key for sealing requestStates.
+func newStateKey() []byte {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return key
+}

@@ -235,7 +235,14 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 			timeouts[p.Name] = d
 		}
 	}
+	key, err := stateKey(dataDir)
+	if err != nil {
+		h.changeMu.Unlock()
+		_ = h.Close(ctx)
+		return nil, err
+	}
 	srv, err := server.New(cat, dispatchers, &server.Options{
+		StateKey:             key,
 		NotLoaded:            notLoaded,
 		ProviderToolTimeouts: timeouts,
 		ConfirmActs:          cfg.Autonomy.ConfirmActs,

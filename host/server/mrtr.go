@@ -341,7 +341,7 @@ func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name st
 	}
 	if state := req.Params.RequestState; state != "" {
 		st, err := s.states.open(state)
-		now := time.Now()
+		now := s.now()
 		switch {
 		case err != nil:
 			return nil, s.refuseState(ctx, t.Name, call, "forged", err.Error())
@@ -478,7 +478,7 @@ func (s *Server) await(ctx context.Context, p *parkedCall, call Call) (*mcp.Call
 	}
 	state := s.states.seal(requestState{
 		Kind: stateResume, Tool: p.tool, Args: p.args, Client: p.client,
-		Exp: time.Now().Add(parkTTL).UnixMilli(), Nonce: rand.Text(), Call: p.id, Round: p.round,
+		Exp: s.now().Add(parkTTL).UnixMilli(), Nonce: rand.Text(), Call: p.id, Round: p.round,
 	})
 	return &mcp.CallToolResult{InputRequests: requests, RequestState: state}, nil
 }
@@ -497,7 +497,7 @@ func (s *Server) finish(p *parkedCall, call Call, out parkedOutcome) (*mcp.CallT
 	if out.question != "" {
 		state := s.states.seal(requestState{
 			Kind: stateConfirm, Tool: p.tool, Args: p.args, Client: p.client,
-			Exp: time.Now().Add(confirmTTL).UnixMilli(), Nonce: rand.Text(),
+			Exp: s.now().Add(confirmTTL).UnixMilli(), Nonce: rand.Text(),
 		})
 		return &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{confirmInput: &mcp.ElicitParams{Message: out.question, RequestedSchema: confirmSchema}},
@@ -542,6 +542,9 @@ func (s *Server) toolClass(name string) sdk.PolicyClass {
 	}
 	return ""
 }
+
+// now is the clock of requestState expiries.
+func (s *Server) now() time.Time { return time.Now().Add(time.Duration(s.clockSkew.Load())) }
 
 // newStateKey returns a random key for sealing requestStates.
 func newStateKey() []byte {

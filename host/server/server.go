@@ -145,6 +145,9 @@ type Server struct {
 	states sealer
 	spent  spentSet
 	parked parkedSet
+	// clockSkew (ns) moves the clock of requestState expiries; tests
+	// set it.
+	clockSkew atomic.Int64
 	// stopCtx is cancelled by CancelCalls; every tool call's context ends
 	// with it.
 	stopCtx   context.Context

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host/policy"
+)
+
+// mrtrClient connects a 2026-07-28 client that declares form elicitation
+// and handles multi-round-trip results itself (the go-sdk's automatic
+// retry is off), so the test sees each InputRequiredResult.
+func manualMRTRClient(t *testing.T, s *Server) *mcp.ClientSession {
+	t.Helper()
+	return connectVersion(t, s, "Claude Desktop", &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("not asked this way")
+		},
+	}, "2026-07-28")
+}
+
+func confirmServer(t *testing.T) (*Server, *memAudit) {
+	t.Helper()
+	pol, err := policy.New(policy.Options{Level: policy.Supervised})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &memAudit{}
+	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a, ConfirmActs: ConfirmWhenSupported})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, a
+}
+
+var yes = mcp.InputResponseMap{confirmInput: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}}
+
+// question calls fake.store with args and returns the confirmation state,
+// checking the InputRequiredResult's shape.
+func question(t *testing.T, cs *mcp.ClientSession, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fake_store", Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.NeedsInput() || res.RequestState == "" || len(res.InputRequests) != 1 {
+		t.Fatalf("first call = %+v, want an InputRequiredResult with one input request and a requestState", res)
+	}
+	ask, ok := res.InputRequests[confirmInput].(*mcp.ElicitParams)
+	if !ok {
+		t.Fatalf("input requests = %#v, want an elicitation under %q", res.InputRequests, confirmInput)
+	}
+	if !strings.Contains(ask.Message, "Allow Claude Desktop to run fake_store?") || !strings.Contains(ask.Message, "title: "+args["title"].(string)) {
+		t.Errorf("question = %q, want the tool and the title being written", ask.Message)
+	}
+	return res.RequestState
+}
+
+// wantRefused checks that err is JSON-RPC -32602 naming how the state was
+// wrong.
+func wantRefused(t *testing.T, what string, res *mcp.CallToolResult, err error, how string) {
+	t.Helper()
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "invalid requestState ("+how+")") {
+		t.Errorf("%s = %+v, %v; want JSON-RPC -32602 invalid requestState (%s)", what, res, err, how)
+	}
+}
+
+// TestConfirmationStateRefusals is the host's version of the conformance
+// tampered-state scenario: a 2026-07-28 client is asked to confirm an act
+// through an InputRequiredResult; a forged, replayed, expired or
+// mismatched requestState is each refused with JSON-RPC -32602 and an
+// audit row denied:bad_confirmation, and the act runs only on a valid
+// state carrying a yes.
+func TestConfirmationStateRefusals(t *testing.T) {
+	t.Parallel()
+	s, a := confirmServer(t)
+	cs := manualMRTRClient(t, s)
+	ctx := context.Background()
+	args := map[string]any{"title": "Launch plan"}
+	retry := func(args map[string]any, state string, answers mcp.InputResponseMap) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake_store", Arguments: args, InputResponses: answers, RequestState: state})
+	}
+
+	state := question(t, cs, args)
+	if rows := a.all(); len(rows) != 0 {
+		t.Fatalf("asking wrote audit rows: %+v", rows)
+	}
+	res, err := retry(args, state+"-TAMPERED", yes)
+	wantRefused(t, "forged state", res, err, "forged")
+	// One character of the payload changed keeps the format but not the MAC.
+	parts := strings.Split(state, ".")
+	flipped := []byte(parts[1])
+	flipped[len(flipped)/2] ^= 1
+	res, err = retry(args, parts[0]+"."+string(flipped)+"."+parts[2], yes)
+	wantRefused(t, "altered payload", res, err, "forged")
+	res, err = retry(map[string]any{"title": "Other plan"}, state, yes)
+	wantRefused(t, "state for other arguments", res, err, "mismatched")
+
+	res, err = retry(args, state, yes)
+	if err != nil || res.IsError || res.NeedsInput() {
+		t.Fatalf("valid retry = %+v, %v; want the tool's result", res, err)
+	}
+	res, err = retry(args, state, yes)
+	wantRefused(t, "replayed state", res, err, "replayed")
+
+	expiring := question(t, cs, args)
+	s.clockSkew.Store(int64(confirmTTL + time.Minute))
+	res, err = retry(args, expiring, yes)
+	wantRefused(t, "expired state", res, err, "expired")
+	s.clockSkew.Store(0)
+
+	declined := question(t, cs, args)
+	res, err = retry(args, declined, mcp.InputResponseMap{confirmInput: &mcp.ElicitResult{Action: "decline"}})
+	if err != nil || !res.IsError || !strings.Contains(resultString(res), "you did not confirm it") {
+		t.Errorf("declined = %+v, %v; want an isError result saying it was not confirmed", res, err)
+	}
+
+	var got []string
+	for _, r := range a.all() {
+		got = append(got, r.Decision)
+		if r.Tool != "fake_store" || r.SourceType != "mcp:claude-desktop" {
+			t.Errorf("row = %+v", r)
+		}
+	}
+	want := []string{
+		"denied:bad_confirmation", "denied:bad_confirmation", "denied:bad_confirmation",
+		"allowed",
+		"denied:bad_confirmation", "denied:bad_confirmation",
+		"denied:not_confirmed",
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("audit decisions = %v, want %v", got, want)
+	}
+}
+
+// TestConfirmationStateFromAnotherHost: a state sealed under another key
+// (another host, or this one before its key changed) is forged.
+func TestConfirmationStateFromAnotherHost(t *testing.T) {
+	t.Parallel()
+	s1, _ := confirmServer(t)
+	s2, a2 := confirmServer(t)
+	args := map[string]any{"title": "Launch plan"}
+	state := question(t, manualMRTRClient(t, s1), args)
+	res, err := manualMRTRClient(t, s2).CallTool(context.Background(), &mcp.CallToolParams{Name: "fake_store", Arguments: args, InputResponses: yes, RequestState: state})
+	wantRefused(t, "other host's state", res, err, "forged")
+	if rows := a2.all(); len(rows) != 1 || rows[0].Decision != "denied:bad_confirmation" {
+		t.Errorf("audit rows = %+v", rows)
+	}
+}
+
+func resultString(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}

@@ -85,7 +85,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		// A client that drops its POST cancels the call it carried.
 		PropagateRequestCancellation: true,
 	})
-	h := routeProtocol(o.MaxBodyBytes, s.sessionCap(o.MaxSessions, stateful), stateless)
+	h := routeProtocol(o.MaxBodyBytes, s.sessionCap(o.MaxSessions, s.cancelOnDelete(stateful)), stateless)
 	if o.Token != "" {
 		want := sha256.Sum256([]byte(o.Token))
 		verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -141,6 +141,23 @@ func (s *Server) sessionCap(max int, next http.Handler) http.Handler {
 				http.Error(w, fmt.Sprintf("Service Unavailable: openhuman-host already holds %d sessions, its limit ([server] max_sessions); "+
 					"retry later, or close sessions you no longer use", n), http.StatusServiceUnavailable)
 				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cancelOnDelete cancels the running calls of the session a DELETE
+// ends (MCP 2025-11-25, basic/transports §Session Management) before the
+// go-sdk closes it, which waits for its calls: their providers see their
+// contexts end, so their work and any LLM request they made stop.
+func (s *Server) cancelOnDelete(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
+			for ss := range s.mcp.Sessions() {
+				if ss.ID() == id {
+					s.cancelCalls(ss)
+				}
 			}
 		}
 		next.ServeHTTP(w, r)

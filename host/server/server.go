@@ -8,6 +8,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -324,6 +325,9 @@ func (s *Server) namesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: s.unknownTool(v, params.Name).Error()}
 				}
 				params.Name = t.Name
+				if err := argumentsObject(params.Arguments); err != nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", t.Name, err)}
+				}
 			}
 		case *mcp.GetPromptParams:
 			if method == "prompts/get" && params != nil {
@@ -332,8 +336,70 @@ func (s *Server) namesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 			}
 		}
-		return next(ctx, method, req)
+		res, err := next(ctx, method, req)
+		if err == nil && !structuredOutput(req) {
+			res = withoutStructure(res)
+		}
+		return res, err
 	}
+}
+
+// argumentsObject checks that a tools/call's arguments, when present, are
+// a JSON object (MCP server/tools, CallToolRequest: "arguments" is an
+// object): anything else is a malformed request (JSON-RPC -32602), not a
+// failed tool call.
+func argumentsObject(raw json.RawMessage) error {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || string(b) == "null" || b[0] == '{' {
+		return nil
+	}
+	kind := "a string"
+	switch {
+	case b[0] == '[':
+		kind = "an array"
+	case b[0] == 't' || b[0] == 'f':
+		kind = "a boolean"
+	case b[0] != '"':
+		kind = "a number"
+	}
+	return fmt.Errorf("\"arguments\" must be a JSON object of named arguments, not %s", kind)
+}
+
+// structuredOutput reports whether req's client speaks a protocol version
+// with tool outputSchema and structuredContent (2025-06-18 and later).
+func structuredOutput(req mcp.Request) bool {
+	r, ok := req.(clientRequest)
+	if !ok {
+		return true
+	}
+	v := r.ProtocolVersion()
+	return v == "" || v >= structuredVersion
+}
+
+// withoutStructure returns res without outputSchema (tools/list) or
+// structuredContent (tools/call), for a client of 2025-03-26 or earlier,
+// which predates them; the text content already carries the result.
+// Registered tools are copied, not changed.
+func withoutStructure(res mcp.Result) mcp.Result {
+	switch r := res.(type) {
+	case *mcp.ListToolsResult:
+		if r == nil {
+			return res
+		}
+		out := *r
+		out.Tools = make([]*mcp.Tool, len(r.Tools))
+		for i, t := range r.Tools {
+			c := *t
+			c.OutputSchema = nil
+			out.Tools[i] = &c
+		}
+		return &out
+	case *mcp.CallToolResult:
+		if r != nil {
+			r.StructuredContent = nil
+		}
+	}
+	return res
 }
 
 // tool returns the tool served under name, or under [sdk.ClientName] of

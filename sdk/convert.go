@@ -206,7 +206,8 @@ func callerFromProto(c *providerv1.Caller) Caller {
 }
 
 func resultToProto(r *CallToolResult) *providerv1.CallToolResult {
-	out := &providerv1.CallToolResult{StructuredContentJson: r.StructuredContent, IsError: r.IsError}
+	out := &providerv1.CallToolResult{StructuredContentJson: r.StructuredContent, IsError: r.IsError,
+		InputRequestsJson: r.InputRequests, RequestState: r.RequestState}
 	for _, c := range r.Content {
 		out.Content = append(out.Content, contentToProto(c))
 	}
@@ -214,7 +215,8 @@ func resultToProto(r *CallToolResult) *providerv1.CallToolResult {
 }
 
 func resultFromProto(r *providerv1.CallToolResult) *CallToolResult {
-	out := &CallToolResult{StructuredContent: rawOrNil(r.GetStructuredContentJson()), IsError: r.GetIsError()}
+	out := &CallToolResult{StructuredContent: rawOrNil(r.GetStructuredContentJson()), IsError: r.GetIsError(),
+		InputRequests: rawOrNil(r.GetInputRequestsJson()), RequestState: r.GetRequestState()}
 	for _, c := range r.GetContent() {
 		out.Content = append(out.Content, contentFromProto(c))
 	}

@@ -54,9 +54,11 @@ func (c *grpcProviderClient) Describe(ctx context.Context) (*Catalog, error) {
 
 func (c *grpcProviderClient) CallTool(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 	stream, err := c.client.CallTool(ctx, &providerv1.CallToolRequest{
-		Name:          req.Name,
-		ArgumentsJson: req.Arguments,
-		Caller:        callerToProto(req.Caller),
+		Name:               req.Name,
+		ArgumentsJson:      req.Arguments,
+		Caller:             callerToProto(req.Caller),
+		InputResponsesJson: req.InputResponses,
+		RequestState:       req.RequestState,
 	})
 	if err != nil {
 		return nil, fromStatus("call "+req.Name, err)

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -68,9 +69,11 @@ func (s *grpcProviderServer) CallTool(req *providerv1.CallToolRequest, stream pr
 	defer recoverAsError("CallTool "+req.GetName(), s.log, &err)
 	sink := &streamSink{send: func(ev *providerv1.CallToolResponse) error { return stream.Send(ev) }}
 	creq := (&CallToolRequest{
-		Name:      req.GetName(),
-		Arguments: rawOrNil(req.GetArgumentsJson()),
-		Caller:    callerFromProto(req.GetCaller()),
+		Name:           req.GetName(),
+		Arguments:      rawOrNil(req.GetArgumentsJson()),
+		Caller:         callerFromProto(req.GetCaller()),
+		InputResponses: rawOrNil(req.GetInputResponsesJson()),
+		RequestState:   req.GetRequestState(),
 	}).WithEvents(sink)
 	res, err := s.impl.CallTool(stream.Context(), creq)
 	if err != nil {
@@ -122,6 +125,17 @@ func (s *streamSink) Log(_ context.Context, m LogMessage) error {
 // toStatus maps a provider error to a gRPC status so that the host can tell
 // cancellation and unknown resources from failures.
 func toStatus(err error) error {
+	var missing *MissingCapabilityError
+	if errors.As(err, &missing) {
+		st := status.New(codes.FailedPrecondition, missing.Message)
+		if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{
+			Reason: missingCapabilityReason, Domain: errorDomain,
+			Metadata: map[string]string{"required_capabilities": string(missing.Required)},
+		}); derr == nil {
+			st = withInfo
+		}
+		return st.Err()
+	}
 	switch {
 	case errors.Is(err, ErrSamplingUnavailable), errors.Is(err, ErrClientUnavailable):
 		return status.Error(codes.FailedPrecondition, err.Error())
@@ -142,6 +156,13 @@ func toStatus(err error) error {
 	return status.Error(codes.Unknown, err.Error())
 }
 
+// The ErrorInfo (google.rpc.ErrorInfo) that carries a
+// [MissingCapabilityError] across the plugin connection.
+const (
+	errorDomain             = "provider.openhuman.dev"
+	missingCapabilityReason = "MISSING_CLIENT_CAPABILITY"
+)
+
 // fromStatus turns a gRPC error back into an error that wraps the matching
 // sentinel.
 func fromStatus(what string, err error) error {
@@ -153,6 +174,15 @@ func fromStatusNotFound(what string, err error, notFound error) error {
 	st, ok := status.FromError(err)
 	if !ok {
 		return fmt.Errorf("%s: %w", what, err)
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == missingCapabilityReason && info.GetDomain() == errorDomain {
+			required := json.RawMessage(info.GetMetadata()["required_capabilities"])
+			if !json.Valid(required) {
+				required = json.RawMessage("{}")
+			}
+			return &MissingCapabilityError{Required: required, Message: st.Message()}
+		}
 	}
 	switch st.Code() {
 	case codes.Canceled:

@@ -47,14 +47,15 @@ func (s *grpcProviderServer) GetPrompt(ctx context.Context, req *providerv1.GetP
 	if !ok {
 		return nil, unimplemented("GetPrompt", "PromptProvider")
 	}
-	res, err := impl.GetPrompt(ctx, &GetPromptRequest{Name: req.GetName(), Arguments: req.GetArguments(), Caller: callerFromProto(req.GetCaller())})
+	res, err := impl.GetPrompt(ctx, &GetPromptRequest{Name: req.GetName(), Arguments: req.GetArguments(), Caller: callerFromProto(req.GetCaller()),
+		InputResponses: rawOrNil(req.GetInputResponsesJson()), RequestState: req.GetRequestState()})
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	if res == nil {
 		return nil, status.Errorf(codes.Internal, "GetPrompt returned no prompt for %s", req.GetName())
 	}
-	out := &providerv1.GetPromptResponse{Description: res.Description}
+	out := &providerv1.GetPromptResponse{Description: res.Description, InputRequestsJson: res.InputRequests, RequestState: res.RequestState}
 	for _, m := range res.Messages {
 		out.Messages = append(out.Messages, &providerv1.PromptMessage{Role: m.Role, Content: contentToProto(m.Content)})
 	}
@@ -141,11 +142,12 @@ func protocol2Error(what string, err error, notFound error) error {
 // GetPrompt calls the provider's [PromptProvider.GetPrompt]; the error
 // wraps [ErrNotImplemented] when the provider has none.
 func (c *grpcProviderClient) GetPrompt(ctx context.Context, req *GetPromptRequest) (*GetPromptResult, error) {
-	res, err := c.client.GetPrompt(ctx, &providerv1.GetPromptRequest{Name: req.Name, Arguments: req.Arguments, Caller: callerToProto(req.Caller)})
+	res, err := c.client.GetPrompt(ctx, &providerv1.GetPromptRequest{Name: req.Name, Arguments: req.Arguments, Caller: callerToProto(req.Caller),
+		InputResponsesJson: req.InputResponses, RequestState: req.RequestState})
 	if err != nil {
 		return nil, protocol2Error("get prompt "+req.Name, err, ErrPromptNotFound)
 	}
-	out := &GetPromptResult{Description: res.GetDescription()}
+	out := &GetPromptResult{Description: res.GetDescription(), InputRequests: rawOrNil(res.GetInputRequestsJson()), RequestState: res.GetRequestState()}
 	for _, m := range res.GetMessages() {
 		out.Messages = append(out.Messages, PromptMessage{Role: m.GetRole(), Content: contentFromProto(m.GetContent())})
 	}

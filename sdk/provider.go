@@ -439,6 +439,15 @@ type CallToolRequest struct {
 	Arguments json.RawMessage
 	// Caller says on whose behalf the call is made.
 	Caller Caller
+	// InputResponses and RequestState are set on the retry of a call
+	// whose result asked for input ([CallToolResult.InputRequests]): the
+	// client's answers, a JSON object keyed as the input requests were
+	// (MCP 2026-07-28 InputResponses, SEP-2322), and the result's
+	// RequestState, unchanged. Both are empty on a first call. The host
+	// checks that a retry belongs to the call and client it answers;
+	// what RequestState means is the provider's.
+	InputResponses json.RawMessage
+	RequestState   string
 
 	events EventSink
 }
@@ -523,6 +532,19 @@ type CallToolResult struct {
 	// IsError marks a tool-level failure the model should see and may
 	// correct (MCP 2025-11-25: errors in tool results).
 	IsError bool
+	// InputRequests, when set, asks the client for input before the call
+	// can finish (MCP 2026-07-28 InputRequiredResult, SEP-2322): a JSON
+	// object of MCP input requests by key, each {"method":
+	// "elicitation/create" | "sampling/createMessage" | "roots/list",
+	// "params": {...}}. The result then has no content; the client
+	// answers and the host calls the tool again with
+	// [CallToolRequest.InputResponses] and RequestState. Only for a
+	// [Caller] whose ProtocolVersion is 2026-07-28 or later; other
+	// clients are asked through [Host.RequestClient] during the call.
+	InputRequests json.RawMessage
+	// RequestState is opaque state the retry carries back (at most 2 KiB);
+	// the host seals it, so the client can neither read nor change it.
+	RequestState string
 }
 
 // Content is one MCP content block. Type is "text" (Text), "image" or

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -43,6 +44,11 @@ type GetPromptRequest struct {
 	Arguments map[string]string
 	// Caller says on whose behalf the prompt is read.
 	Caller Caller
+	// InputResponses and RequestState are set on the retry of a
+	// prompts/get whose result asked for input, as in
+	// [CallToolRequest].
+	InputResponses json.RawMessage
+	RequestState   string
 }
 
 // GetPromptResult is a filled-in prompt (MCP GetPromptResult).
@@ -51,6 +57,11 @@ type GetPromptResult struct {
 	Description string
 	// Messages is the conversation the prompt starts, in order.
 	Messages []PromptMessage
+	// InputRequests and RequestState, when set, ask the client for input
+	// before the prompt can be filled in, as in [CallToolResult]; only
+	// for callers of protocol 2026-07-28 or later.
+	InputRequests json.RawMessage
+	RequestState  string
 }
 
 // PromptMessage is one message of a prompt (MCP PromptMessage).
@@ -194,6 +205,27 @@ type ClientError struct {
 	// Message is the client's error message.
 	Message string
 }
+
+// MissingCapabilityError is returned by a tool call (for a [Caller] of
+// protocol 2026-07-28 or later) that needs a client capability the
+// caller did not declare; the client gets JSON-RPC -32021
+// (MissingRequiredClientCapabilitiesError, SEP-2575) instead of a tool
+// result. It wraps [ErrClientUnavailable].
+type MissingCapabilityError struct {
+	// Required is the MCP ClientCapabilities object the call needs, as
+	// JSON; "{}" when unknown.
+	Required json.RawMessage
+	// Message says what is missing, for the client.
+	Message string
+}
+
+// Error implements error.
+func (e *MissingCapabilityError) Error() string {
+	return fmt.Sprintf("%v: %s", ErrClientUnavailable, e.Message)
+}
+
+// Unwrap returns [ErrClientUnavailable].
+func (e *MissingCapabilityError) Unwrap() error { return ErrClientUnavailable }
 
 // Error implements error.
 func (e *ClientError) Error() string {

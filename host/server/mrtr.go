@@ -58,8 +58,10 @@ const (
 	// maxSpent caps the confirmations remembered as spent before they
 	// expire; beyond it new confirmations are refused until some expire.
 	maxSpent = 1 << 16
-	// maxStateBytes caps a requestState the server accepts.
-	maxStateBytes = 4096
+	// maxStateBytes caps a requestState the server accepts, and
+	// maxInnerState a provider's own state it seals.
+	maxStateBytes = 48 << 10
+	maxInnerState = 32 << 10
 	// confirmInput is the inputRequests key of a confirmation question.
 	confirmInput = "confirm"
 )
@@ -79,12 +81,17 @@ type requestState struct {
 	Nonce  string `json:"n"`           // random; a confirmation's spend key
 	Call   string `json:"p,omitempty"` // parked call id ("resume")
 	Round  int    `json:"r,omitempty"` // the parked call's round ("resume")
+	Inner  string `json:"i,omitempty"` // the provider's own requestState ("relay")
 }
 
 // Kinds of requestState.
 const (
 	stateConfirm = "confirm"
 	stateResume  = "resume"
+	// stateRelay continues a call whose provider asked for input with a
+	// result of its own (an upstream server's InputRequiredResult): it
+	// carries the provider's requestState, and is spent on first use.
+	stateRelay = "relay"
 )
 
 // stateVersion prefixes every sealed state, so a later format can be told
@@ -339,25 +346,39 @@ func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name st
 	if canConfirmMRTR(caps) {
 		call.confirmation = &confirmation{}
 	}
+	if req.Params.RequestState == "" && len(req.Params.InputResponses) > 0 {
+		// Answers without a state: nothing of the host's is being
+		// answered, so they go to the provider as sent (a server that
+		// keeps no state may take them), and confirmation still asks.
+		if raw, err := json.Marshal(req.Params.InputResponses); err == nil {
+			call.inputResponses = raw
+		}
+	}
 	if state := req.Params.RequestState; state != "" {
-		st, err := s.states.open(state)
-		now := s.now()
-		switch {
-		case err != nil:
-			return nil, s.refuseState(ctx, t.Name, call, "forged", err.Error())
-		case st.Exp < now.UnixMilli():
-			return nil, s.refuseState(ctx, t.Name, call, "expired", fmt.Sprintf("it expired at %s", time.UnixMilli(st.Exp).UTC().Format(time.RFC3339)))
-		case st.Tool != t.Name || st.Args != args || st.Client != client:
-			return nil, s.refuseState(ctx, t.Name, call, "mismatched", "it was issued for another tool, other arguments or another client")
+		st, how, why := s.checkState(state, t.Name, args, client)
+		if how != "" {
+			return nil, s.refuseState(ctx, t.Name, call, how, why)
 		}
 		switch st.Kind {
-		case stateConfirm:
-			fresh, full := s.spent.spend(st.Nonce, st.Exp, now)
-			if full {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "too many confirmations are outstanding; retry the call in a few minutes"}
+		case stateConfirm, stateRelay:
+			if how, why := s.spend(st); how != "" {
+				return nil, s.refuseState(ctx, t.Name, call, how, why)
 			}
-			if !fresh {
-				return nil, s.refuseState(ctx, t.Name, call, "replayed", "it was used already")
+			if st.Kind == stateRelay {
+				// The call was confirmed (if it needed to be) before its
+				// provider first ran; its answers go to the provider.
+				if call.confirmation != nil {
+					call.confirmation.answered, call.confirmation.yes = true, true
+				}
+				call.requestState = st.Inner
+				if len(req.Params.InputResponses) > 0 {
+					raw, err := json.Marshal(req.Params.InputResponses)
+					if err != nil {
+						return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses: " + err.Error()}
+					}
+					call.inputResponses = raw
+				}
+				break
 			}
 			if call.confirmation != nil {
 				if r, ok := req.Params.InputResponses[confirmInput].(*mcp.ElicitResult); ok && r != nil {
@@ -398,6 +419,85 @@ func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name st
 		p.done <- out
 	}()
 	return s.await(ctx, p, call)
+}
+
+// checkState opens a requestState and checks that it has not expired and
+// was issued for target (a tool's name, or "prompt:" and a prompt's), the
+// arguments digest args and the client digest client. how is "" when it
+// passes, else "forged", "expired" or "mismatched", with why explaining.
+func (s *Server) checkState(state, target, args, client string) (st requestState, how, why string) {
+	st, err := s.states.open(state)
+	switch {
+	case err != nil:
+		return st, "forged", err.Error()
+	case st.Exp < s.now().UnixMilli():
+		return st, "expired", fmt.Sprintf("it expired at %s", time.UnixMilli(st.Exp).UTC().Format(time.RFC3339))
+	case st.Tool != target || st.Args != args || st.Client != client:
+		return st, "mismatched", "it was issued for another request, other arguments or another client"
+	}
+	return st, "", ""
+}
+
+// spend marks a single-use state used; how is "replayed" when it was
+// used before, "busy" when too many are outstanding to remember another.
+func (s *Server) spend(st requestState) (how, why string) {
+	fresh, full := s.spent.spend(st.Nonce, st.Exp, s.now())
+	switch {
+	case full:
+		return "busy", fmt.Sprintf("more than %d multi-round-trip questions are outstanding; retry in a few minutes", maxSpent)
+	case !fresh:
+		return "replayed", "it was used already"
+	}
+	return "", ""
+}
+
+// promptMRTR carries a prompts/get of a multi-round-trip client through
+// the rounds its provider asks for (SEP-2322): the retry's state is
+// checked and its provider state and answers passed on.
+func (s *Server) promptMRTR(req *mcp.GetPromptRequest, name string, caller sdk.Caller, greq *sdk.GetPromptRequest) (target, args, client string, err error) {
+	target = "prompt:" + name
+	rawArgs, _ := json.Marshal(req.Params.Arguments)
+	args = argsDigest(rawArgs)
+	client = clientDigest(authSubject(req.Extra), caller)
+	state := req.Params.RequestState
+	if state == "" {
+		return target, args, client, nil
+	}
+	st, how, why := s.checkState(state, target, args, client)
+	if how == "" && st.Kind != stateRelay {
+		how, why = "mismatched", "it was issued for a tool call"
+	}
+	if how == "" {
+		how, why = s.spend(st)
+	}
+	if how != "" {
+		s.log.Warn("requestState refused", "prompt", name, "client", caller.SourceType, "reason", how)
+		return "", "", "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+			"invalid requestState (%s): %s; get prompt %s again without requestState to start over", how, why, name)}
+	}
+	greq.RequestState = st.Inner
+	if len(req.Params.InputResponses) > 0 {
+		raw, err := json.Marshal(req.Params.InputResponses)
+		if err != nil {
+			return "", "", "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses: " + err.Error()}
+		}
+		greq.InputResponses = raw
+	}
+	return target, args, client, nil
+}
+
+// relayPromptInput passes on a provider's prompts/get result that asks
+// for input, as [Server.relayInput] does for tools.
+func (s *Server) relayPromptInput(name, target, args, client string, res *sdk.GetPromptResult) (*mcp.GetPromptResult, error) {
+	var requests mcp.InputRequestMap
+	if err := json.Unmarshal(res.InputRequests, &requests); err != nil || len(requests) == 0 || len(res.RequestState) > maxInnerState {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %q asked for input in a form the host cannot pass on", name)}
+	}
+	state := s.states.seal(requestState{
+		Kind: stateRelay, Tool: target, Args: args, Client: client,
+		Exp: s.now().Add(parkTTL).UnixMilli(), Nonce: rand.Text(), Inner: res.RequestState,
+	})
+	return &mcp.GetPromptResult{InputRequests: requests, RequestState: state}, nil
 }
 
 // resume delivers a retry's answers to p's pending asks; answers it did
@@ -504,7 +604,29 @@ func (s *Server) finish(p *parkedCall, call Call, out parkedOutcome) (*mcp.CallT
 			RequestState:  state,
 		}, nil
 	}
+	if out.err == nil && out.res != nil && len(out.res.InputRequests) > 0 {
+		return s.relayInput(p, call, out.res)
+	}
 	return s.toolAnswer(call.Tool, out.res, out.err)
+}
+
+// relayInput passes on a provider's result that asks for input: its input
+// requests under their own keys, and its requestState sealed inside the
+// host's (SEP-2322: the client can read it, but not change it).
+func (s *Server) relayInput(p *parkedCall, call Call, res *sdk.CallToolResult) (*mcp.CallToolResult, error) {
+	var requests mcp.InputRequestMap
+	if err := json.Unmarshal(res.InputRequests, &requests); err != nil || len(requests) == 0 {
+		s.log.Warn("provider asked for input the host cannot pass on", "tool", p.tool, "error", err)
+		return MCPResult(sdk.ErrorResult("%s asked for input in a form the host cannot pass on: %v", p.tool, err)), nil
+	}
+	if len(res.RequestState) > maxInnerState {
+		return MCPResult(sdk.ErrorResult("%s asked for input with a requestState of %d bytes, more than the %d the host passes on", p.tool, len(res.RequestState), maxInnerState)), nil
+	}
+	state := s.states.seal(requestState{
+		Kind: stateRelay, Tool: p.tool, Args: p.args, Client: p.client,
+		Exp: s.now().Add(parkTTL).UnixMilli(), Nonce: rand.Text(), Inner: res.RequestState,
+	})
+	return &mcp.CallToolResult{InputRequests: requests, RequestState: state}, nil
 }
 
 // refuseState records a refused requestState (decision

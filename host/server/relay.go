@@ -316,7 +316,24 @@ func (s *Server) promptHandler(name string) mcp.PromptHandler {
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %q: provider %s serves no prompts", name, p.Provider)}
 		}
-		res, err := d.GetPrompt(ctx, &sdk.GetPromptRequest{Name: p.Declared, Arguments: req.Params.Arguments, Caller: s.callerOf(req)})
+		caller := s.callerOf(req)
+		greq := &sdk.GetPromptRequest{Name: p.Declared, Arguments: req.Params.Arguments, Caller: caller}
+		mrtr := mrtrClient(req)
+		var target, args, client string
+		if mrtr {
+			var err error
+			if target, args, client, err = s.promptMRTR(req, p.Name, caller, greq); err != nil {
+				return nil, err
+			}
+		}
+		res, err := d.GetPrompt(ctx, greq)
+		if err == nil && len(res.InputRequests) > 0 {
+			if !mrtr {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+					"prompt %q: provider %s asked for input through a multi-round-trip result, which this client's protocol version cannot answer", name, p.Provider)}
+			}
+			return s.relayPromptInput(p.Name, target, args, client, res)
+		}
 		switch {
 		case errors.Is(err, sdk.ErrPromptNotFound):
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q: %v", name, err)}

@@ -1181,10 +1181,21 @@ func TestSubscribeOnNewerProtocol(t *testing.T) {
 	if !ev.On || ev.URI != "relay://notes/7" || ev.SessionToken != tok {
 		t.Errorf("Subscribe = %+v, want relay://notes/7 with token %q", ev, tok)
 	}
-	if err := s.NotifyResourceUpdated(ctx, "relay://notes/7"); err != nil {
-		t.Fatal(err)
-	}
-	if got := recv(t, updates, "the update"); got != "relay://notes/7" {
+	// On 2026-07-28 the go-sdk acknowledges the listen before it files
+	// the subscription, so the update is sent until one arrives.
+	var got string
+	testwait.Until(t, "the update", func() bool {
+		if err := s.NotifyResourceUpdated(ctx, "relay://notes/7"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got = <-updates:
+			return true
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	})
+	if got != "relay://notes/7" {
 		t.Errorf("update for %q", got)
 	}
 	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "relay://notes/7"}); err != nil {

@@ -592,6 +592,11 @@ type Call struct {
 	// cannot be asked (see [Options.ConfirmActs]).
 	Confirm Confirmer
 
+	// inputResponses and requestState are passed to the provider on the
+	// retry of a call whose result asked for input (SEP-2322).
+	inputResponses json.RawMessage
+	requestState   string
+
 	// confirmation, for a client asked through multi-round-trip results,
 	// holds its answer to the confirmation question or receives the
 	// question to ask; nil when the client cannot answer one.
@@ -624,7 +629,7 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 		Decision:      "allowed",
 		ArgsSummary:   audit.SummarizeArgs(c.Arguments),
 	}
-	res := s.run(ctx, t, d, c, &rec)
+	res, protoErr := s.run(ctx, t, d, c, &rec)
 	if rec.Decision == decisionAsking {
 		// Nothing ran: the client is asked first, and its retry is the
 		// attempt that is recorded.
@@ -647,6 +652,9 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 		// Never waits: a full queue drops the row, which the audit counts
 		// and logs, so a failing disk cannot hold a call up.
 		_ = s.opts.Audit.Record(context.WithoutCancel(ctx), rec)
+	}
+	if protoErr != nil {
+		return nil, protoErr
 	}
 	return res, nil
 }
@@ -690,31 +698,31 @@ func (s *Server) begin(ctx context.Context, set *Settings, t *catalog.Tool, rec 
 // because its audit row could not be written before it ran.
 const AuditFailure = "audit"
 
-func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call, rec *audit.Record) *sdk.CallToolResult {
+func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call, rec *audit.Record) (*sdk.CallToolResult, error) {
 	set := s.settings.Load()
 	if c.Caller.Depth > MaxDepth {
 		rec.Decision = "denied:depth"
-		return sdk.ErrorResult("%s refused: tool calls may nest at most %d deep", t.Name, MaxDepth)
+		return sdk.ErrorResult("%s refused: tool calls may nest at most %d deep", t.Name, MaxDepth), nil
 	}
 	args, err := t.ValidateArguments(c.Arguments)
 	if err != nil {
 		rec.Decision = "denied:invalid_arguments"
-		return sdk.ErrorResult("%s", err.Error())
+		return sdk.ErrorResult("%s", err.Error()), nil
 	}
 	if err := set.Policy.Check(t.Name, policy.Class(t.Class)); err != nil {
 		var denial *policy.Denial
 		if errors.As(err, &denial) {
 			rec.Decision = "denied:" + denial.Reason
-			return sdk.ErrorResult("%s", denial.Message)
+			return sdk.ErrorResult("%s", denial.Message), nil
 		}
 		rec.Decision = "denied:policy"
-		return sdk.ErrorResult("%s refused by the security policy: %v", t.Name, err)
+		return sdk.ErrorResult("%s refused by the security policy: %v", t.Name, err), nil
 	}
 	if refusal := s.confirm(ctx, set, t, c, rec); refusal != nil {
-		return refusal
+		return refusal, nil
 	}
 	if refusal := s.begin(ctx, set, t, rec); refusal != nil {
-		return refusal
+		return refusal, nil
 	}
 	timeout, timeoutKey := set.ToolTimeout, "[server] tool_timeout_secs"
 	if t.Timeout > 0 {
@@ -725,31 +733,42 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 	}
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req := &sdk.CallToolRequest{Name: t.Declared, Arguments: args, Caller: c.Caller}
+	req := &sdk.CallToolRequest{Name: t.Declared, Arguments: args, Caller: c.Caller,
+		InputResponses: c.inputResponses, RequestState: c.requestState}
 	if c.Events != nil {
 		req = req.WithEvents(c.Events)
 	}
 	res, err := d.CallTool(callCtx, req)
 	switch {
+	case err == nil && res != nil && len(res.InputRequests) > 0 && c.Caller.ProtocolVersion < firstMultiRoundTrip:
+		return sdk.ErrorResult("%s: provider %s asked for input through a multi-round-trip result, which a client of protocol %q cannot answer (only %s and later can)",
+			t.Name, t.Provider, c.Caller.ProtocolVersion, firstMultiRoundTrip), nil
 	case err == nil && res != nil:
-		return res
+		return res, nil
 	case err == nil:
-		return sdk.ErrorResult("provider %s returned no result for %s", t.Provider, t.Name)
+		return sdk.ErrorResult("provider %s returned no result for %s", t.Provider, t.Name), nil
 	case ctx.Err() != nil && s.stopCtx.Err() != nil:
-		return sdk.ErrorResult("%s was cancelled: openhuman-host is shutting down", t.Name)
+		return sdk.ErrorResult("%s was cancelled: openhuman-host is shutting down", t.Name), nil
 	case ctx.Err() != nil:
-		return sdk.ErrorResult("%s was cancelled by the client", t.Name)
+		return sdk.ErrorResult("%s was cancelled by the client", t.Name), nil
 	case callCtx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		// The provider's copy of the deadline can fire a moment before
 		// the host's own.
-		return sdk.ErrorResult("%s timed out after %s (the limit comes from %s)", t.Name, timeout, timeoutKey)
+		return sdk.ErrorResult("%s timed out after %s (the limit comes from %s)", t.Name, timeout, timeoutKey), nil
+	}
+	var missing *sdk.MissingCapabilityError
+	if errors.As(err, &missing) && c.Caller.ProtocolVersion >= firstMultiRoundTrip {
+		// The client did not declare what the tool needs (SEP-2575):
+		// a protocol error, as the server behind the provider gave it.
+		rec.Error = audit.TruncateError(missing.Error())
+		return sdk.ErrorResult("%s: %s", t.Name, missing.Message), missing
 	}
 	s.log.Warn("provider call failed", "tool", t.Name, "provider", t.Provider, "error", err)
 	msg := err.Error()
 	if !strings.Contains(msg, "provider "+t.Provider) {
 		msg = fmt.Sprintf("provider %s: %s", t.Provider, msg)
 	}
-	return sdk.ErrorResult("%s failed: %s", t.Name, msg)
+	return sdk.ErrorResult("%s failed: %s", t.Name, msg), nil
 }
 
 // confirm applies [Options.ConfirmActs] to an act tool the policy allowed
@@ -934,6 +953,13 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 func (s *Server) toolAnswer(name string, res *sdk.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	if errors.Is(err, ErrUnknownTool) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	var missing *sdk.MissingCapabilityError
+	if errors.As(err, &missing) {
+		data, _ := json.Marshal(struct {
+			Required json.RawMessage `json:"requiredCapabilities"`
+		}{missing.Required})
+		return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: missing.Message, Data: data}
 	}
 	if err != nil {
 		s.log.Error("host fault in tools/call", "tool", name, "error", err)

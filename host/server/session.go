@@ -98,7 +98,7 @@ func (s *Server) callerOf(req clientRequest) sdk.Caller {
 	}
 	var info *sessionInfo
 	if extra := req.GetExtra(); extra != nil && extra.Header != nil && ss != nil && ss.ID() == "" {
-		info = s.client(authSubject(extra), req.ClientInfo())
+		info = s.client(authSubject(extra), req.ClientInfo(), req.ClientCapabilities())
 	} else {
 		info = s.session(ss)
 	}
@@ -132,16 +132,20 @@ const (
 )
 
 // client returns the info of the client that subject and impl name, on
-// protocol 2026-07-28 and later: one per (subject, name, version), with
-// an audit session hash and a session token derived from those, so that
-// its requests are attributed and served alike though each arrives on its
-// own (MCP 2026-07-28 has no sessions). It is forgotten after clientIdle.
-func (s *Server) client(subject string, impl *mcp.Implementation) *sessionInfo {
+// protocol 2026-07-28 and later: one per (subject, name, version,
+// capabilities), with an audit session hash and a session token derived
+// from those, so that its requests are attributed and served alike though
+// each arrives on its own (MCP 2026-07-28 has no sessions). Capabilities
+// are part of the key because requests declare their own: state kept for
+// a client (an upstream session that declared what it can do) must match
+// what the request declares. It is forgotten after clientIdle.
+func (s *Server) client(subject string, impl *mcp.Implementation, caps *mcp.ClientCapabilities) *sessionInfo {
 	var name, version string
 	if impl != nil {
 		name, version = cleanClientText(impl.Name), cleanClientText(impl.Version)
 	}
-	key := subject + "\x00" + name + "\x00" + version
+	capsJSON, _ := json.Marshal(caps)
+	key := subject + "\x00" + name + "\x00" + version + "\x00" + string(capsJSON)
 	s.clientsMu.Lock()
 	defer s.clientsMu.Unlock()
 	if c, ok := s.clients[key]; ok {
@@ -154,6 +158,7 @@ func (s *Server) client(subject string, impl *mcp.Implementation) *sessionInfo {
 	}
 	sum := sha256.Sum256([]byte("client\x00" + key))
 	info.hash = audit.SessionHash(hex.EncodeToString(sum[:]))
+	info.capabilities = capsJSON
 	if len(s.clients) >= maxClients {
 		return info
 	}

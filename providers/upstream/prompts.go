@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -115,13 +116,27 @@ func (p *Provider) GetPrompt(ctx context.Context, req *sdk.GetPromptRequest) (*s
 	s := rt.srv
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	params := &mcp.GetPromptParams{Name: rt.name, Arguments: req.Arguments, RequestState: req.RequestState}
+	if len(req.InputResponses) > 0 {
+		if err := json.Unmarshal(req.InputResponses, &params.InputResponses); err != nil {
+			return nil, fmt.Errorf("upstream provider: %w: inputResponses: %v", sdk.ErrInvalidParams, err)
+		}
+	}
 	var res *mcp.GetPromptResult
 	err := p.onSession(ctx, s, req.Caller, func(c *conn) (err error) {
-		res, err = c.session.GetPrompt(withCaller(ctx, req.Caller), &mcp.GetPromptParams{Name: rt.name, Arguments: req.Arguments})
+		res, err = c.session.GetPrompt(withCaller(ctx, req.Caller), params)
 		return err
 	})
 	if err != nil {
 		return nil, upstreamError(s, "get prompt "+rt.name, err)
+	}
+	if res.NeedsInput() || len(res.InputRequests) > 0 {
+		// For a client that answers the server's input requests itself.
+		raw, err := json.Marshal(res.InputRequests)
+		if err != nil {
+			return nil, fmt.Errorf("%s asked for input that cannot be passed on: %w", s.where(), err)
+		}
+		return &sdk.GetPromptResult{InputRequests: raw, RequestState: res.RequestState}, nil
 	}
 	out := &sdk.GetPromptResult{Description: sanitise(res.Description, maxDescription)}
 	for _, m := range res.Messages {

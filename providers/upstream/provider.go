@@ -499,6 +499,18 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 				req.Name, s.where(), authHint(s)), nil
 		}
 		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && werr.Code == mcp.CodeMissingRequiredClientCapabilities {
+			// The client's own capabilities fall short (SEP-2575): the
+			// host answers it with the same protocol error.
+			var data struct {
+				Required json.RawMessage `json:"requiredCapabilities"`
+			}
+			_ = json.Unmarshal(werr.Data, &data)
+			if !json.Valid(data.Required) || len(data.Required) == 0 {
+				data.Required = json.RawMessage("{}")
+			}
+			return nil, &sdk.MissingCapabilityError{Required: data.Required, Message: sanitise(werr.Message, maxDescription)}
+		}
 		if errors.As(err, &werr) {
 			p.log.Debug("call refused by server", "server", s.name, "tool", rt.name, "code", werr.Code)
 			return sdk.ErrorResult("%s: %s answered with an error: %s", req.Name, s.where(), sanitise(werr.Message, maxDescription)), nil
@@ -538,6 +550,15 @@ func (p *Provider) forward(ctx context.Context, c *conn, req *sdk.CallToolReques
 		if level != "" {
 			params.Meta = logLevelMeta(level)
 		}
+	}
+	if len(req.InputResponses) > 0 || req.RequestState != "" {
+		// The retry of a call whose result asked the client for input.
+		if len(req.InputResponses) > 0 {
+			if err := json.Unmarshal(req.InputResponses, &params.InputResponses); err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the client's inputResponses are not MCP input responses: " + err.Error()}
+			}
+		}
+		params.RequestState = req.RequestState
 	}
 	call := c.relay.begin(ctx, req)
 	defer c.relay.end(call)
@@ -608,8 +629,18 @@ func convertContent(c mcp.Content) (sdk.Content, bool) {
 	return sdk.Content{}, false
 }
 
-// convertResult turns an upstream result into the sdk's.
+// convertResult turns an upstream result into the sdk's. A result that
+// asks for input (a client of protocol 2026-07-28 or later, served by a
+// session that passes such results on) keeps the server's input requests,
+// under their keys, and its requestState.
 func (p *Provider) convertResult(s *server, res *mcp.CallToolResult) *sdk.CallToolResult {
+	if res.NeedsInput() || len(res.InputRequests) > 0 {
+		raw, err := json.Marshal(res.InputRequests)
+		if err != nil {
+			return sdk.ErrorResult("%s asked for input that cannot be passed on: %v", s.where(), err)
+		}
+		return &sdk.CallToolResult{InputRequests: raw, RequestState: res.RequestState}
+	}
 	out := &sdk.CallToolResult{IsError: res.IsError}
 	for _, c := range res.Content {
 		sc, ok := convertContent(c)

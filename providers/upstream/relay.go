@@ -71,6 +71,10 @@ func newRelay(p *Provider, s *server, owner *sdk.Caller) *relay {
 	return &relay{p: p, srv: s, owner: owner, byToken: map[string]*inflight{}, toolsGen: 1}
 }
 
+// multiRoundTripVersion is the first protocol version whose clients are
+// asked for input through results of the call (SEP-2322).
+const multiRoundTripVersion = "2026-07-28"
+
 // clientOptions are the go-sdk client options of a session relayed by r;
 // nil r (upstream check) gets no handlers but declares sampling and
 // elicitation. No roots are advertised;
@@ -79,6 +83,13 @@ func newRelay(p *Provider, s *server, owner *sdk.Caller) *relay {
 // with the modes it declared), so the server sees what the client can do.
 func clientOptions(r *relay) *mcp.ClientOptions {
 	opts := &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}
+	if r != nil && r.owner != nil && r.owner.ProtocolVersion >= multiRoundTripVersion {
+		// The client answers the server's input requests itself: its
+		// session passes results that ask for input on (keys and
+		// requestState as the server sent them) instead of answering
+		// them here.
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
 	if r == nil {
 		// upstream check only lists: it declares what the host's shared
 		// session declares, since some servers list tools that sample

@@ -967,8 +967,14 @@ type CallToolRequest struct {
 	// The arguments as a JSON object, already validated by the host.
 	ArgumentsJson []byte  `protobuf:"bytes,2,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	Caller        *Caller `protobuf:"bytes,3,opt,name=caller,proto3" json:"caller,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// On the retry of a call whose result asked for input (MCP 2026-07-28
+	// multi-round-trip requests, SEP-2322): the client's answers, a JSON
+	// object keyed as the result's input requests (MCP InputResponses),
+	// and the request_state that result carried. Empty otherwise.
+	InputResponsesJson []byte `protobuf:"bytes,4,opt,name=input_responses_json,json=inputResponsesJson,proto3" json:"input_responses_json,omitempty"`
+	RequestState       string `protobuf:"bytes,5,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *CallToolRequest) Reset() {
@@ -1020,6 +1026,20 @@ func (x *CallToolRequest) GetCaller() *Caller {
 		return x.Caller
 	}
 	return nil
+}
+
+func (x *CallToolRequest) GetInputResponsesJson() []byte {
+	if x != nil {
+		return x.InputResponsesJson
+	}
+	return nil
+}
+
+func (x *CallToolRequest) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
 }
 
 // CallToolResponse is one event of a CallTool stream.
@@ -1350,8 +1370,15 @@ type CallToolResult struct {
 	// A JSON object; empty when there is none.
 	StructuredContentJson []byte `protobuf:"bytes,2,opt,name=structured_content_json,json=structuredContentJson,proto3" json:"structured_content_json,omitempty"`
 	IsError               bool   `protobuf:"varint,3,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Set instead of content when the tool needs input from the client
+	// first (MCP 2026-07-28 InputRequiredResult, SEP-2322): a JSON object
+	// of MCP input requests by key ({"key": {"method": ..., "params":
+	// ...}}), and an opaque state the retry carries back. Only for callers
+	// of protocol version 2026-07-28 or later.
+	InputRequestsJson []byte `protobuf:"bytes,4,opt,name=input_requests_json,json=inputRequestsJson,proto3" json:"input_requests_json,omitempty"`
+	RequestState      string `protobuf:"bytes,5,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *CallToolResult) Reset() {
@@ -1403,6 +1430,20 @@ func (x *CallToolResult) GetIsError() bool {
 		return x.IsError
 	}
 	return false
+}
+
+func (x *CallToolResult) GetInputRequestsJson() []byte {
+	if x != nil {
+		return x.InputRequestsJson
+	}
+	return nil
+}
+
+func (x *CallToolResult) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
 }
 
 // Content is one MCP content block.
@@ -2188,12 +2229,16 @@ func (x *HostCreateMessageResponse) GetStopReason() string {
 }
 
 type GetPromptRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Arguments     map[string]string      `protobuf:"bytes,2,rep,name=arguments,proto3" json:"arguments,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Caller        *Caller                `protobuf:"bytes,3,opt,name=caller,proto3" json:"caller,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Arguments map[string]string      `protobuf:"bytes,2,rep,name=arguments,proto3" json:"arguments,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Caller    *Caller                `protobuf:"bytes,3,opt,name=caller,proto3" json:"caller,omitempty"`
+	// As in CallToolRequest: the retry of a prompts/get whose result asked
+	// for input (SEP-2322).
+	InputResponsesJson []byte `protobuf:"bytes,4,opt,name=input_responses_json,json=inputResponsesJson,proto3" json:"input_responses_json,omitempty"`
+	RequestState       string `protobuf:"bytes,5,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *GetPromptRequest) Reset() {
@@ -2247,12 +2292,30 @@ func (x *GetPromptRequest) GetCaller() *Caller {
 	return nil
 }
 
+func (x *GetPromptRequest) GetInputResponsesJson() []byte {
+	if x != nil {
+		return x.InputResponsesJson
+	}
+	return nil
+}
+
+func (x *GetPromptRequest) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
+}
+
 type GetPromptResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Description   string                 `protobuf:"bytes,1,opt,name=description,proto3" json:"description,omitempty"`
-	Messages      []*PromptMessage       `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Description string                 `protobuf:"bytes,1,opt,name=description,proto3" json:"description,omitempty"`
+	Messages    []*PromptMessage       `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	// As in CallToolResult: set instead of messages when the prompt needs
+	// input from the client first.
+	InputRequestsJson []byte `protobuf:"bytes,3,opt,name=input_requests_json,json=inputRequestsJson,proto3" json:"input_requests_json,omitempty"`
+	RequestState      string `protobuf:"bytes,4,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *GetPromptResponse) Reset() {
@@ -2297,6 +2360,20 @@ func (x *GetPromptResponse) GetMessages() []*PromptMessage {
 		return x.Messages
 	}
 	return nil
+}
+
+func (x *GetPromptResponse) GetInputRequestsJson() []byte {
+	if x != nil {
+		return x.InputRequestsJson
+	}
+	return nil
+}
+
+func (x *GetPromptResponse) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
 }
 
 // PromptMessage follows MCP PromptMessage.
@@ -3294,11 +3371,13 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\rsession_token\x18\b \x01(\tR\fsessionToken\x12)\n" +
 	"\x10protocol_version\x18\t \x01(\tR\x0fprotocolVersion\x128\n" +
 	"\x18client_capabilities_json\x18\n" +
-	" \x01(\fR\x16clientCapabilitiesJson\"\x83\x01\n" +
+	" \x01(\fR\x16clientCapabilitiesJson\"\xda\x01\n" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\fR\rargumentsJson\x125\n" +
-	"\x06caller\x18\x03 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\"\xd5\x01\n" +
+	"\x06caller\x18\x03 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\x120\n" +
+	"\x14input_responses_json\x18\x04 \x01(\fR\x12inputResponsesJson\x12#\n" +
+	"\rrequest_state\x18\x05 \x01(\tR\frequestState\"\xd5\x01\n" +
 	"\x10CallToolResponse\x12B\n" +
 	"\bprogress\x18\x01 \x01(\v2$.openhuman.provider.v1.ProgressEventH\x00R\bprogress\x123\n" +
 	"\x03log\x18\x02 \x01(\v2\x1f.openhuman.provider.v1.LogEventH\x00R\x03log\x12?\n" +
@@ -3316,11 +3395,13 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\bLogEvent\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x16\n" +
 	"\x06logger\x18\x02 \x01(\tR\x06logger\x12\x1b\n" +
-	"\tdata_json\x18\x03 \x01(\fR\bdataJson\"\x9d\x01\n" +
+	"\tdata_json\x18\x03 \x01(\fR\bdataJson\"\xf2\x01\n" +
 	"\x0eCallToolResult\x128\n" +
 	"\acontent\x18\x01 \x03(\v2\x1e.openhuman.provider.v1.ContentR\acontent\x126\n" +
 	"\x17structured_content_json\x18\x02 \x01(\fR\x15structuredContentJson\x12\x19\n" +
-	"\bis_error\x18\x03 \x01(\bR\aisError\"\xc0\x01\n" +
+	"\bis_error\x18\x03 \x01(\bR\aisError\x12.\n" +
+	"\x13input_requests_json\x18\x04 \x01(\fR\x11inputRequestsJson\x12#\n" +
+	"\rrequest_state\x18\x05 \x01(\tR\frequestState\"\xc0\x01\n" +
 	"\aContent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x12\n" +
@@ -3378,17 +3459,21 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\acontent\x18\x01 \x03(\v2&.openhuman.provider.v1.SamplingContentR\acontent\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1f\n" +
 	"\vstop_reason\x18\x03 \x01(\tR\n" +
-	"stopReason\"\xf1\x01\n" +
+	"stopReason\"\xc8\x02\n" +
 	"\x10GetPromptRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12T\n" +
 	"\targuments\x18\x02 \x03(\v26.openhuman.provider.v1.GetPromptRequest.ArgumentsEntryR\targuments\x125\n" +
-	"\x06caller\x18\x03 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\x1a<\n" +
+	"\x06caller\x18\x03 \x01(\v2\x1d.openhuman.provider.v1.CallerR\x06caller\x120\n" +
+	"\x14input_responses_json\x18\x04 \x01(\fR\x12inputResponsesJson\x12#\n" +
+	"\rrequest_state\x18\x05 \x01(\tR\frequestState\x1a<\n" +
 	"\x0eArgumentsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"w\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcc\x01\n" +
 	"\x11GetPromptResponse\x12 \n" +
 	"\vdescription\x18\x01 \x01(\tR\vdescription\x12@\n" +
-	"\bmessages\x18\x02 \x03(\v2$.openhuman.provider.v1.PromptMessageR\bmessages\"]\n" +
+	"\bmessages\x18\x02 \x03(\v2$.openhuman.provider.v1.PromptMessageR\bmessages\x12.\n" +
+	"\x13input_requests_json\x18\x03 \x01(\fR\x11inputRequestsJson\x12#\n" +
+	"\rrequest_state\x18\x04 \x01(\tR\frequestState\"]\n" +
 	"\rPromptMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x128\n" +
 	"\acontent\x18\x02 \x01(\v2\x1e.openhuman.provider.v1.ContentR\acontent\"\xee\x02\n" +

@@ -1168,7 +1168,7 @@ func TestRequestClientRootsNewerProtocol(t *testing.T) {
 func TestSubscribeOnNewerProtocol(t *testing.T) {
 	t.Parallel()
 	s, relay, _ := newRelayServer(t)
-	updates := make(chan string, 4)
+	updates := make(chan string, 64)
 	cs := connectVersion(t, s, "Claude Desktop", &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updates <- req.Params.URI },
 	}, "2026-07-28")

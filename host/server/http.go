@@ -78,6 +78,10 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var stateful http.Handler = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 		SessionTimeout:      o.SessionIdleTimeout,
+		// Streams can be resumed (Last-Event-ID) after a dropped
+		// connection: the last 10 MiB of events of all sessions are
+		// kept in memory, the oldest purged first.
+		EventStore: mcp.NewMemoryEventStore(nil),
 	})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: o.MaxBodyBytes,

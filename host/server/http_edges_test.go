@@ -253,9 +253,13 @@ func TestNonObjectArgumentsAre32602(t *testing.T) {
 	for _, args := range []string{`[]`, `"q=go"`, `42`, `true`} {
 		status, _, body := postMCP(t, ts.URL+"/", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fake_search","arguments":`+args+`}}`,
 			map[string]string{"Mcp-Session-Id": cs.ID(), "MCP-Protocol-Version": "2025-11-25", "Accept": "application/json, text/event-stream"})
+		// An SSE stream: the answer is the last non-empty data line (the
+		// first event primes the stream for resumption).
 		data := body
-		if i := strings.Index(body, "data: "); i >= 0 {
-			data = strings.TrimSpace(strings.SplitN(body[i+len("data: "):], "\n", 2)[0])
+		for _, line := range strings.Split(body, "\n") {
+			if d, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(d) != "" {
+				data = strings.TrimSpace(d)
+			}
 		}
 		if status != http.StatusOK {
 			t.Errorf("arguments %s: status %d, body %s", args, status, body)

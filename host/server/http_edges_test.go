@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,43 @@ func TestNonObjectArgumentsAre32602(t *testing.T) {
 	}
 	if rows := a.all(); len(rows) != 0 {
 		t.Errorf("malformed calls wrote audit rows: %+v", rows)
+	}
+}
+
+// TestListCacheHints: on 2026-07-28 every list is private (it describes
+// this user's tools and servers) with a positive ttlMs, resources/read is
+// private and immediately stale, and tools come in name order.
+func TestListCacheHints(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestServer(t, policy.Supervised, true)
+	cs := connectVersion(t, s, "c", nil, "2026-07-28")
+	ctx := context.Background()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools.CacheScope != "private" || tools.TTLMs != int(listTTL.Milliseconds()) {
+		t.Errorf("tools/list cache hints = %q, %d ms", tools.CacheScope, tools.TTLMs)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.IsSorted(names) || len(names) != 3 {
+		t.Errorf("tools = %v, want the three in name order", names)
+	}
+	res, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CacheScope != "private" || res.TTLMs <= 0 {
+		t.Errorf("resources/list cache hints = %q, %d ms", res.CacheScope, res.TTLMs)
+	}
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fake://doc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read.CacheScope != "private" || read.TTLMs != 0 {
+		t.Errorf("resources/read cache hints = %q, %d ms", read.CacheScope, read.TTLMs)
 	}
 }

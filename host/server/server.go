@@ -294,6 +294,7 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 			Logging: &mcp.LoggingCapabilities{},
 		},
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.session(req.Session) },
+		SetCacheable:       setCacheable,
 		CompletionHandler:  s.complete,
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			return s.subscribe(ctx, req.Session, req.Params.URI, true)
@@ -870,6 +871,33 @@ func cutRunes(s string, n int) string {
 		i++
 	}
 	return s
+}
+
+// Cache hints of list results (MCP 2026-07-28, ttlMs and cacheScope).
+const (
+	// listTTL is how long a client may reuse a tools, prompts or
+	// resources list: they change only on a reload or a provider's
+	// change, which the host announces with list_changed.
+	listTTL = 5 * time.Minute
+	// discoverTTL is how long a client may reuse server/discover.
+	discoverTTL = time.Hour
+)
+
+// setCacheable sets the cache hints of server/discover, the list methods
+// and resources/read. Every result is "private": it describes this
+// user's configured tools, servers and memory, which no shared cache may
+// keep. Lists and discovery get a positive ttlMs; a resource read gets 0,
+// since memory resources change with every store.
+func setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	c.CacheScope = "private"
+	switch req.(type) {
+	case *mcp.ListToolsRequest, *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
+		c.TTLMs = int(listTTL.Milliseconds())
+	case *mcp.DiscoverRequest:
+		c.TTLMs = int(discoverTTL.Milliseconds())
+	default:
+		c.TTLMs = 0
+	}
 }
 
 // nonEmpty returns a, or b when a is empty.

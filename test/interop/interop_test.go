@@ -437,11 +437,19 @@ var clientSummary = regexp.MustCompile(`^client: (\d+) passed, (\d+) failed$`)
 // watch over the client's process tree (the server and its providers).
 func runClient(t *testing.T, p prereqs, sb *sandbox, extraEnv []string, args ...string) *procTree {
 	t.Helper()
-	dir := clientDir(t, p, sb, "client.mjs")
+	return runScript(t, p, sb, "client.mjs", args[0] == "stdio", extraEnv, args...)
+}
+
+// runScript runs script (a client of this package that ends with the
+// client.mjs summary line) as runClient does; stdio says the client
+// launches the server, whose process tree is then watched and returned.
+func runScript(t *testing.T, p prereqs, sb *sandbox, script string, stdio bool, extraEnv []string, args ...string) *procTree {
+	t.Helper()
+	dir := clientDir(t, p, sb, script)
 
 	ctx := testwait.Context(t)
 	var stdout, stderr testwait.Buffer
-	cmd := exec.CommandContext(ctx, p.node(), append([]string{"client.mjs"}, args...)...)
+	cmd := exec.CommandContext(ctx, p.node(), append([]string{script}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = sb.environ(p.nodeDir(), extraEnv...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -459,7 +467,7 @@ func runClient(t *testing.T, p prereqs, sb *sandbox, extraEnv []string, args ...
 		t.Fatalf("start node: %v", err)
 	}
 	var tree *procTree
-	if args[0] == "stdio" {
+	if stdio {
 		tree = watchProcTree(t, cmd.Process.Pid, p.bin)
 		watched.Store(tree)
 	}
@@ -471,14 +479,14 @@ func runClient(t *testing.T, p prereqs, sb *sandbox, extraEnv []string, args ...
 	for _, l := range lines {
 		t.Log(l)
 	}
-	t.Logf("client.mjs %s took %s", args[0], elapsed.Round(time.Millisecond))
+	t.Logf("%s %s took %s", script, strings.Join(args, " "), elapsed.Round(time.Millisecond))
 	m := clientSummary.FindStringSubmatch(lines[len(lines)-1])
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		t.Errorf("client.mjs did not finish by the test's deadline; stderr:\n%s", indent(stderr.String()))
+		t.Errorf("%s did not finish by the test's deadline; stderr:\n%s", script, indent(stderr.String()))
 	case runErr != nil || m == nil || m[2] != "0" || m[1] == "0":
-		t.Errorf("client.mjs %s failed (%v); see the not ok lines above; stderr (client and server):\n%s",
-			strings.Join(args, " "), runErr, indent(stderr.String()))
+		t.Errorf("%s %s failed (%v); see the not ok lines above; stderr (client and server):\n%s",
+			script, strings.Join(args, " "), runErr, indent(stderr.String()))
 	}
 	return tree
 }

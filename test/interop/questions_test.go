@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sub-agents run on the client's model through sampling, deprecated from protocol 2026-07-28 (SEP-2577) but still served.
+
 package interop_test
 
 import (

@@ -161,13 +161,18 @@ func connect(ctx context.Context, log hclog.Logger, s *server, r *relay) (*conn,
 }
 
 // sessionOptions asks a client's own upstream session for the protocol
-// version that client asked the host for (when the go-sdk speaks it), so
-// the upstream server behaves towards the client as it would directly:
-// before 2026-07-28 it may sample and elicit during a call, from then on
-// it returns input requests instead. The shared session asks for the
-// newest version.
+// version that client asked the host for (when the go-sdk speaks it) when
+// that is 2026-07-28 or later, so the server returns its questions as
+// input requests the client answers itself; a server that does not speak
+// it is met with the newest version it does. A client of an earlier
+// version gets a session at the newest version the server speaks, whose
+// questions (requests during the call, or input requests the session
+// answers through the host) reach the client as requests during its
+// call: so a server that speaks only 2026-07-28 works behind an older
+// client too. The shared session asks for the newest version.
 func sessionOptions(r *relay) *mcp.ClientSessionOptions {
-	if r == nil || r.owner == nil || !slices.Contains(mcp.SupportedProtocolVersions(), r.owner.ProtocolVersion) {
+	if r == nil || r.owner == nil || r.owner.ProtocolVersion < multiRoundTripVersion ||
+		!slices.Contains(mcp.SupportedProtocolVersions(), r.owner.ProtocolVersion) {
 		return nil
 	}
 	return &mcp.ClientSessionOptions{ProtocolVersion: r.owner.ProtocolVersion}

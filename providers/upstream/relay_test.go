@@ -786,3 +786,67 @@ func TestSessionCapabilitiesMirrorTheClient(t *testing.T) {
 		t.Errorf("shared session: upstream saw %q", got)
 	}
 }
+
+// askingUpstream serves over stateless HTTP a server that speaks only
+// 2026-07-28 with one tool, "greet", that asks the client's name through
+// an InputRequiredResult and greets it on the retry.
+func askingUpstream(t *testing.T) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "asking", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2026-07-28"}})
+	mcp.AddTool(s, &mcp.Tool{Name: "greet", Description: "Asks the name, then greets."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			if r, ok := req.Params.InputResponses["who"].(*mcp.ElicitResult); ok && r.Action == "accept" {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Hello, %v! (state %s)", r.Content["name"], req.Params.RequestState)}}}, nil, nil
+			}
+			return &mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "Your name?", RequestedSchema: map[string]any{"type": "object"}}},
+				RequestState:  "round-1",
+			}, nil, nil
+		})
+	return serve(t, s, true, nil)
+}
+
+// A server that speaks only 2026-07-28 behind clients of either era:
+// for a 2026-07-28 client its InputRequiredResult is passed on with its
+// keys and state, and the retry's answer reaches it; for a 2025-11-25
+// client the provider answers it through the host (a request during the
+// client's call) and the client sees only the greeting.
+func TestNewProtocolUpstreamBehindEitherClient(t *testing.T) {
+	host := newFakeHost()
+	host.answer = func(req *sdk.ClientRequest) ([]byte, error) {
+		return []byte(`{"action":"accept","content":{"name":"Ada"}}`), nil
+	}
+	p, _ := configure(t, host, map[string]any{"name": "web", "endpoint": askingUpstream(t)})
+	ctx := context.Background()
+
+	modern := caller("M", "call-m")
+	modern.ProtocolVersion = "2026-07-28"
+	modern.ClientCapabilities = json.RawMessage(`{"elicitation":{"form":{}}}`)
+	res, err := p.CallTool(ctx, &sdk.CallToolRequest{Name: "web__greet", Arguments: json.RawMessage(`{}`), Caller: modern})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequestState != "round-1" || !strings.Contains(string(res.InputRequests), `"who"`) || len(res.Content) != 0 {
+		t.Fatalf("first round for a 2026-07-28 client = %+v, want the server's input request and state", res)
+	}
+	got := resultText(t)(p.CallTool(ctx, &sdk.CallToolRequest{Name: "web__greet", Arguments: json.RawMessage(`{}`), Caller: modern,
+		InputResponses: json.RawMessage(`{"who":{"action":"accept","content":{"name":"Grace"}}}`), RequestState: "round-1"}))
+	if got != "Hello, Grace! (state round-1)" {
+		t.Errorf("retry = %q", got)
+	}
+	if reqs := host.clientRequests(); len(reqs) != 0 {
+		t.Errorf("the host was asked %d times for a client that answers itself", len(reqs))
+	}
+
+	legacy := caller("L", "call-l")
+	legacy.ProtocolVersion = "2025-11-25"
+	legacy.ClientCapabilities = json.RawMessage(`{"elicitation":{"form":{}}}`)
+	got = resultText(t)(p.CallTool(ctx, &sdk.CallToolRequest{Name: "web__greet", Arguments: json.RawMessage(`{}`), Caller: legacy}))
+	if got != "Hello, Ada! (state round-1)" {
+		t.Errorf("for a 2025-11-25 client = %q", got)
+	}
+	reqs := host.clientRequests()
+	if len(reqs) != 1 || reqs[0].Method != sdk.MethodElicit || reqs[0].Caller.CallToken != "call-l" {
+		t.Errorf("client requests %+v, want one elicitation during the legacy client's call", reqs)
+	}
+}

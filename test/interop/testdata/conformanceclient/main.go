@@ -120,6 +120,9 @@ trust_annotations = true
 	changed := make(chan struct{}, 1)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1.0.0"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if scenario == "sep-2322-client-request-state" {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirmed": true}}, nil
+			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -163,6 +166,20 @@ trust_annotations = true
 			name, _ := m["name"].(string)
 			args, _ := m["arguments"].(map[string]any)
 			if err := call(ctx, session, name, args, true); err != nil {
+				log.Print(err)
+			}
+		}
+		return nil
+	case "sep-2322-client-request-state":
+		// The server answers each tool with an InputRequiredResult; the
+		// host passes it on and the client answers and retries, as the
+		// reference client does directly.
+		tools := []string{"test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated", "test_mrtr_no_result_type"}
+		if _, err := waitForTools(ctx, session, changed, tools...); err != nil {
+			return err
+		}
+		for _, name := range tools {
+			if err := call(ctx, session, name, map[string]any{}, true); err != nil {
 				log.Print(err)
 			}
 		}
@@ -261,13 +278,5 @@ func call(ctx context.Context, session *mcp.ClientSession, tool string, args map
 }
 
 // sessionOptions asks the host for the newest protocol the go-sdk speaks,
-// as the reference client does, except where the scenario's server sends a
-// request during a call (elicitation): from 2026-07-28 that needs
-// multi-round-trip results, which the host does not relay yet, so the
-// client asks for 2025-11-25, which allows the request.
-func sessionOptions(scenario string) *mcp.ClientSessionOptions {
-	if scenario == "elicitation-sep1034-client-defaults" {
-		return &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
-	}
-	return nil
-}
+// as the reference client does.
+func sessionOptions(string) *mcp.ClientSessionOptions { return nil }

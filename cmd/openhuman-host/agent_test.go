@@ -232,19 +232,23 @@ func TestSubagentOnTheClientsModel(t *testing.T) {
 		t.Errorf("tool result sent to the client's model: %+v", last)
 	}
 
-	// A client without sampling, and one on a protocol version that does
-	// not let a server sample during a call: the run says which key to set.
+	// A client without sampling is told which key to set; a client on
+	// 2026-07-28, which cannot be sent requests during a call, is asked
+	// through the call's multi-round-trip result and answers the same.
 	plain := connect(t, h, nil)
 	res, err = plain.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent_run_subagent", Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "[providers.agent.llm]") {
 		t.Errorf("run for a client that cannot sample: %v %+v", err, res)
 	}
 	newer := connect(t, h, &mcp.ClientOptions{CreateMessageWithToolsHandler: func(context.Context, *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-		t.Error("sampling request on a protocol version that does not allow it")
-		return nil, fmt.Errorf("unexpected")
+		return &mcp.CreateMessageWithToolsResult{Model: "client-model", Role: "assistant", StopReason: "endTurn",
+			Content: []mcp.Content{&mcp.TextContent{Text: "Asked through the result."}}}, nil
 	}})
+	if v := newer.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("the newer client negotiated %s", v)
+	}
 	res, err = newer.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent_run_subagent", Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
-	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "only protocol versions up to 2025-11-25 allow it") {
-		t.Errorf("run for a client on a newer protocol: %v %+v", err, res)
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "Asked through the result." {
+		t.Errorf("run for a client on 2026-07-28: %v %+v", err, res)
 	}
 }

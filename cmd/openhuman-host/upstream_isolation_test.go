@@ -21,7 +21,7 @@ import (
 
 // TestServeUpstreamIsolation serves one dead HTTP upstream server, one that
 // answers 401 and a healthy stdio one: the healthy one's tools are listed
-// and callable from the start, a call of a missing tool says which server
+// and callable as soon as it is up, a call of a missing tool says which server
 // is down and why, and once the dead server starts its tools appear with
 // tools/list_changed, without SIGHUP.
 func TestServeUpstreamIsolation(t *testing.T) {
@@ -91,10 +91,18 @@ args = [%q]
 		}
 		return out
 	}
-	if got := names(); !slices.Contains(got, "local__echo") || slices.ContainsFunc(got, func(n string) bool {
+	// The healthy server is listed once it is up: at once when it starts
+	// within the provider's configure wait, else after list_changed (a
+	// loaded machine), never with anything of dead or locked.
+	var got []string
+	testwait.Until(t, "local__echo to be listed", func() bool {
+		got = names()
+		return slices.Contains(got, "local__echo")
+	})
+	if slices.ContainsFunc(got, func(n string) bool {
 		return strings.HasPrefix(n, "dead__") || strings.HasPrefix(n, "locked__")
 	}) {
-		t.Fatalf("tools at start = %v, want local__echo and nothing of dead or locked", got)
+		t.Fatalf("tools = %v, want local__echo and nothing of dead or locked", got)
 	}
 	if text, isErr := mcpCallText(t, cs, "local__echo", `{"text":"hi"}`); isErr || text != "echo:hi" {
 		t.Fatalf("local__echo = %q (isError %v)", text, isErr)

@@ -105,7 +105,13 @@ read_only_tools = ["echo"]
 				case err != nil:
 					errs <- fmt.Errorf("client %d call %d: %w", c, i, err)
 				case res.IsError:
-					errs <- fmt.Errorf("client %d call %d: isError: %v", c, i, res.Content)
+					var text strings.Builder
+					for _, c := range res.Content {
+						if tc, ok := c.(*mcp.TextContent); ok {
+							text.WriteString(tc.Text)
+						}
+					}
+					errs <- fmt.Errorf("client %d call %d: isError: %s", c, i, text.String())
 				case res.Content[0].(*mcp.TextContent).Text != fmt.Sprintf("echo:%d-%d", c, i):
 					errs <- fmt.Errorf("client %d call %d: %v", c, i, res.Content[0])
 				}

@@ -877,8 +877,9 @@ func cutRunes(s string, n int) string {
 const (
 	// listTTL is how long a client may reuse a tools, prompts or
 	// resources list: they change only on a reload or a provider's
-	// change, which the host announces with list_changed.
-	listTTL = 5 * time.Minute
+	// change, which the host announces with list_changed; a minute bounds
+	// how stale a client that missed the announcement stays.
+	listTTL = time.Minute
 	// discoverTTL is how long a client may reuse server/discover.
 	discoverTTL = time.Hour
 )

@@ -92,10 +92,13 @@ func (c *conn) alive() bool {
 	}
 }
 
-// close ends the session and, for a stdio server, its process.
+// close ends the session and, for a stdio server, its process. The
+// process is killed whether or not it has exited: the go-sdk may be
+// waiting for it in the background (ProcessState is not safe to read
+// then), and killing an exited process does nothing.
 func (c *conn) close() {
 	_ = c.session.Close()
-	if c.cmd != nil && c.cmd.Process != nil && c.cmd.ProcessState == nil {
+	if c.cmd != nil && c.cmd.Process != nil {
 		_ = c.cmd.Process.Kill()
 	}
 }

@@ -80,6 +80,9 @@ type Options struct {
 type Provider struct {
 	log hclog.Logger
 
+	// closing tracks sessions being closed in the background (evicted
+	// ones); Close waits for them.
+	closing sync.WaitGroup
 	mu      sync.RWMutex
 	host    sdk.Host         // from Configure; nil when the host offers none
 	servers []*server        // in config order, enabled or not
@@ -689,6 +692,7 @@ func (p *Provider) Close() error {
 		}()
 	}
 	wg.Wait()
+	p.closing.Wait()
 	return nil
 }
 

@@ -120,8 +120,11 @@ func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (c
 	if old != nil {
 		evicted = append(evicted, old.conn)
 	}
+	// Closing waits for the server (a stdio process to exit, a
+	// 2026-07-28 session's subscriptions/listen to end), which is no
+	// business of this call: it happens in the background.
 	for _, c := range evicted {
-		c.close()
+		p.closing.Go(c.close)
 	}
 	return nc, p.releaser(nc), nil
 }

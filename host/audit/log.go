@@ -288,9 +288,10 @@ func open(ctx context.Context, abs string, o Options) (*gorm.DB, *sql.DB, error)
 // migrated by the first process that opens the file and nobody else.
 var schemaVersion = func() int32 {
 	var b strings.Builder
-	rt := reflect.TypeFor[Record]()
-	for f := range rt.Fields() {
-		fmt.Fprintf(&b, "%s %s %s\n", f.Name, f.Type, f.Tag.Get("gorm"))
+	for _, rt := range []reflect.Type{reflect.TypeFor[Record](), reflect.TypeFor[SpentState]()} {
+		for f := range rt.Fields() {
+			fmt.Fprintf(&b, "%s %s %s\n", f.Name, f.Type, f.Tag.Get("gorm"))
+		}
 	}
 	return int32(crc32.ChecksumIEEE([]byte(b.String()))&0x7fffffff) | 1
 }()
@@ -316,7 +317,7 @@ func migrate(ctx context.Context, db *gorm.DB) error {
 		if v, err := version(tx); err != nil || v == schemaVersion {
 			return err
 		}
-		if err := tx.AutoMigrate(&Record{}); err != nil {
+		if err := tx.AutoMigrate(&Record{}, &SpentState{}); err != nil {
 			return err
 		}
 		return tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)).Error

@@ -124,7 +124,7 @@ func TestConfirmActs(t *testing.T) {
 			}
 			if tc.wantAsked && len(asked) == 1 {
 				want := "Allow Claude Desktop to run fake_store?"
-				if !strings.HasPrefix(asked[0], want) || !strings.Contains(asked[0], "Arguments:\ntitle: Launch plan") {
+				if !strings.HasPrefix(asked[0], want) || !strings.Contains(asked[0], "Arguments:\ntitle: \"Launch plan\"") {
 					t.Errorf("question = %q", asked[0])
 				}
 			}

@@ -313,3 +313,68 @@ func TestListCacheHints(t *testing.T) {
 		t.Errorf("resources/read cache hints = %q, %d ms", read.CacheScope, read.TTLMs)
 	}
 }
+
+// TestHTTPBatchEdges: a batch on 2026-07-28, an empty batch and a
+// session-less batch without initialize all get HTTP 400 with a JSON-RPC
+// error body; a body over the cap is 413 naming the key on every
+// revision.
+func TestHTTPBatchEdges(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestServer(t, policy.Supervised, true)
+	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{MaxBodyBytes: 1024}))
+	t.Cleanup(ts.Close)
+	for name, tc := range map[string]struct {
+		body, version, want string
+	}{
+		"2026-07-28 batch":   {`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "2026-07-28", "no JSON-RPC batches"},
+		"empty batch":        {`[]`, "", "empty JSON-RPC batch"},
+		"session-less batch": {`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`, "2025-03-26", "without an Mcp-Session-Id"},
+	} {
+		hdr := map[string]string{}
+		if tc.version != "" {
+			hdr["MCP-Protocol-Version"] = tc.version
+		}
+		status, _, body := postMCP(t, ts.URL+"/", tc.body, hdr)
+		if status != http.StatusBadRequest {
+			t.Errorf("%s: status %d, body %s", name, status, body)
+			continue
+		}
+		if _, code, msg := jsonRPCError(t, body); code != codeInvalidRequest || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: error %d %q, want -32600 with %q", name, code, msg, tc.want)
+		}
+	}
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", 2048) + `"}}`
+	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+		status, _, body := postMCP(t, ts.URL+"/", big, map[string]string{"MCP-Protocol-Version": v})
+		if status != http.StatusRequestEntityTooLarge || !strings.Contains(body, "max_request_body_bytes") {
+			t.Errorf("%s oversize: status %d, body %s", v, status, body)
+		}
+	}
+}
+
+// TestDiscoverCacheHint: server/discover may be kept an hour, privately.
+func TestDiscoverCacheHint(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestServer(t, policy.Supervised, true)
+	ts := httptest.NewServer(s.HTTPHandler(nil))
+	t.Cleanup(ts.Close)
+	status, _, body := postMCP(t, ts.URL+"/", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{`+
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},`+
+		`"io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
+	for _, line := range strings.Split(body, "\n") {
+		if d, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(d) != "" {
+			body = d
+		}
+	}
+	var res struct {
+		Result struct {
+			TTLMs      int    `json:"ttlMs"`
+			CacheScope string `json:"cacheScope"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &res); status != http.StatusOK || err != nil ||
+		res.Result.TTLMs != int(discoverTTL.Milliseconds()) || res.Result.CacheScope != "private" {
+		t.Errorf("discover: status %d, %+v (%v); body %s", status, res.Result, err, body)
+	}
+}

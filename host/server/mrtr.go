@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -52,9 +53,11 @@ const (
 	// parkTTL is how long a running call waits for the client's answer
 	// before it is cancelled.
 	parkTTL = 10 * time.Minute
-	// maxParked caps the calls waiting for answers at once; a call that
-	// would wait beyond it fails its request to the client.
-	maxParked = 256
+	// maxParked caps the calls waiting for answers at once, and
+	// maxParkedPerClient those of one client; a call that would wait
+	// beyond either fails its request to the client.
+	maxParked          = 256
+	maxParkedPerClient = 32
 	// maxSpent caps the confirmations remembered as spent before they
 	// expire; beyond it new confirmations are refused until some expire.
 	maxSpent = 1 << 16
@@ -176,8 +179,12 @@ func (s *spentSet) spend(nonce string, exp int64, now time.Time) (fresh, full bo
 func argsDigest(args json.RawMessage) string {
 	canonical := []byte("{}")
 	if len(args) > 0 {
+		// Numbers stay as written (UseNumber): as float64, integers above
+		// 2^53 would collide.
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
 		var v any
-		if json.Unmarshal(args, &v) == nil && v != nil {
+		if dec.Decode(&v) == nil && v != nil {
 			canonical, _ = json.Marshal(v)
 		}
 	}
@@ -274,6 +281,15 @@ func (ps *parkedSet) add(p *parkedCall) bool {
 	if len(ps.calls) >= maxParked {
 		return false
 	}
+	mine := 0
+	for _, c := range ps.calls {
+		if c.client == p.client {
+			mine++
+		}
+	}
+	if mine >= maxParkedPerClient {
+		return false
+	}
 	ps.calls[p.id] = p
 	return true
 }
@@ -292,10 +308,10 @@ func (ps *parkedSet) remove(p *parkedCall) {
 	}
 }
 
-// errTooManyParked fails a request to the client when maxParked calls
-// already wait for answers.
-var errTooManyParked = fmt.Errorf("%w: %d calls already wait for a client's answer, the most this server holds; retry when some have finished",
-	sdk.ErrClientUnavailable, maxParked)
+// errTooManyParked fails a request to the client when maxParked calls, or
+// maxParkedPerClient of its client, already wait for answers.
+var errTooManyParked = fmt.Errorf("%w: too many calls already wait for this client's answers (at most %d per client, %d in all); answer or cancel those first",
+	sdk.ErrClientUnavailable, maxParkedPerClient, maxParked)
 
 // askFunc returns how a parked call asks its client for input: the ask
 // goes to the request waiting on the call, which answers with an
@@ -361,7 +377,7 @@ func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name st
 		}
 		switch st.Kind {
 		case stateConfirm, stateRelay:
-			if how, why := s.spend(st); how != "" {
+			if how, why := s.spend(ctx, st); how != "" {
 				return nil, s.refuseState(ctx, t.Name, call, how, why)
 			}
 			if st.Kind == stateRelay {
@@ -417,6 +433,18 @@ func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name st
 			out.question = call.confirmation.question
 		}
 		p.done <- out
+		// A call that ended while no request waited on it (it timed out
+		// or was cancelled between rounds) gives up its place at once;
+		// a retry then learns it has ended.
+		p.mu.Lock()
+		idle := !p.busy
+		if idle && p.expiry != nil {
+			p.expiry.Stop()
+		}
+		p.mu.Unlock()
+		if idle {
+			s.parked.remove(p)
+		}
 	}()
 	return s.await(ctx, p, call)
 }
@@ -438,9 +466,30 @@ func (s *Server) checkState(state, target, args, client string) (st requestState
 	return st, "", ""
 }
 
+// Spender records single-use states durably, shared by every process
+// that uses the same database; *audit.Log is one. When [Options.Audit]
+// implements it, a used requestState stays used across restarts and
+// replicas; otherwise it is remembered in memory.
+type Spender interface {
+	// Spend records nonce as used until expiresMs (Unix ms) and reports
+	// whether it was not used before; an error refuses the state.
+	Spend(ctx context.Context, nonce string, expiresMs int64) (bool, error)
+}
+
 // spend marks a single-use state used; how is "replayed" when it was
-// used before, "busy" when too many are outstanding to remember another.
-func (s *Server) spend(st requestState) (how, why string) {
+// used before, "busy" when it cannot be recorded.
+func (s *Server) spend(ctx context.Context, st requestState) (how, why string) {
+	if sp, ok := s.opts.Audit.(Spender); ok {
+		fresh, err := sp.Spend(context.WithoutCancel(ctx), st.Nonce, st.Exp)
+		switch {
+		case err != nil:
+			s.log.Error("a used requestState could not be recorded", "error", err)
+			return "busy", "the host could not record its use, so it cannot tell a replay apart; retry the retry in a moment"
+		case !fresh:
+			return "replayed", "it was used already"
+		}
+		return "", ""
+	}
 	fresh, full := s.spent.spend(st.Nonce, st.Exp, s.now())
 	switch {
 	case full:
@@ -454,7 +503,7 @@ func (s *Server) spend(st requestState) (how, why string) {
 // promptMRTR carries a prompts/get of a multi-round-trip client through
 // the rounds its provider asks for (SEP-2322): the retry's state is
 // checked and its provider state and answers passed on.
-func (s *Server) promptMRTR(req *mcp.GetPromptRequest, name string, caller sdk.Caller, greq *sdk.GetPromptRequest) (target, args, client string, err error) {
+func (s *Server) promptMRTR(ctx context.Context, req *mcp.GetPromptRequest, name string, caller sdk.Caller, greq *sdk.GetPromptRequest) (target, args, client string, err error) {
 	target = "prompt:" + name
 	rawArgs, _ := json.Marshal(req.Params.Arguments)
 	args = argsDigest(rawArgs)
@@ -468,7 +517,7 @@ func (s *Server) promptMRTR(req *mcp.GetPromptRequest, name string, caller sdk.C
 		how, why = "mismatched", "it was issued for a tool call"
 	}
 	if how == "" {
-		how, why = s.spend(st)
+		how, why = s.spend(ctx, st)
 	}
 	if how != "" {
 		s.log.Warn("requestState refused", "prompt", name, "client", caller.SourceType, "reason", how)

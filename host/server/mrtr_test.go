@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/policy"
 )
 
@@ -57,7 +61,7 @@ func question(t *testing.T, cs *mcp.ClientSession, args map[string]any) string {
 	if !ok {
 		t.Fatalf("input requests = %#v, want an elicitation under %q", res.InputRequests, confirmInput)
 	}
-	if !strings.Contains(ask.Message, "Allow Claude Desktop to run fake_store?") || !strings.Contains(ask.Message, "title: "+args["title"].(string)) {
+	if !strings.Contains(ask.Message, "Allow Claude Desktop to run fake_store?") || !strings.Contains(ask.Message, "title: "+strconv.Quote(args["title"].(string))) {
 		t.Errorf("question = %q, want the tool and the title being written", ask.Message)
 	}
 	return res.RequestState
@@ -164,4 +168,74 @@ func resultString(res *mcp.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// TestConfirmDetailsShowEverything: values are quoted with line breaks,
+// control and format characters escaped, so a value cannot fake lines of
+// the question or hide the next argument; long strings are cut.
+func TestConfirmDetailsShowEverything(t *testing.T) {
+	t.Parallel()
+	got := confirmDetails(json.RawMessage(`{"content":"eggs\n(namespace: personal)\n\n\n","namespace":"shared-evil","title":"x\u202e\u0007\u001b[2J","n":{"k":"a\u202eb"},"long":"` + strings.Repeat("a", 500) + `"}`))
+	want := "Arguments:\n" +
+		`content: "eggs\n(namespace: personal)\n\n\n"` + "\n" +
+		`long: "` + strings.Repeat("a", confirmValueChars) + `…"` + "\n" +
+		`n: {"k":"a\u202eb"}` + "\n" +
+		`namespace: "shared-evil"` + "\n" +
+		`title: "x\u202e\a\x1b[2J"`
+	if got != want {
+		t.Errorf("details =\n%s\nwant\n%s", got, want)
+	}
+	if strings.Count(got, "\n") != 5 {
+		t.Errorf("%d lines, want one per argument", strings.Count(got, "\n")+1)
+	}
+}
+
+// TestArgsDigestKeepsBigIntegers: integers beyond 2^53 differ in the
+// digest; key order and spacing do not.
+func TestArgsDigestKeepsBigIntegers(t *testing.T) {
+	t.Parallel()
+	a := argsDigest(json.RawMessage(`{"level":9007199254740992,"region":"eu"}`))
+	if b := argsDigest(json.RawMessage(`{"level":9007199254740993,"region":"eu"}`)); a == b {
+		t.Error("2^53 and 2^53+1 have the same digest")
+	}
+	if b := argsDigest(json.RawMessage(`{ "region": "eu", "level": 9007199254740992 }`)); a != b {
+		t.Error("reordered keys changed the digest")
+	}
+}
+
+// TestConfirmationSpentAcrossRestarts: with the audit log as the record of
+// used states, a confirmation used before a restart (or by another
+// process with the same key and database) is refused as replayed.
+func TestConfirmationSpentAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "audit.db")
+	key := newStateKey()
+	start := func() (*Server, *audit.Log) {
+		log, err := audit.Open(ctx, path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, _ := policy.New(policy.Options{Level: policy.Supervised})
+		s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: log, ConfirmActs: ConfirmWhenSupported, StateKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, log
+	}
+	args := map[string]any{"title": "Launch plan"}
+	s1, log1 := start()
+	cs1 := manualMRTRClient(t, s1)
+	state := question(t, cs1, args)
+	if res, err := cs1.CallTool(ctx, &mcp.CallToolParams{Name: "fake_store", Arguments: args, InputResponses: yes, RequestState: state}); err != nil || res.IsError {
+		t.Fatalf("first use = %+v, %v", res, err)
+	}
+	_ = cs1.Close()
+	if err := log1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s2, log2 := start()
+	defer log2.Close(ctx)
+	res, err := manualMRTRClient(t, s2).CallTool(ctx, &mcp.CallToolParams{Name: "fake_store", Arguments: args, InputResponses: yes, RequestState: state})
+	wantRefused(t, "the state used before the restart", res, err, "replayed")
 }

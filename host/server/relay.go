@@ -322,7 +322,7 @@ func (s *Server) promptHandler(name string) mcp.PromptHandler {
 		var target, args, client string
 		if mrtr {
 			var err error
-			if target, args, client, err = s.promptMRTR(req, p.Name, caller, greq); err != nil {
+			if target, args, client, err = s.promptMRTR(ctx, req, p.Name, caller, greq); err != nil {
 				return nil, err
 			}
 		}

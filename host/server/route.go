@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,20 +44,20 @@ const (
 //   - any other POST (a request, notification or response of an earlier
 //     revision with no session to belong to) gets HTTP 400 with a JSON-RPC
 //     -32600 error naming the fix, as does a batch on a revision that has
-//     none (2025-06-18 and later); a body that is not JSON gets 400 with
-//     -32700.
+//     none (2025-06-18 and later) or with no session to belong to
+//     ([routeBatch]); a body that is not JSON gets 400 with -32700.
 //
 // POST bodies are read whole, at most maxBody bytes (larger: 413), before
 // routing; the handler they reach reads the same bytes.
 func routeProtocol(maxBody int64, stateful, stateless http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		version := r.Header.Get("MCP-Protocol-Version")
-		if version >= statelessVersion {
-			stateless.ServeHTTP(w, r)
-			return
-		}
 		if r.Method != http.MethodPost {
-			stateful.ServeHTTP(w, r)
+			if version >= statelessVersion {
+				stateless.ServeHTTP(w, r)
+			} else {
+				stateful.ServeHTTP(w, r)
+			}
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
@@ -73,21 +74,14 @@ func routeProtocol(maxBody int64, stateful, stateless http.Handler) http.Handler
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		trimmed := bytes.TrimLeft(body, " \t\r\n")
 		if len(trimmed) > 0 && trimmed[0] == '[' {
-			if version >= noBatchVersion {
-				writeRPCError(w, http.StatusBadRequest, nil, codeInvalidRequest,
-					fmt.Sprintf("MCP %s has no JSON-RPC batches (they were removed in %s): send one message per POST", version, noBatchVersion))
-				return
-			}
-			stateful.ServeHTTP(w, r)
+			routeBatch(w, r, trimmed, version, stateful)
 			return
 		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Meta map[string]json.RawMessage `json:"_meta"`
-			} `json:"params"`
+		if version >= statelessVersion {
+			stateless.ServeHTTP(w, r)
+			return
 		}
+		var msg message
 		if err := json.Unmarshal(trimmed, &msg); err != nil {
 			writeRPCError(w, http.StatusBadRequest, nil, codeParseError, "Parse error: the body is not a JSON-RPC message: "+err.Error())
 			return
@@ -100,10 +94,51 @@ func routeProtocol(maxBody int64, stateful, stateless http.Handler) http.Handler
 			stateful.ServeHTTP(w, r)
 			return
 		}
-		writeRPCError(w, http.StatusBadRequest, msg.ID, codeInvalidRequest, fmt.Sprintf(
-			"Bad Request: %s without an Mcp-Session-Id header; send initialize first and then the session id it returns "+
-				"(MCP 2025-11-25 and earlier), or speak MCP %s, which needs no session", describe(msg.Method), statelessVersion))
+		writeRPCError(w, http.StatusBadRequest, msg.ID, codeInvalidRequest, noSession(msg.Method))
 	})
+}
+
+// message is what routing reads of a JSON-RPC message.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	} `json:"params"`
+}
+
+// noSession is the error for a message of the session-based revisions
+// sent without a session.
+func noSession(method string) string {
+	return fmt.Sprintf("Bad Request: %s without an Mcp-Session-Id header; send initialize first and then the session id it returns "+
+		"(MCP 2025-11-25 and earlier), or speak MCP %s, which needs no session", describe(method), statelessVersion)
+}
+
+// routeBatch serves a JSON-RPC batch: only MCP 2025-03-26 and earlier
+// have them, so on a later version (by its header) it is HTTP 400 with
+// -32600; an empty or malformed batch, and one without a session that
+// does not open one (initialize), are 400 as well. Others go to the
+// session-based handler.
+func routeBatch(w http.ResponseWriter, r *http.Request, body []byte, version string, stateful http.Handler) {
+	if version >= noBatchVersion {
+		writeRPCError(w, http.StatusBadRequest, nil, codeInvalidRequest,
+			fmt.Sprintf("MCP %s has no JSON-RPC batches (they were removed in %s): send one message per POST", version, noBatchVersion))
+		return
+	}
+	var batch []message
+	switch err := json.Unmarshal(body, &batch); {
+	case err != nil:
+		writeRPCError(w, http.StatusBadRequest, nil, codeParseError, "Parse error: the body is not a JSON-RPC batch: "+err.Error())
+		return
+	case len(batch) == 0:
+		writeRPCError(w, http.StatusBadRequest, nil, codeInvalidRequest, "an empty JSON-RPC batch has nothing to answer")
+		return
+	}
+	if r.Header.Get("Mcp-Session-Id") == "" && !slices.ContainsFunc(batch, func(m message) bool { return m.Method == "initialize" }) {
+		writeRPCError(w, http.StatusBadRequest, nil, codeInvalidRequest, noSession(batch[0].Method))
+		return
+	}
+	stateful.ServeHTTP(w, r)
 }
 
 // describe names a message for an error: its method, or "a response".

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -830,9 +831,11 @@ const (
 )
 
 // confirmDetails shows the arguments of a call being confirmed, so the
-// user sees what would be written: each top-level argument on a line,
-// strings cut to confirmValueChars characters, the whole to
-// confirmTotalChars, in key order.
+// user sees what would be written: each top-level argument on a line, in
+// key order, its value quoted with every line break, control and format
+// character (such as a right-to-left override) escaped, so a value cannot
+// fake lines of the question or hide what follows; strings cut to
+// confirmValueChars characters, the whole to confirmTotalChars.
 func confirmDetails(args json.RawMessage) string {
 	var obj map[string]json.RawMessage
 	if len(args) == 0 || json.Unmarshal(args, &obj) != nil || len(obj) == 0 {
@@ -849,13 +852,28 @@ func confirmDetails(args json.RawMessage) string {
 		var text string
 		var str string
 		if json.Unmarshal(obj[k], &str) == nil {
-			text = str
+			text = strconv.Quote(cutRunes(strings.ToValidUTF8(str, ""), confirmValueChars))
 		} else {
-			text = string(obj[k])
+			// JSON text: its strings may hold format characters raw.
+			text = visible(cutRunes(strings.ToValidUTF8(string(obj[k]), ""), confirmValueChars))
 		}
-		b.WriteString("\n" + cleanClientText(k) + ": " + cutRunes(strings.ToValidUTF8(text, ""), confirmValueChars))
+		b.WriteString("\n" + cleanClientText(k) + ": " + text)
 		if b.Len() > confirmTotalChars {
 			return cutRunes(b.String(), confirmTotalChars) + "\n(more arguments not shown)"
+		}
+	}
+	return b.String()
+}
+
+// visible escapes the characters of s that are not printable (control,
+// format and line separator characters) as \uXXXX.
+func visible(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strconv.IsPrint(r) {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "\\u%04x", r)
 		}
 	}
 	return b.String()
@@ -894,7 +912,7 @@ func setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 	switch req.(type) {
 	case *mcp.ListToolsRequest, *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
 		c.TTLMs = int(listTTL.Milliseconds())
-	case *mcp.DiscoverRequest:
+	case *mcp.ServerRequest[*mcp.DiscoverParams]:
 		c.TTLMs = int(discoverTTL.Milliseconds())
 	default:
 		c.TTLMs = 0

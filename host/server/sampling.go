@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -141,7 +142,7 @@ func askSampling(ctx context.Context, call *callEntry, params mcp.InputRequest) 
 	case *mcp.CreateMessageResult:
 		return samplingResult([]mcp.Content{res.Content}, res.Model, res.StopReason), nil
 	}
-	return nil, fmt.Errorf("sampling/createMessage: the client answered with a %T, not a sampling result", out)
+	return nil, errors.New("sampling/createMessage: the client's answer to the sampling request is not a sampling result (it has no role and content)")
 }
 
 // samplingContent converts a provider's blocks to MCP content.

@@ -808,6 +808,9 @@ func (s *Server) confirm(ctx context.Context, set *Settings, t *catalog.Tool, c 
 	}
 	ok, err := c.Confirm(ctx, msg)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		rec.Decision = "denied:not_confirmed"
+		return sdk.ErrorResult("%s was not run: the call was cancelled before you answered", t.Name)
 	case err != nil:
 		rec.Decision = "denied:not_confirmed"
 		return sdk.ErrorResult("%s was not run: asking you to confirm it failed (%v); [autonomy] confirm_acts = %q asks before act tools, %q stops asking",

@@ -113,11 +113,28 @@ func (p *Provider) connect(ctx context.Context, s *server, owner *sdk.Caller) (*
 // connect opens a client session with s within ctx, its handlers set up
 // by r (nil: none).
 func connect(ctx context.Context, log hclog.Logger, s *server, r *relay) (*conn, error) {
+	opts := sessionOptions(r)
+	c, err := connectAt(ctx, log, s, r, opts)
+	var signIn *signInError
+	if err != nil && opts != nil && opts.ProtocolVersion < multiRoundTripVersion && ctx.Err() == nil && !errors.As(err, &signIn) {
+		// A server that speaks only 2026-07-28 refuses an earlier
+		// client's revision: meet it at the newest one it speaks, whose
+		// questions reach the client as requests during its call.
+		if nc, nerr := connectAt(ctx, log, s, r, nil); nerr == nil {
+			log.Debug("upstream server refused the client's protocol version; connected at its newest", "server", s.name, "asked", opts.ProtocolVersion)
+			return nc, nil
+		}
+	}
+	return c, err
+}
+
+// connectAt is connect asking for the protocol version in opts (nil: the
+// newest the go-sdk speaks).
+func connectAt(ctx context.Context, log hclog.Logger, s *server, r *relay, opts *mcp.ClientSessionOptions) (*conn, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "openhuman-host-upstream", Version: Version}, clientOptions(r))
 	if r != nil {
 		client.AddReceivingMiddleware(r.passThroughElicitation)
 	}
-	opts := sessionOptions(r)
 	if s.endpoint != nil {
 		ht := &headerTransport{base: http.DefaultTransport, headers: s.headers}
 		t := &mcp.StreamableClientTransport{
@@ -164,18 +181,17 @@ func connect(ctx context.Context, log hclog.Logger, s *server, r *relay) (*conn,
 }
 
 // sessionOptions asks a client's own upstream session for the protocol
-// version that client asked the host for (when the go-sdk speaks it) when
-// that is 2026-07-28 or later, so the server returns its questions as
-// input requests the client answers itself; a server that does not speak
-// it is met with the newest version it does. A client of an earlier
-// version gets a session at the newest version the server speaks, whose
-// questions (requests during the call, or input requests the session
-// answers through the host) reach the client as requests during its
-// call: so a server that speaks only 2026-07-28 works behind an older
-// client too. The shared session asks for the newest version.
+// version that client asked the host for (when the go-sdk speaks it), so
+// the server behaves towards the client as it would directly: before
+// 2026-07-28 it may sample and elicit during a call (some tools do only
+// that), from then on it returns input requests the client answers
+// itself. A server that does not speak the version is met at the newest
+// one it does ([connect]): a 2026-07-28-only server's input requests then
+// reach an older client as requests during its call, and an older
+// server's requests reach a 2026-07-28 client as input requests. The
+// shared session asks for the newest version.
 func sessionOptions(r *relay) *mcp.ClientSessionOptions {
-	if r == nil || r.owner == nil || r.owner.ProtocolVersion < multiRoundTripVersion ||
-		!slices.Contains(mcp.SupportedProtocolVersions(), r.owner.ProtocolVersion) {
+	if r == nil || r.owner == nil || !slices.Contains(mcp.SupportedProtocolVersions(), r.owner.ProtocolVersion) {
 		return nil
 	}
 	return &mcp.ClientSessionOptions{ProtocolVersion: r.owner.ProtocolVersion}

@@ -132,22 +132,50 @@ func (s *Server) RequestClient(ctx context.Context, req *sdk.ClientRequest) ([]b
 	if init := ss.InitializeParams(); init != nil {
 		caps, version = init.Capabilities, init.ProtocolVersion
 	}
-	if caps == nil {
-		caps = &mcp.ClientCapabilities{}
-	}
 	client := nonEmpty(req.Caller.ClientName, "the client")
 	if !inRequestInputAllowed(version) {
 		return nil, fmt.Errorf("%w: %s speaks MCP %s, where a server may not send %s while it serves a call (only protocol versions up to %s allow it)",
 			sdk.ErrClientUnavailable, client, version, req.Method, lastInRequestElicitation)
 	}
+	in, err := clientInput(req, caps, declaresRoots(ss))
+	if err != nil {
+		return nil, err
+	}
+	var res any
+	switch p := in.(type) {
+	case *mcp.CreateMessageWithToolsParams:
+		res, err = ss.CreateMessageWithTools(ctx, p)
+	case *mcp.CreateMessageParams:
+		res, err = ss.CreateMessage(ctx, p)
+	case *mcp.ElicitParams:
+		res, err = ss.Elicit(ctx, p)
+	case *mcp.ListRootsParams:
+		res, err = ss.ListRoots(ctx, p)
+	}
+	return clientAnswer(req.Method, res, err)
+}
+
+// clientInput checks that the client can take a provider's request (it
+// declared the capability: caps, and roots for roots/list) and decodes its
+// params: sampling/createMessage as CreateMessageWithToolsParams when it
+// offers tools, else CreateMessageParams (one block per message, the form
+// every client reads); elicitation/create; roots/list. Errors wrap
+// [sdk.ErrClientUnavailable] or [sdk.ErrInvalidParams].
+func clientInput(req *sdk.ClientRequest, caps *mcp.ClientCapabilities, roots bool) (mcp.InputRequest, error) {
+	if caps == nil {
+		caps = &mcp.ClientCapabilities{}
+	}
+	client := nonEmpty(req.Caller.ClientName, "the client")
 	params := req.Params
 	if len(params) == 0 {
 		params = []byte("{}")
 	}
-	var (
-		res any
-		err error
-	)
+	decode := func(p mcp.InputRequest) (mcp.InputRequest, error) {
+		if err := json.Unmarshal(params, p); err != nil {
+			return nil, fmt.Errorf("%s params: %w", req.Method, err)
+		}
+		return p, nil
+	}
 	switch req.Method {
 	case sdk.MethodCreateMessage:
 		var probe struct {
@@ -162,117 +190,52 @@ func (s *Server) RequestClient(ctx context.Context, req *sdk.ClientRequest) ([]b
 		case len(probe.Tools) > 0 && caps.Sampling.Tools == nil:
 			return nil, fmt.Errorf("%w: %s can sample, but not with tools (it did not declare sampling.tools)", sdk.ErrClientUnavailable, client)
 		case len(probe.Tools) > 0:
-			var p mcp.CreateMessageWithToolsParams
-			if err := json.Unmarshal(params, &p); err != nil {
-				return nil, fmt.Errorf("%s params: %w", req.Method, err)
-			}
-			res, err = ss.CreateMessageWithTools(ctx, &p)
-		default:
-			var p mcp.CreateMessageParams
-			if err := json.Unmarshal(params, &p); err != nil {
-				return nil, fmt.Errorf("%s params: %w", req.Method, err)
-			}
-			res, err = ss.CreateMessage(ctx, &p)
+			return decode(&mcp.CreateMessageWithToolsParams{})
 		}
+		return decode(&mcp.CreateMessageParams{})
 	case sdk.MethodElicit:
 		if caps.Elicitation == nil {
 			return nil, fmt.Errorf("%w: %s did not declare the elicitation capability", sdk.ErrClientUnavailable, client)
 		}
-		var p mcp.ElicitParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, fmt.Errorf("%s params: %w", req.Method, err)
-		}
-		res, err = ss.Elicit(ctx, &p)
+		return decode(&mcp.ElicitParams{})
 	case sdk.MethodListRoots:
-		if !declaresRoots(ss) {
+		if !roots {
 			return nil, fmt.Errorf("%w: %s did not declare the roots capability", sdk.ErrClientUnavailable, client)
 		}
-		var p mcp.ListRootsParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, fmt.Errorf("%s params: %w", req.Method, err)
-		}
-		res, err = ss.ListRoots(ctx, &p)
-	default:
-		return nil, fmt.Errorf("%w: method %q: the host relays only %s, %s and %s", sdk.ErrInvalidParams, req.Method,
-			sdk.MethodCreateMessage, sdk.MethodElicit, sdk.MethodListRoots)
+		return decode(&mcp.ListRootsParams{})
 	}
+	return nil, fmt.Errorf("%w: method %q: the host relays only %s, %s and %s", sdk.ErrInvalidParams, req.Method,
+		sdk.MethodCreateMessage, sdk.MethodElicit, sdk.MethodListRoots)
+}
+
+// clientAnswer returns the client's answer to method as JSON; a JSON-RPC
+// error from the client comes back as [*sdk.ClientError].
+func clientAnswer(method string, res any, err error) ([]byte, error) {
 	if err != nil {
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
 			return nil, &sdk.ClientError{Code: werr.Code, Message: werr.Message}
 		}
-		return nil, fmt.Errorf("%s: %w", req.Method, err)
+		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 	out, err := json.Marshal(res)
 	if err != nil {
-		return nil, fmt.Errorf("encode the client's %s result: %w", req.Method, err)
+		return nil, fmt.Errorf("encode the client's %s result: %w", method, err)
 	}
 	return out, nil
 }
 
 // askClient sends a provider's request to a multi-round-trip client as an
 // input request of the call it belongs to (SEP-2322), after the same
-// capability checks as [Server.RequestClient].
+// checks as [Server.RequestClient].
 func (s *Server) askClient(ctx context.Context, e *callEntry, req *sdk.ClientRequest) ([]byte, error) {
-	caps := e.caps
-	if caps == nil {
-		caps = &mcp.ClientCapabilities{}
-	}
-	client := nonEmpty(req.Caller.ClientName, "the client")
-	params := req.Params
-	if len(params) == 0 {
-		params = []byte("{}")
-	}
-	var in mcp.InputRequest
-	switch req.Method {
-	case sdk.MethodCreateMessage:
-		var p mcp.CreateMessageWithToolsParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, fmt.Errorf("%s params: %w", req.Method, err)
-		}
-		switch {
-		case caps.Sampling == nil:
-			return nil, fmt.Errorf("%w: %s did not declare the sampling capability", sdk.ErrClientUnavailable, client)
-		case len(p.Tools) > 0 && caps.Sampling.Tools == nil:
-			return nil, fmt.Errorf("%w: %s can sample, but not with tools (it did not declare sampling.tools)", sdk.ErrClientUnavailable, client)
-		case len(p.Tools) > 0:
-			in = &p
-		default:
-			// Without tools, the single-block message form every
-			// client reads.
-			var single mcp.CreateMessageParams
-			if err := json.Unmarshal(params, &single); err != nil {
-				return nil, fmt.Errorf("%s params: %w", req.Method, err)
-			}
-			in = &single
-		}
-	case sdk.MethodElicit:
-		if caps.Elicitation == nil {
-			return nil, fmt.Errorf("%w: %s did not declare the elicitation capability", sdk.ErrClientUnavailable, client)
-		}
-		var p mcp.ElicitParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, fmt.Errorf("%s params: %w", req.Method, err)
-		}
-		in = &p
-	case sdk.MethodListRoots:
-		if caps.RootsV2 == nil && !caps.Roots.ListChanged {
-			return nil, fmt.Errorf("%w: %s did not declare the roots capability", sdk.ErrClientUnavailable, client)
-		}
-		in = &mcp.ListRootsParams{}
-	default:
-		return nil, fmt.Errorf("%w: method %q: the host relays only %s, %s and %s", sdk.ErrInvalidParams, req.Method,
-			sdk.MethodCreateMessage, sdk.MethodElicit, sdk.MethodListRoots)
+	roots := e.caps != nil && (e.caps.RootsV2 != nil || e.caps.Roots.ListChanged)
+	in, err := clientInput(req, e.caps, roots)
+	if err != nil {
+		return nil, err
 	}
 	res, err := e.ask(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", req.Method, err)
-	}
-	out, err := json.Marshal(res)
-	if err != nil {
-		return nil, fmt.Errorf("encode the client's %s result: %w", req.Method, err)
-	}
-	return out, nil
+	return clientAnswer(req.Method, res, err)
 }
 
 // declaresRoots reports whether the session's client declared the roots

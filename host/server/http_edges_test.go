@@ -42,7 +42,20 @@ func postMCP(t *testing.T, url, body string, extra map[string]string) (int, http
 	return resp.StatusCode, resp.Header, string(b)
 }
 
-// rpcError decodes a JSON-RPC error response.
+// sseData returns the answer an SSE response body carries, its last
+// non-empty data line (the first event may only prime the stream for
+// resumption); a body that is not SSE is returned as it is.
+func sseData(body string) string {
+	data := body
+	for _, line := range strings.Split(body, "\n") {
+		if d, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(d) != "" {
+			data = strings.TrimSpace(d)
+		}
+	}
+	return data
+}
+
+// jsonRPCError decodes a JSON-RPC error response.
 func jsonRPCError(t *testing.T, body string) (id any, code int64, message string) {
 	t.Helper()
 	var m struct {
@@ -254,14 +267,7 @@ func TestNonObjectArgumentsAre32602(t *testing.T) {
 	for _, args := range []string{`[]`, `"q=go"`, `42`, `true`} {
 		status, _, body := postMCP(t, ts.URL+"/", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fake_search","arguments":`+args+`}}`,
 			map[string]string{"Mcp-Session-Id": cs.ID(), "MCP-Protocol-Version": "2025-11-25", "Accept": "application/json, text/event-stream"})
-		// An SSE stream: the answer is the last non-empty data line (the
-		// first event primes the stream for resumption).
-		data := body
-		for _, line := range strings.Split(body, "\n") {
-			if d, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(d) != "" {
-				data = strings.TrimSpace(d)
-			}
-		}
+		data := sseData(body)
 		if status != http.StatusOK {
 			t.Errorf("arguments %s: status %d, body %s", args, status, body)
 			continue
@@ -362,11 +368,7 @@ func TestDiscoverCacheHint(t *testing.T) {
 		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},`+
 		`"io.modelcontextprotocol/clientCapabilities":{}}}}`,
 		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"})
-	for _, line := range strings.Split(body, "\n") {
-		if d, ok := strings.CutPrefix(line, "data:"); ok && strings.TrimSpace(d) != "" {
-			body = d
-		}
-	}
+	body = sseData(body)
 	var res struct {
 		Result struct {
 			TTLMs      int    `json:"ttlMs"`

@@ -27,8 +27,7 @@ func TestClientQuestions(t *testing.T) {
 	p := requireInterop(t)
 	t.Parallel()
 	everything := buildEverythingServer(t)
-	config := fmt.Sprintf("[autonomy]\nlevel = \"supervised\"\nconfirm_acts = \"when_supported\"\n\n"+
-		"[[upstream.servers]]\nname = \"conformance\"\ncommand = %q\nprefix = \"up_\"\n", everything)
+	config := questionsConfig(everything)
 	for _, rev := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(rev+"/stdio", func(t *testing.T) {
 			t.Parallel()
@@ -48,6 +47,14 @@ func TestClientQuestions(t *testing.T) {
 	}
 }
 
+// questionsConfig asks before act tools, in supervised mode, and serves
+// the everything-server at path as upstream server "conformance" with
+// its tools prefixed "up_".
+func questionsConfig(everything string) string {
+	return fmt.Sprintf("[autonomy]\nlevel = \"supervised\"\nconfirm_acts = \"when_supported\"\n\n"+
+		"[[upstream.servers]]\nname = \"conformance\"\ncommand = %q\nprefix = \"up_\"\n", everything)
+}
+
 // TestGoClientQuestions is TestClientQuestions with the go-sdk's own
 // client against the built binary: on 2026-07-28 it answers the host's
 // input_required results and retries by itself, on 2025-11-25 it answers
@@ -56,8 +63,7 @@ func TestGoClientQuestions(t *testing.T) {
 	p := requireServer(t)
 	t.Parallel()
 	everything := buildEverythingServer(t)
-	config := fmt.Sprintf("[autonomy]\nlevel = \"supervised\"\nconfirm_acts = \"when_supported\"\n\n"+
-		"[[upstream.servers]]\nname = \"conformance\"\ncommand = %q\nprefix = \"up_\"\n", everything)
+	config := questionsConfig(everything)
 	for _, rev := range []string{"2026-07-28", "2025-11-25"} {
 		for _, transport := range []string{"stdio", "http"} {
 			t.Run(rev+"/"+transport, func(t *testing.T) {

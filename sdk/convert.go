@@ -207,7 +207,7 @@ func callerFromProto(c *providerv1.Caller) Caller {
 
 func resultToProto(r *CallToolResult) *providerv1.CallToolResult {
 	out := &providerv1.CallToolResult{StructuredContentJson: r.StructuredContent, IsError: r.IsError,
-		InputRequestsJson: r.InputRequests, RequestState: r.RequestState}
+		InputRequestsJson: r.InputRequests, RequestState: r.RequestState, AuditRef: r.AuditRef}
 	for _, c := range r.Content {
 		out.Content = append(out.Content, contentToProto(c))
 	}
@@ -216,7 +216,7 @@ func resultToProto(r *CallToolResult) *providerv1.CallToolResult {
 
 func resultFromProto(r *providerv1.CallToolResult) *CallToolResult {
 	out := &CallToolResult{StructuredContent: rawOrNil(r.GetStructuredContentJson()), IsError: r.GetIsError(),
-		InputRequests: rawOrNil(r.GetInputRequestsJson()), RequestState: r.GetRequestState()}
+		InputRequests: rawOrNil(r.GetInputRequestsJson()), RequestState: r.GetRequestState(), AuditRef: r.GetAuditRef()}
 	for _, c := range r.GetContent() {
 		out.Content = append(out.Content, contentFromProto(c))
 	}

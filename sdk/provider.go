@@ -545,7 +545,18 @@ type CallToolResult struct {
 	// RequestState is opaque state the retry carries back (at most 2 KiB);
 	// the host seals it, so the client can neither read nor change it.
 	RequestState string
+	// AuditRef names what the call touched for the host's audit row
+	// (its result_ref column), such as "forgot 2 documents (a, b), 7
+	// chunks": ids and counts, never content, since audit rows outlive
+	// what they describe. At most [MaxAuditRefBytes] bytes; the host cuts
+	// longer values and removes control characters. Empty lets the host
+	// take the document_id or chunk_id of StructuredContent. Clients never
+	// see it.
+	AuditRef string
 }
+
+// MaxAuditRefBytes bounds [CallToolResult.AuditRef].
+const MaxAuditRefBytes = 1024
 
 // Content is one MCP content block. Type is "text" (Text), "image" or
 // "audio" (Data, MIMEType), "resource_link" (URI, Name, Title, Description,

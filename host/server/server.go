@@ -20,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/openhuman/openhuman-host/internal/platform"
 
@@ -952,6 +954,9 @@ func resultText(r *sdk.CallToolResult) string {
 // resultRef picks the id a result points at (a document or chunk) for the
 // audit row.
 func resultRef(r *sdk.CallToolResult) string {
+	if r.AuditRef != "" {
+		return cleanAuditRef(r.AuditRef)
+	}
 	if len(r.StructuredContent) == 0 {
 		return ""
 	}
@@ -966,6 +971,26 @@ func resultRef(r *sdk.CallToolResult) string {
 		return ids.DocumentID
 	}
 	return ids.ChunkID
+}
+
+// cleanAuditRef makes a provider's AuditRef fit an audit row: control
+// characters become spaces and it is cut to sdk.MaxAuditRefBytes at a
+// character boundary.
+func cleanAuditRef(ref string) string {
+	ref = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, ref)
+	if len(ref) <= sdk.MaxAuditRefBytes {
+		return ref
+	}
+	cut := sdk.MaxAuditRefBytes
+	for cut > 0 && !utf8.RuneStart(ref[cut]) {
+		cut--
+	}
+	return ref[:cut]
 }
 
 func (s *Server) toolHandler(name string) mcp.ToolHandler {

@@ -70,7 +70,8 @@ var recallTool = tool{
 				"type": "string", "minLength": 1, "maxLength": maxQueryRunes,
 				"description": "A question or description of what to find.",
 			},
-			"k": kSchema("chunks"),
+			"k":          kSchema("chunks"),
+			"namespaces": namespacesSchema(),
 		})),
 		OutputSchema: mustJSON(objectSchema([]string{"mode", "chunks"}, map[string]any{
 			"mode": map[string]any{"type": "string", "enum": []string{recallHybrid, recallKeyword}},
@@ -99,7 +100,7 @@ var recallTool = tool{
 }
 
 func runRecall(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	query, k, err := parseQueryArgs(raw)
+	ctx, query, k, err := parseQueryArgs(ctx, raw)
 	if err != nil {
 		return nil, err
 	}

@@ -13,25 +13,61 @@ import (
 // float so that 10.0, an integer in JSON Schema, decodes; intInRange
 // refuses fractions.
 type queryArgs struct {
-	Query *string  `json:"query"`
-	K     *float64 `json:"k"`
+	Query      *string  `json:"query"`
+	K          *float64 `json:"k"`
+	Namespaces []string `json:"namespaces"`
 }
 
-// parseQueryArgs decodes and checks a query and k.
-func parseQueryArgs(raw json.RawMessage) (string, int, error) {
+// parseQueryArgs decodes and checks a query, k and namespaces, and returns
+// ctx narrowed to the namespaces asked for.
+func parseQueryArgs(ctx context.Context, raw json.RawMessage) (context.Context, string, int, error) {
 	var args queryArgs
 	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return "", 0, aerr
+		return ctx, "", 0, aerr
 	}
 	query, aerr := requiredString("query", args.Query, maxQueryRunes)
 	if aerr != nil {
-		return "", 0, aerr
+		return ctx, "", 0, aerr
 	}
 	k, aerr := intInRange("k", args.K, minK, maxK, defaultK)
 	if aerr != nil {
-		return "", 0, aerr
+		return ctx, "", 0, aerr
 	}
-	return query, k, nil
+	ctx, aerr = narrowScope(ctx, args.Namespaces)
+	if aerr != nil {
+		return ctx, "", 0, aerr
+	}
+	return ctx, query, k, nil
+}
+
+// narrowScope checks a namespaces argument and returns ctx with the
+// caller's scope narrowed to it.
+func narrowScope(ctx context.Context, namespaces []string) (context.Context, *argError) {
+	asked, aerr := stringList("namespaces", namespaces, maxFilterItems, 64, func(ns string) string {
+		if ns != anyNamespace && !namespaceRE.MatchString(ns) {
+			return `must match ` + namespacePattern + ` or be "*"`
+		}
+		return ""
+	})
+	if aerr != nil {
+		return ctx, aerr
+	}
+	sc, aerr := scopeOf(ctx).narrow(asked)
+	if aerr != nil {
+		return ctx, aerr
+	}
+	return withScope(ctx, sc), nil
+}
+
+// namespacesSchema is the input schema of a namespaces argument.
+func namespacesSchema() map[string]any {
+	return map[string]any{
+		"type":     "array",
+		"maxItems": maxFilterItems,
+		"items":    map[string]any{"type": "string", "pattern": `^(\*|[A-Za-z0-9_.-]{1,64})$`},
+		"description": "Only these namespaces, e.g. [\"mcp\"] or [\"file\"]; leave it out, or give [\"*\"], " +
+			"to cover every namespace this client may read.",
+	}
 }
 
 // searchResult is memory_search's structured content.
@@ -43,7 +79,7 @@ type searchResult struct {
 }
 
 func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	query, k, err := parseQueryArgs(raw)
+	ctx, query, k, err := parseQueryArgs(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +142,8 @@ var searchTool = tool{
 				"maxLength":   maxQueryRunes,
 				"description": "Words to look for; all must match.",
 			},
-			"k": kSchema("chunks"),
+			"k":          kSchema("chunks"),
+			"namespaces": namespacesSchema(),
 		})),
 		OutputSchema: mustJSON(objectSchema([]string{"chunks"}, map[string]any{
 			"chunks": map[string]any{

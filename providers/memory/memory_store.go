@@ -29,10 +29,13 @@ type storeResult struct {
 	ChunkIDs []string `json:"chunk_ids"`
 	// Tags are the document's tags after the call.
 	Tags []string `json:"tags"`
+	// Replaced is set when the title named an existing document: what
+	// changed, and under which version its previous text is kept.
+	Replaced *replacement `json:"replaced,omitempty"`
 }
 
 // validate checks the arguments and returns the document to write.
-func (a *storeArgs) validate() (document, *argError) {
+func (a *storeArgs) validate(sc scope) (document, *argError) {
 	title, aerr := requiredString("title", a.Title, maxTitleRunes)
 	if aerr != nil {
 		return document{}, aerr
@@ -41,11 +44,14 @@ func (a *storeArgs) validate() (document, *argError) {
 	if aerr != nil {
 		return document{}, aerr
 	}
-	namespace := defaultNamespace
+	namespace := sc.def
 	if a.Namespace != nil {
 		namespace = *a.Namespace
 		if !namespaceRE.MatchString(namespace) {
 			return document{}, argErrorf(`argument "namespace" must match %s, got %s`, namespacePattern, quoteShort(namespace))
+		}
+		if !sc.allows(namespace) {
+			return document{}, argErrorf(`namespace %s is outside what this client may write (%s)`, quoteShort(namespace), sc.describe())
 		}
 	}
 	var tags []string // nil keeps an existing document's tags
@@ -65,6 +71,7 @@ func (a *storeArgs) validate() (document, *argError) {
 		Tags:          tags,
 		Pieces:        splitChunks(content, maxChunkRunes),
 		ContentSHA256: contentHash(content),
+		KeepVersion:   true,
 	}, nil
 }
 
@@ -73,7 +80,7 @@ func runStore(ctx context.Context, p *Provider, st *store, raw json.RawMessage) 
 	if aerr := decodeArgs(raw, &args); aerr != nil {
 		return nil, aerr
 	}
-	doc, aerr := args.validate()
+	doc, aerr := args.validate(scopeOf(ctx))
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -97,10 +104,23 @@ func runStore(ctx context.Context, p *Provider, st *store, raw json.RawMessage) 
 	}
 	p.afterWrite(ctx, res.Fresh)
 	p.logger.Debug("stored document", "document_id", res.DocumentID, "chunks", len(doc.Pieces), "created", res.Created)
-	return sdk.StructuredResult(
-		fmt.Sprintf("%s %s (title %s, %s; %s). Chunk ids: %s.", verb, res.DocumentID, quoteShort(doc.Title),
-			plural(len(doc.Pieces), "chunk"), tagText, strings.Join(res.ChunkIDs, ", ")),
-		storeResult{DocumentID: res.DocumentID, Namespace: doc.Namespace, Key: res.Key, ChunkCount: len(doc.Pieces), ChunkIDs: res.ChunkIDs, Tags: res.Tags},
+	text := fmt.Sprintf("%s %s (title %s, %s; %s). Chunk ids: %s.", verb, res.DocumentID, quoteShort(doc.Title),
+		plural(len(doc.Pieces), "chunk"), tagText, strings.Join(res.ChunkIDs, ", "))
+	if r := res.Replaced; r != nil {
+		text = fmt.Sprintf("Replaced the existing document %s (title %s): %d → %d bytes; %d chunks kept, %d written, %d removed; %s. Chunk ids: %s.",
+			res.DocumentID, quoteShort(doc.Title), r.PreviousBytes, r.Bytes, r.ChunksKept, r.ChunksAdded, r.ChunksRemoved, tagText,
+			strings.Join(res.ChunkIDs, ", "))
+		switch {
+		case r.Version > 0:
+			text += fmt.Sprintf(" The previous text is kept as version %d; memory_history reads it.", r.Version)
+		case r.ChunksAdded == 0 && r.ChunksRemoved == 0:
+			text += " The content did not change."
+		default:
+			text += " The previous text was not kept (keep_versions_days = 0)."
+		}
+	}
+	return sdk.StructuredResult(text,
+		storeResult{DocumentID: res.DocumentID, Namespace: doc.Namespace, Key: res.Key, ChunkCount: len(doc.Pieces), ChunkIDs: res.ChunkIDs, Tags: res.Tags, Replaced: res.Replaced},
 	)
 }
 
@@ -141,8 +161,7 @@ var storeTool = tool{
 			"namespace": map[string]any{
 				"type":        "string",
 				"pattern":     namespacePattern,
-				"default":     defaultNamespace,
-				"description": "Groups documents; titles are unique within a namespace. Defaults to \"mcp\".",
+				"description": "Groups documents; titles are unique within a namespace. Defaults to the client's namespace: \"mcp\" unless the operator gave this client a scope.",
 			},
 			"tags": map[string]any{
 				"type":     "array",
@@ -162,6 +181,7 @@ var storeTool = tool{
 			"chunk_count": map[string]any{"type": "integer", "minimum": 1},
 			"chunk_ids":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The document's chunks in order, for tree_read_chunk, memory_note and tree_tag."},
 			"tags":        map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The document's tags after this call."},
+			"replaced":    replacementSchema(),
 		})),
 		Annotations: actAnnotations("Store in memory"),
 		Class:       sdk.ClassAct,

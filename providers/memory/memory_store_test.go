@@ -103,7 +103,8 @@ func TestStoreSameTitleReplaces(t *testing.T) {
 	clock.Advance(time.Minute)
 	second := put(t, p, map[string]any{"title": "Project Plan", "content": "charlie delta", "tags": []string{"y"}})
 	want := storeResult{DocumentID: first.DocumentID, Namespace: "mcp", Key: "mcp-store-project-plan", ChunkCount: 1,
-		ChunkIDs: chunkIDs(t, p, first.DocumentID), Tags: []string{"y"}}
+		ChunkIDs: chunkIDs(t, p, first.DocumentID), Tags: []string{"y"},
+		Replaced: &replacement{Version: 1, PreviousBytes: int64(len("alpha bravo\n\n" + longText(6))), Bytes: 13, ChunksAdded: 1, ChunksRemoved: first.ChunkCount}}
 	if diff := diff(want, second); diff != "" {
 		t.Errorf("second store (-want +got):\n%s", diff)
 	}
@@ -172,7 +173,8 @@ func TestStoreDifferentTitleSameSlug(t *testing.T) {
 		{DocumentID: "mcp/mcp-store-meeting-notes", Namespace: "mcp", Key: "mcp-store-meeting-notes", ChunkCount: 1},
 		{DocumentID: "mcp/" + hashed, Namespace: "mcp", Key: hashed, ChunkCount: 1},
 		{DocumentID: "other/mcp-store-meeting-notes", Namespace: "other", Key: "mcp-store-meeting-notes", ChunkCount: 1},
-		{DocumentID: "mcp/" + hashed, Namespace: "mcp", Key: hashed, ChunkCount: 1},
+		{DocumentID: "mcp/" + hashed, Namespace: "mcp", Key: hashed, ChunkCount: 1,
+			Replaced: &replacement{Version: 1, PreviousBytes: 15, Bytes: 16, ChunksAdded: 1, ChunksRemoved: 1}},
 	}
 	if diff := diff(want, got, cmpopts.IgnoreFields(storeResult{}, "ChunkIDs", "Tags")); diff != "" {
 		t.Errorf("store results (-want +got):\n%s", diff)

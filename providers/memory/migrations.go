@@ -189,6 +189,27 @@ var migrations = []migration{
 		},
 		after: backfillEntities,
 	},
+	{
+		version: 3,
+		name:    "previous versions of replaced documents",
+		statements: []string{
+			// A document replaced by memory_store or memory_note keeps its
+			// previous text here for keep_versions_days; forgetting the
+			// document removes its versions with it.
+			`CREATE TABLE document_versions (
+				document_id    TEXT NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+				version        INTEGER NOT NULL CHECK (version > 0),
+				title          TEXT NOT NULL,
+				tags           TEXT NOT NULL,
+				content        TEXT NOT NULL,
+				content_sha256 TEXT NOT NULL,
+				updated_ms     INTEGER NOT NULL,
+				replaced_ms    INTEGER NOT NULL,
+				PRIMARY KEY (document_id, version)
+			) WITHOUT ROWID`,
+			`CREATE INDEX document_versions_replaced_ms ON document_versions (replaced_ms)`,
+		},
+	},
 }
 
 // ftsTags is the SQL expression for a chunk's tags column in chunks_fts:

@@ -97,7 +97,7 @@ func TestMigrateNewer(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := openStore(context.Background(), filepath.Join(dir, dbFileName), time.Now, nil, hclog.NewNullLogger())
-	want := "migrate " + filepath.Join(dir, dbFileName) + ": memory.db has schema version 99 but this binary knows only up to 2; upgrade openhuman-host"
+	want := "migrate " + filepath.Join(dir, dbFileName) + ": memory.db has schema version 99 but this binary knows only up to 3; upgrade openhuman-host"
 	if err == nil || err.Error() != want {
 		t.Errorf("open newer database: %v, want %s", err, want)
 	}

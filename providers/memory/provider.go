@@ -80,6 +80,12 @@ type Provider struct {
 	quarantineMu sync.Mutex
 	skipped      map[int64]bool
 
+	// scopes map clients to the namespaces they may use; keepVersions is
+	// how long replaced documents keep their previous text. Both are set
+	// by Configure before any call.
+	scopes       scopes
+	keepVersions time.Duration
+
 	mu    sync.Mutex
 	store *store // nil until Configure succeeds and after Close
 }
@@ -108,6 +114,13 @@ type config struct {
 	// Embeddings configures memory_recall's embeddings endpoint; nil
 	// means keyword recall.
 	Embeddings *embeddingsConfig `json:"embeddings"`
+	// Scopes limit clients to namespaces; none means every client may
+	// use every namespace.
+	Scopes []scopeConfig `json:"scopes"`
+	// KeepVersionsDays is how long a document replaced by memory_store or
+	// memory_note keeps its previous text, in days; nil means
+	// defaultKeepVersionsDays, 0 keeps none.
+	KeepVersionsDays *int `json:"keep_versions_days"`
 }
 
 // parseConfig decodes the [providers.memory] table, refusing unknown keys
@@ -130,6 +143,20 @@ func parseConfig(raw json.RawMessage) (config, error) {
 			return cfg, err
 		}
 	}
+	if sub, ok := table["scopes"]; ok {
+		var entries []json.RawMessage
+		if json.Unmarshal(sub, &entries) != nil {
+			return cfg, fmt.Errorf("memory provider: [providers.memory] scopes must be an array of tables ([[providers.memory.scopes]]), not %s", jsonKind(sub))
+		}
+		for i, e := range entries {
+			if kind := jsonKind(e); kind != "an object" {
+				return cfg, fmt.Errorf("memory provider: [[providers.memory.scopes]] entry %d must be a table, not %s", i+1, kind)
+			}
+			if _, err := checkTableKeys(fmt.Sprintf("[[providers.memory.scopes]] entry %d", i+1), e, jsonFields(&scopeConfig{})); err != nil {
+				return cfg, err
+			}
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
@@ -147,6 +174,12 @@ func parseConfig(raw json.RawMessage) (config, error) {
 		if err := cfg.Embeddings.validate(); err != nil {
 			return cfg, fmt.Errorf("memory provider: %w", err)
 		}
+	}
+	if d := cfg.KeepVersionsDays; d != nil && (*d < 0 || *d > maxKeepVersionsDays) {
+		return cfg, fmt.Errorf("memory provider: [providers.memory] keep_versions_days must be 0 to %d, not %d", maxKeepVersionsDays, *d)
+	}
+	if _, err := newScopes(cfg.Scopes); err != nil {
+		return cfg, fmt.Errorf("memory provider: %w", err)
 	}
 	return cfg, nil
 }
@@ -223,6 +256,11 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 			return fmt.Errorf("memory provider: %w", err)
 		}
 	}
+	p.scopes, _ = newScopes(cfg.Scopes) // checked by parseConfig
+	p.keepVersions = time.Duration(defaultKeepVersionsDays) * 24 * time.Hour
+	if cfg.KeepVersionsDays != nil {
+		p.keepVersions = time.Duration(*cfg.KeepVersionsDays) * 24 * time.Hour
+	}
 	st, err := openStore(ctx, path, p.now, p.extractors, p.logger)
 	if err != nil {
 		if errors.Is(err, ErrNoFTS5) {
@@ -230,6 +268,7 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 		}
 		return fmt.Errorf("memory provider: %w", err)
 	}
+	st.keepVersions = p.keepVersions
 	p.store = st
 	p.logger.Debug("opened memory database", "path", path, "schema_version", schemaVersion())
 	if emb != nil {
@@ -268,7 +307,7 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	if st == nil {
 		return nil, errors.New("memory provider is not configured")
 	}
-	res, err := t.run(ctx, p, st, req.Arguments)
+	res, err := t.run(withScope(ctx, p.scopes.of(req.Caller)), p, st, req.Arguments)
 	var aerr *argError
 	if errors.As(err, &aerr) {
 		// Bad input is the model's to fix: an isError result naming the

@@ -55,7 +55,7 @@ func TestConfigure(t *testing.T) {
 		"null config":                  {config: `null`},
 		"embeddings without base_url":  {config: `{"embeddings":{"model":"x"}}`, wantErr: `memory provider: [providers.memory.embeddings] base_url is required, e.g. base_url = "https://api.openai.com/v1"`},
 		"embeddings":                   {config: `{"embeddings":{"model":"x","base_url":"http://127.0.0.1:1/v1"}}`},
-		"unknown keys":                 {config: `{"b":1,"a":2}`, wantErr: `memory provider: unknown key "a", "b" in [providers.memory] (accepted keys: embeddings); remove it`},
+		"unknown keys":                 {config: `{"b":1,"a":2}`, wantErr: `memory provider: unknown key "a", "b" in [providers.memory] (accepted keys: embeddings, scopes, keep_versions_days); remove it`},
 		"not a table":                  {config: `[1]`, wantErr: `memory provider: [providers.memory] must be a table, not an array`},
 		"no data dir":                  {config: `{}`, noDir: true, wantErr: `memory provider: the host gave no data directory`},
 	}
@@ -137,7 +137,7 @@ func TestMigrations(t *testing.T) {
 		if err := p.store.db.Raw(`SELECT version, name, applied_ms FROM schema_migrations ORDER BY version`).Scan(&got).Error; err != nil {
 			t.Fatal(err)
 		}
-		want := []row{{Version: 1, Name: migrations[0].name, AppliedMS: startMS}, {Version: 2, Name: migrations[1].name, AppliedMS: startMS}}
+		want := []row{{Version: 1, Name: migrations[0].name, AppliedMS: startMS}, {Version: 2, Name: migrations[1].name, AppliedMS: startMS}, {Version: 3, Name: migrations[2].name, AppliedMS: startMS}}
 		if diff := diff(want, got); diff != "" {
 			t.Errorf("schema_migrations (-want +got):\n%s", diff)
 		}

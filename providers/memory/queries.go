@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -34,17 +35,26 @@ const maxRanked = 2000
 var bm25Expr = fmt.Sprintf("bm25(chunks_fts, %.1f, %.1f, %.1f)", titleWeight, bodyWeight, tagsWeight)
 
 // candidatesCTE selects the pks of the chunks matching the first bound
-// FTS5 expression with their BM25 rank (lower is better): the most recently
-// written maxRanked of them (cand). Walking the index newest first stops
-// after maxRanked + 1 rows (walk), so BM25 is computed for those only and
-// COUNT(*) FROM walk > maxRanked tells that more chunks match.
-var candidatesCTE = `walk AS MATERIALIZED (
+// FTS5 expression, in the namespaces of sc, with their BM25 rank (lower is
+// better): the most recently written maxRanked of them (cand). Walking the
+// index newest first stops after maxRanked + 1 rows (walk), so BM25 is
+// computed for those only and COUNT(*) FROM walk > maxRanked tells that
+// more chunks match. The variables of the namespace condition follow the
+// expression's.
+func candidatesCTE(sc scope) (string, []any) {
+	cond, vars := sc.cond("d.namespace")
+	if cond != "" {
+		cond = ` AND EXISTS (SELECT 1 FROM chunks c JOIN documents d ON d.id = c.document_id
+				WHERE c.pk = chunks_fts.rowid AND ` + cond + `)`
+	}
+	return `walk AS MATERIALIZED (
 			SELECT rowid AS pk, ` + bm25Expr + ` AS rank FROM chunks_fts
-			WHERE chunks_fts MATCH ?
+			WHERE chunks_fts MATCH ?` + cond + `
 			ORDER BY rowid DESC
 			LIMIT ` + fmt.Sprint(maxRanked+1) + `
 		),
-		cand AS (SELECT pk, rank FROM walk ORDER BY pk DESC LIMIT ` + fmt.Sprint(maxRanked) + `)`
+		cand AS (SELECT pk, rank FROM walk ORDER BY pk DESC LIMIT ` + fmt.Sprint(maxRanked) + `)`, vars
+}
 
 // chunkRef identifies a chunk and where it belongs. Every hit and chunk
 // view starts with these fields, flat, chunk_id first.
@@ -141,8 +151,9 @@ type searchHit struct {
 // joining every match before the cut to k.
 func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, bool, error) {
 	var rows []refRow
+	cte, nsVars := candidatesCTE(scopeOf(ctx))
 	err := s.db.WithContext(ctx).Raw(`
-		WITH `+candidatesCTE+`,
+		WITH `+cte+`,
 		top AS MATERIALIZED (
 			SELECT pk, rank FROM cand ORDER BY rank, pk DESC LIMIT ?
 		)
@@ -157,7 +168,7 @@ func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, b
 		CROSS JOIN sources s ON s.id = d.source_id
 		WHERE chunks_fts MATCH ?
 		ORDER BY top.rank, c.updated_ms DESC, c.id`,
-		match, k, snippetTokens, match).Scan(&rows).Error
+		slices.Concat([]any{match}, nsVars, []any{k, snippetTokens, match})...).Scan(&rows).Error
 	if err != nil {
 		return nil, false, fmt.Errorf("search chunks: %w", err)
 	}
@@ -184,10 +195,11 @@ func (s *store) rankKeyword(ctx context.Context, match string, n int) ([]rankedP
 		Score   float64 `gorm:"column:score"`
 		Matched int64   `gorm:"column:matched"`
 	}
+	cte, nsVars := candidatesCTE(scopeOf(ctx))
 	err := s.db.WithContext(ctx).Raw(`
-		WITH `+candidatesCTE+`
+		WITH `+cte+`
 		SELECT pk, -rank AS score, (SELECT COUNT(*) FROM walk) AS matched
-		FROM cand ORDER BY rank, pk DESC LIMIT ?`, match, n).Scan(&rows).Error
+		FROM cand ORDER BY rank, pk DESC LIMIT ?`, slices.Concat([]any{match}, nsVars, []any{n})...).Scan(&rows).Error
 	if err != nil {
 		return nil, false, fmt.Errorf("rank chunks: %w", err)
 	}
@@ -301,6 +313,10 @@ func (s *store) browse(ctx context.Context, f browseFilter, k, offset int) ([]br
 		where = append(where, "c.pk IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)")
 		vars = append(vars, f.Match)
 	}
+	if c, v := scopeOf(ctx).cond("d.namespace"); c != "" {
+		where = append(where, c)
+		vars = append(vars, v...)
+	}
 	cond := ""
 	if len(where) > 0 {
 		cond = "WHERE " + strings.Join(where, " AND ")
@@ -361,7 +377,7 @@ func (s *store) chunk(ctx context.Context, id string) (*chunkView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read chunk: %w", err)
 	}
-	if len(rows) == 0 {
+	if len(rows) == 0 || !scopeOf(ctx).allows(rows[0].Namespace) {
 		return nil, nil
 	}
 	r := rows[0]
@@ -428,11 +444,11 @@ var errNoChunk = fmt.Errorf("no such chunk")
 // returns errNoChunk when there is no such chunk.
 func (s *store) setChunkTags(ctx context.Context, id string, tags []string) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
-		var n int64
-		if err := tx.Raw(`SELECT COUNT(*) FROM chunks WHERE id = ?`, id).Scan(&n).Error; err != nil {
-			return fmt.Errorf("look up chunk: %w", err)
+		parent, err := parentOf(tx, id)
+		if err != nil {
+			return err
 		}
-		if n == 0 {
+		if parent == nil || !scopeOf(ctx).allows(parent.Namespace) {
 			return errNoChunk
 		}
 		if err := tx.Exec(`DELETE FROM chunk_tags WHERE chunk_id = ?`, id).Error; err != nil {
@@ -464,7 +480,7 @@ func (s *store) putNote(ctx context.Context, id, text string) (putResult, error)
 		if err != nil {
 			return err
 		}
-		if parent == nil {
+		if parent == nil || !scopeOf(ctx).allows(parent.Namespace) {
 			return errNoChunk
 		}
 		doc := document{
@@ -477,6 +493,7 @@ func (s *store) putNote(ctx context.Context, id, text string) (putResult, error)
 			NoteChunkID:   id,
 			Pieces:        splitChunks(text, maxChunkRunes),
 			ContentSHA256: contentHash(text),
+			KeepVersion:   true,
 		}
 		var deleted bool
 		res, deleted, err = s.putInTx(tx, doc, false, nowMS)
@@ -514,13 +531,30 @@ type entityRow struct {
 // topEntities returns up to k entities, most mentioned first, then most
 // recently seen, then by id; kind "" means every kind.
 func (s *store) topEntities(ctx context.Context, kind string, k int) ([]entityRow, error) {
-	q := `SELECT id AS entity_id, kind, surface, mention_count AS count, chunk_count, last_seen_ms FROM entities WHERE mention_count > 0`
-	vars := []any{}
+	cond, nsVars := scopeOf(ctx).cond("d.namespace")
+	var (
+		q    string
+		vars []any
+	)
+	if cond == "" {
+		q = `SELECT id AS entity_id, kind, surface, mention_count AS count, chunk_count, last_seen_ms FROM entities WHERE mention_count > 0`
+	} else {
+		// Counted over the scope's chunks only, so a client never learns of
+		// entities outside its namespaces.
+		q = `SELECT e.id AS entity_id, e.kind, e.surface, SUM(ce.count) AS count, COUNT(*) AS chunk_count, MAX(c.updated_ms) AS last_seen_ms
+			FROM chunk_entities ce JOIN entities e ON e.id = ce.entity_id
+			JOIN chunks c ON c.pk = ce.chunk_pk JOIN documents d ON d.id = c.document_id
+			WHERE ` + cond
+		vars = nsVars
+	}
 	if kind != "" {
 		q += ` AND kind = ?`
 		vars = append(vars, kind)
 	}
-	q += ` ORDER BY mention_count DESC, last_seen_ms DESC, id LIMIT ?`
+	if cond != "" {
+		q += ` GROUP BY e.id`
+	}
+	q += ` ORDER BY count DESC, last_seen_ms DESC, entity_id LIMIT ?`
 	rows := []entityRow{}
 	if err := s.db.WithContext(ctx).Raw(q, append(vars, k)...).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("rank entities: %w", err)
@@ -531,7 +565,14 @@ func (s *store) topEntities(ctx context.Context, kind string, k int) ([]entityRo
 // entityKinds lists the kinds of the entities memory mentions, sorted.
 func (s *store) entityKinds(ctx context.Context) ([]string, error) {
 	var kinds []string
-	if err := s.db.WithContext(ctx).Raw(`SELECT DISTINCT kind FROM entities WHERE mention_count > 0 ORDER BY kind`).Scan(&kinds).Error; err != nil {
+	q, vars := `SELECT DISTINCT kind FROM entities WHERE mention_count > 0 ORDER BY kind`, []any(nil)
+	if cond, v := scopeOf(ctx).cond("d.namespace"); cond != "" {
+		q = `SELECT DISTINCT e.kind FROM chunk_entities ce JOIN entities e ON e.id = ce.entity_id
+			JOIN chunks c ON c.pk = ce.chunk_pk JOIN documents d ON d.id = c.document_id
+			WHERE ` + cond + ` ORDER BY e.kind`
+		vars = v
+	}
+	if err := s.db.WithContext(ctx).Raw(q, vars...).Scan(&kinds).Error; err != nil {
 		return nil, fmt.Errorf("list entity kinds: %w", err)
 	}
 	return kinds, nil
@@ -555,13 +596,17 @@ func (s *store) mentionsBySource(ctx context.Context, entity string) (map[string
 		SourceID string `gorm:"column:source_id"`
 		N        int64  `gorm:"column:n"`
 	}
+	cond, vars := scopeOf(ctx).cond("d.namespace")
+	if cond != "" {
+		cond = " AND " + cond
+	}
 	err := s.db.WithContext(ctx).Raw(`
 		SELECT d.source_id, COUNT(*) AS n
 		FROM chunk_entities ce
 		JOIN chunks c ON c.pk = ce.chunk_pk
 		JOIN documents d ON d.id = c.document_id
-		WHERE ce.entity_id = ?
-		GROUP BY d.source_id`, entity).Scan(&rows).Error
+		WHERE ce.entity_id = ?`+cond+`
+		GROUP BY d.source_id`, append([]any{entity}, vars...)...).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("count mentions: %w", err)
 	}
@@ -576,15 +621,21 @@ func (s *store) mentionsBySource(ctx context.Context, entity string) (map[string
 // recent change, most recent first.
 func (s *store) listSources(ctx context.Context) ([]sourceView, error) {
 	rows := []sourceView{}
+	// A restricted scope sees the sources that hold documents of its
+	// namespaces, counted over those documents only.
+	join, having, vars := "LEFT JOIN", "", []any(nil)
+	if cond, v := scopeOf(ctx).cond("d.namespace"); cond != "" {
+		join, having, vars = "JOIN", " AND "+cond, v
+	}
 	err := s.db.WithContext(ctx).Raw(`
 		SELECT s.id AS source_id, s.display_name, s.kind AS source_kind,
 			COUNT(c.pk) AS chunk_count,
 			COALESCE(MAX(c.updated_ms), s.updated_ms) AS most_recent_ms
 		FROM sources s
-		LEFT JOIN documents d ON d.source_id = s.id
+		`+join+` documents d ON d.source_id = s.id`+having+`
 		LEFT JOIN chunks c ON c.document_id = d.id
 		GROUP BY s.id
-		ORDER BY most_recent_ms DESC, s.id`).Scan(&rows).Error
+		ORDER BY most_recent_ms DESC, s.id`, vars...).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list sources: %w", err)
 	}

@@ -54,6 +54,9 @@ type store struct {
 	// unlock releases the shared lock on path's lock file (see lockPath),
 	// which keeps a recovery from replacing the database under the store.
 	unlock func()
+	// keepVersions is how long a document written with KeepVersion keeps
+	// the text it had before each replacement; 0 keeps none.
+	keepVersions time.Duration
 }
 
 // lockPath is the lock file of the database at path: every process with
@@ -237,6 +240,10 @@ type document struct {
 	Pieces []string
 	// ContentSHA256 is the hex SHA-256 of the whole content.
 	ContentSHA256 string
+	// KeepVersion keeps the text an existing document had, when this
+	// write changes its title or content, in document_versions for the
+	// store's keepVersions.
+	KeepVersion bool
 }
 
 // putResult says where a document was written.
@@ -253,6 +260,27 @@ type putResult struct {
 	ChunkIDs []string
 	// Tags are the document's tags after the write.
 	Tags []string
+	// Replaced describes what a write changed in an existing document;
+	// nil for a new or unchanged one.
+	Replaced *replacement
+}
+
+// replacement says how a write changed an existing document.
+type replacement struct {
+	// Version is the number the previous text is kept under in
+	// document_versions; 0 when it was not kept.
+	Version int `json:"version,omitempty"`
+	// TitleChanged is set when the title changed (a note's, say).
+	TitleChanged bool `json:"title_changed"`
+	// PreviousBytes and Bytes are the content's size before and after,
+	// in bytes of UTF-8.
+	PreviousBytes int64 `json:"previous_bytes"`
+	Bytes         int64 `json:"bytes"`
+	// ChunksKept, ChunksAdded and ChunksRemoved count the chunks the
+	// write left alone, wrote and deleted.
+	ChunksKept    int `json:"chunks_kept"`
+	ChunksAdded   int `json:"chunks_added"`
+	ChunksRemoved int `json:"chunks_removed"`
 }
 
 // putDocument writes one document in its own transaction.
@@ -393,9 +421,21 @@ func (s *store) putInTx(tx *gorm.DB, doc document, skipUnchanged bool, nowMS int
 			return putResult{}, false, fmt.Errorf("delete empty source: %w", err)
 		}
 	}
+	var rep *pendingReplacement
+	if existing != nil {
+		if rep, err = s.keepPrevious(tx, existing, doc, nowMS); err != nil {
+			return putResult{}, false, err
+		}
+	}
 	fresh, deleted, err := replaceChunks(tx, res.DocumentID, doc.Pieces, res.ChunkIDs, nowMS)
 	if err != nil {
 		return putResult{}, false, err
+	}
+	if rep != nil {
+		rep.ChunksAdded = len(fresh)
+		rep.ChunksKept = len(doc.Pieces) - len(fresh)
+		rep.ChunksRemoved = rep.previousChunks - rep.ChunksKept
+		res.Replaced = &rep.replacement
 	}
 	if err := indexEntities(tx, s.extractors, fresh); err != nil {
 		return putResult{}, false, err

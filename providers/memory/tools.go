@@ -94,11 +94,13 @@ type tool struct {
 // tools is the provider's catalog in the order Describe lists it.
 var tools = []tool{
 	storeTool,
+	forgetTool,
 	noteTool,
 	tagTool,
 	searchTool,
 	recallTool,
 	readChunkTool,
+	historyTool,
 	browseTool,
 	topEntitiesTool,
 	listSourcesTool,

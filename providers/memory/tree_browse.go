@@ -22,6 +22,7 @@ type browseArgs struct {
 	Query       *string  `json:"query"`
 	K           *float64 `json:"k"`
 	Offset      *float64 `json:"offset"`
+	Namespaces  []string `json:"namespaces"`
 }
 
 // browseResult is tree_browse's structured content.
@@ -74,7 +75,8 @@ var browseTool = tool{
 				"type": "string", "minLength": 1, "maxLength": maxQueryRunes,
 				"description": "Keep chunks that contain every word of this text (as memory_search matches).",
 			},
-			"k": kSchema("chunks"),
+			"k":          kSchema("chunks"),
+			"namespaces": namespacesSchema(),
 			"offset": map[string]any{
 				"type": "integer", "minimum": 0, "maximum": maxOffset, "default": 0,
 				"description": "How many chunks to skip, for paging.",
@@ -103,6 +105,9 @@ func runBrowse(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 	}
 	f, k, offset, aerr := args.validate()
 	if aerr != nil {
+		return nil, aerr
+	}
+	if ctx, aerr = narrowScope(ctx, args.Namespaces); aerr != nil {
 		return nil, aerr
 	}
 	if args.Query != nil && f.Match == "" {

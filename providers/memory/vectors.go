@@ -64,10 +64,18 @@ func (s *store) saveEmbeddings(ctx context.Context, model string, chunks []chunk
 
 // nearest returns the n chunks whose embeddings from model are most
 // similar to q (a unit vector), best first, with the cosine similarity as
-// score. It reads every embedding of the model once, streaming, and keeps
-// only the best n in memory.
+// score, among the chunks of ctx's scope. It reads every embedding of the
+// model once, streaming, and keeps only the best n in memory.
 func (s *store) nearest(ctx context.Context, model string, q []float32, n int) ([]rankedPK, error) {
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT chunk_pk, vector FROM chunk_embeddings WHERE model = ? AND dims = ?`, model, len(q)).Rows()
+	query := `SELECT chunk_pk, vector FROM chunk_embeddings WHERE model = ? AND dims = ?`
+	vars := []any{model, len(q)}
+	if cond, v := scopeOf(ctx).cond("d.namespace"); cond != "" {
+		query = `SELECT e.chunk_pk, e.vector FROM chunk_embeddings e
+			JOIN chunks c ON c.pk = e.chunk_pk JOIN documents d ON d.id = c.document_id
+			WHERE e.model = ? AND e.dims = ? AND ` + cond
+		vars = append(vars, v...)
+	}
+	rows, err := s.db.WithContext(ctx).Raw(query, vars...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("read embeddings: %w", err)
 	}

@@ -1377,8 +1377,11 @@ type CallToolResult struct {
 	// of protocol version 2026-07-28 or later.
 	InputRequestsJson []byte `protobuf:"bytes,4,opt,name=input_requests_json,json=inputRequestsJson,proto3" json:"input_requests_json,omitempty"`
 	RequestState      string `protobuf:"bytes,5,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// What the call touched, for the host's audit row (ids and counts,
+	// never content); at most 1024 bytes. Empty lets the host derive it.
+	AuditRef      string `protobuf:"bytes,6,opt,name=audit_ref,json=auditRef,proto3" json:"audit_ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallToolResult) Reset() {
@@ -1442,6 +1445,13 @@ func (x *CallToolResult) GetInputRequestsJson() []byte {
 func (x *CallToolResult) GetRequestState() string {
 	if x != nil {
 		return x.RequestState
+	}
+	return ""
+}
+
+func (x *CallToolResult) GetAuditRef() string {
+	if x != nil {
+		return x.AuditRef
 	}
 	return ""
 }
@@ -3395,13 +3405,14 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\bLogEvent\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x16\n" +
 	"\x06logger\x18\x02 \x01(\tR\x06logger\x12\x1b\n" +
-	"\tdata_json\x18\x03 \x01(\fR\bdataJson\"\xf2\x01\n" +
+	"\tdata_json\x18\x03 \x01(\fR\bdataJson\"\x8f\x02\n" +
 	"\x0eCallToolResult\x128\n" +
 	"\acontent\x18\x01 \x03(\v2\x1e.openhuman.provider.v1.ContentR\acontent\x126\n" +
 	"\x17structured_content_json\x18\x02 \x01(\fR\x15structuredContentJson\x12\x19\n" +
 	"\bis_error\x18\x03 \x01(\bR\aisError\x12.\n" +
 	"\x13input_requests_json\x18\x04 \x01(\fR\x11inputRequestsJson\x12#\n" +
-	"\rrequest_state\x18\x05 \x01(\tR\frequestState\"\xc0\x01\n" +
+	"\rrequest_state\x18\x05 \x01(\tR\frequestState\x12\x1b\n" +
+	"\taudit_ref\x18\x06 \x01(\tR\bauditRef\"\xc0\x01\n" +
 	"\aContent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x12\n" +

@@ -1,0 +1,147 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// ToolHistory lists and reads the previous versions of a document.
+const ToolHistory = "memory_history"
+
+// historyArgs are memory_history's arguments.
+type historyArgs struct {
+	DocumentID *string  `json:"document_id"`
+	Version    *float64 `json:"version"`
+}
+
+// versionView is one kept version; Content is set only when one version
+// was asked for.
+type versionView struct {
+	Version       int    `json:"version" gorm:"column:version"`
+	Title         string `json:"title" gorm:"column:title"`
+	Bytes         int64  `json:"bytes" gorm:"column:bytes"`
+	ContentSHA256 string `json:"content_sha256" gorm:"column:content_sha256"`
+	UpdatedMS     int64  `json:"updated_ms" gorm:"column:updated_ms"`
+	ReplacedMS    int64  `json:"replaced_ms" gorm:"column:replaced_ms"`
+	Content       string `json:"content,omitempty" gorm:"column:content"`
+}
+
+// historyResult is memory_history's structured content.
+type historyResult struct {
+	DocumentID string        `json:"document_id"`
+	Versions   []versionView `json:"versions"`
+}
+
+// versions returns document id's kept versions, newest first, with the
+// content of version only (all without content when version is 0). It
+// reports false when the caller's scope holds no document with that id.
+func (s *store) versions(ctx context.Context, sc scope, id string, version int) ([]versionView, bool, error) {
+	db := s.db.WithContext(ctx)
+	cond, vars := sc.cond("namespace")
+	q := `SELECT COUNT(*) FROM documents WHERE id = ?`
+	if cond != "" {
+		q += " AND " + cond
+	}
+	var n int64
+	if err := db.Raw(q, append([]any{id}, vars...)...).Scan(&n).Error; err != nil {
+		return nil, false, fmt.Errorf("look up document: %w", err)
+	}
+	if n == 0 {
+		return nil, false, nil
+	}
+	content := "'' AS content"
+	where := "document_id = ?"
+	args := []any{id}
+	if version > 0 {
+		content, where, args = "content", where+" AND version = ?", append(args, version)
+	}
+	rows := []versionView{}
+	err := db.Raw(`SELECT version, title, length(CAST(content AS BLOB)) AS bytes, content_sha256, updated_ms, replaced_ms, `+content+`
+		FROM document_versions WHERE `+where+` ORDER BY version DESC`, args...).Scan(&rows).Error
+	if err != nil {
+		return nil, false, fmt.Errorf("read versions: %w", err)
+	}
+	return rows, true, nil
+}
+
+func runHistory(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
+	var args historyArgs
+	if aerr := decodeArgs(raw, &args); aerr != nil {
+		return nil, aerr
+	}
+	id, aerr := requiredString("document_id", args.DocumentID, maxSourceIDRunes)
+	if aerr != nil {
+		return nil, aerr
+	}
+	version, aerr := intInRange("version", args.Version, 1, 1<<31-1, 0)
+	if aerr != nil {
+		return nil, aerr
+	}
+	rows, ok, err := st.versions(ctx, scopeOf(ctx), id, version)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, argErrorf("no document has id %s; get document ids from memory_store, memory_search or tree_browse", quoteShort(id))
+	}
+	if version > 0 && len(rows) == 0 {
+		return nil, argErrorf("document %s has no version %d; call memory_history without version to list the kept ones", quoteShort(id), version)
+	}
+	res := historyResult{DocumentID: id, Versions: rows}
+	var b strings.Builder
+	switch {
+	case version > 0:
+		v := rows[0]
+		fmt.Fprintf(&b, "Version %d of %s (title %s, replaced at %d ms):\n%s", v.Version, id, quoteShort(v.Title), v.ReplacedMS, v.Content)
+	case len(rows) == 0:
+		fmt.Fprintf(&b, "%s has no previous versions: it was never replaced, or they were older than the %d days memory keeps them.", id, int(p.keepVersions.Hours()/24))
+	default:
+		fmt.Fprintf(&b, "%s has %s, newest first:", id, plural(len(rows), "previous version"))
+		for _, v := range rows {
+			fmt.Fprintf(&b, "\n- version %d: title %s, %d bytes, replaced at %d ms", v.Version, quoteShort(v.Title), v.Bytes, v.ReplacedMS)
+		}
+	}
+	return sdk.StructuredResult(b.String(), res)
+}
+
+var historyTool = tool{
+	spec: sdk.Tool{
+		Name:  ToolHistory,
+		Title: "Previous versions of a memory document",
+		Description: "List the previous versions of a document that memory_store or memory_note replaced, newest " +
+			"first, or read one in full by its version number. Replaced text is kept for the number of days the " +
+			"operator configured (30 by default); memory_forget removes a document's versions with it.",
+		InputSchema: mustJSON(objectSchema([]string{"document_id"}, map[string]any{
+			"document_id": map[string]any{
+				"type": "string", "minLength": 1, "maxLength": maxSourceIDRunes,
+				"description": "The document's id, e.g. mcp/mcp-store-trip-plan.",
+			},
+			"version": map[string]any{
+				"type": "integer", "minimum": 1,
+				"description": "A version number from the list; returns that version's full text.",
+			},
+		})),
+		OutputSchema: mustJSON(objectSchema([]string{"document_id", "versions"}, map[string]any{
+			"document_id": map[string]any{"type": "string"},
+			"versions": map[string]any{
+				"type": "array",
+				"items": objectSchema([]string{"version", "title", "bytes", "content_sha256", "updated_ms", "replaced_ms"}, map[string]any{
+					"version":        map[string]any{"type": "integer", "minimum": 1},
+					"title":          map[string]any{"type": "string", "description": "The document's title in that version."},
+					"bytes":          map[string]any{"type": "integer", "minimum": 0, "description": "Size of that version's content, bytes of UTF-8."},
+					"content_sha256": map[string]any{"type": "string"},
+					"updated_ms":     map[string]any{"type": "integer", "description": "When that version was written, Unix milliseconds."},
+					"replaced_ms":    map[string]any{"type": "integer", "description": "When it was replaced, Unix milliseconds."},
+					"content":        map[string]any{"type": "string", "description": "Only when version was given: the full text."},
+				}),
+			},
+		})),
+		Annotations: readAnnotations("Previous versions of a memory document"),
+		Class:       sdk.ClassRead,
+	},
+	run: runHistory,
+}

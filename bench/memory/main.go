@@ -40,6 +40,16 @@
 // the database) come last. Progress goes to stderr, results to stdout; -json
 // also prints the results as JSON.
 //
+// With -quality (the default), the run first measures retrieval quality on
+// a real corpus, Debian's git-doc package fetched with apt-get download
+// into -cache (realcorpus.go): recall@5, precision@5 and MRR of
+// memory_search, memory_recall and a grep baseline on the judged queries
+// of quality/questions.json, alone and, after the first size, with the
+// real corpus imported into the generated store at every size; and its
+// import against a plain SQLite + FTS5 insert of the same chunks
+// (floor.go). -quality-only measures the real corpus alone and stops. The
+// quality tables are Markdown (quality.go).
+//
 // Files go to a temporary directory removed at the end, or to -dir, which
 // is kept (it must be empty or not exist): its corpus/ holds the generated
 // files, one directory per import, and data/ the memory.db.

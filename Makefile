@@ -108,13 +108,15 @@ vet-platforms:
 bench: build
 	$(GO) run -tags $(TAGS) ./bench -host $(CURDIR)/$(BIN)
 	$(GO) run -tags $(TAGS) ./bench/restart -host $(CURDIR)/$(BIN)
-	$(GO) run -tags $(TAGS) ./bench/memory
+	$(GO) run -tags $(TAGS) ./bench/memory -cache $(CACHE)/bench-memory
 
 # The memory provider's benchmark alone, in-process: import throughput,
 # memory_search and memory_recall latency and bytes per chunk as a generated
-# corpus grows: make bench-memory ARGS="-sizes 1000,10000 -json"
+# corpus grows, and retrieval quality on a real corpus (Debian's git-doc,
+# fetched with apt-get download into $(CACHE)/bench-memory):
+# make bench-memory ARGS="-sizes 1000,10000 -json", ARGS=-quality-only
 bench-memory:
-	$(GO) run -tags $(TAGS) ./bench/memory $(ARGS)
+	$(GO) run -tags $(TAGS) ./bench/memory -cache $(CACHE)/bench-memory $(ARGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -40,6 +40,16 @@
 // the database) come last. Progress goes to stderr, results to stdout; -json
 // also prints the results as JSON.
 //
+// With -quality (the default), the run first measures retrieval quality on
+// a real corpus, Debian's git-doc package fetched with apt-get download
+// into -cache (realcorpus.go): recall@5, precision@5 and MRR of
+// memory_search, memory_recall and a grep baseline on the judged queries
+// of quality/questions.json, alone and, after the first size, with the
+// real corpus imported into the generated store at every size; and its
+// import against a plain SQLite + FTS5 insert of the same chunks
+// (floor.go). -quality-only measures the real corpus alone and stops. The
+// quality tables are Markdown (quality.go).
+//
 // Files go to a temporary directory removed at the end, or to -dir, which
 // is kept (it must be empty or not exist): its corpus/ holds the generated
 // files, one directory per import, and data/ the memory.db.
@@ -95,6 +105,13 @@ type options struct {
 	json    bool
 	analyze bool
 	slowest int
+	// The retrieval-quality benchmark (quality.go).
+	quality       bool
+	qualityOnly   bool
+	qualityRounds int
+	importRounds  int
+	qualityDetail bool
+	cache         string
 }
 
 // parseSizes parses a comma-separated list of increasing chunk counts.
@@ -133,6 +150,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.json, "json", false, "also print the results as JSON")
 	fs.BoolVar(&o.analyze, "analyze", true, "count the chunks each search query matches (untimed, with tree_browse) and report latency by match count")
 	fs.IntVar(&o.slowest, "slowest", 10, "with -analyze, list this many slowest memory_search queries per size")
+	fs.BoolVar(&o.quality, "quality", true, "measure retrieval quality on the real corpus (Debian's git-doc), alone and mixed into the generated corpus at each size")
+	fs.BoolVar(&o.qualityOnly, "quality-only", false, "measure retrieval quality on the real corpus alone and nothing else (a quick run)")
+	fs.IntVar(&o.qualityRounds, "quality-rounds", 10, "timed passes over the judged questions per method and store")
+	fs.IntVar(&o.importRounds, "import-rounds", 3, "imports of the real corpus into an empty store, each with a floor insert; the medians are reported")
+	fs.BoolVar(&o.qualityDetail, "quality-detail", true, "list every question's reciprocal rank per method and store")
+	fs.StringVar(&o.cache, "cache", defaultCache(), "directory the real corpus is downloaded to and kept in")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -150,6 +173,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-warmup %d: want 0 to 1000000", o.warmup)
 	case o.slowest < 0 || o.slowest > 1000:
 		return nil, fmt.Errorf("-slowest %d: want 0 to 1000", o.slowest)
+	case o.qualityRounds < 1 || o.qualityRounds > 10_000:
+		return nil, fmt.Errorf("-quality-rounds %d: want 1 to 10000", o.qualityRounds)
+	case o.importRounds < 1 || o.importRounds > 100:
+		return nil, fmt.Errorf("-import-rounds %d: want 1 to 100", o.importRounds)
+	case o.qualityOnly && !o.quality:
+		return nil, errors.New("-quality-only and -quality=false contradict each other")
 	}
 	return o, nil
 }
@@ -279,6 +308,8 @@ type results struct {
 	PeakDiskBytes int64 `json:"peak_disk_bytes"`
 	PeakDBBytes   int64 `json:"peak_db_bytes"`
 	CorpusBytes   int64 `json:"corpus_bytes"`
+	// Quality is the retrieval-quality benchmark on the real corpus.
+	Quality *qualityResults `json:"quality,omitempty"`
 }
 
 // bench holds the state of one run.
@@ -293,6 +324,9 @@ type bench struct {
 	corpusBytes int64
 	peakDisk    int64
 	peakDB      int64
+	// logger and now are what every provider of the run is made with.
+	logger hclog.Logger
+	now    func() time.Time
 }
 
 // run runs the benchmark and prints its report to stdout.
@@ -304,48 +338,37 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	}
 	defer cleanup()
 	dataDir := filepath.Join(workDir, "data")
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return err
-	}
 
 	// A clock that starts at a fixed time and ticks a millisecond per
 	// reading keeps timestamps, and so tie-breaking by recency, the same
 	// from run to run.
 	var ticks atomic.Int64
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p := memory.New(&memory.Options{
-		Logger: hclog.NewNullLogger(),
-		Now:    func() time.Time { return epoch.Add(time.Duration(ticks.Add(1)) * time.Millisecond) },
-	})
-	if err := p.Configure(ctx, &sdk.ConfigureRequest{Config: json.RawMessage("{}"), DataDir: dataDir}); err != nil {
-		return fmt.Errorf("configure the memory provider: %w", err)
-	}
-	defer p.Close()
-	b := &bench{o: o, p: p, stderr: stderr, workDir: workDir, dbPath: filepath.Join(dataDir, "memory.db")}
-
-	qs := NewQueries(o.seed)
-	searchWarm, searchQ := make([]string, o.warmup), make([]string, o.queries)
-	recallWarm, recallQ := make([]string, o.warmup), make([]string, o.queries)
-	for _, list := range [][]string{searchWarm, searchQ} {
-		for i := range list {
-			list[i] = qs.Search()
-		}
-	}
-	for _, list := range [][]string{recallWarm, recallQ} {
-		for i := range list {
-			list[i] = qs.Recall()
-		}
-	}
-
+	b := &bench{o: o, stderr: stderr, workDir: workDir, dbPath: filepath.Join(dataDir, "memory.db"),
+		logger: hclog.NewNullLogger(),
+		now:    func() time.Time { return epoch.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }}
 	res := &results{Seed: o.seed, Queries: o.queries, Warmup: o.warmup, LoadStart: loadAverage()}
-	gen := NewGenerator(o.seed)
-	for step, target := range o.sizes {
-		r := &sizeResult{Target: target, Queries: o.queries}
-		res.Sizes = append(res.Sizes, r)
-		if err := b.grow(ctx, gen, step+1, r); err != nil {
+
+	// The real corpus first, alone in its own store.
+	var q *quality
+	if o.quality {
+		if q, err = b.prepareQuality(ctx); err != nil {
 			return err
 		}
-		if err := b.measure(ctx, r, searchWarm, searchQ, recallWarm, recallQ); err != nil {
+		res.Quality = q.res
+		rp, err := b.importReal(ctx, q)
+		if err != nil {
+			return err
+		}
+		err = b.evaluate(ctx, q, rp, "git-doc alone", true)
+		rp.Close()
+		if err != nil {
+			return err
+		}
+	}
+
+	if !o.qualityOnly {
+		if err := b.scale(ctx, res, q); err != nil {
 			return err
 		}
 	}
@@ -362,7 +385,15 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	res.LoadEnd = loadAverage()
 	res.PeakDiskBytes, res.PeakDBBytes, res.CorpusBytes = b.peakDisk, b.peakDB, b.corpusBytes
 
-	report(stdout, res, o)
+	if !o.qualityOnly {
+		report(stdout, res, o)
+	} else {
+		fmt.Fprintf(stdout, "memory provider, in-process, retrieval quality only; wall time %s, load average %s at start, %s at end\n",
+			time.Duration(res.WallSeconds*float64(time.Second)).Round(time.Second), res.LoadStart, res.LoadEnd)
+	}
+	if q != nil {
+		reportQuality(stdout, q.res, q.qs, o.qualityDetail)
+	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -374,6 +405,72 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "bench/memory: corpus and database kept in %s\n", workDir)
 	}
 	return nil
+}
+
+// scale runs the generated corpus's steps to each size in one store,
+// timing memory_search and memory_recall at each. With q, the real corpus
+// is imported into the same store right after the first size is measured
+// (so the generated documents of later steps are newer than it, as
+// distractors written later would be) and its questions are measured at
+// every size.
+func (b *bench) scale(ctx context.Context, res *results, q *quality) error {
+	p, err := b.newProvider(ctx, filepath.Dir(b.dbPath))
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	b.p = p
+	o := b.o
+
+	qs := NewQueries(o.seed)
+	searchWarm, searchQ := make([]string, o.warmup), make([]string, o.queries)
+	recallWarm, recallQ := make([]string, o.warmup), make([]string, o.queries)
+	for _, list := range [][]string{searchWarm, searchQ} {
+		for i := range list {
+			list[i] = qs.Search()
+		}
+	}
+	for _, list := range [][]string{recallWarm, recallQ} {
+		for i := range list {
+			list[i] = qs.Recall()
+		}
+	}
+
+	gen := NewGenerator(o.seed)
+	for step, target := range o.sizes {
+		r := &sizeResult{Target: target, Queries: o.queries}
+		res.Sizes = append(res.Sizes, r)
+		if err := b.grow(ctx, gen, step+1, r); err != nil {
+			return err
+		}
+		if err := b.measure(ctx, r, searchWarm, searchQ, recallWarm, recallQ); err != nil {
+			return err
+		}
+		if q == nil {
+			continue
+		}
+		if step == 0 {
+			b.logf("importing the real corpus into the generated store")
+			sum, err := b.importDir(ctx, q.corpus.Root)
+			if err != nil {
+				return err
+			}
+			b.logf("real corpus: %d chunks in %s", sum.Chunks, sum.Elapsed.Round(time.Millisecond))
+		}
+		if err := b.evaluate(ctx, q, p, fmt.Sprintf("git-doc + generated (size %d)", target), false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// defaultCache is where the real corpus is kept between runs: the user's
+// cache directory, else the temporary directory.
+func defaultCache() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "openhuman-host", "bench-memory")
+	}
+	return filepath.Join(os.TempDir(), "openhuman-host-bench-memory")
 }
 
 // prepareDir returns the working directory and what removes it: dir when

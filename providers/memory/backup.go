@@ -35,6 +35,9 @@ func (p *Provider) Backup(ctx context.Context, path string) (err error) {
 	if err != nil {
 		return err
 	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("memory backup: %s exists; backup never overwrites a file, choose another name", path)
+	}
 	for _, suffix := range []string{"-journal", "-wal", "-shm"} {
 		if _, err := os.Lstat(path + suffix); err == nil {
 			return fmt.Errorf("memory backup: %s exists; remove it or choose another file name", path+suffix)

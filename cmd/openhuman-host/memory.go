@@ -46,8 +46,7 @@ func newMemoryCmd(g *globalFlags) *cobra.Command {
 			"each skipped file to stderr, with the reason.\n" +
 			"A file written by `memory export` (recognised by its first line; - reads one from stdin) is\n" +
 			"restored exactly instead, in one transaction: its documents replace those with the same id.",
-		Example: "  openhuman-host memory import ~/notes ~/Documents/journal.md\n" +
-			"  openhuman-host memory import memory.jsonl",
+		Example: "  openhuman-host memory import ~/notes ~/Documents/journal.md\n  openhuman-host memory import memory.jsonl",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withMemory(g, func(ctx context.Context, p *memory.Provider) error {

@@ -28,7 +28,7 @@ import (
 func newMemoryCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory",
-		Short: "Load files into memory and inspect it",
+		Short: "Load files into memory, inspect, export and back it up",
 		Args:  unknownSubcommand,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -43,17 +43,19 @@ func newMemoryCmd(g *globalFlags) *cobra.Command {
 			"A symbolic link is followed only to a file inside the folder imported, unless --follow-links;\n" +
 			"files under /proc, /sys and /dev and anything but regular files are never read.\n" +
 			"A progress bar is drawn on stderr when it is a terminal; a summary line goes to stdout, and\n" +
-			"each skipped file to stderr, with the reason.",
-		Example: "  openhuman-host memory import ~/notes ~/Documents/journal.md",
+			"each skipped file to stderr, with the reason.\n" +
+			"A file written by `memory export` (recognised by its first line; - reads one from stdin) is\n" +
+			"restored exactly instead, in one transaction: its documents replace those with the same id.",
+		Example: "  openhuman-host memory import ~/notes ~/Documents/journal.md\n  openhuman-host memory import memory.jsonl",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withMemory(g, func(ctx context.Context, p *memory.Provider) error {
-				return runImport(ctx, p, args, followLinks, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return runImportArgs(ctx, p, args, followLinks, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
 		},
 	}
 	importCmd.Flags().BoolVar(&followLinks, "follow-links", false, "also import files that symbolic links point to outside the folders imported")
-	cmd.AddCommand(importCmd)
+	cmd.AddCommand(importCmd, newMemoryExportCmd(g), newMemoryBackupCmd(g))
 	var force bool
 	recoverCmd := &cobra.Command{
 		Use:   "recover",

@@ -61,7 +61,7 @@ func newMemoryCmd(g *globalFlags) *cobra.Command {
 		Use:   "recover",
 		Short: "Rebuild a damaged memory database from what can still be read of it",
 		Long: "recover is the way out when the memory provider refuses memory.db as damaged. It copies every\n" +
-			"source, document, chunk, chunk tag and embedding SQLite can still read into a new database,\n" +
+			"source, document, chunk, chunk tag, previous version and embedding SQLite can still read into\na new database, " +
 			"builds the search and entity indexes again, keeps the damaged files as\n" +
 			"memory.db.damaged-<UTC time> and puts the new database in place. It refuses to run while a\n" +
 			"server runs on the data directory; stop your MCP clients first. A healthy database is left\n" +

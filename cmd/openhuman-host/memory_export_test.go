@@ -68,8 +68,8 @@ func TestMemoryExportImportBackupCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(data, []byte(`{"type":"header","format":"openhuman-host-memory","version":1,`)) ||
-		!bytes.HasSuffix(data, []byte(`{"type":"end","counts":{"source":2,"document":3,"chunk":3,"chunk_tag":0,"embedding":0,"entity":3}}`+"\n")) {
+	if !bytes.HasPrefix(data, []byte(`{"type":"header","format":"openhuman-host-memory","version":2,`)) ||
+		!bytes.HasSuffix(data, []byte(`{"type":"end","counts":{"source":2,"document":3,"chunk":3,"chunk_tag":0,"embedding":0,"entity":3,"version":0}}`+"\n")) {
 		t.Errorf("the export file:\n%s", data)
 	}
 	if info, _ := os.Stat(jsonl); runtime.GOOS != "windows" && info.Mode().Perm() != 0o600 {

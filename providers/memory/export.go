@@ -21,7 +21,7 @@ const (
 	// JSONLVersion is the export format version [Provider.Export] writes
 	// and the newest [Provider.ImportJSONL] reads. It goes up when a
 	// record type or field changes meaning; readers refuse newer versions.
-	JSONLVersion = 1
+	JSONLVersion = 2
 	// DefaultMaxJSONLLine is the longest line, in bytes without the line
 	// break, [Provider.ImportJSONL] accepts unless told otherwise: 64 MiB,
 	// far above the longest line an export holds (a chunk is at most
@@ -38,6 +38,7 @@ const (
 	recChunkTag  = "chunk_tag"
 	recEmbedding = "embedding"
 	recEntity    = "entity"
+	recVersion   = "version"
 	recEnd       = "end"
 )
 
@@ -64,6 +65,9 @@ type ExportCounts struct {
 	ChunkTags  int `json:"chunk_tag"`
 	Embeddings int `json:"embedding"`
 	Entities   int `json:"entity"`
+	// Versions counts the previous versions of documents
+	// (document_versions) exported.
+	Versions int `json:"version"`
 }
 
 // ExportSummary says what [Provider.Export] wrote.
@@ -147,6 +151,18 @@ type entityRecord struct {
 	Surface     string `json:"surface"`
 	FirstSeenMS int64  `json:"first_seen_ms"`
 	LastSeenMS  int64  `json:"last_seen_ms"`
+}
+
+type versionRecord struct {
+	Type          string   `json:"type"`
+	DocumentID    string   `json:"document_id"`
+	Version       int      `json:"version"`
+	Title         string   `json:"title"`
+	Tags          []string `json:"tags"`
+	Content       string   `json:"content"`
+	ContentSHA256 string   `json:"content_sha256"`
+	UpdatedMS     int64    `json:"updated_ms"`
+	ReplacedMS    int64    `json:"replaced_ms"`
 }
 
 type endRecord struct {
@@ -360,6 +376,23 @@ func exportRecords(ctx context.Context, tx *sql.Tx, o ExportOptions, counts *Exp
 				return fmt.Errorf("read chunk tags: %w", err)
 			}
 			counts.ChunkTags++
+			return put(r)
+		})
+	if err != nil {
+		return err
+	}
+	err = eachRow(ctx, tx, "document versions", `SELECT v.document_id, v.version, v.title, v.tags, v.content, v.content_sha256, v.updated_ms, v.replaced_ms
+		FROM document_versions v JOIN documents d ON d.id = v.document_id WHERE `+docFilter+` ORDER BY d.namespace, d.key, v.version`,
+		args, func(rows *sql.Rows) error {
+			r := versionRecord{Type: recVersion}
+			var tags string
+			if err := rows.Scan(&r.DocumentID, &r.Version, &r.Title, &tags, &r.Content, &r.ContentSHA256, &r.UpdatedMS, &r.ReplacedMS); err != nil {
+				return fmt.Errorf("read document versions: %w", err)
+			}
+			if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil || r.Tags == nil {
+				return fmt.Errorf("version %d of %s: its tags %q are not a JSON array of strings", r.Version, r.DocumentID, tags)
+			}
+			counts.Versions++
 			return put(r)
 		})
 	if err != nil {

@@ -71,6 +71,7 @@ func dumpAll(t *testing.T, path string) map[string][]string {
 	}
 	defer db.Close()
 	for name, q := range map[string]string{
+		"versions":       `SELECT document_id || ' ' || version || ' ' || title || ' ' || tags || ' ' || content || ' ' || content_sha256 || ' ' || updated_ms || ' ' || replaced_ms FROM document_versions ORDER BY 1`,
 		"entity_times":   `SELECT id || ' ' || surface || ' ' || first_seen_ms || ' ' || last_seen_ms FROM entities ORDER BY id`,
 		"chunk_entities": `SELECT c.id || ' ' || ce.entity_id || ' ' || ce.count FROM chunk_entities ce JOIN chunks c ON c.pk = ce.chunk_pk ORDER BY 1`,
 		"fts":            `SELECT c.id || ' | ' || f.title || ' | ' || f.tags || ' | ' || length(f.content) FROM chunks_fts f JOIN chunks c ON c.pk = f.rowid ORDER BY 1`,
@@ -111,17 +112,17 @@ func TestExportImportRoundTrip(t *testing.T) {
 	t.Parallel()
 	f := newExportFixture(t)
 	data, sum := exportBytes(t, f.p, &ExportOptions{Embeddings: true})
-	want := ExportCounts{Sources: 2, Documents: 4, Chunks: 3 + 3 + 1 + 1, ChunkTags: 2, Embeddings: 1, Entities: 4}
+	want := ExportCounts{Sources: 2, Documents: 4, Chunks: 3 + 3 + 1 + 1, ChunkTags: 2, Embeddings: 1, Entities: 4, Versions: 1}
 	if d := diff(want, sum.Counts); d != "" {
 		t.Errorf("export counts (-want +got):\n%s", d)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	wantHeader := fmt.Sprintf(`{"type":"header","format":"openhuman-host-memory","version":1,"schema_version":%d,"exported_ms":%d,"embeddings":true}`,
+	wantHeader := fmt.Sprintf(`{"type":"header","format":"openhuman-host-memory","version":2,"schema_version":%d,"exported_ms":%d,"embeddings":true}`,
 		schemaVersion(), f.clock.Now().UnixMilli())
 	if lines[0] != wantHeader {
 		t.Errorf("header line\n%s\nwant\n%s", lines[0], wantHeader)
 	}
-	if last := lines[len(lines)-1]; last != `{"type":"end","counts":{"source":2,"document":4,"chunk":8,"chunk_tag":2,"embedding":1,"entity":4}}` {
+	if last := lines[len(lines)-1]; last != `{"type":"end","counts":{"source":2,"document":4,"chunk":8,"chunk_tag":2,"embedding":1,"entity":4,"version":1}}` {
 		t.Errorf("end line %s", last)
 	}
 	if !IsJSONLExport([]byte(lines[0])) || IsJSONLExport([]byte(lines[1])) {
@@ -268,7 +269,7 @@ func TestImportJSONLRefusesBadFiles(t *testing.T) {
 		"wrong type":              {file: replace(chunk, strings.Replace(lines[chunk], `"seq":0`, `"seq":"0"`, 1)), wantErr: fmt.Sprintf(`line %d: chunk record: field "seq": must be an integer, not string`, chunk+1)},
 		"line missing":            {file: join(append(append([]string{}, lines[:tag]...), lines[tag+1:]...)), wantErr: "the end record counts 2 chunk_tag records, but the file holds 1"},
 		"no header":               {file: join(lines[1:]), wantErr: "line 1: not an openhuman-host memory export: the first line must be the header record"},
-		"newer version":           {file: replace(0, strings.Replace(lines[0], `"version":1`, `"version":2`, 1)), wantErr: "the export is of format version 2, and this openhuman-host reads versions up to 1; upgrade"},
+		"newer version":           {file: replace(0, strings.Replace(lines[0], `"version":2`, `"version":3`, 1)), wantErr: "the export is of format version 3, and this openhuman-host reads versions up to 2; upgrade"},
 		"not json":                {file: "# Notes\n\nhello\n", wantErr: "line 1 is not a JSON object"},
 		"empty":                   {file: "", wantErr: "the file is empty"},
 		"after end":               {file: join(append(append([]string{}, lines...), lines[1])), wantErr: fmt.Sprintf(`line %d: a "source" record after the end record`, n+1)},

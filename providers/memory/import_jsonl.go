@@ -258,6 +258,8 @@ func (imp *jsonlImport) run(tx *gorm.DB) error {
 			err = imp.embedding(rec)
 		case recEntity:
 			err = imp.entity(rec)
+		case recVersion:
+			err = imp.version(rec)
 		case recEnd:
 			err = imp.end(rec)
 			ended = true
@@ -265,7 +267,7 @@ func (imp *jsonlImport) run(tx *gorm.DB) error {
 			err = fmt.Errorf("line %d: a second header record", imp.line)
 		default:
 			err = fmt.Errorf("line %d: unknown record type %q (this openhuman-host reads export format version %d: %s)",
-				imp.line, rec.typ, JSONLVersion, strings.Join([]string{recHeader, recSource, recDocument, recChunk, recChunkTag, recEmbedding, recEntity, recEnd}, ", "))
+				imp.line, rec.typ, JSONLVersion, strings.Join([]string{recHeader, recSource, recDocument, recChunk, recChunkTag, recEmbedding, recEntity, recVersion, recEnd}, ", "))
 		}
 		if err != nil {
 			return err
@@ -451,6 +453,34 @@ func (imp *jsonlImport) chunkTag(rec *record) error {
 	return nil
 }
 
+func (imp *jsonlImport) version(rec *record) error {
+	docID, version, title, tags := rec.nonEmpty("document_id"), rec.integer("version"), rec.str("title"), rec.strs("tags")
+	content, sha, updated, replaced := rec.str("content"), rec.nonEmpty("content_sha256"), rec.int64("updated_ms"), rec.int64("replaced_ms")
+	if err := rec.done(); err != nil {
+		return err
+	}
+	if !imp.docs[docID] {
+		return rec.errorf("document %s is not on an earlier line of the file", docID)
+	}
+	if version < 1 {
+		return rec.errorf("field %q must be at least 1, got %d", "version", version)
+	}
+	if tags == nil {
+		tags = []string{}
+	}
+	tagsJSON, err := json.Marshal(tags)
+	if err != nil {
+		return rec.errorf("encode tags: %w", err)
+	}
+	err = imp.tx.Exec(`INSERT INTO document_versions (document_id, version, title, tags, content, content_sha256, updated_ms, replaced_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, docID, version, title, string(tagsJSON), content, sha, updated, replaced).Error
+	if err != nil {
+		return rec.errorf("write version %d of %s: %w", version, docID, err)
+	}
+	imp.sum.Counts.Versions++
+	return nil
+}
+
 func (imp *jsonlImport) embedding(rec *record) error {
 	id, model, dims, vec64, created := rec.nonEmpty("chunk_id"), rec.nonEmpty("model"), rec.integer("dims"), rec.str("vector"), rec.int64("created_ms")
 	if err := rec.done(); err != nil {
@@ -530,6 +560,7 @@ func (imp *jsonlImport) end(rec *record) error {
 		{recSource, counts.Sources, got.Sources}, {recDocument, counts.Documents, got.Documents},
 		{recChunk, counts.Chunks, got.Chunks}, {recChunkTag, counts.ChunkTags, got.ChunkTags},
 		{recEmbedding, counts.Embeddings, got.Embeddings}, {recEntity, counts.Entities, got.Entities},
+		{recVersion, counts.Versions, got.Versions},
 	} {
 		if c.want != c.got {
 			return rec.errorf("the end record counts %d %s records, but the file holds %d: lines are missing or were added", c.want, c.name, c.got)

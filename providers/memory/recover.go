@@ -264,7 +264,62 @@ func (r *salvage) run() error {
 	if err := r.copyChunkTags(); err != nil {
 		return err
 	}
+	if err := r.copyVersions(); err != nil {
+		return err
+	}
 	return r.copyEmbeddings()
+}
+
+// copyVersions copies the previous versions of the documents written.
+// Like chunk tags they are read up to the first damaged region; a database
+// older than schema 3 has none.
+func (r *salvage) copyVersions() error {
+	type version struct {
+		docID, title, tags, content, sha string
+		version                          int
+		updatedMS, replacedMS            int64
+	}
+	var versions []version
+	rows, err := r.old.QueryContext(r.ctx, `SELECT document_id, version, title, tags, content, content_sha256, updated_ms, replaced_ms FROM document_versions`)
+	if err != nil && strings.Contains(err.Error(), "no such table") {
+		return nil
+	}
+	if err == nil {
+		for rows.Next() {
+			var v version
+			if err = rows.Scan(&v.docID, &v.version, &v.title, &v.tags, &v.content, &v.sha, &v.updatedMS, &v.replacedMS); err != nil {
+				break
+			}
+			versions = append(versions, v)
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+		rows.Close()
+	}
+	if r.ctx.Err() != nil {
+		return r.ctx.Err()
+	}
+	if err != nil {
+		r.sum.unreadable("document_versions")
+	}
+	for batch := range slices.Chunk(versions, insertBatch) {
+		err := r.st.write(r.ctx, func(tx *gorm.DB) error {
+			for _, v := range batch {
+				err := tx.Exec(`INSERT OR IGNORE INTO document_versions (document_id, version, title, tags, content, content_sha256, updated_ms, replaced_ms)
+					SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM documents WHERE id = ?)`,
+					v.docID, v.version, v.title, v.tags, v.content, v.sha, v.updatedMS, v.replacedMS, v.docID).Error
+				if err != nil {
+					return fmt.Errorf("write recovered document versions: %w", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // copyDocuments writes docs with the chunks of theirs that can be read.

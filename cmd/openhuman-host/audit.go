@@ -44,7 +44,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			if limit < 1 || limit > maxAuditLimit {
 				return fmt.Errorf("--limit must be from 1 to %d, got %d", maxAuditLimit, limit)
 			}
-			from, err := parseSince(since, time.Now())
+			from, err := parseTimeAgo("--since", since, time.Now())
 			if err != nil {
 				return err
 			}
@@ -73,7 +73,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 		Short: "Per tool: calls, failures, denials and durations",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			from, err := parseSince(statsSince, time.Now())
+			from, err := parseTimeAgo("--since", statsSince, time.Now())
 			if err != nil {
 				return err
 			}
@@ -117,10 +117,11 @@ func withAudit(g *globalFlags, fn func(context.Context, *audit.Log) error) error
 	return fn(ctx, log)
 }
 
-// parseSince reads --since: "" (no bound), a duration before now such as
-// 90m, 24h or 7d (days are 24 h), an RFC 3339 time, or a date (midnight
-// UTC). Negative durations and times in the future are refused.
-func parseSince(s string, now time.Time) (time.Time, error) {
+// parseTimeAgo reads a time flag such as --since: "" (no bound), a
+// duration before now such as 90m, 24h or 7d (days are 24 h), an RFC 3339
+// time, or a date (midnight UTC). Negative durations and times in the
+// future are refused; flag names the flag in errors.
+func parseTimeAgo(flag, s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, nil
@@ -132,19 +133,19 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	}
 	if d, err := time.ParseDuration(s); err == nil {
 		if d < 0 {
-			return time.Time{}, fmt.Errorf("--since %q: give how long ago as a positive duration, such as 24h", s)
+			return time.Time{}, fmt.Errorf("%s %q: give how long ago as a positive duration, such as 24h", flag, s)
 		}
 		return now.Add(-d), nil
 	}
 	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			if t.After(now) {
-				return time.Time{}, fmt.Errorf("--since %q is in the future", s)
+				return time.Time{}, fmt.Errorf("%s %q is in the future", flag, s)
 			}
 			return t, nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("--since %q: give a duration ago (90m, 24h, 7d) or a time (2026-11-30 or 2026-11-30T08:00:00Z)", s)
+	return time.Time{}, fmt.Errorf("%s %q: give a duration ago (90m, 24h, 7d) or a time (2026-11-30 or 2026-11-30T08:00:00Z)", flag, s)
 }
 
 // writeRecords prints records as aligned columns.

@@ -28,14 +28,14 @@ func TestParseSince(t *testing.T) {
 		"negative days": {in: "-2d", wantErr: `--since "-2d": give a duration ago (90m, 24h, 7d) or a time (2026-11-30 or 2026-11-30T08:00:00Z)`},
 	}
 	for name, tc := range tests {
-		got, err := parseSince(tc.in, now)
+		got, err := parseTimeAgo("--since", tc.in, now)
 		switch {
 		case tc.wantErr != "":
 			if err == nil || err.Error() != tc.wantErr {
-				t.Errorf("%s: parseSince(%q) error = %v, want %s", name, tc.in, err, tc.wantErr)
+				t.Errorf("%s: parseTimeAgo(%q) error = %v, want %s", name, tc.in, err, tc.wantErr)
 			}
 		case err != nil || !got.Equal(tc.want):
-			t.Errorf("%s: parseSince(%q) = %v, %v; want %v", name, tc.in, got, err, tc.want)
+			t.Errorf("%s: parseTimeAgo(%q) = %v, %v; want %v", name, tc.in, got, err, tc.want)
 		}
 	}
 }

@@ -55,7 +55,7 @@ func newMemoryCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	importCmd.Flags().BoolVar(&followLinks, "follow-links", false, "also import files that symbolic links point to outside the folders imported")
-	cmd.AddCommand(importCmd, newMemoryExportCmd(g), newMemoryBackupCmd(g))
+	cmd.AddCommand(importCmd, newMemoryExportCmd(g), newMemoryBackupCmd(g), newMemoryForgetCmd(g))
 	var force bool
 	recoverCmd := &cobra.Command{
 		Use:   "recover",

@@ -32,14 +32,16 @@ func newMemoryCmd(g *globalFlags) *cobra.Command {
 		Args:  unknownSubcommand,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	var followLinks bool
+	var followLinks, keepMissing bool
 	importCmd := &cobra.Command{
 		Use:   "import PATH...",
 		Short: "Import Markdown and text files (.md, .markdown, .txt) and folders into memory",
 		Long: "import loads every .md, .markdown and .txt file named, or found in the folders named\n" +
 			"(recursively, skipping hidden entries), as a document of source kind \"document\"; its title is\n" +
 			"its first Markdown heading, else its file name. Importing again updates changed files and\n" +
-			"leaves the others alone. It works while a server runs on the same data directory.\n" +
+			"leaves the others alone; files imported before from the same folders that are no longer on disk\n" +
+			"are removed from memory (--keep-missing keeps them). It works while a server runs on the same\n" +
+			"data directory.\n" +
 			"A symbolic link is followed only to a file inside the folder imported, unless --follow-links;\n" +
 			"files under /proc, /sys and /dev and anything but regular files are never read.\n" +
 			"A progress bar is drawn on stderr when it is a terminal; a summary line goes to stdout, and\n" +
@@ -50,11 +52,12 @@ func newMemoryCmd(g *globalFlags) *cobra.Command {
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withMemory(g, func(ctx context.Context, p *memory.Provider) error {
-				return runImportArgs(ctx, p, args, followLinks, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return runImportArgs(ctx, p, args, &memory.ImportOptions{FollowLinks: followLinks, KeepMissing: keepMissing}, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			})
 		},
 	}
 	importCmd.Flags().BoolVar(&followLinks, "follow-links", false, "also import files that symbolic links point to outside the folders imported")
+	importCmd.Flags().BoolVar(&keepMissing, "keep-missing", false, "keep the documents of files imported before that are no longer on disk")
 	cmd.AddCommand(importCmd, newMemoryExportCmd(g), newMemoryBackupCmd(g), newMemoryForgetCmd(g))
 	var force bool
 	recoverCmd := &cobra.Command{
@@ -216,7 +219,7 @@ func runRecover(cmd *cobra.Command, g *globalFlags, force bool) error {
 
 // runImport imports paths with a progress bar on a terminal and prints the
 // summary.
-func runImport(ctx context.Context, p *memory.Provider, paths []string, followLinks bool, stdout, stderr io.Writer) error {
+func runImport(ctx context.Context, p *memory.Provider, paths []string, opts *memory.ImportOptions, stdout, stderr io.Writer) error {
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions(-1,
@@ -229,12 +232,13 @@ func runImport(ctx context.Context, p *memory.Provider, paths []string, followLi
 			progressbar.OptionThrottle(100_000_000),
 		)
 	}
-	sum, err := p.Import(ctx, paths, &memory.ImportOptions{FollowLinks: followLinks, Progress: func(pr memory.ImportProgress) {
+	opts.Progress = func(pr memory.ImportProgress) {
 		if bar != nil {
 			bar.ChangeMax(pr.Total)
 			_ = bar.Set(pr.Done)
 		}
-	}})
+	}
+	sum, err := p.Import(ctx, paths, opts)
 	if bar != nil {
 		_ = bar.Finish()
 	}
@@ -248,8 +252,15 @@ func runImport(ctx context.Context, p *memory.Provider, paths []string, followLi
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "%s found: %d imported (new or changed), %d unchanged, %d skipped; %s in memory from these files; %.1f s\n",
-		plural(sum.Files, "file"), sum.Written, sum.Unchanged, len(sum.Skipped), plural(sum.Chunks, "chunk"), sum.Elapsed.Seconds())
+	for _, path := range sum.Removed {
+		fmt.Fprintf(stderr, "removed %s: no longer on disk\n", path)
+	}
+	removed := ""
+	if len(sum.Removed) > 0 {
+		removed = fmt.Sprintf(", %d removed (no longer on disk)", len(sum.Removed))
+	}
+	_, err = fmt.Fprintf(stdout, "%s found: %d imported (new or changed), %d unchanged, %d skipped%s; %s in memory from these files; %.1f s\n",
+		plural(sum.Files, "file"), sum.Written, sum.Unchanged, len(sum.Skipped), removed, plural(sum.Chunks, "chunk"), sum.Elapsed.Seconds())
 	return err
 }
 

@@ -166,7 +166,7 @@ func runExportMarkdown(ctx context.Context, p *memory.Provider, dir string, o ex
 // (recognised by its header line; - is one read from stdin) is restored
 // with ImportJSONL, one transaction each, and the remaining paths are
 // imported as Markdown and text files.
-func runImportArgs(ctx context.Context, p *memory.Provider, paths []string, followLinks bool, stdin io.Reader, stdout, stderr io.Writer) error {
+func runImportArgs(ctx context.Context, p *memory.Provider, paths []string, opts *memory.ImportOptions, stdin io.Reader, stdout, stderr io.Writer) error {
 	var rest []string
 	for _, path := range paths {
 		isExport, err := isExportFile(path)
@@ -184,7 +184,7 @@ func runImportArgs(ctx context.Context, p *memory.Provider, paths []string, foll
 	if len(rest) == 0 {
 		return nil
 	}
-	return runImport(ctx, p, rest, followLinks, stdout, stderr)
+	return runImport(ctx, p, rest, opts, stdout, stderr)
 }
 
 // isExportFile reports whether path is - or a regular file whose first

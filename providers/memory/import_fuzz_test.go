@@ -58,7 +58,7 @@ func FuzzImportWalk(f *testing.F) {
 		}
 
 		var sum ImportSummary
-		files, err := collectImportFiles([]string{tree}, follow, &sum)
+		files, _, err := collectImportFiles([]string{tree}, follow, &sum)
 		if err != nil {
 			t.Fatalf("collectImportFiles: %v", err)
 		}

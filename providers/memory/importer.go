@@ -46,6 +46,9 @@ type ImportSummary struct {
 	Chunks int
 	// Skipped lists files that were not imported, with the reason.
 	Skipped []ImportSkip
+	// Removed lists the files whose documents were removed because the
+	// file is no longer on disk (see [ImportOptions.KeepMissing]), sorted.
+	Removed []string
 	// Elapsed is the wall-clock time of the import.
 	Elapsed time.Duration
 }
@@ -83,6 +86,11 @@ type ImportOptions struct {
 	FollowLinks bool
 	// Progress, when not nil, is called after each batch written.
 	Progress func(ImportProgress)
+	// KeepMissing keeps the documents of files that were imported before
+	// from a folder imported again (or from the folder of a file named)
+	// but are no longer on disk. Default false: they are removed, with
+	// their notes, versions and entities, as memory_forget would.
+	KeepMissing bool
 }
 
 // Import loads Markdown and text files (.md, .markdown, .txt) into memory
@@ -99,6 +107,10 @@ type ImportOptions struct {
 // path>. Importing again is idempotent: unchanged files are left alone,
 // changed files are updated in place. Files that are not valid UTF-8,
 // empty, or larger than 16 MiB are skipped and listed in the summary.
+//
+// Documents of files imported before from the same folders (the folders
+// named, and the folders of the files named) whose files are no longer on
+// disk are removed, and listed in the summary, unless opts.KeepMissing.
 //
 // Every path must exist; otherwise Import returns an error before writing
 // anything. opts.Progress, when not nil, is called after each batch. Writes
@@ -118,7 +130,7 @@ func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptio
 		return ImportSummary{}, errors.New("memory provider is not configured")
 	}
 	var sum ImportSummary
-	files, err := collectImportFiles(paths, o.FollowLinks, &sum)
+	files, roots, err := collectImportFiles(paths, o.FollowLinks, &sum)
 	if err != nil {
 		return sum, err
 	}
@@ -177,6 +189,11 @@ func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptio
 	if err := flush(); err != nil {
 		return sum, err
 	}
+	if !o.KeepMissing {
+		if sum.Removed, err = st.removeMissingFiles(ctx, roots); err != nil {
+			return sum, fmt.Errorf("import: %w", err)
+		}
+	}
 	sum.Elapsed = time.Since(start)
 	p.logger.Info("imported files", "files", sum.Files, "written", sum.Written, "unchanged", sum.Unchanged,
 		"skipped", len(sum.Skipped), "chunks", sum.Chunks, "elapsed", sum.Elapsed)
@@ -188,13 +205,14 @@ func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptio
 const notImportable = "not a .md, .markdown or .txt file"
 
 // collectImportFiles resolves paths to the files to import, sorted by
-// path and without duplicates. Files named directly with another
-// extension, and links and special files the import must not read, are
-// added to sum.Skipped.
-func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]importFile, error) {
+// path and without duplicates, and the folders whose sources they belong
+// to. Files named directly with another extension, and links and special
+// files the import must not read, are added to sum.Skipped.
+func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]importFile, []string, error) {
 	if len(paths) == 0 {
-		return nil, errors.New("import: name at least one file or directory")
+		return nil, nil, errors.New("import: name at least one file or directory")
 	}
+	var roots []string
 	seen := map[string]bool{}
 	var files []importFile
 	skip := func(path, reason string) { sum.Skipped = append(sum.Skipped, ImportSkip{Path: path, Reason: reason}) }
@@ -215,11 +233,11 @@ func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]impo
 	for _, arg := range paths {
 		abs, err := filepath.Abs(arg)
 		if err != nil {
-			return nil, fmt.Errorf("import: %s: %w", arg, err)
+			return nil, nil, fmt.Errorf("import: %s: %w", arg, err)
 		}
 		info, err := os.Stat(abs)
 		if err != nil {
-			return nil, fmt.Errorf("import: %w", err)
+			return nil, nil, fmt.Errorf("import: %w", err)
 		}
 		if real, err := filepath.EvalSymlinks(abs); err == nil && (systemPath(abs) || systemPath(real)) {
 			skip(abs, "it is in "+nonEmptyDir(systemDirOf(abs), systemDirOf(real))+", whose files are never imported")
@@ -233,14 +251,14 @@ func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]impo
 			root := filepath.Dir(abs)
 			realRoot, err := filepath.EvalSymlinks(root)
 			if err != nil {
-				return nil, fmt.Errorf("import: %w", err)
+				return nil, nil, fmt.Errorf("import: %w", err)
 			}
 			consider(abs, root, realRoot)
 			continue
 		}
 		realRoot, err := filepath.EvalSymlinks(abs)
 		if err != nil {
-			return nil, fmt.Errorf("import: %w", err)
+			return nil, nil, fmt.Errorf("import: %w", err)
 		}
 		walkRoot := abs
 		if li, err := os.Lstat(abs); err == nil && li.Mode()&fs.ModeSymlink != 0 {
@@ -279,11 +297,16 @@ func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]impo
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		roots = append(roots, walkRoot)
 	}
 	slices.SortFunc(files, func(a, b importFile) int { return strings.Compare(a.path, b.path) })
-	return files, nil
+	for _, f := range files {
+		roots = append(roots, f.rootDir)
+	}
+	slices.Sort(roots)
+	return files, slices.Compact(roots), nil
 }
 
 // checkImportPath decides whether the file at path, found while importing
@@ -501,4 +524,38 @@ func (p *Provider) Stats(ctx context.Context) (Stats, error) {
 		}
 	}
 	return s, nil
+}
+
+// removeMissingFiles forgets the imported documents of the sources of
+// roots whose files no longer exist, and returns their paths, sorted. A
+// file that cannot be checked (a folder without permission, say) is kept.
+func (s *store) removeMissingFiles(ctx context.Context, roots []string) ([]string, error) {
+	if len(roots) == 0 {
+		return nil, nil
+	}
+	sources := make([]string, len(roots))
+	for i, r := range roots {
+		sources[i] = importNamespace + ":" + r
+	}
+	var docs []struct {
+		ID  string `gorm:"column:id"`
+		Key string `gorm:"column:key"`
+	}
+	err := s.db.WithContext(ctx).Raw(`SELECT id, key FROM documents WHERE namespace = ? AND source_id IN ? ORDER BY key`,
+		importNamespace, sources).Scan(&docs).Error
+	if err != nil {
+		return nil, fmt.Errorf("list imported documents: %w", err)
+	}
+	var gone, ids []string
+	for _, d := range docs {
+		if _, err := os.Lstat(d.Key); errors.Is(err, fs.ErrNotExist) {
+			gone, ids = append(gone, d.Key), append(ids, d.ID)
+		}
+	}
+	for batch := range slices.Chunk(ids, 500) {
+		if _, err := s.forget(ctx, forgetSelector{DocumentIDs: batch, Namespaces: []string{importNamespace}, Scope: unrestricted}, false); err != nil {
+			return nil, fmt.Errorf("remove documents of missing files: %w", err)
+		}
+	}
+	return gone, nil
 }

@@ -147,6 +147,32 @@ func TestImport(t *testing.T) {
 	if hits := search(t, p, "ana", 0); len(hits) != 0 {
 		t.Errorf("old content still found: %+v", hits)
 	}
+
+	// A file deleted from disk leaves memory when its folder is imported
+	// again, unless KeepMissing.
+	if err := os.Remove(filepath.Join(dir, "plain.txt")); err != nil {
+		t.Fatal(err)
+	}
+	sum, err = p.Import(t.Context(), []string{dir}, &ImportOptions{KeepMissing: true})
+	if err != nil || len(sum.Removed) != 0 {
+		t.Fatalf("import keeping missing files = %+v, %v", sum, err)
+	}
+	if hits := search(t, p, "packing", 0); len(hits) != 1 {
+		t.Errorf("KeepMissing removed the deleted file's document")
+	}
+	sum, err = p.Import(t.Context(), []string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diff([]string{filepath.Join(dir, "plain.txt")}, sum.Removed); d != "" {
+		t.Errorf("removed (-want +got):\n%s", d)
+	}
+	if hits := search(t, p, "packing", 0); len(hits) != 0 {
+		t.Errorf("the deleted file is still found: %+v", hits)
+	}
+	if hits := search(t, p, "lisbon", 0); len(hits) != 1 {
+		t.Errorf("a file still on disk was removed: %+v", hits)
+	}
 	checkIndexInStep(t, p)
 }
 

@@ -1,7 +1,9 @@
 // Package memory is the memory provider: long-term storage that MCP clients
-// and sub-agents write to with memory_store, memory_note and tree_tag, and
-// read back with memory_search, memory_recall, tree_read_chunk,
-// tree_browse, tree_top_entities and tree_list_sources.
+// and sub-agents write to with memory_store, memory_note and tree_tag,
+// delete from with memory_forget, and read back with memory_search,
+// memory_recall, tree_read_chunk, memory_history, tree_browse,
+// tree_top_entities and tree_list_sources. Scopes limit each client to
+// namespaces.
 //
 // Memory lives in one SQLite database, memory.db in the provider's data
 // directory, opened through gorm in WAL mode with a busy timeout and

@@ -29,7 +29,8 @@ const (
 const instructions = "Long-term memory: save facts, decisions and documents worth keeping with memory_store " +
 	"(same title updates them); find them again with memory_search (exact keywords) or memory_recall (a " +
 	"question in natural language); read a whole chunk with tree_read_chunk; annotate or tag chunks with " +
-	"memory_note and tree_tag; explore with tree_browse, tree_list_sources and tree_top_entities."
+	"memory_note and tree_tag; explore with tree_browse, tree_list_sources and tree_top_entities; delete with " +
+	"memory_forget (dry_run first) and read replaced text with memory_history."
 
 // Options configure a [Provider]. A nil *Options uses every default.
 type Options struct {

@@ -40,7 +40,7 @@ func Example() {
 
 	res, err = p.CallTool(ctx, &sdk.CallToolRequest{
 		Name:      memory.ToolSearch,
-		Arguments: json.RawMessage(`{"query":"who keeps the light","k":3}`),
+		Arguments: json.RawMessage(`{"query":"who keeps the lamp","k":3}`),
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -66,6 +66,6 @@ func Example() {
 	fmt.Println(found.Chunks[0].DocumentID, found.Chunks[0].Snippet)
 	// Output:
 	// Stored mcp/mcp-store-lighthouse (title "Lighthouse", 1 chunk; no tags). Chunk ids: chk_82b5d96ec74a8f1fc24344cc.
-	// No chunks contain all of: who keeps the light.
+	// No chunks contain all of: keeps lamp.
 	// mcp/mcp-store-lighthouse **Ingrid** keeps the **light** on the north cape.
 }

@@ -155,7 +155,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ImportJSONL: %v", err)
 	}
-	if isum.Counts != want || isum.New != 4 || isum.Replaced != 0 || isum.Lines != len(lines) || isum.Version != 1 ||
+	if isum.Counts != want || isum.New != 4 || isum.Replaced != 0 || isum.Lines != len(lines) || isum.Version != JSONLVersion ||
 		isum.SchemaVersion != schemaVersion() || isum.ExportedMS != sum.ExportedMS {
 		t.Errorf("import summary %+v", isum)
 	}

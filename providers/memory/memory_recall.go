@@ -179,7 +179,7 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 	}
 	var ranked []fused
 	if res.Mode == recallKeyword {
-		for _, r := range keyword[:min(k, len(keyword))] {
+		for _, r := range keyword[:min(k+dupSlack(k), len(keyword))] {
 			ranked = append(ranked, fused{pk: r.PK, score: r.Score})
 		}
 	} else {
@@ -219,7 +219,7 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 			}
 			return 0
 		})
-		ranked = ranked[:min(k, len(ranked))]
+		ranked = ranked[:min(k+dupSlack(k), len(ranked))]
 	}
 	pks := make([]int64, len(ranked))
 	for i, r := range ranked {
@@ -229,12 +229,17 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 	if err != nil {
 		return res, err
 	}
+	seen := map[[32]byte]bool{}
 	for _, r := range ranked {
 		ref, ok := refs[r.pk]
-		if !ok {
-			continue // deleted since it was ranked
+		if !ok || seen[ref.textKey] {
+			continue // deleted since it was ranked, or the same text as a better chunk
 		}
+		seen[ref.textKey] = true
 		res.Chunks = append(res.Chunks, recallHit{chunkRef: ref.chunkRef, Snippet: ref.Snippet, Score: r.score, Similarity: r.similarity})
+		if len(res.Chunks) == k {
+			break
+		}
 	}
 	return res, nil
 }

@@ -89,12 +89,12 @@ func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 			fmt.Sprintf("No results: the query %s has no letters or digits to search for.", quoteShort(query)),
 			searchResult{Chunks: []searchHit{}})
 	}
-	hits, capped, err := st.search(ctx, matchAll(words), k)
+	hits, capped, err := st.search(ctx, matchAll(contentWords(words)), k)
 	if err != nil {
 		return nil, err
 	}
 	res := searchResult{Chunks: hits}
-	text := searchText(words, hits)
+	text := searchText(contentWords(words), hits)
 	if capped {
 		res.RankedNewest = maxRanked
 		text += fmt.Sprintf("\nMore than %d chunks match; these are the best of the %d most recent. Add a more distinctive word to search them all.", maxRanked, maxRanked)
@@ -129,7 +129,8 @@ var searchTool = tool{
 		Title: "Search memory",
 		Description: "Keyword search over everything stored in memory. Returns up to k chunks, best first, " +
 			"ranked by BM25 with matches in a document's title counting more than matches in its body. " +
-			"Every word of the query must appear in a chunk (its text, its document's title or its tags); matching " +
+			"Every word of the query must appear in a chunk (its text, its document's title or its tags), except " +
+			"common English function words (the, how, do, I, ...), which are ignored unless the query has nothing else; matching " +
 			"ignores case, accents and English word endings (ship finds ships), punctuation only " +
 			"separates words, and there are no operators. " +
 			"Use a few distinctive keywords; if nothing comes back, try fewer or other words. Each hit " +
@@ -140,7 +141,7 @@ var searchTool = tool{
 				"type":        "string",
 				"minLength":   1,
 				"maxLength":   maxQueryRunes,
-				"description": "Words to look for; all must match.",
+				"description": "Words to look for; all must match, common function words aside.",
 			},
 			"k":          kSchema("chunks"),
 			"namespaces": namespacesSchema(),

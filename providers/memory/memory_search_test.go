@@ -59,7 +59,7 @@ func TestSearch(t *testing.T) {
 		"c++ templates":                  {query: `c++ templates`, want: []string{program}},
 		"NEAR group":                     {query: "NEAR(", want: []string{program}},
 		"AND OR as words":                {query: "AND OR", want: []string{program}},
-		"NOT is a word":                  {query: "NOT lighthouse", want: []string{}},
+		"NOT is a word, and ignored":     {query: "NOT lighthouse", want: []string{tides}},
 		"star alone":                     {query: "*", want: []string{}},
 		"prefix star":                    {query: "light*", want: []string{}},
 		"column filter":                  {query: "title:tides", want: []string{}},
@@ -161,7 +161,7 @@ func TestSearchK(t *testing.T) {
 	t.Parallel()
 	p, _ := newProvider(t)
 	for i := range 12 {
-		put(t, p, map[string]any{"title": fmt.Sprintf("Note %d", i), "content": "common ground"})
+		put(t, p, map[string]any{"title": fmt.Sprintf("Note %d", i), "content": fmt.Sprintf("common ground %d", i)})
 	}
 	tests := map[string]struct {
 		args string

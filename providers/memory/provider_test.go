@@ -347,7 +347,7 @@ func TestCrossProcess(t *testing.T) {
 		for i := range perWriter {
 			put(t, p, map[string]any{
 				"title":   fmt.Sprintf("%s doc %d", writer, i),
-				"content": "cross process marker from " + writer + "\n\n" + longText(2),
+				"content": fmt.Sprintf("cross process marker from %s, document %d\n\n%s", writer, i, longText(2)),
 			})
 		}
 	}
@@ -360,7 +360,7 @@ func TestCrossProcess(t *testing.T) {
 	dir := t.TempDir()
 	p := openProvider(t, dir, nil)
 
-	writers := []string{"child-a", "child-b"}
+	writers := []string{"child-x", "child-y"}
 	cmds := make([]*exec.Cmd, len(writers))
 	outs := make([]strings.Builder, len(writers))
 	for i, w := range writers {

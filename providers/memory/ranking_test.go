@@ -1,0 +1,51 @@
+package memory
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestRankingDropsDuplicateText checks that search and recall show a text
+// stored in several documents once, and still fill k with other chunks.
+func TestRankingDropsDuplicateText(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	for i := range 6 {
+		put(t, p, map[string]any{"title": fmt.Sprintf("Copy %d", i), "content": "the heron nests by the river"})
+	}
+	put(t, p, map[string]any{"title": "Other", "content": "a heron fishing at dawn"})
+	if hits := search(t, p, "heron", 5); len(hits) != 2 {
+		t.Errorf("search heron: %v, want the copied text once and the other", hitDocs(hits))
+	}
+	got := call[recallResult](t, p, ToolRecall, map[string]any{"query": "where does the heron nest?", "k": 5})
+	if len(got.Chunks) != 2 {
+		t.Errorf("recall: %d chunks, want 2", len(got.Chunks))
+	}
+}
+
+// TestSearchIgnoresFunctionWords checks that a question finds what its
+// content words find, and that a query of function words alone still
+// searches for them.
+func TestSearchIgnoresFunctionWords(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	put(t, p, map[string]any{"title": "Wifi", "content": "The wifi password is tangerine."})
+	if hits := search(t, p, "what is the password for the wifi", 0); len(hits) != 1 {
+		t.Errorf("question: %v, want the wifi note", hitDocs(hits))
+	}
+	if hits := search(t, p, "the", 0); len(hits) != 1 {
+		t.Errorf("a function word alone: %v, want the note that has it", hitDocs(hits))
+	}
+}
+
+func TestCleanSnippet(t *testing.T) {
+	for in, want := range map[string]string{
+		"see **http****example** here": "see **httpexample** here",
+		"********":                     "",
+		"plain **word**":               "plain **word**",
+	} {
+		if got := cleanSnippet(in); got != want {
+			t.Errorf("cleanSnippet(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -146,9 +146,10 @@ func runExportJSONL(ctx context.Context, p *memory.Provider, out string, o expor
 
 func printExportSummary(w io.Writer, sum memory.ExportSummary, to string) error {
 	c := sum.Counts
-	_, err := fmt.Fprintf(w, "exported %s (%s, %s, %s, %s) from %s to %s (%s)\n",
+	_, err := fmt.Fprintf(w, "exported %s (%s, %s, %s, %s, %s) from %s to %s (%s)\n",
 		plural(c.Documents, "document"), plural(c.Chunks, "chunk"), plural(c.ChunkTags, "chunk tag"),
-		plural(c.Embeddings, "embedding"), plural(c.Entities, "entity record"), plural(c.Sources, "source"), to, humanBytes(sum.Bytes))
+		plural(c.Embeddings, "embedding"), plural(c.Entities, "entity record"), plural(c.Versions, "previous version"),
+		plural(c.Sources, "source"), to, humanBytes(sum.Bytes))
 	return err
 }
 
@@ -233,10 +234,10 @@ func restoreExport(ctx context.Context, p *memory.Provider, path string, stdin i
 	if len(sum.Namespaces) > 0 {
 		scope = "namespaces " + strings.Join(sum.Namespaces, ", ")
 	}
-	_, err = fmt.Fprintf(stdout, "restored %s, exported %s (%s): %s (%d new, %d replaced), %s, %s, %s, %s; %.1f s\n",
+	_, err = fmt.Fprintf(stdout, "restored %s, exported %s (%s): %s (%d new, %d replaced), %s, %s, %s, %s, %s; %.1f s\n",
 		name, time.UnixMilli(sum.ExportedMS).UTC().Format(time.RFC3339), scope,
 		plural(c.Documents, "document"), sum.New, sum.Replaced, plural(c.Chunks, "chunk"), plural(c.ChunkTags, "chunk tag"),
-		plural(c.Embeddings, "embedding"), plural(c.Entities, "entity record"), sum.Elapsed.Seconds())
+		plural(c.Embeddings, "embedding"), plural(c.Entities, "entity record"), plural(c.Versions, "previous version"), sum.Elapsed.Seconds())
 	if err == nil && sum.NotesUnlinked > 0 {
 		_, err = fmt.Fprintf(stdout, "%s kept without the chunk they annotated, which a replaced document no longer has\n", plural(sum.NotesUnlinked, "note"))
 	}

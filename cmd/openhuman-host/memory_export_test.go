@@ -61,7 +61,7 @@ func TestMemoryExportImportBackupCommands(t *testing.T) {
 	out := t.TempDir()
 	jsonl := filepath.Join(out, "memory.jsonl")
 	stdout, _ := run(nil, "memory", "export", "--embeddings", jsonl)
-	if want := "exported 3 documents (3 chunks, 0 chunk tags, 0 embeddings, 3 entity records) from 2 sources to " + jsonl; !strings.HasPrefix(stdout, want) {
+	if want := "exported 3 documents (3 chunks, 0 chunk tags, 0 embeddings, 3 entity records, 0 previous versions) from 2 sources to " + jsonl; !strings.HasPrefix(stdout, want) {
 		t.Errorf("memory export printed %q, want it to start with %q", stdout, want)
 	}
 	data, err := os.ReadFile(jsonl)
@@ -122,7 +122,7 @@ func TestMemoryExportImportBackupCommands(t *testing.T) {
 		return out
 	}
 	stdout = run2(nil, "memory", "import", jsonl)
-	if !regexp.MustCompile(`^restored .*memory\.jsonl, exported \S+ \(every namespace\): 3 documents \(3 new, 0 replaced\), 3 chunks, 0 chunk tags, 0 embeddings, 3 entity records; `).MatchString(stdout) {
+	if !regexp.MustCompile(`^restored .*memory\.jsonl, exported \S+ \(every namespace\): 3 documents \(3 new, 0 replaced\), 3 chunks, 0 chunk tags, 0 embeddings, 3 entity records, 0 previous versions; `).MatchString(stdout) {
 		t.Errorf("memory import of an export printed %q", stdout)
 	}
 	stdout = run2(data, "memory", "import", "-")

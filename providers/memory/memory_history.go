@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -16,6 +17,8 @@ const ToolHistory = "memory_history"
 type historyArgs struct {
 	DocumentID *string  `json:"document_id"`
 	Version    *float64 `json:"version"`
+	Offset     *float64 `json:"offset"`
+	MaxTokens  *float64 `json:"max_tokens"`
 }
 
 // versionView is one kept version; Content is set only when one version
@@ -34,6 +37,9 @@ type versionView struct {
 type historyResult struct {
 	DocumentID string        `json:"document_id"`
 	Versions   []versionView `json:"versions"`
+	// NextOffset, when one version's text did not fit max_tokens, is the
+	// offset to read the rest from.
+	NextOffset *int `json:"next_offset,omitempty"`
 }
 
 // versions returns document id's kept versions, newest first, with the
@@ -81,6 +87,20 @@ func runHistory(ctx context.Context, p *Provider, st *store, raw json.RawMessage
 	if aerr != nil {
 		return nil, aerr
 	}
+	offset, aerr := intInRange("offset", args.Offset, 0, maxContentBytes, 0)
+	if aerr != nil {
+		return nil, aerr
+	}
+	budget, aerr := parseMaxTokens(args.MaxTokens)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if budget == 0 {
+		budget = defaultVersionTokens
+	}
+	if version == 0 && args.Offset != nil {
+		return nil, argErrorf("argument \"offset\" reads a version's text: give version too")
+	}
 	rows, ok, err := st.versions(ctx, scopeOf(ctx), id, version)
 	if err != nil {
 		return nil, err
@@ -95,8 +115,25 @@ func runHistory(ctx context.Context, p *Provider, st *store, raw json.RawMessage
 	var b strings.Builder
 	switch {
 	case version > 0:
-		v := rows[0]
-		fmt.Fprintf(&b, "Version %d of %s (title %s, replaced at %d ms):\n%s", v.Version, id, quoteShort(v.Title), v.ReplacedMS, v.Content)
+		v := &rows[0]
+		if offset > len(v.Content) {
+			return nil, argErrorf("offset %d is past the end of version %d (%d bytes)", offset, version, len(v.Content))
+		}
+		for offset > 0 && offset < len(v.Content) && !utf8.RuneStart(v.Content[offset]) {
+			offset-- // a character boundary
+		}
+		// The text appears twice, in the text block and the structured
+		// content: each gets half the budget.
+		part := cutUTF8(v.Content[offset:], budget*bytesPerToken/2)
+		if end := offset + len(part); end < len(v.Content) {
+			res.NextOffset = &end
+		}
+		v.Content = part
+		fmt.Fprintf(&b, "Version %d of %s (title %s, replaced at %d ms), bytes %d to %d of %d:\n%s", v.Version, id, quoteShort(v.Title),
+			v.ReplacedMS, offset, offset+len(part), v.Bytes, part)
+		if res.NextOffset != nil {
+			fmt.Fprintf(&b, "\n[cut to fit max_tokens %d: call again with offset %d for the rest]", budget, *res.NextOffset)
+		}
 	case len(rows) == 0:
 		fmt.Fprintf(&b, "%s has no previous versions: it was never replaced, or they were older than the %d days memory keeps them.", id, int(p.keepVersions.Hours()/24))
 	default:
@@ -122,11 +159,17 @@ var historyTool = tool{
 			},
 			"version": map[string]any{
 				"type": "integer", "minimum": 1,
-				"description": "A version number from the list; returns that version's full text.",
+				"description": "A version number from the list; returns that version's text.",
 			},
+			"offset": map[string]any{
+				"type": "integer", "minimum": 0, "maximum": maxContentBytes, "default": 0,
+				"description": "With version: where to start reading its text, in bytes (next_offset of the previous call).",
+			},
+			"max_tokens": maxTokensSchema(fmt.Sprintf("a version's text is cut to fit (default %d) and next_offset says where to go on.", defaultVersionTokens)),
 		})),
 		OutputSchema: mustJSON(objectSchema([]string{"document_id", "versions"}, map[string]any{
 			"document_id": map[string]any{"type": "string"},
+			"next_offset": map[string]any{"type": "integer", "minimum": 1, "description": "Present when the version's text was cut: pass it as offset to read on."},
 			"versions": map[string]any{
 				"type": "array",
 				"items": objectSchema([]string{"version", "title", "bytes", "content_sha256", "updated_ms", "replaced_ms"}, map[string]any{

@@ -43,6 +43,8 @@ type recallResult struct {
 	// than a keyword ranking scores: the keyword ranking covered this many
 	// most recent matches.
 	RankedNewest int `json:"ranked_newest,omitempty"`
+	// Truncated is set when max_tokens left out hits that were found.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // recallHit is one chunk of memory_recall.
@@ -72,6 +74,7 @@ var recallTool = tool{
 			},
 			"k":          kSchema("chunks"),
 			"namespaces": namespacesSchema(),
+			"max_tokens": maxTokensSchema("hits that do not fit are left out, best kept, and the result says truncated."),
 		})),
 		OutputSchema: mustJSON(objectSchema([]string{"mode", "chunks"}, map[string]any{
 			"mode": map[string]any{"type": "string", "enum": []string{recallHybrid, recallKeyword}},
@@ -83,6 +86,7 @@ var recallTool = tool{
 					"similarity": map[string]any{"type": "number", "minimum": -1, "maximum": 1, "description": "Hybrid mode only: cosine similarity of the chunk to the query."},
 				}),
 			},
+			"truncated":       map[string]any{"type": "boolean", "description": "Present when max_tokens left out hits that were found."},
 			"fallback_reason": map[string]any{"type": "string", "description": "Why keyword mode ran although an embeddings endpoint is configured."},
 			"ranked_newest": map[string]any{
 				"type": "integer", "minimum": 1,
@@ -100,15 +104,21 @@ var recallTool = tool{
 }
 
 func runRecall(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	ctx, query, k, err := parseQueryArgs(ctx, raw)
+	ctx, qp, err := parseQueryArgs(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
-	res, err := p.recall(ctx, st, query, k)
+	res, err := p.recall(ctx, st, qp.query, qp.k)
 	if err != nil {
 		return nil, err
 	}
-	return sdk.StructuredResult(recallText(query, res), res)
+	all := len(res.Chunks)
+	res.Chunks, res.Truncated = fitHits(res.Chunks, qp.maxTokens, func(h recallHit) string { return recallLine(0, h) })
+	text := recallText(qp.query, res)
+	if res.Truncated {
+		text += fmt.Sprintf("\n%d more chunks were found but did not fit max_tokens %d; raise it or lower k.", all-len(res.Chunks), qp.maxTokens)
+	}
+	return sdk.StructuredResult(text, res)
 }
 
 // recall ranks chunks for query; see memory_recall's description.
@@ -271,8 +281,13 @@ func recallText(query string, res recallResult) string {
 		return b.String()
 	}
 	for i, h := range res.Chunks {
-		fmt.Fprintf(&b, "\n%d. %s score=%.3g %s%s (%s, seq %d): %s",
-			i+1, h.ChunkID, h.Score, quoteShort(oneLine(h.Title)), noteSuffix(h.chunkRef), h.DocumentID, h.Seq, oneLine(h.Snippet))
+		b.WriteString("\n" + recallLine(i, h))
 	}
 	return b.String()
+}
+
+// recallLine renders the i-th hit (from 0) of a recall.
+func recallLine(i int, h recallHit) string {
+	return fmt.Sprintf("%d. %s score=%.3g %s%s (%s, seq %d): %s",
+		i+1, h.ChunkID, h.Score, quoteShort(oneLine(h.Title)), noteSuffix(h.chunkRef), h.DocumentID, h.Seq, oneLine(h.Snippet))
 }

@@ -16,28 +16,42 @@ type queryArgs struct {
 	Query      *string  `json:"query"`
 	K          *float64 `json:"k"`
 	Namespaces []string `json:"namespaces"`
+	MaxTokens  *float64 `json:"max_tokens"`
 }
 
-// parseQueryArgs decodes and checks a query, k and namespaces, and returns
-// ctx narrowed to the namespaces asked for.
-func parseQueryArgs(ctx context.Context, raw json.RawMessage) (context.Context, string, int, error) {
-	var args queryArgs
-	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return ctx, "", 0, aerr
+// queryParams are the checked arguments of memory_search and
+// memory_recall.
+type queryParams struct {
+	query string
+	k     int
+	// maxTokens is the result's budget, 0 for none.
+	maxTokens int
+}
+
+// parseQueryArgs decodes and checks a query, k, namespaces and max_tokens,
+// and returns ctx narrowed to the namespaces asked for.
+func parseQueryArgs(ctx context.Context, raw json.RawMessage) (context.Context, queryParams, error) {
+	var (
+		args queryArgs
+		qp   queryParams
+		aerr *argError
+	)
+	if aerr = decodeArgs(raw, &args); aerr != nil {
+		return ctx, qp, aerr
 	}
-	query, aerr := requiredString("query", args.Query, maxQueryRunes)
-	if aerr != nil {
-		return ctx, "", 0, aerr
+	if qp.query, aerr = requiredString("query", args.Query, maxQueryRunes); aerr != nil {
+		return ctx, qp, aerr
 	}
-	k, aerr := intInRange("k", args.K, minK, maxK, defaultK)
-	if aerr != nil {
-		return ctx, "", 0, aerr
+	if qp.k, aerr = intInRange("k", args.K, minK, maxK, defaultK); aerr != nil {
+		return ctx, qp, aerr
 	}
-	ctx, aerr = narrowScope(ctx, args.Namespaces)
-	if aerr != nil {
-		return ctx, "", 0, aerr
+	if qp.maxTokens, aerr = parseMaxTokens(args.MaxTokens); aerr != nil {
+		return ctx, qp, aerr
 	}
-	return ctx, query, k, nil
+	if ctx, aerr = narrowScope(ctx, args.Namespaces); aerr != nil {
+		return ctx, qp, aerr
+	}
+	return ctx, qp, nil
 }
 
 // narrowScope checks a namespaces argument and returns ctx with the
@@ -76,13 +90,16 @@ type searchResult struct {
 	// RankedNewest is set when more chunks matched than a search ranks:
 	// the hits are the best of this many most recent matches.
 	RankedNewest int `json:"ranked_newest,omitempty"`
+	// Truncated is set when max_tokens left out hits that matched.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	ctx, query, k, err := parseQueryArgs(ctx, raw)
+	ctx, qp, err := parseQueryArgs(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
+	query, k := qp.query, qp.k
 	words := queryWords(query)
 	if len(words) == 0 {
 		return sdk.StructuredResult(
@@ -94,7 +111,11 @@ func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 		return nil, err
 	}
 	res := searchResult{Chunks: hits}
-	text := searchText(contentWords(words), hits)
+	res.Chunks, res.Truncated = fitHits(hits, qp.maxTokens, func(h searchHit) string { return searchLine(0, h) })
+	text := searchText(contentWords(words), res.Chunks)
+	if res.Truncated {
+		text += fmt.Sprintf("\n%d more chunks matched but did not fit max_tokens %d; raise it or lower k.", len(hits)-len(res.Chunks), qp.maxTokens)
+	}
 	if capped {
 		res.RankedNewest = maxRanked
 		text += fmt.Sprintf("\nMore than %d chunks match; these are the best of the %d most recent. Add a more distinctive word to search them all.", maxRanked, maxRanked)
@@ -112,10 +133,15 @@ func searchText(words []string, hits []searchHit) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "%d. %s score=%.3g %s%s (%s, seq %d): %s",
-			i+1, h.ChunkID, h.Score, quoteShort(oneLine(h.Title)), noteSuffix(h.chunkRef), h.DocumentID, h.Seq, oneLine(h.Snippet))
+		b.WriteString(searchLine(i, h))
 	}
 	return b.String()
+}
+
+// searchLine renders the i-th hit (from 0) of a search.
+func searchLine(i int, h searchHit) string {
+	return fmt.Sprintf("%d. %s score=%.3g %s%s (%s, seq %d): %s",
+		i+1, h.ChunkID, h.Score, quoteShort(oneLine(h.Title)), noteSuffix(h.chunkRef), h.DocumentID, h.Seq, oneLine(h.Snippet))
 }
 
 // oneLine collapses every run of whitespace, newlines included, to a space.
@@ -145,6 +171,7 @@ var searchTool = tool{
 			},
 			"k":          kSchema("chunks"),
 			"namespaces": namespacesSchema(),
+			"max_tokens": maxTokensSchema("hits that do not fit are left out, best kept, and the result says truncated."),
 		})),
 		OutputSchema: mustJSON(objectSchema([]string{"chunks"}, map[string]any{
 			"chunks": map[string]any{
@@ -154,6 +181,7 @@ var searchTool = tool{
 					"score":   map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "BM25 relevance; higher is better."},
 				}),
 			},
+			"truncated": map[string]any{"type": "boolean", "description": "Present when max_tokens left out hits that matched."},
 			"ranked_newest": map[string]any{
 				"type": "integer", "minimum": 1,
 				"description": "Present when more chunks matched than a search ranks: the hits are the best of this many most recent matches.",

@@ -23,6 +23,7 @@ type browseArgs struct {
 	K           *float64 `json:"k"`
 	Offset      *float64 `json:"offset"`
 	Namespaces  []string `json:"namespaces"`
+	MaxTokens   *float64 `json:"max_tokens"`
 }
 
 // browseResult is tree_browse's structured content.
@@ -77,6 +78,7 @@ var browseTool = tool{
 			},
 			"k":          kSchema("chunks"),
 			"namespaces": namespacesSchema(),
+			"max_tokens": maxTokensSchema("chunks that do not fit are left for the next page (offset += the chunks returned)."),
 			"offset": map[string]any{
 				"type": "integer", "minimum": 0, "maximum": maxOffset, "default": 0,
 				"description": "How many chunks to skip, for paging.",
@@ -110,6 +112,10 @@ func runBrowse(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 	if ctx, aerr = narrowScope(ctx, args.Namespaces); aerr != nil {
 		return nil, aerr
 	}
+	budget, aerr := parseMaxTokens(args.MaxTokens)
+	if aerr != nil {
+		return nil, aerr
+	}
 	if args.Query != nil && f.Match == "" {
 		return sdk.StructuredResult(
 			fmt.Sprintf("No chunks: the query %s has no letters or digits to search for.", quoteShort(*args.Query)),
@@ -119,6 +125,8 @@ func runBrowse(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 	if err != nil {
 		return nil, err
 	}
+	// Chunks that do not fit come on the next page.
+	hits, _ = fitHits(hits, budget, func(h browseHit) string { return browseLine(offset, h) })
 	text := browseText(hits, total, offset)
 	for _, b := range []struct {
 		name string
@@ -246,13 +254,18 @@ func browseText(hits []browseHit, total int64, offset int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Chunks %d-%d of %d, newest first:", offset+1, offset+len(hits), total)
 	for i, h := range hits {
-		fmt.Fprintf(&b, "\n%d. %s %s%s (%s, seq %d, %s): %s",
-			offset+i+1, h.ChunkID, quoteShort(oneLine(h.Title)), noteSuffix(h.chunkRef), h.DocumentID, h.Seq, formatMS(h.UpdatedMS), oneLine(h.Snippet))
+		b.WriteString("\n" + browseLine(offset+i, h))
 	}
 	if next := int64(offset + len(hits)); next < total {
 		fmt.Fprintf(&b, "\nMore: call again with offset %d.", next)
 	}
 	return b.String()
+}
+
+// browseLine renders the chunk at position i (from 0) of a browse.
+func browseLine(i int, h browseHit) string {
+	return fmt.Sprintf("%d. %s %s%s (%s, seq %d, %s): %s",
+		i+1, h.ChunkID, quoteShort(oneLine(h.Title)), noteSuffix(h.chunkRef), h.DocumentID, h.Seq, formatMS(h.UpdatedMS), oneLine(h.Snippet))
 }
 
 // noteSuffix marks a chunk of a note in text results.

@@ -11,13 +11,16 @@ import (
 
 // readChunkArgs are tree_read_chunk's arguments.
 type readChunkArgs struct {
-	ChunkID *string `json:"chunk_id"`
+	ChunkID   *string  `json:"chunk_id"`
+	MaxTokens *float64 `json:"max_tokens"`
 }
 
 // readChunkResult is tree_read_chunk's structured content; Chunk is nil
 // (JSON null) for an unknown id.
 type readChunkResult struct {
 	Chunk *chunkView `json:"chunk"`
+	// Truncated is set when notes were cut to fit max_tokens.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 func runReadChunk(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
@@ -29,9 +32,17 @@ func runReadChunk(ctx context.Context, _ *Provider, st *store, raw json.RawMessa
 	if aerr != nil {
 		return nil, aerr
 	}
+	budget, aerr := parseMaxTokens(args.MaxTokens)
+	if aerr != nil {
+		return nil, aerr
+	}
 	c, err := st.chunk(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	truncated := false
+	if c != nil && budget > 0 {
+		truncated = fitNotes(c, budget)
 	}
 	if c == nil {
 		return sdk.StructuredResult(
@@ -52,7 +63,35 @@ func runReadChunk(ctx context.Context, _ *Provider, st *store, raw json.RawMessa
 	for _, n := range c.Notes {
 		fmt.Fprintf(&b, "\n\nNote (%s):\n%s", n.DocumentID, n.Text)
 	}
-	return sdk.StructuredResult(b.String(), readChunkResult{Chunk: c})
+	if truncated {
+		fmt.Fprintf(&b, "\n\n[notes cut to fit max_tokens %d]", budget)
+	}
+	return sdk.StructuredResult(b.String(), readChunkResult{Chunk: c, Truncated: truncated})
+}
+
+// fitNotes cuts the notes of c, each to the same share, so that the
+// chunk, which is at most 2,000 characters and always whole, and its notes
+// fit budget tokens in both the text and the structured result. It reports
+// whether it cut anything.
+func fitNotes(c *chunkView, budget int) bool {
+	if len(c.Notes) == 0 {
+		return false
+	}
+	room := budget*bytesPerToken/2 - len(c.Content) - 256*len(c.Notes)
+	notes := 0
+	for _, n := range c.Notes {
+		notes += len(n.Text)
+	}
+	if notes <= room {
+		return false
+	}
+	share := max(0, room/len(c.Notes))
+	for i := range c.Notes {
+		if len(c.Notes[i].Text) > share {
+			c.Notes[i].Text = cutUTF8(c.Notes[i].Text, share) + "…"
+		}
+	}
+	return true
 }
 
 var readChunkTool = tool{
@@ -64,9 +103,11 @@ var readChunkTool = tool{
 			"its position (seq) in the document. " +
 			"Use it when a search snippet is not enough. Returns chunk: null when no chunk has that id.",
 		InputSchema: mustJSON(objectSchema([]string{"chunk_id"}, map[string]any{
-			"chunk_id": chunkIDSchema(),
+			"chunk_id":   chunkIDSchema(),
+			"max_tokens": maxTokensSchema("the chunk is returned whole and its notes are cut to fit."),
 		})),
 		OutputSchema: mustJSON(objectSchema([]string{"chunk"}, map[string]any{
+			"truncated": map[string]any{"type": "boolean", "description": "Present when notes were cut to fit max_tokens."},
 			"chunk": map[string]any{
 				"description": "The chunk, or null when no chunk has that id.",
 				"anyOf": []any{

@@ -125,7 +125,10 @@ func runRecall(ctx context.Context, p *Provider, st *store, raw json.RawMessage)
 func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (recallResult, error) {
 	res := recallResult{Mode: recallKeyword, Chunks: []recallHit{}}
 	words := queryWords(query)
-	match := matchAny(contentWords(words))
+	match, err := st.focusedMatch(ctx, contentWords(words))
+	if err != nil {
+		return res, err
+	}
 
 	var similar []rankedPK
 	if emb := p.embedder; emb != nil && p.endpointPaused() != "" {

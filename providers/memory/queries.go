@@ -148,45 +148,56 @@ type searchHit struct {
 }
 
 // search returns up to k chunks matching the FTS5 expression match, best
-// first by BM25 (title above tags above body), ties broken by recency and
-// then id, and whether the ranking was capped (more than maxRanked chunks
-// matched, so only the newest maxRanked were ranked). Snippets, the costly
-// part, are made for the k rows returned only; CROSS JOIN keeps SQLite from
-// joining every match before the cut to k.
+// first by BM25 (title above tags above body), ties broken by recency, a
+// chunk whose text equals a better one's left out, and whether the ranking
+// was capped (more than maxRanked chunks matched, so only the newest
+// maxRanked were ranked). Snippets, the costly part, are made for the k
+// chunks returned only.
 func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, bool, error) {
-	var rows []refRow
-	cte, nsVars := candidatesCTE(scopeOf(ctx))
-	err := s.db.WithContext(ctx).Raw(`
-		WITH `+cte+`,
-		top AS MATERIALIZED (
-			SELECT pk, rank FROM cand ORDER BY rank, pk DESC LIMIT ?
-		)
-		SELECT `+refColumns+`,
-			snippet(chunks_fts, 1, '**', '**', '…', ?) AS snippet,
-			-top.rank AS score, c.content,
-			(SELECT COUNT(*) FROM walk) AS matched
-		FROM top
-		CROSS JOIN chunks_fts ON chunks_fts.rowid = top.pk
-		CROSS JOIN chunks c ON c.pk = top.pk
-		CROSS JOIN documents d ON d.id = c.document_id
-		CROSS JOIN sources s ON s.id = d.source_id
-		WHERE chunks_fts MATCH ?
-		ORDER BY top.rank, c.updated_ms DESC, c.id`,
-		slices.Concat([]any{match}, nsVars, []any{k + dupSlack(k), snippetTokens, match})...).Scan(&rows).Error
-	if err != nil {
-		return nil, false, fmt.Errorf("search chunks: %w", err)
+	ranked, capped, err := s.rankKeyword(ctx, match, k+dupSlack(k))
+	if err != nil || len(ranked) == 0 {
+		return []searchHit{}, capped, err
 	}
-	hits := make([]searchHit, 0, k)
-	capped := false
+	pks := make([]int64, len(ranked))
+	for i, r := range ranked {
+		pks[i] = r.PK
+	}
+	var texts []struct {
+		PK      int64  `gorm:"column:pk"`
+		Content string `gorm:"column:content"`
+	}
+	if err := s.db.WithContext(ctx).Raw(`SELECT pk, content FROM chunks WHERE pk IN ?`, pks).Scan(&texts).Error; err != nil {
+		return nil, false, fmt.Errorf("read chunks: %w", err)
+	}
+	keys := make(map[int64][sha256.Size]byte, len(texts))
+	for _, t := range texts {
+		keys[t.PK] = sha256.Sum256([]byte(t.Content))
+	}
 	seen := map[[sha256.Size]byte]bool{}
-	for i := range rows {
-		capped = capped || rows[i].Matched > maxRanked
-		key := sha256.Sum256([]byte(rows[i].Content))
-		if seen[key] || len(hits) == k {
-			continue
+	kept := ranked[:0]
+	for _, r := range ranked {
+		key, ok := keys[r.PK]
+		if !ok || seen[key] {
+			continue // deleted since it was ranked, or the same text as a better chunk
 		}
 		seen[key] = true
-		hits = append(hits, searchHit{chunkRef: rows[i].ref(), Snippet: cleanSnippet(rows[i].Snippet), Score: rows[i].Score})
+		if kept = append(kept, r); len(kept) == k {
+			break
+		}
+	}
+	pks = pks[:0]
+	for _, r := range kept {
+		pks = append(pks, r.PK)
+	}
+	refs, err := s.refsByPK(ctx, pks, match)
+	if err != nil {
+		return nil, false, err
+	}
+	hits := make([]searchHit, 0, len(kept))
+	for _, r := range kept {
+		if ref, ok := refs[r.PK]; ok {
+			hits = append(hits, searchHit{chunkRef: ref.chunkRef, Snippet: ref.Snippet, Score: r.Score})
+		}
 	}
 	return hits, capped, nil
 }
@@ -663,4 +674,62 @@ func (s *store) listSources(ctx context.Context) ([]sourceView, error) {
 		return nil, fmt.Errorf("list sources: %w", err)
 	}
 	return rows, nil
+}
+
+// wordCountCap bounds how many matches focusedMatch counts for one word:
+// beyond it a word is common whatever its exact count.
+const wordCountCap = 4 * maxRanked
+
+// focusedMatch returns the FTS5 expression recall ranks by for words, any
+// of which may match. When the words together match more chunks than a
+// ranking scores (maxRanked), ranking the newest matches would miss older
+// chunks that hold the question's rarest words, which carry most of the
+// BM25 score. So the candidates are the chunks that contain the rarest
+// words, as many as fit maxRanked together, and all the words still count
+// in their score: "(rare OR rarer) AND (every word)". A chunk with none of
+// those rare words could only rank above them on the strength of common
+// words, whose inverse document frequency is low. The rare words appear
+// twice in the expression, so they weigh double in the score. When even
+// the rarest word matches more than maxRanked chunks, the expression is
+// every word, and the ranking falls back to the newest matches.
+func (s *store) focusedMatch(ctx context.Context, words []string) (string, error) {
+	all := matchAny(words)
+	if len(words) < 2 {
+		return all, nil
+	}
+	type count struct {
+		word string
+		n    int
+	}
+	counts := make([]count, 0, len(words))
+	total := 0
+	for _, w := range words {
+		var n int
+		err := s.db.WithContext(ctx).Raw(`SELECT COUNT(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)`,
+			matchAll([]string{w}), wordCountCap).Scan(&n).Error
+		if err != nil {
+			return "", fmt.Errorf("count matches: %w", err)
+		}
+		if n > 0 {
+			counts = append(counts, count{w, n})
+			total += n
+		}
+	}
+	if total <= maxRanked || len(counts) < 2 {
+		return all, nil
+	}
+	slices.SortStableFunc(counts, func(a, b count) int { return a.n - b.n })
+	var rare []string
+	sum := 0
+	for _, c := range counts {
+		if sum+c.n > maxRanked {
+			break
+		}
+		rare = append(rare, c.word)
+		sum += c.n
+	}
+	if len(rare) == 0 {
+		return all, nil
+	}
+	return "(" + matchAny(rare) + ") AND (" + all + ")", nil
 }

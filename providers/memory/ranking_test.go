@@ -49,3 +49,32 @@ func TestCleanSnippet(t *testing.T) {
 		}
 	}
 }
+
+// TestRecallFindsOldRareWords checks that when a question's words match
+// more chunks than a ranking scores, recall still finds an old chunk with
+// its rarest word instead of ranking only the newest matches.
+func TestRecallFindsOldRareWords(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	put(t, p, map[string]any{"title": "Workshop", "content": "The carburetor of the old engine was rebuilt in May."})
+	st, err := p.configuredStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := make([]document, 0, maxRanked+100)
+	for i := range maxRanked + 100 {
+		text := fmt.Sprintf("engine log entry %d: the engine ran fine", i)
+		docs = append(docs, document{SourceID: "mcp:logs", SourceKind: SourceKindNote, SourceName: "logs", Namespace: "logs",
+			Key: fmt.Sprintf("log-%d", i), Title: "Engine log", Pieces: []string{text}, ContentSHA256: contentHash(text)})
+	}
+	if _, err := st.putDocuments(t.Context(), docs, false); err != nil {
+		t.Fatal(err)
+	}
+	got := call[recallResult](t, p, ToolRecall, map[string]any{"query": "what happened to the engine carburetor?", "k": 3})
+	if len(got.Chunks) == 0 || got.Chunks[0].Title != "Workshop" {
+		t.Errorf("recall: %+v, want the workshop chunk first", got.Chunks)
+	}
+	if got.RankedNewest != 0 {
+		t.Errorf("ranked_newest = %d, want the ranking to cover every candidate", got.RankedNewest)
+	}
+}

@@ -21,3 +21,21 @@ func Corrupt(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, corruptMessage) || strings.Contains(msg, notADBMessage)
 }
+
+// Messages of SQLITE_BUSY and SQLITE_LOCKED.
+const (
+	busyMessage   = "database is locked"
+	lockedMessage = "database table is locked"
+)
+
+// Busy reports whether err says another connection held a lock SQLite
+// would not wait for (SQLITE_BUSY or SQLITE_LOCKED): SQLite calls no busy
+// handler for some lock changes, such as switching a new database to WAL,
+// so such errors can reach a caller that set a busy timeout.
+func Busy(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, busyMessage) || strings.Contains(msg, lockedMessage)
+}

@@ -19,3 +19,20 @@ func TestCorrupt(t *testing.T) {
 		}
 	}
 }
+
+func TestBusy(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"open x: database is locked":       true,
+		"database table is locked: chunks": true,
+		"database disk image is malformed": false,
+		"":                                 false,
+	} {
+		var err error
+		if msg != "" {
+			err = errors.New(msg)
+		}
+		if got := Busy(err); got != want {
+			t.Errorf("Busy(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}

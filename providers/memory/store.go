@@ -72,8 +72,31 @@ func dsn(path string) string {
 }
 
 // openStore opens (creating if needed) the database at path and brings its
-// schema up to date.
+// schema up to date. Processes that open a new database at the same time
+// race to switch it to WAL mode and create its schema, and SQLite does not
+// wait for some of those locks whatever the busy timeout: an open that
+// fails with SQLITE_BUSY is tried again, with backoff, for up to the busy
+// timeout.
 func openStore(ctx context.Context, path string, now func() time.Time, extractors []Extractor, logger hclog.Logger) (*store, error) {
+	deadline := time.Now().Add(busyTimeoutMS * time.Millisecond)
+	wait := 10 * time.Millisecond
+	for {
+		s, err := openStoreOnce(ctx, path, now, extractors, logger)
+		if err == nil || !sqliteerr.Busy(err) || time.Now().After(deadline) {
+			return s, err
+		}
+		logger.Debug("memory database busy while opening; trying again", "path", path, "wait", wait)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("open %s: %w", path, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+// openStoreOnce is one attempt of openStore.
+func openStoreOnce(ctx context.Context, path string, now func() time.Time, extractors []Extractor, logger hclog.Logger) (*store, error) {
 	if err := privateFiles(path); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -125,10 +125,8 @@ func runRecall(ctx context.Context, p *Provider, st *store, raw json.RawMessage)
 func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (recallResult, error) {
 	res := recallResult{Mode: recallKeyword, Chunks: []recallHit{}}
 	words := queryWords(query)
-	match, err := st.focusedMatch(ctx, contentWords(words))
-	if err != nil {
-		return res, err
-	}
+	content := contentWords(words)
+	match := matchAny(content)
 
 	var similar []rankedPK
 	if emb := p.embedder; emb != nil && p.endpointPaused() != "" {
@@ -179,6 +177,19 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 		)
 		if keyword, capped, err = st.rankKeyword(ctx, match, recallCandidates); err != nil {
 			return res, err
+		}
+		if capped {
+			// Too many matches to rank them all: rank those with the
+			// rarest words instead of the newest.
+			focused, err := st.focusedMatch(ctx, content)
+			if err != nil {
+				return res, err
+			}
+			if focused != match {
+				if keyword, capped, err = st.rankKeyword(ctx, focused, recallCandidates); err != nil {
+					return res, err
+				}
+			}
 		}
 		if capped {
 			res.RankedNewest = maxRanked

@@ -130,14 +130,14 @@ func forgetSummary(o forgetOutput) string {
 // forgetText is memory_forget's text result.
 func forgetText(o forgetOutput) string {
 	if o.DocumentsTouched == 0 {
-		return "Nothing matched: no chunk in the namespaces this client may use matches what was given; nothing was forgotten."
+		return "Nothing matched what was given (among the namespaces the caller may use); nothing was forgotten."
 	}
 	ids := strings.Join(o.DocumentIDs, ", ")
 	if o.DocumentsTouched > int64(len(o.DocumentIDs)) {
 		ids += fmt.Sprintf(" and %d more", o.DocumentsTouched-int64(len(o.DocumentIDs)))
 	}
 	if o.DryRun {
-		return fmt.Sprintf("Dry run: this would forget %s (documents removed or shortened: %s). Nothing was deleted; call again without dry_run to forget them.",
+		return fmt.Sprintf("Dry run: this would forget %s (documents removed or shortened: %s). Nothing was deleted; repeat the call without the dry run to forget them.",
 			forgetSummary(o), ids)
 	}
 	return fmt.Sprintf("Forgot %s (documents removed or shortened: %s). Search, recall, browse and entities no longer find them.", forgetSummary(o), ids)

@@ -323,7 +323,7 @@ func TestCLIToolsListAndCall(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		names = append(names, strings.SplitN(line, "\t", 2)[0])
 	}
-	if diff := cmp.Diff([]string{"memory_store", "memory_note", "tree_tag", "memory_search", "memory_recall", "tree_read_chunk", "tree_browse", "tree_top_entities", "tree_list_sources",
+	if diff := cmp.Diff([]string{"memory_store", "memory_forget", "memory_note", "tree_tag", "memory_search", "memory_recall", "tree_read_chunk", "memory_history", "tree_browse", "tree_top_entities", "tree_list_sources",
 		"agent_list_subagents", "agent_run_subagent", "core_list_tools", "core_tool_instructions"}, names); diff != "" {
 		t.Errorf("tools list names (-want +got):\n%s", diff)
 	}
@@ -343,7 +343,7 @@ func TestCLIToolsListAndCall(t *testing.T) {
 	}
 	for i, tl := range listed {
 		provider := "memory"
-		if i >= 9 {
+		if i >= 11 {
 			provider = "agent"
 		}
 		if tl.Name != names[i] || tl.InputSchema["type"] != "object" || tl.Provider != provider || (tl.Class != "read" && tl.Class != "act") || tl.Annotations["readOnlyHint"] == nil {

@@ -169,7 +169,7 @@ func TestUnknownToolNamesProvidersThatDidNotLoad(t *testing.T) {
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
 	_, err := h.Server.Call(context.Background(), server.Call{Tool: "memory_search", Arguments: json.RawMessage(`{"query":"x"}`)})
-	want := `unknown tool "memory_search"; it may belong to a provider that did not load: memory (configure: memory provider: unknown key "bogus" in [providers.memory] (accepted keys: embeddings); remove it); fix the config, then send the server SIGHUP or restart it`
+	want := `unknown tool "memory_search"; it may belong to a provider that did not load: memory (configure: memory provider: unknown key "bogus" in [providers.memory] (accepted keys: embeddings, scopes, keep_versions_days); remove it); fix the config, then send the server SIGHUP or restart it`
 	if !errors.Is(err, server.ErrUnknownTool) || err.Error() != want {
 		t.Errorf("error = %v\nwant %s", err, want)
 	}

@@ -270,56 +270,28 @@ func (r *salvage) run() error {
 	return r.copyEmbeddings()
 }
 
-// copyVersions copies the previous versions of the documents written.
-// Like chunk tags they are read up to the first damaged region; a database
-// older than schema 3 has none.
+// copyVersions copies the previous versions of the documents written. A
+// database older than schema 3 has none.
 func (r *salvage) copyVersions() error {
 	type version struct {
 		docID, title, tags, content, sha string
 		version                          int
 		updatedMS, replacedMS            int64
 	}
-	var versions []version
-	rows, err := r.old.QueryContext(r.ctx, `SELECT document_id, version, title, tags, content, content_sha256, updated_ms, replaced_ms FROM document_versions`)
-	if err != nil && strings.Contains(err.Error(), "no such table") {
-		return nil
-	}
-	if err == nil {
-		for rows.Next() {
+	_, err := copyUntilDamage(r, "document_versions",
+		`SELECT document_id, version, title, tags, content, content_sha256, updated_ms, replaced_ms FROM document_versions`,
+		func(rows *sql.Rows) (version, bool, error) {
 			var v version
-			if err = rows.Scan(&v.docID, &v.version, &v.title, &v.tags, &v.content, &v.sha, &v.updatedMS, &v.replacedMS); err != nil {
-				break
-			}
-			versions = append(versions, v)
-		}
-		if err == nil {
-			err = rows.Err()
-		}
-		rows.Close()
-	}
-	if r.ctx.Err() != nil {
-		return r.ctx.Err()
-	}
-	if err != nil {
-		r.sum.unreadable("document_versions")
-	}
-	for batch := range slices.Chunk(versions, insertBatch) {
-		err := r.st.write(r.ctx, func(tx *gorm.DB) error {
-			for _, v := range batch {
-				err := tx.Exec(`INSERT OR IGNORE INTO document_versions (document_id, version, title, tags, content, content_sha256, updated_ms, replaced_ms)
-					SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM documents WHERE id = ?)`,
-					v.docID, v.version, v.title, v.tags, v.content, v.sha, v.updatedMS, v.replacedMS, v.docID).Error
-				if err != nil {
-					return fmt.Errorf("write recovered document versions: %w", err)
-				}
-			}
-			return nil
+			err := rows.Scan(&v.docID, &v.version, &v.title, &v.tags, &v.content, &v.sha, &v.updatedMS, &v.replacedMS)
+			return v, true, err
+		},
+		func(tx *gorm.DB, v version) error {
+			// A version of a document that could not be copied is dropped.
+			return tx.Exec(`INSERT OR IGNORE INTO document_versions (document_id, version, title, tags, content, content_sha256, updated_ms, replaced_ms)
+				SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM documents WHERE id = ?)`,
+				v.docID, v.version, v.title, v.tags, v.content, v.sha, v.updatedMS, v.replacedMS, v.docID).Error
 		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // copyDocuments writes docs with the chunks of theirs that can be read.
@@ -439,18 +411,40 @@ func (r *salvage) copyChunkTags() error {
 		chunkID, tag string
 		position     int
 	}
-	var tags []tag
-	// chunk_tags has no rowid to resume after a damaged region by: it is
-	// read up to the first one.
-	rows, err := r.old.QueryContext(r.ctx, `SELECT chunk_id, tag, position FROM chunk_tags`)
+	n, err := copyUntilDamage(r, "chunk_tags", `SELECT chunk_id, tag, position FROM chunk_tags`,
+		func(rows *sql.Rows) (tag, bool, error) {
+			var t tag
+			err := rows.Scan(&t.chunkID, &t.tag, &t.position)
+			return t, r.chunkIDs[t.chunkID], err
+		},
+		func(tx *gorm.DB, t tag) error {
+			return tx.Exec(`INSERT OR IGNORE INTO chunk_tags (chunk_id, tag, position) VALUES (?, ?, ?)`, t.chunkID, t.tag, t.position).Error
+		})
+	r.sum.ChunkTags += n
+	return err
+}
+
+// copyUntilDamage copies the rows query reads from table of the old
+// database, for tables without a rowid to resume by after a damaged
+// region: it reads up to the first one (and marks the table unreadable),
+// keeps the rows scan accepts, and writes them with insert in batches. A
+// table the old database does not have (an older schema) copies nothing.
+// It returns how many rows it wrote.
+func copyUntilDamage[T any](r *salvage, table, query string, scan func(*sql.Rows) (T, bool, error), insert func(*gorm.DB, T) error) (int, error) {
+	var kept []T
+	rows, err := r.old.QueryContext(r.ctx, query)
+	if err != nil && strings.Contains(err.Error(), "no such table") {
+		return 0, nil
+	}
 	if err == nil {
 		for rows.Next() {
-			var t tag
-			if err = rows.Scan(&t.chunkID, &t.tag, &t.position); err != nil {
+			v, keep, serr := scan(rows)
+			if serr != nil {
+				err = serr
 				break
 			}
-			if r.chunkIDs[t.chunkID] {
-				tags = append(tags, t)
+			if keep {
+				kept = append(kept, v)
 			}
 		}
 		if err == nil {
@@ -459,26 +453,27 @@ func (r *salvage) copyChunkTags() error {
 		rows.Close()
 	}
 	if r.ctx.Err() != nil {
-		return r.ctx.Err()
+		return 0, r.ctx.Err()
 	}
 	if err != nil {
-		r.sum.unreadable("chunk_tags")
+		r.sum.unreadable(table)
 	}
-	for batch := range slices.Chunk(tags, insertBatch) {
+	written := 0
+	for batch := range slices.Chunk(kept, insertBatch) {
 		err := r.st.write(r.ctx, func(tx *gorm.DB) error {
-			for _, t := range batch {
-				if err := tx.Exec(`INSERT OR IGNORE INTO chunk_tags (chunk_id, tag, position) VALUES (?, ?, ?)`, t.chunkID, t.tag, t.position).Error; err != nil {
-					return fmt.Errorf("write recovered chunk tags: %w", err)
+			for _, v := range batch {
+				if err := insert(tx, v); err != nil {
+					return fmt.Errorf("write recovered %s: %w", strings.ReplaceAll(table, "_", " "), err)
 				}
 			}
 			return nil
 		})
 		if err != nil {
-			return err
+			return written, err
 		}
-		r.sum.ChunkTags += len(batch)
+		written += len(batch)
 	}
-	return nil
+	return written, nil
 }
 
 // copyEmbeddings copies the embeddings of the chunks written, so that they

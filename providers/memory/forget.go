@@ -176,37 +176,17 @@ func nonEmpty(ids []string) []string {
 // sources s, with its variables; a document-level selector's names d
 // only.
 func (f *forgetSelector) where() (string, []any) {
-	conds := []string{"1"}
-	var vars []any
-	if len(f.ChunkIDs) > 0 {
-		conds = append(conds, "c.id IN ?")
-		vars = append(vars, f.ChunkIDs)
-	}
-	if len(f.DocumentIDs) > 0 {
-		conds = append(conds, "d.id IN ?")
-		vars = append(vars, f.DocumentIDs)
-	}
-	if len(f.SourceIDs) > 0 {
-		conds = append(conds, "d.source_id IN ?")
-		vars = append(vars, f.SourceIDs)
-	}
-	if len(f.Namespaces) > 0 {
-		conds = append(conds, "d.namespace IN ?")
-		vars = append(vars, f.Namespaces)
-	}
-	if cond, v := f.Scope.cond("d.namespace"); cond != "" {
-		conds = append(conds, cond)
-		vars = append(vars, v...)
-	}
+	var c conds
+	c.in("c.id IN ?", f.ChunkIDs)
+	c.in("d.id IN ?", f.DocumentIDs)
+	c.in("d.source_id IN ?", f.SourceIDs)
+	c.in("d.namespace IN ?", f.Namespaces)
+	c.scope(f.Scope)
 	if f.UpdatedBeforeMS != nil {
-		conds = append(conds, "c.updated_ms < ?")
-		vars = append(vars, *f.UpdatedBeforeMS)
+		c.add("c.updated_ms < ?", *f.UpdatedBeforeMS)
 	}
-	if f.Match != "" {
-		conds = append(conds, "c.pk IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)")
-		vars = append(vars, f.Match)
-	}
-	return strings.Join(conds, " AND "), vars
+	c.match(f.Match)
+	return c.sql(), c.vars
 }
 
 // countAll counts the rows forget reports on.

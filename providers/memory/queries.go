@@ -319,42 +319,19 @@ type browseHit struct {
 // then most recently inserted), offset and k applied, and how many pass
 // in all.
 func (s *store) browse(ctx context.Context, f browseFilter, k, offset int) ([]browseHit, int64, error) {
-	var (
-		where []string
-		vars  []any
-	)
-	if len(f.SourceKinds) > 0 {
-		where = append(where, "s.kind IN ?")
-		vars = append(vars, f.SourceKinds)
-	}
-	if len(f.SourceIDs) > 0 {
-		where = append(where, "d.source_id IN ?")
-		vars = append(vars, f.SourceIDs)
-	}
-	if len(f.EntityIDs) > 0 {
-		where = append(where, "c.pk IN (SELECT chunk_pk FROM chunk_entities WHERE entity_id IN ?)")
-		vars = append(vars, f.EntityIDs)
-	}
+	var c conds
+	c.in("s.kind IN ?", f.SourceKinds)
+	c.in("d.source_id IN ?", f.SourceIDs)
+	c.in("c.pk IN (SELECT chunk_pk FROM chunk_entities WHERE entity_id IN ?)", f.EntityIDs)
 	if f.SinceMS != nil {
-		where = append(where, "c.updated_ms >= ?")
-		vars = append(vars, *f.SinceMS)
+		c.add("c.updated_ms >= ?", *f.SinceMS)
 	}
 	if f.UntilMS != nil {
-		where = append(where, "c.updated_ms < ?")
-		vars = append(vars, *f.UntilMS)
+		c.add("c.updated_ms < ?", *f.UntilMS)
 	}
-	if f.Match != "" {
-		where = append(where, "c.pk IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)")
-		vars = append(vars, f.Match)
-	}
-	if c, v := scopeOf(ctx).cond("d.namespace"); c != "" {
-		where = append(where, c)
-		vars = append(vars, v...)
-	}
-	cond := ""
-	if len(where) > 0 {
-		cond = "WHERE " + strings.Join(where, " AND ")
-	}
+	c.match(f.Match)
+	c.scope(scopeOf(ctx))
+	cond, vars := "WHERE "+c.sql(), c.vars
 	db := s.db.WithContext(ctx)
 	var total int64
 	if err := db.Raw(`SELECT COUNT(*) FROM chunks c `+refJoins+` `+cond, vars...).Scan(&total).Error; err != nil {

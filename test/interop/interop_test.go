@@ -447,9 +447,44 @@ func runScript(t *testing.T, p prereqs, sb *sandbox, script string, stdio bool, 
 	t.Helper()
 	dir := clientDir(t, p, sb, script)
 
+	r := runNode(t, p, sb, dir, stdio, extraEnv, append([]string{script}, args...)...)
+	out := strings.TrimRight(r.stdout, "\n")
+	lines := strings.Split(out, "\n")
+	for _, l := range lines {
+		t.Log(l)
+	}
+	m := clientSummary.FindStringSubmatch(lines[len(lines)-1])
+	switch {
+	case r.overdue:
+		t.Errorf("%s did not finish by the test's deadline; stderr:\n%s", script, indent(r.stderr))
+	case r.err != nil || m == nil || m[2] != "0" || m[1] == "0":
+		t.Errorf("%s %s failed (%v); see the not ok lines above; stderr (client and server):\n%s",
+			script, strings.Join(args, " "), r.err, indent(r.stderr))
+	}
+	return r.tree
+}
+
+// nodeResult is what a Node run printed and how it ended.
+type nodeResult struct {
+	stdout, stderr string
+	// err is the exit error; overdue is set when the test's deadline
+	// killed the run.
+	err     error
+	overdue bool
+	// tree watches the server the script launched over stdio; nil
+	// otherwise.
+	tree *procTree
+}
+
+// runNode runs the pinned Node with args from dir, in sb's environment
+// with extraEnv. With stdio, the script launches the server, whose process
+// tree is watched (and killed with the script when the test's deadline
+// passes).
+func runNode(t *testing.T, p prereqs, sb *sandbox, dir string, stdio bool, extraEnv []string, args ...string) nodeResult {
+	t.Helper()
 	ctx := testwait.Context(t)
 	var stdout, stderr testwait.Buffer
-	cmd := exec.CommandContext(ctx, p.node(), append([]string{script}, args...)...)
+	cmd := exec.CommandContext(ctx, p.node(), args...)
 	cmd.Dir = dir
 	cmd.Env = sb.environ(p.nodeDir(), extraEnv...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -472,23 +507,9 @@ func runScript(t *testing.T, p prereqs, sb *sandbox, script string, stdio bool, 
 		watched.Store(tree)
 	}
 	runErr := cmd.Wait()
-	elapsed := time.Since(start)
-
-	out := strings.TrimRight(stdout.String(), "\n")
-	lines := strings.Split(out, "\n")
-	for _, l := range lines {
-		t.Log(l)
-	}
-	t.Logf("%s %s took %s", script, strings.Join(args, " "), elapsed.Round(time.Millisecond))
-	m := clientSummary.FindStringSubmatch(lines[len(lines)-1])
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		t.Errorf("%s did not finish by the test's deadline; stderr:\n%s", script, indent(stderr.String()))
-	case runErr != nil || m == nil || m[2] != "0" || m[1] == "0":
-		t.Errorf("%s %s failed (%v); see the not ok lines above; stderr (client and server):\n%s",
-			script, strings.Join(args, " "), runErr, indent(stderr.String()))
-	}
-	return tree
+	t.Logf("%s took %s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	return nodeResult{stdout: stdout.String(), stderr: stderr.String(), err: runErr,
+		overdue: errors.Is(ctx.Err(), context.DeadlineExceeded), tree: tree}
 }
 
 // ---- tests -----------------------------------------------------------------

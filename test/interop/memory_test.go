@@ -3,16 +3,13 @@ package interop_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,38 +142,17 @@ func runMemoryPlan(t *testing.T, p prereqs, sb *sandbox, steps []memoryStep) *me
 		t.Fatal(err)
 	}
 
-	ctx := testwait.Context(t)
-	var stdout, stderr testwait.Buffer
-	cmd := exec.CommandContext(ctx, p.node(), script, planPath, p.bin, "serve")
-	cmd.Dir = dir
-	cmd.Env = sb.environ(p.nodeDir())
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second
-	var watched atomic.Pointer[procTree]
-	cmd.Cancel = func() error {
-		if tree := watched.Load(); tree != nil {
-			tree.killRunning()
-		}
-		return cmd.Process.Kill()
-	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	tree := watchProcTree(t, cmd.Process.Pid, p.bin)
-	watched.Store(tree)
-	runErr := cmd.Wait()
-	t.Logf("%s (%d steps) took %s", script, len(steps), time.Since(start).Round(time.Millisecond))
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("%s did not finish by the test's deadline; stderr:\n%s", script, indent(stderr.String()))
+	r := runNode(t, p, sb, dir, true, nil, script, planPath, p.bin, "serve")
+	if r.overdue {
+		t.Fatalf("%s did not finish by the test's deadline; stderr:\n%s", script, indent(r.stderr))
 	}
 	var run memoryRun
-	if err := json.Unmarshal(bytes.TrimSpace([]byte(stdout.String())), &run); err != nil {
+	if err := json.Unmarshal(bytes.TrimSpace([]byte(r.stdout)), &run); err != nil {
 		t.Fatalf("%s printed no result (%v, exit %v); stdout:\n%s\nstderr (client and server):\n%s",
-			script, err, runErr, indent(stdout.String()), indent(stderr.String()))
+			script, err, r.err, indent(r.stdout), indent(r.stderr))
 	}
-	if runErr != nil || run.Failure != "" {
-		t.Fatalf("%s failed (%v): %s; stderr (client and server):\n%s", script, runErr, run.Failure, indent(stderr.String()))
+	if r.err != nil || run.Failure != "" {
+		t.Fatalf("%s failed (%v): %s; stderr (client and server):\n%s", script, r.err, run.Failure, indent(r.stderr))
 	}
 	if run.Server.Name != "openhuman-host" {
 		t.Errorf("serverInfo.name %q", run.Server.Name)
@@ -184,7 +160,7 @@ func runMemoryPlan(t *testing.T, p prereqs, sb *sandbox, steps []memoryStep) *me
 	if len(run.TransportErrors) > 0 {
 		t.Errorf("transport errors: %q", run.TransportErrors)
 	}
-	tree.requireExited(t)
+	r.tree.requireExited(t)
 	return &run
 }
 

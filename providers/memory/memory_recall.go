@@ -39,10 +39,6 @@ type recallResult struct {
 	// embedding of the configured model yet (the backfill is on it): they
 	// are ranked by keywords only.
 	WithoutEmbedding int64 `json:"without_embedding,omitempty"`
-	// RankedNewest is set when more chunks matched the question's words
-	// than a keyword ranking scores: the keyword ranking covered this many
-	// most recent matches.
-	RankedNewest int `json:"ranked_newest,omitempty"`
 	// Truncated is set when max_tokens left out hits that were found.
 	Truncated bool `json:"truncated,omitempty"`
 }
@@ -88,10 +84,6 @@ var recallTool = tool{
 			},
 			"truncated":       map[string]any{"type": "boolean", "description": "Present when max_tokens left out hits that were found."},
 			"fallback_reason": map[string]any{"type": "string", "description": "Why keyword mode ran although an embeddings endpoint is configured."},
-			"ranked_newest": map[string]any{
-				"type": "integer", "minimum": 1,
-				"description": "Present when more chunks matched the question's words than are ranked by keywords: the keyword ranking covered this many most recent matches.",
-			},
 			"without_embedding": map[string]any{
 				"type": "integer", "minimum": 1,
 				"description": "Hybrid mode: chunks that have no embedding yet and are ranked by keywords only.",
@@ -170,29 +162,10 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 		}
 	}
 	var keyword []rankedPK
-	if match != "" {
-		var (
-			err    error
-			capped bool
-		)
-		if keyword, capped, err = st.rankKeyword(ctx, match, recallCandidates); err != nil {
+	if len(content) > 0 {
+		var err error
+		if keyword, err = st.rankWords(ctx, phraseExprs(content), false, recallCandidates); err != nil {
 			return res, err
-		}
-		if capped {
-			// Too many matches to rank them all: rank those with the
-			// rarest words instead of the newest.
-			focused, err := st.focusedMatch(ctx, content)
-			if err != nil {
-				return res, err
-			}
-			if focused != match {
-				if keyword, capped, err = st.rankKeyword(ctx, focused, recallCandidates); err != nil {
-					return res, err
-				}
-			}
-		}
-		if capped {
-			res.RankedNewest = maxRanked
 		}
 	}
 
@@ -286,9 +259,6 @@ func recallText(query string, res recallResult) string {
 			verb = "has"
 		}
 		fmt.Fprintf(&b, " %s %s no embedding yet and can be found by keywords only.", plural(int(res.WithoutEmbedding), "chunk"), verb)
-	}
-	if res.RankedNewest > 0 {
-		fmt.Fprintf(&b, " More than %d chunks share the question's words; the keyword ranking covered the %d most recent.", res.RankedNewest, res.RankedNewest)
 	}
 	if len(res.Chunks) == 0 {
 		fmt.Fprintf(&b, "\nNothing in memory matches %s.", quoteShort(query))

@@ -87,9 +87,6 @@ func namespacesSchema() map[string]any {
 // searchResult is memory_search's structured content.
 type searchResult struct {
 	Chunks []searchHit `json:"chunks"`
-	// RankedNewest is set when more chunks matched than a search ranks:
-	// the hits are the best of this many most recent matches.
-	RankedNewest int `json:"ranked_newest,omitempty"`
 	// Truncated is set when max_tokens left out hits that matched.
 	Truncated bool `json:"truncated,omitempty"`
 }
@@ -106,7 +103,7 @@ func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 			fmt.Sprintf("No results: the query %s has no letters or digits to search for.", quoteShort(query)),
 			searchResult{Chunks: []searchHit{}})
 	}
-	hits, capped, err := st.search(ctx, matchAll(contentWords(words)), k)
+	hits, err := st.search(ctx, contentWords(words), k)
 	if err != nil {
 		return nil, err
 	}
@@ -115,10 +112,6 @@ func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 	text := searchText(contentWords(words), res.Chunks)
 	if res.Truncated {
 		text += fmt.Sprintf("\n%d more chunks matched but did not fit max_tokens %d; raise it or lower k.", len(hits)-len(res.Chunks), qp.maxTokens)
-	}
-	if capped {
-		res.RankedNewest = maxRanked
-		text += fmt.Sprintf("\nMore than %d chunks match; these are the best of the %d most recent. Add a more distinctive word to search them all.", maxRanked, maxRanked)
 	}
 	return sdk.StructuredResult(text, res)
 }
@@ -182,10 +175,6 @@ var searchTool = tool{
 				}),
 			},
 			"truncated": map[string]any{"type": "boolean", "description": "Present when max_tokens left out hits that matched."},
-			"ranked_newest": map[string]any{
-				"type": "integer", "minimum": 1,
-				"description": "Present when more chunks matched than a search ranks: the hits are the best of this many most recent matches.",
-			},
 		})),
 		Annotations: readAnnotations("Search memory"),
 		Class:       sdk.ClassRead,

@@ -184,17 +184,20 @@ func TestSearchK(t *testing.T) {
 	}
 }
 
-// TestSearchRankingCap: when more chunks match than a search ranks, the
-// newest are ranked and the result says so; a distinctive word still finds
-// old chunks.
-func TestSearchRankingCap(t *testing.T) {
+// TestSearchRanksEveryMatch: with thousands of matches, the chunk that
+// holds the word most often comes first although it is the oldest, for
+// search and recall alike; a word in most chunks ranks by recency.
+func TestSearchRanksEveryMatch(t *testing.T) {
 	t.Parallel()
 	p, _ := newProvider(t)
-	pieces := make([]string, maxRanked+100)
+	pieces := make([]string, 2100)
 	for i := range pieces {
 		pieces[i] = fmt.Sprintf("common filler number %d. ", i)
+		if i%3 == 0 {
+			pieces[i] = fmt.Sprintf("common widget filler number %d. ", i)
+		}
 	}
-	pieces[3] = "common and a distinctive aardvark. "
+	pieces[3] = "common widget widget widget, the widget chunk. "
 	_, err := p.store.putDocument(t.Context(), document{
 		SourceID: "mcp:mcp", SourceKind: SourceKindNote, SourceName: "test", Namespace: "mcp",
 		Key: "bulk", Title: "Bulk", Pieces: pieces,
@@ -202,32 +205,29 @@ func TestSearchRankingCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := callRaw(t, p, ToolSearch, map[string]any{"query": "common", "k": 3})
+	res := callRaw(t, p, ToolSearch, map[string]any{"query": "widget", "k": 3})
 	var got searchResult
 	if err := json.Unmarshal(res.StructuredContent, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.RankedNewest != maxRanked || len(got.Chunks) != 3 {
-		t.Errorf("capped search = ranked_newest %d, %d hits", got.RankedNewest, len(got.Chunks))
+	if len(got.Chunks) != 3 || got.Chunks[0].Seq != 3 {
+		t.Fatalf("search widget = %+v, want seq 3 first", got.Chunks)
 	}
-	for _, h := range got.Chunks {
-		if h.Seq < 100 {
-			t.Errorf("hit seq %d is older than the newest %d matches", h.Seq, maxRanked)
-		}
+	if got.Chunks[0].Score <= got.Chunks[1].Score || got.Chunks[1].Score != got.Chunks[2].Score || got.Chunks[1].Seq <= got.Chunks[2].Seq {
+		t.Errorf("scores %v, %v, %v (seq %d, %d): want the repeated word first, then ties newest first",
+			got.Chunks[0].Score, got.Chunks[1].Score, got.Chunks[2].Score, got.Chunks[1].Seq, got.Chunks[2].Seq)
 	}
-	if !strings.Contains(res.Content[0].Text, "More than 2000 chunks match; these are the best of the 2000 most recent.") {
-		t.Errorf("text does not say the ranking was capped: %q", res.Content[0].Text)
+	rec := call[recallResult](t, p, ToolRecall, map[string]any{"query": "where is the widget?", "k": 2})
+	if len(rec.Chunks) != 2 || rec.Chunks[0].Seq != 3 {
+		t.Errorf("recall widget = %+v, want seq 3 first", rec.Chunks)
 	}
-	res = callRaw(t, p, ToolSearch, map[string]any{"query": "common aardvark"})
+	// "common" is in every chunk: its frequency is not read, so the
+	// newest chunks come first, and the score is still positive.
 	got = searchResult{}
-	if err := json.Unmarshal(res.StructuredContent, &got); err != nil {
+	if err := json.Unmarshal(callRaw(t, p, ToolSearch, map[string]any{"query": "common", "k": 2}).StructuredContent, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.RankedNewest != 0 || len(got.Chunks) != 1 || got.Chunks[0].Seq != 3 {
-		t.Errorf("distinctive search = %+v", got)
-	}
-	rec := call[recallResult](t, p, ToolRecall, map[string]any{"query": "what is common?", "k": 2})
-	if rec.RankedNewest != maxRanked || len(rec.Chunks) != 2 {
-		t.Errorf("capped recall = ranked_newest %d, %d hits", rec.RankedNewest, len(rec.Chunks))
+	if len(got.Chunks) != 2 || got.Chunks[0].Seq != 2099 || got.Chunks[1].Seq != 2098 || got.Chunks[0].Score <= 0 {
+		t.Errorf("search common = %+v, want the newest two with a positive score", got.Chunks)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -28,37 +27,9 @@ const (
 	leadRunes = 240
 )
 
-// maxRanked bounds how many matching chunks a keyword ranking scores:
-// BM25 costs about 2 µs a match, so a word found in every chunk of a large
-// memory would cost a quarter of a second at 100k chunks. When more chunks
-// match, the most recently written maxRanked are ranked, and results say
-// so. Queries with a distinctive word match fewer and are ranked in full.
-const maxRanked = 2000
-
-// bm25Expr is FTS5's bm25 with the column weights above.
+// bm25Expr is FTS5's bm25 with the column weights above; rank.go derives
+// each word's term frequency from it.
 var bm25Expr = fmt.Sprintf("bm25(chunks_fts, %.1f, %.1f, %.1f)", titleWeight, bodyWeight, tagsWeight)
-
-// candidatesCTE selects the pks of the chunks matching the first bound
-// FTS5 expression, in the namespaces of sc, with their BM25 rank (lower is
-// better): the most recently written maxRanked of them (cand). Walking the
-// index newest first stops after maxRanked + 1 rows (walk), so BM25 is
-// computed for those only and COUNT(*) FROM walk > maxRanked tells that
-// more chunks match. The variables of the namespace condition follow the
-// expression's.
-func candidatesCTE(sc scope) (string, []any) {
-	cond, vars := sc.cond("d.namespace")
-	if cond != "" {
-		cond = ` AND EXISTS (SELECT 1 FROM chunks c JOIN documents d ON d.id = c.document_id
-				WHERE c.pk = chunks_fts.rowid AND ` + cond + `)`
-	}
-	return `walk AS MATERIALIZED (
-			SELECT rowid AS pk, ` + bm25Expr + ` AS rank FROM chunks_fts
-			WHERE chunks_fts MATCH ?` + cond + `
-			ORDER BY rowid DESC
-			LIMIT ` + fmt.Sprint(maxRanked+1) + `
-		),
-		cand AS (SELECT pk, rank FROM walk ORDER BY pk DESC LIMIT ` + fmt.Sprint(maxRanked) + `)`, vars
-}
 
 // chunkRef identifies a chunk and where it belongs. Every hit and chunk
 // view starts with these fields, flat, chunk_id first.
@@ -147,17 +118,15 @@ type searchHit struct {
 	Score   float64 `json:"score"`
 }
 
-// search returns up to k chunks matching the FTS5 expression match, best
-// first by BM25 (title above tags above body), ties broken by recency, a
-// chunk whose text equals a better one's left out, and whether the ranking
-// was capped (more than maxRanked chunks matched, so only the newest
-// maxRanked were ranked). Snippets, the costly part, are made for the k
-// chunks returned only.
-func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, bool, error) {
-	ranked, capped, err := s.rankKeyword(ctx, match, k+dupSlack(k))
+// search returns up to k chunks that hold every word, best first (see
+// rankWords), a chunk whose text equals a better one's left out. Snippets,
+// the costly part, are made for the k chunks returned only.
+func (s *store) search(ctx context.Context, words []string, k int) ([]searchHit, error) {
+	ranked, err := s.rankWords(ctx, phraseExprs(words), true, k+dupSlack(k))
 	if err != nil || len(ranked) == 0 {
-		return []searchHit{}, capped, err
+		return []searchHit{}, err
 	}
+	match := matchAll(words)
 	pks := make([]int64, len(ranked))
 	for i, r := range ranked {
 		pks[i] = r.PK
@@ -167,7 +136,7 @@ func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, b
 		Content string `gorm:"column:content"`
 	}
 	if err := s.db.WithContext(ctx).Raw(`SELECT pk, content FROM chunks WHERE pk IN ?`, pks).Scan(&texts).Error; err != nil {
-		return nil, false, fmt.Errorf("read chunks: %w", err)
+		return nil, fmt.Errorf("read chunks: %w", err)
 	}
 	keys := make(map[int64][sha256.Size]byte, len(texts))
 	for _, t := range texts {
@@ -191,7 +160,7 @@ func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, b
 	}
 	refs, err := s.refsByPK(ctx, pks, match)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	hits := make([]searchHit, 0, len(kept))
 	for _, r := range kept {
@@ -199,7 +168,7 @@ func (s *store) search(ctx context.Context, match string, k int) ([]searchHit, b
 			hits = append(hits, searchHit{chunkRef: ref.chunkRef, Snippet: ref.Snippet, Score: r.Score})
 		}
 	}
-	return hits, capped, nil
+	return hits, nil
 }
 
 // dupSlack is how many more rows than the k asked for a ranking reads, so
@@ -217,29 +186,6 @@ func cleanSnippet(s string) string {
 type rankedPK struct {
 	PK    int64   `gorm:"column:pk"`
 	Score float64 `gorm:"column:score"`
-}
-
-// rankKeyword returns the pks of up to n chunks matching match, best BM25
-// first, among the newest maxRanked matches, and whether that cap applied.
-func (s *store) rankKeyword(ctx context.Context, match string, n int) ([]rankedPK, bool, error) {
-	var rows []struct {
-		PK      int64   `gorm:"column:pk"`
-		Score   float64 `gorm:"column:score"`
-		Matched int64   `gorm:"column:matched"`
-	}
-	cte, nsVars := candidatesCTE(scopeOf(ctx))
-	err := s.db.WithContext(ctx).Raw(`
-		WITH `+cte+`
-		SELECT pk, -rank AS score, (SELECT COUNT(*) FROM walk) AS matched
-		FROM cand ORDER BY rank, pk DESC LIMIT ?`, slices.Concat([]any{match}, nsVars, []any{n})...).Scan(&rows).Error
-	if err != nil {
-		return nil, false, fmt.Errorf("rank chunks: %w", err)
-	}
-	out := make([]rankedPK, len(rows))
-	for i, r := range rows {
-		out[i] = rankedPK{PK: r.PK, Score: r.Score}
-	}
-	return out, len(rows) > 0 && rows[0].Matched > maxRanked, nil
 }
 
 // refsByPK returns the chunks with the given pks, keyed by pk. With a
@@ -651,62 +597,4 @@ func (s *store) listSources(ctx context.Context) ([]sourceView, error) {
 		return nil, fmt.Errorf("list sources: %w", err)
 	}
 	return rows, nil
-}
-
-// wordCountCap bounds how many matches focusedMatch counts for one word:
-// beyond it a word is common whatever its exact count.
-const wordCountCap = 4 * maxRanked
-
-// focusedMatch returns the FTS5 expression recall ranks by for words, any
-// of which may match. When the words together match more chunks than a
-// ranking scores (maxRanked), ranking the newest matches would miss older
-// chunks that hold the question's rarest words, which carry most of the
-// BM25 score. So the candidates are the chunks that contain the rarest
-// words, as many as fit maxRanked together, and all the words still count
-// in their score: "(rare OR rarer) AND (every word)". A chunk with none of
-// those rare words could only rank above them on the strength of common
-// words, whose inverse document frequency is low. The rare words appear
-// twice in the expression, so they weigh double in the score. When even
-// the rarest word matches more than maxRanked chunks, the expression is
-// every word, and the ranking falls back to the newest matches.
-func (s *store) focusedMatch(ctx context.Context, words []string) (string, error) {
-	all := matchAny(words)
-	if len(words) < 2 {
-		return all, nil
-	}
-	type count struct {
-		word string
-		n    int
-	}
-	counts := make([]count, 0, len(words))
-	total := 0
-	for _, w := range words {
-		var n int
-		err := s.db.WithContext(ctx).Raw(`SELECT COUNT(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)`,
-			matchAll([]string{w}), wordCountCap).Scan(&n).Error
-		if err != nil {
-			return "", fmt.Errorf("count matches: %w", err)
-		}
-		if n > 0 {
-			counts = append(counts, count{w, n})
-			total += n
-		}
-	}
-	if total <= maxRanked || len(counts) < 2 {
-		return all, nil
-	}
-	slices.SortStableFunc(counts, func(a, b count) int { return a.n - b.n })
-	var rare []string
-	sum := 0
-	for _, c := range counts {
-		if sum+c.n > maxRanked {
-			break
-		}
-		rare = append(rare, c.word)
-		sum += c.n
-	}
-	if len(rare) == 0 {
-		return all, nil
-	}
-	return "(" + matchAny(rare) + ") AND (" + all + ")", nil
 }

@@ -38,23 +38,25 @@ func isWordBase(r rune) bool {
 // word becomes a quoted string, and FTS5 joins adjacent strings with an
 // implicit AND. It returns "" when words is empty.
 func matchAll(words []string) string {
-	quoted := make([]string, len(words))
+	// Words never contain quotes, but phraseExprs doubles them to keep
+	// this safe if queryWords ever changes.
+	return strings.Join(phraseExprs(words), " ")
+}
+
+// phraseExprs returns each word as an FTS5 expression of its own, quoted
+// as matchAll quotes it.
+func phraseExprs(words []string) []string {
+	out := make([]string, len(words))
 	for i, w := range words {
-		// Words never contain quotes, but doubling them keeps this safe if
-		// queryWords ever changes.
-		quoted[i] = `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
+		out[i] = `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
 	}
-	return strings.Join(quoted, " ")
+	return out
 }
 
 // matchAny builds an FTS5 MATCH expression that any of words satisfies;
 // it returns "" when words is empty.
 func matchAny(words []string) string {
-	quoted := make([]string, len(words))
-	for i, w := range words {
-		quoted[i] = `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
-	}
-	return strings.Join(quoted, " OR ")
+	return strings.Join(phraseExprs(words), " OR ")
 }
 
 // contentWords drops common English function words from a question's

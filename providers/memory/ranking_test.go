@@ -61,8 +61,8 @@ func TestRecallFindsOldRareWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := make([]document, 0, maxRanked+100)
-	for i := range maxRanked + 100 {
+	docs := make([]document, 0, 2100)
+	for i := range 2100 {
 		text := fmt.Sprintf("engine log entry %d: the engine ran fine", i)
 		docs = append(docs, document{SourceID: "mcp:logs", SourceKind: SourceKindNote, SourceName: "logs", Namespace: "logs",
 			Key: fmt.Sprintf("log-%d", i), Title: "Engine log", Pieces: []string{text}, ContentSHA256: contentHash(text)})
@@ -73,8 +73,5 @@ func TestRecallFindsOldRareWords(t *testing.T) {
 	got := call[recallResult](t, p, ToolRecall, map[string]any{"query": "what happened to the engine carburetor?", "k": 3})
 	if len(got.Chunks) == 0 || got.Chunks[0].Title != "Workshop" {
 		t.Errorf("recall: %+v, want the workshop chunk first", got.Chunks)
-	}
-	if got.RankedNewest != 0 {
-		t.Errorf("ranked_newest = %d, want the ranking to cover every candidate", got.RankedNewest)
 	}
 }

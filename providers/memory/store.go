@@ -57,6 +57,9 @@ type store struct {
 	// keepVersions is how long a document written with KeepVersion keeps
 	// the text it had before each replacement; 0 keeps none.
 	keepVersions time.Duration
+	// postings keeps the posting lists of recent query words while the
+	// full-text index is unchanged (rank.go).
+	postings *postingCache
 }
 
 // lockPath is the lock file of the database at path: every process with
@@ -119,7 +122,7 @@ func openStoreOnce(ctx context.Context, path string, now func() time.Time, extra
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &store{db: db, now: now, writeSlot: make(chan struct{}, 1), extractors: extractors, path: path, unlock: unlock}
+	s := &store{db: db, now: now, writeSlot: make(chan struct{}, 1), extractors: extractors, path: path, unlock: unlock, postings: newPostingCache(postingCacheBytes)}
 	if err := quickCheck(ctx, db); err != nil {
 		s.close()
 		return nil, fmt.Errorf("open %s: %w", path, err)

@@ -651,27 +651,6 @@ func TestRefusedTextDoesNotPauseEndpoint(t *testing.T) {
 	}
 }
 
-// TestRankingCapBoundary: exactly maxRanked matches are ranked in full.
-func TestRankingCapBoundary(t *testing.T) {
-	t.Parallel()
-	p, _ := newProvider(t)
-	pieces := make([]string, maxRanked)
-	for i := range pieces {
-		pieces[i] = fmt.Sprintf("boundary word %d. ", i)
-	}
-	if _, err := p.store.putDocument(t.Context(), document{SourceID: "mcp:mcp", SourceKind: SourceKindNote, SourceName: "t",
-		Namespace: "mcp", Key: "b", Title: "B", Pieces: pieces}); err != nil {
-		t.Fatal(err)
-	}
-	var got searchResult
-	if err := json.Unmarshal(callRaw(t, p, ToolSearch, map[string]any{"query": "boundary"}).StructuredContent, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.RankedNewest != 0 {
-		t.Errorf("exactly %d matches reported as capped", maxRanked)
-	}
-}
-
 func TestNormalizeIDs(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{

@@ -65,11 +65,11 @@ func (a *forgetArgs) validate(sc scope) (forgetSelector, bool, *argError) {
 		if aerr != nil {
 			return sel, false, aerr
 		}
-		words := queryWords(q)
-		if len(words) == 0 {
+		terms := queryTerms(q)
+		if len(terms) == 0 {
 			return sel, false, argErrorf("argument \"query\" has no letters or digits to match")
 		}
-		sel.Match = matchAll(words)
+		sel.Match = matchAll(terms)
 	}
 	if sel.UpdatedBeforeMS, aerr = optionalInt64("updated_before_ms", a.UpdatedBeforeMS, 0, maxSafeInteger); aerr != nil {
 		return sel, false, aerr

@@ -116,8 +116,7 @@ func runRecall(ctx context.Context, p *Provider, st *store, raw json.RawMessage)
 // recall ranks chunks for query; see memory_recall's description.
 func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (recallResult, error) {
 	res := recallResult{Mode: recallKeyword, Chunks: []recallHit{}}
-	words := queryWords(query)
-	content := contentWords(words)
+	content := contentTerms(queryTerms(query))
 	match := matchAny(content)
 
 	var similar []rankedPK
@@ -164,7 +163,7 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 	var keyword []rankedPK
 	if len(content) > 0 {
 		var err error
-		if keyword, err = st.rankWords(ctx, phraseExprs(content), false, recallCandidates); err != nil {
+		if keyword, err = st.rankWords(ctx, termExprs(content), false, recallCandidates); err != nil {
 			return res, err
 		}
 	}

@@ -97,19 +97,19 @@ func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 		return nil, err
 	}
 	query, k := qp.query, qp.k
-	words := queryWords(query)
-	if len(words) == 0 {
+	terms := contentTerms(queryTerms(query))
+	if len(terms) == 0 {
 		return sdk.StructuredResult(
 			fmt.Sprintf("No results: the query %s has no letters or digits to search for.", quoteShort(query)),
 			searchResult{Chunks: []searchHit{}})
 	}
-	hits, err := st.search(ctx, contentWords(words), k)
+	hits, err := st.search(ctx, terms, k)
 	if err != nil {
 		return nil, err
 	}
 	res := searchResult{Chunks: hits}
 	res.Chunks, res.Truncated = fitHits(hits, qp.maxTokens, func(h searchHit) string { return searchLine(0, h) })
-	text := searchText(contentWords(words), res.Chunks)
+	text := searchText(terms, res.Chunks)
 	if res.Truncated {
 		text += fmt.Sprintf("\n%d more chunks matched but did not fit max_tokens %d; raise it or lower k.", len(hits)-len(res.Chunks), qp.maxTokens)
 	}
@@ -117,9 +117,9 @@ func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 }
 
 // searchText renders hits one line each, best first.
-func searchText(words []string, hits []searchHit) string {
+func searchText(terms []queryTerm, hits []searchHit) string {
 	if len(hits) == 0 {
-		return fmt.Sprintf("No chunks contain all of: %s.", strings.Join(words, " "))
+		return fmt.Sprintf("No chunks contain all of: %s.", termList(terms))
 	}
 	var b strings.Builder
 	for i, h := range hits {
@@ -147,11 +147,12 @@ var searchTool = tool{
 		Name:  ToolSearch,
 		Title: "Search memory",
 		Description: "Keyword search over everything stored in memory. Returns up to k chunks, best first, " +
-			"ranked by BM25 with matches in a document's title counting more than matches in its body. " +
+			"ranked by BM25 over every match, with matches in a document's title counting more than matches in its body. " +
 			"Every word of the query must appear in a chunk (its text, its document's title or its tags), except " +
 			"common English function words (the, how, do, I, ...), which are ignored unless the query has nothing else; matching " +
-			"ignores case, accents and English word endings (ship finds ships), punctuation only " +
-			"separates words, and there are no operators. " +
+			"ignores case, accents and English word endings (ship finds ships). Two forms are understood: " +
+			"\"words in double quotes\" must appear together in that order, and a word followed by * matches " +
+			"every word that starts with it (config* finds configuration); other punctuation only separates words. " +
 			"Use a few distinctive keywords; if nothing comes back, try fewer or other words. Each hit " +
 			"has a snippet with the matches marked **like this**; pass its chunk_id to tree_read_chunk " +
 			"for the full text. To ask a question in natural language, use memory_recall instead.",
@@ -160,7 +161,7 @@ var searchTool = tool{
 				"type":        "string",
 				"minLength":   1,
 				"maxLength":   maxQueryRunes,
-				"description": "Words to look for; all must match, common function words aside.",
+				"description": "Words to look for; all must match, common function words aside. \"A phrase\" and prefix* are understood.",
 			},
 			"k":          kSchema("chunks"),
 			"namespaces": namespacesSchema(),

@@ -61,7 +61,7 @@ func TestSearch(t *testing.T) {
 		"AND OR as words":                {query: "AND OR", want: []string{program}},
 		"NOT is a word, and ignored":     {query: "NOT lighthouse", want: []string{tides}},
 		"star alone":                     {query: "*", want: []string{}},
-		"prefix star":                    {query: "light*", want: []string{}},
+		"prefix star":                    {query: "light*", want: []string{tides}},
 		"column filter":                  {query: "title:tides", want: []string{}},
 		"negation":                       {query: "-lighthouse", want: []string{tides}},
 		"unbalanced parenthesis":         {query: "(tides", want: []string{tides}},

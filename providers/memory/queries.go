@@ -118,15 +118,15 @@ type searchHit struct {
 	Score   float64 `json:"score"`
 }
 
-// search returns up to k chunks that hold every word, best first (see
+// search returns up to k chunks that hold every term, best first (see
 // rankWords), a chunk whose text equals a better one's left out. Snippets,
 // the costly part, are made for the k chunks returned only.
-func (s *store) search(ctx context.Context, words []string, k int) ([]searchHit, error) {
-	ranked, err := s.rankWords(ctx, phraseExprs(words), true, k+dupSlack(k))
+func (s *store) search(ctx context.Context, terms []queryTerm, k int) ([]searchHit, error) {
+	ranked, err := s.rankWords(ctx, termExprs(terms), true, k+dupSlack(k))
 	if err != nil || len(ranked) == 0 {
 		return []searchHit{}, err
 	}
-	match := matchAll(words)
+	match := matchAll(terms)
 	pks := make([]int64, len(ranked))
 	for i, r := range ranked {
 		pks[i] = r.PK

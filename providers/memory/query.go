@@ -15,15 +15,153 @@ import (
 func queryWords(text string) []string {
 	var words []string
 	seen := map[string]bool{}
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !isWordRune(r) }) {
+	for _, w := range splitWords(text) {
 		// A repeated word adds nothing to the match but costs a pass
 		// over its index entries, so it is kept once.
-		if key := strings.ToLower(w); strings.IndexFunc(w, isWordBase) >= 0 && !seen[key] {
+		if key := strings.ToLower(w); !seen[key] {
 			seen[key] = true
 			words = append(words, w)
 		}
 	}
 	return words
+}
+
+// splitWords is queryWords without dropping repeats.
+func splitWords(text string) []string {
+	var words []string
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !isWordRune(r) }) {
+		if strings.IndexFunc(w, isWordBase) >= 0 {
+			words = append(words, w)
+		}
+	}
+	return words
+}
+
+// queryTerm is one thing a query asks for: a word, a phrase (words in
+// double quotes, which must occur in that order, next to each other) or a
+// prefix (a word followed by *, which any word starting with it matches).
+type queryTerm struct {
+	// words is the word, or the phrase's words in order.
+	words []string
+	// prefix is set for a word followed by *.
+	prefix bool
+	// quoted is set for a term written in double quotes, which is kept
+	// even if it is a function word.
+	quoted bool
+}
+
+// expr is the term as an FTS5 phrase expression: its words quoted
+// together, then * for a prefix.
+func (t queryTerm) expr() string {
+	q := make([]string, len(t.words))
+	for i, w := range t.words {
+		// Words never contain quotes, but doubling them keeps this safe
+		// if splitWords ever changes.
+		q[i] = strings.ReplaceAll(w, `"`, `""`)
+	}
+	e := `"` + strings.Join(q, " ") + `"`
+	if t.prefix {
+		e += "*"
+	}
+	return e
+}
+
+// String is the term as a person would write it: word, word* or "a
+// phrase".
+func (t queryTerm) String() string {
+	switch {
+	case t.prefix:
+		return t.words[0] + "*"
+	case t.quoted:
+		return `"` + strings.Join(t.words, " ") + `"`
+	}
+	return t.words[0]
+}
+
+// queryTerms reads a query: text in a pair of double quotes is a phrase (a
+// single quoted word is a word kept even if it is a function word), a
+// word right before * is a prefix, and every other character only
+// separates words (see queryWords), so the query can never be read as FTS5
+// syntax. An unpaired quote is a separator. Repeated terms, compared
+// without regard to case, are kept once.
+func queryTerms(text string) []queryTerm {
+	var terms []queryTerm
+	seen := map[string]bool{}
+	add := func(t queryTerm) {
+		if key := strings.ToLower(t.expr()); !seen[key] {
+			seen[key] = true
+			terms = append(terms, t)
+		}
+	}
+	for rest := text; rest != ""; {
+		plain, quoted, found := rest, "", false
+		if open := strings.IndexByte(rest, '"'); open >= 0 {
+			if end := strings.IndexByte(rest[open+1:], '"'); end >= 0 {
+				plain, quoted, found = rest[:open], rest[open+1:open+1+end], true
+				rest = rest[open+end+2:]
+			} else {
+				rest = ""
+			}
+		} else {
+			rest = ""
+		}
+		for _, t := range plainTerms(plain) {
+			add(t)
+		}
+		if words := splitWords(quoted); found && len(words) > 0 {
+			add(queryTerm{words: words, quoted: true})
+		}
+	}
+	return terms
+}
+
+// plainTerms reads unquoted text: words, and prefixes where a word is
+// followed by *.
+func plainTerms(text string) []queryTerm {
+	var out []queryTerm
+	rs := []rune(text)
+	for i := 0; i < len(rs); {
+		if !isWordRune(rs[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(rs) && isWordRune(rs[j]) {
+			j++
+		}
+		if w := string(rs[i:j]); strings.IndexFunc(w, isWordBase) >= 0 {
+			out = append(out, queryTerm{words: []string{w}, prefix: j < len(rs) && rs[j] == '*'})
+		}
+		i = j
+	}
+	return out
+}
+
+// wordTerms makes each word a term.
+func wordTerms(words []string) []queryTerm {
+	out := make([]queryTerm, len(words))
+	for i, w := range words {
+		out[i] = queryTerm{words: []string{w}}
+	}
+	return out
+}
+
+// termExprs returns the FTS5 expression of each term.
+func termExprs(terms []queryTerm) []string {
+	out := make([]string, len(terms))
+	for i, t := range terms {
+		out[i] = t.expr()
+	}
+	return out
+}
+
+// termList renders terms for messages, space-separated.
+func termList(terms []queryTerm) string {
+	out := make([]string, len(terms))
+	for i, t := range terms {
+		out[i] = t.String()
+	}
+	return strings.Join(out, " ")
 }
 
 func isWordRune(r rune) bool {
@@ -34,44 +172,32 @@ func isWordBase(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
 }
 
-// matchAll builds an FTS5 MATCH expression that requires every word: each
-// word becomes a quoted string, and FTS5 joins adjacent strings with an
-// implicit AND. It returns "" when words is empty.
-func matchAll(words []string) string {
-	// Words never contain quotes, but phraseExprs doubles them to keep
-	// this safe if queryWords ever changes.
-	return strings.Join(phraseExprs(words), " ")
+// matchAll builds an FTS5 MATCH expression that requires every term (FTS5
+// joins adjacent phrases with an implicit AND); "" when terms is empty.
+func matchAll(terms []queryTerm) string {
+	return strings.Join(termExprs(terms), " ")
 }
 
-// phraseExprs returns each word as an FTS5 expression of its own, quoted
-// as matchAll quotes it.
-func phraseExprs(words []string) []string {
-	out := make([]string, len(words))
-	for i, w := range words {
-		out[i] = `"` + strings.ReplaceAll(w, `"`, `""`) + `"`
-	}
-	return out
+// matchAny builds an FTS5 MATCH expression that any of terms satisfies;
+// "" when terms is empty.
+func matchAny(terms []queryTerm) string {
+	return strings.Join(termExprs(terms), " OR ")
 }
 
-// matchAny builds an FTS5 MATCH expression that any of words satisfies;
-// it returns "" when words is empty.
-func matchAny(words []string) string {
-	return strings.Join(phraseExprs(words), " OR ")
-}
-
-// contentWords drops common English function words from a question's
-// words, so that "who is joining the trip" ranks by "joining" and "trip"
-// instead of also matching every chunk that has "the". When every word is
-// a function word, all are kept.
-func contentWords(words []string) []string {
-	var out []string
-	for _, w := range words {
-		if !stopwords[strings.ToLower(w)] {
-			out = append(out, w)
+// contentTerms drops common English function words from a question's
+// terms, so that "who is joining the trip" ranks by "joining" and "trip"
+// instead of also matching every chunk that has "the". Phrases, prefixes
+// and quoted words are kept. When every term is a function word, all are
+// kept.
+func contentTerms(terms []queryTerm) []queryTerm {
+	var out []queryTerm
+	for _, t := range terms {
+		if t.quoted || t.prefix || len(t.words) != 1 || !stopwords[strings.ToLower(t.words[0])] {
+			out = append(out, t)
 		}
 	}
 	if len(out) == 0 {
-		return words
+		return terms
 	}
 	return out
 }

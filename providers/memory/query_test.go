@@ -35,9 +35,52 @@ func TestQueryWords(t *testing.T) {
 			if diff := diff(tc.wantWords, words); diff != "" {
 				t.Errorf("queryWords (-want +got):\n%s", diff)
 			}
-			if diff := diff(tc.wantMatch, matchAll(words)); diff != "" {
+			if diff := diff(tc.wantMatch, matchAll(wordTerms(words))); diff != "" {
 				t.Errorf("matchAll (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestQueryTerms(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		query     string
+		wantMatch string
+		wantText  string
+	}{
+		"plain":                   {`lighthouse keeper`, `"lighthouse" "keeper"`, `lighthouse keeper`},
+		"phrase":                  {`the "lighthouse keeper" retired`, `"the" "lighthouse keeper" "retired"`, `the "lighthouse keeper" retired`},
+		"prefix":                  {`deploy* notes`, `"deploy"* "notes"`, `deploy* notes`},
+		"star after space":        {`deploy *`, `"deploy"`, `deploy`},
+		"unpaired quote":          {`"open ended`, `"open" "ended"`, `open ended`},
+		"empty quotes":            {`"" x`, `"x"`, `x`},
+		"punctuation in a phrase": {`"c++ (v2)"`, `"c v2"`, `"c v2"`},
+		"quoted single word":      {`"the"`, `"the"`, `"the"`},
+		"repeated phrase":         {`"a b" "A B"`, `"a b"`, `"a b"`},
+		"phrase keeps repeats":    {`"bye bye"`, `"bye bye"`, `"bye bye"`},
+		"syntax stays text":       {`NEAR("x" y) AND z*`, `"NEAR" "x" "y" "AND" "z"*`, `NEAR "x" y AND z*`},
+		"two phrases":             {`"a b" c "d e"`, `"a b" "c" "d e"`, `"a b" c "d e"`},
+		"only a star":             {`*`, ``, ``},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			terms := queryTerms(tc.query)
+			if got := matchAll(terms); got != tc.wantMatch {
+				t.Errorf("matchAll = %q, want %q", got, tc.wantMatch)
+			}
+			if got := termList(terms); got != tc.wantText {
+				t.Errorf("termList = %q, want %q", got, tc.wantText)
+			}
+		})
+	}
+}
+
+func TestContentTermsKeepsQuotedAndPrefixes(t *testing.T) {
+	t.Parallel()
+	got := termList(contentTerms(queryTerms(`what is "the who" and "how" or to* the wifi`)))
+	if want := `"the who" "how" to* wifi`; got != want {
+		t.Errorf("contentTerms = %q, want %q", got, want)
 	}
 }

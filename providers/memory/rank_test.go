@@ -154,7 +154,7 @@ func TestRankWordsMatchesBruteForce(t *testing.T) {
 			return 1
 		})
 		want = want[:min(7, len(want))]
-		got, err := st.rankWords(t.Context(), phraseExprs(words), all, 7)
+		got, err := st.rankWords(t.Context(), termExprs(wordTerms(words)), all, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestRankingKeepsScope(t *testing.T) {
 	}
 	put(t, p, map[string]any{"title": "Mine", "namespace": "mine", "content": "a kestrel in the field"})
 	ctx := withScope(t.Context(), scope{namespaces: []string{"mine"}, def: "mine"})
-	got, err := p.store.rankWords(ctx, phraseExprs([]string{"kestrel"}), true, 3)
+	got, err := p.store.rankWords(ctx, termExprs(wordTerms([]string{"kestrel"})), true, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

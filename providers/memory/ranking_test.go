@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -73,5 +74,32 @@ func TestRecallFindsOldRareWords(t *testing.T) {
 	got := call[recallResult](t, p, ToolRecall, map[string]any{"query": "what happened to the engine carburetor?", "k": 3})
 	if len(got.Chunks) == 0 || got.Chunks[0].Title != "Workshop" {
 		t.Errorf("recall: %+v, want the workshop chunk first", got.Chunks)
+	}
+}
+
+// TestSearchPhrasesAndPrefixes checks that a quoted phrase needs its words
+// together and in order, and that word* finds every word starting with it.
+func TestSearchPhrasesAndPrefixes(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	put(t, p, map[string]any{"title": "Keeper", "content": "The lighthouse keeper retired in May."})
+	put(t, p, map[string]any{"title": "Apart", "content": "The keeper of the old lighthouse left."})
+	put(t, p, map[string]any{"title": "Rollout", "content": "Configuration notes for the staging cluster."})
+	if hits := search(t, p, `"lighthouse keeper"`, 0); len(hits) != 1 || hits[0].Title != "Keeper" {
+		t.Errorf("phrase: %v, want Keeper only", hitDocs(hits))
+	}
+	if hits := search(t, p, `lighthouse keeper`, 0); len(hits) != 2 {
+		t.Errorf("words: %v, want both", hitDocs(hits))
+	}
+	if hits := search(t, p, `config`, 0); len(hits) != 0 {
+		t.Errorf("config without *: %v, want nothing", hitDocs(hits))
+	}
+	hits := search(t, p, `config* staging`, 0)
+	if len(hits) != 1 || hits[0].Title != "Rollout" || !strings.Contains(hits[0].Snippet, "**Configuration**") {
+		t.Errorf("prefix: %+v, want Rollout with Configuration marked", hits)
+	}
+	got := call[recallResult](t, p, ToolRecall, map[string]any{"query": `who was the "lighthouse keeper"?`, "k": 5})
+	if len(got.Chunks) != 1 || got.Chunks[0].Title != "Keeper" {
+		t.Errorf("recall with a phrase: %+v, want Keeper only", got.Chunks)
 	}
 }

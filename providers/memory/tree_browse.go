@@ -229,8 +229,8 @@ func (a *browseArgs) validate() (browseFilter, int, int, *argError) {
 	if aerr != nil {
 		return f, 0, 0, aerr
 	}
-	if words := queryWords(query); len(words) > 0 {
-		f.Match = matchAll(words)
+	if terms := queryTerms(query); len(terms) > 0 {
+		f.Match = matchAll(terms)
 	}
 	k, aerr := intInRange("k", a.K, minK, maxK, defaultK)
 	if aerr != nil {

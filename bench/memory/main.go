@@ -27,6 +27,10 @@
 // call's latency is that of Provider.CallTool alone: no host, no gRPC, no
 // JSON-RPC. The table also gives the database's bytes per chunk
 // (Stats.DBBytes, memory.db with its write-ahead log, over Stats.Chunks).
+// Then the first -cold queries of each tool are timed again, each right
+// after a one-chunk memory_store: the ranking keeps each word's posting
+// list until the full-text index changes, so these are the latencies of a
+// memory that is written between queries.
 //
 // With -analyze (the default), the chunks each search query matches are
 // counted after the timing with tree_browse, whose total counts the chunks
@@ -100,6 +104,8 @@ type options struct {
 	sizes   []int
 	queries int
 	warmup  int
+	// cold is how many calls of each tool are timed right after a write.
+	cold int
 	seed    uint64
 	dir     string
 	json    bool
@@ -145,6 +151,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	sizes := fs.String("sizes", "1000,10000,100000", "store sizes to measure at, in chunks, comma-separated and increasing")
 	fs.IntVar(&o.queries, "queries", 500, "timed calls of memory_search, and of memory_recall, at each size")
 	fs.IntVar(&o.warmup, "warmup", 50, "unmeasured calls before each timed series")
+	fs.IntVar(&o.cold, "cold", 100, "calls of each tool timed right after a write, which empties the cache of posting lists (0: none)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the corpus and the queries")
 	fs.StringVar(&o.dir, "dir", "", "directory for the corpus and the database, kept after the run (default: a temporary directory, removed)")
 	fs.BoolVar(&o.json, "json", false, "also print the results as JSON")
@@ -171,6 +178,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-queries %d: want 1 to 1000000", o.queries)
 	case o.warmup < 0 || o.warmup > 1_000_000:
 		return nil, fmt.Errorf("-warmup %d: want 0 to 1000000", o.warmup)
+	case o.cold < 0 || o.cold > 100_000:
+		return nil, fmt.Errorf("-cold %d: want 0 to 100000", o.cold)
 	case o.slowest < 0 || o.slowest > 1000:
 		return nil, fmt.Errorf("-slowest %d: want 0 to 1000", o.slowest)
 	case o.qualityRounds < 1 || o.qualityRounds > 10_000:
@@ -276,6 +285,11 @@ type sizeResult struct {
 	SearchHits int     `json:"search_hits"`
 	Recall     latency `json:"recall"`
 	RecallHits int     `json:"recall_hits"`
+	// SearchCold and RecallCold time the first -cold queries again, each
+	// right after a one-chunk write: the full-text index changed, so the
+	// posting lists the ranking keeps are read again.
+	SearchCold latency `json:"search_after_write"`
+	RecallCold latency `json:"recall_after_write"`
 	Queries    int     `json:"queries"`
 	// SearchCPU and RecallCPU are the process's CPU time per timed call,
 	// in milliseconds: unlike latency, they do not grow when other
@@ -672,6 +686,30 @@ func (b *bench) series(ctx context.Context, tool string, warm, queries []string)
 	return ds, hits, ms(cputime.Self()-cpu0) / float64(len(queries)), nil
 }
 
+// coldSeries times tool over queries, each right after an untimed
+// memory_store that replaces one small document, so that every query
+// finds the full-text index changed since the last.
+func (b *bench) coldSeries(ctx context.Context, tool string, queries []string) (latency, error) {
+	ds := make([]time.Duration, len(queries))
+	for i, q := range queries {
+		args, err := json.Marshal(map[string]any{"namespace": "bench-cold", "title": "Cold", "content": fmt.Sprintf("write number %d", i)})
+		if err != nil {
+			return latency{}, err
+		}
+		res, err := b.p.CallTool(ctx, &sdk.CallToolRequest{Name: memory.ToolStore, Arguments: args})
+		if err != nil {
+			return latency{}, fmt.Errorf("%s: %w", memory.ToolStore, err)
+		}
+		if res.IsError {
+			return latency{}, fmt.Errorf("%s: %s", memory.ToolStore, resultText(res))
+		}
+		if ds[i], _, err = b.call(ctx, tool, q); err != nil {
+			return latency{}, err
+		}
+	}
+	return summarize(ds), nil
+}
+
 // loadAverage returns the machine's 1-minute load average, or "" when
 // /proc/loadavg cannot be read.
 func loadAverage() string {
@@ -724,6 +762,15 @@ func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ,
 	}
 	r.RecallCPU = recallCPU
 	r.Recall, r.RecallHits = summarize(recallDs), countNonZero(recallHits)
+	if n := min(b.o.cold, len(searchQ)); n > 0 {
+		b.logf("at %d chunks: %d memory_search and %d memory_recall calls, each after a write", r.Chunks, n, n)
+		if r.SearchCold, err = b.coldSeries(ctx, memory.ToolSearch, searchQ[:n]); err != nil {
+			return err
+		}
+		if r.RecallCold, err = b.coldSeries(ctx, memory.ToolRecall, recallQ[:min(n, len(recallQ))]); err != nil {
+			return err
+		}
+	}
 	if b.o.analyze {
 		return b.analyze(ctx, r, searchQ, searchDs, searchHits)
 	}
@@ -830,13 +877,14 @@ func report(w io.Writer, res *results, o *options) {
 	fmt.Fprintf(w, "memory provider, in-process: seed %d, %d timed calls per tool and size after %d warm-up, k=%d\n\n",
 		res.Seed, res.Queries, res.Warmup, searchK)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "chunks\timport_chunks/s\tsearch_p50\tsearch_p90\tsearch_p99\tsearch_max\thits%\trecall_p50\trecall_p99\tbytes/chunk\t")
+	fmt.Fprintln(tw, "chunks\timport_chunks/s\tsearch_p50\tsearch_p90\tsearch_p99\tsearch_max\thits%\trecall_p50\trecall_p99\tafter_write_search_p50\tp99\tafter_write_recall_p50\tp99\tbytes/chunk\t")
 	for _, r := range res.Sizes {
-		fmt.Fprintf(tw, "%d\t%.0f\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%.0f\t\n",
+		fmt.Fprintf(tw, "%d\t%.0f\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t\n",
 			r.Chunks, r.ImportChunksPerSec,
 			fmtMS(r.Search.P50), fmtMS(r.Search.P90), fmtMS(r.Search.P99), fmtMS(r.Search.Max),
 			100*float64(r.SearchHits)/float64(r.Queries),
-			fmtMS(r.Recall.P50), fmtMS(r.Recall.P99), r.BytesPerChunk)
+			fmtMS(r.Recall.P50), fmtMS(r.Recall.P99),
+			fmtMS(r.SearchCold.P50), fmtMS(r.SearchCold.P99), fmtMS(r.RecallCold.P50), fmtMS(r.RecallCold.P99), r.BytesPerChunk)
 	}
 	tw.Flush()
 

@@ -4,10 +4,11 @@ import (
 	"container/heap"
 	"container/list"
 	"context"
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -39,41 +40,74 @@ import (
 // are long (a word in every chunk of 100k chunks is 1.2 MB) and the cache
 // is bounded by postingCacheBytes, least recently used first out.
 
-// BM25 parameters, as FTS5's bm25() uses them.
-const (
-	bm25K1 = 1.2
-	bm25B  = 0.75
-)
-
-// postingCacheBytes bounds the posting lists kept between queries: 12
-// bytes a chunk a word, so 16 MiB holds every list of a query of ten
-// words found in every chunk of 100k chunks.
+// postingCacheBytes bounds the posting lists kept between queries. A list
+// takes about a byte per chunk for a word in most chunks (gaps between
+// chunk pks, varint-encoded) and five for other words, so 16 MiB holds
+// the lists of well over a hundred words found in every chunk of 100k
+// chunks.
 const postingCacheBytes = 16 << 20
+
+// membershipQueryMax is the number of candidate chunks up to which a
+// query asks FTS5 which of them hold the common words too, instead of
+// reading those words' whole lists.
+const membershipQueryMax = 5000
 
 // postingList is where one word (an FTS5 phrase expression) occurs.
 type postingList struct {
-	// pks are the chunks holding the word, ascending.
-	pks []int64
-	// tf is the saturated term frequency of each chunk in pks; nil for a
-	// word in more than half of the chunks, whose tf counts as 1.
+	// gaps are the pks of the chunks holding the word, ascending, as the
+	// varint-encoded differences between neighbours (the first from 0).
+	gaps []byte
+	// n is the number of chunks in the list.
+	n int
+	// tf is the saturated term frequency of each chunk, in pk order; nil
+	// for a word in more than half of the chunks, whose tf counts as 1.
 	tf []float32
 	// idf is the word's inverse document frequency (see above).
 	idf float64
 }
 
 // size is the list's memory, in bytes, as postingCache counts it.
-func (p *postingList) size() int { return 8*len(p.pks) + 4*len(p.tf) + 64 }
+func (p *postingList) size() int { return len(p.gaps) + 4*len(p.tf) + 64 }
 
-// weight is the score the list gives its i-th chunk.
-func (p *postingList) weight(i int) float64 {
-	if p.tf == nil {
-		return p.idf
-	}
-	return p.idf * float64(p.tf[i])
+// cursor walks a postingList in pk order.
+type cursor struct {
+	l   *postingList
+	off int
+	// i is the index of pk in the list, -1 before the first.
+	i  int
+	pk int64
+	ok bool
 }
 
-// postingCache keeps posting lists for one state of the FTS5 index: a
-// different state empties it.
+func newCursor(l *postingList) *cursor {
+	c := &cursor{l: l, i: -1}
+	c.next()
+	return c
+}
+
+// next moves to the following chunk; ok turns false after the last.
+func (c *cursor) next() {
+	if c.off >= len(c.l.gaps) {
+		c.ok = false
+		return
+	}
+	d, n := binary.Uvarint(c.l.gaps[c.off:])
+	c.off += n
+	c.pk += int64(d)
+	c.i++
+	c.ok = true
+}
+
+// weight is the score the list gives the cursor's chunk.
+func (c *cursor) weight() float64 {
+	if c.l.tf == nil {
+		return c.l.idf
+	}
+	return c.l.idf * float64(c.l.tf[c.i])
+}
+
+// postingCache keeps posting lists and document counts for one state of
+// the FTS5 index: a different state empties it.
 type postingCache struct {
 	mu    sync.Mutex
 	state string
@@ -81,6 +115,8 @@ type postingCache struct {
 	items map[string]*list.Element
 	bytes int
 	limit int
+	// counts are the words' document counts, however their lists fare.
+	counts map[string]int64
 }
 
 type cachedPostings struct {
@@ -89,7 +125,19 @@ type cachedPostings struct {
 }
 
 func newPostingCache(limit int) *postingCache {
-	return &postingCache{order: list.New(), items: map[string]*list.Element{}, limit: limit}
+	return &postingCache{order: list.New(), items: map[string]*list.Element{}, counts: map[string]int64{}, limit: limit}
+}
+
+// reset empties the cache for state; c.mu is held.
+func (c *postingCache) reset(state string) {
+	if c.state == state {
+		return
+	}
+	c.order.Init()
+	clear(c.items)
+	clear(c.counts)
+	c.bytes = 0
+	c.state = state
 }
 
 // get returns the list of expr for state, or nil.
@@ -113,12 +161,8 @@ func (c *postingCache) get(state, expr string) *postingList {
 func (c *postingCache) put(state, expr string, l *postingList) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state != state {
-		c.order.Init()
-		clear(c.items)
-		c.bytes = 0
-		c.state = state
-	}
+	c.reset(state)
+	c.counts[expr] = int64(l.n)
 	if l.size() > c.limit {
 		return
 	}
@@ -134,6 +178,27 @@ func (c *postingCache) put(state, expr string, l *postingList) {
 		c.order.Remove(last)
 		delete(c.items, cp.expr)
 		c.bytes -= cp.list.size()
+	}
+}
+
+// count returns expr's document count for state, if known.
+func (c *postingCache) count(state, expr string) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != state {
+		return 0, false
+	}
+	n, ok := c.counts[expr]
+	return n, ok
+}
+
+// putCount records expr's document count for state.
+func (c *postingCache) putCount(state, expr string, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reset(state)
+	if len(c.counts) < 100_000 {
+		c.counts[expr] = n
 	}
 }
 
@@ -184,19 +249,49 @@ func idfOf(n, nRow int64) float64 {
 	return math.Log(1 + (float64(nRow)-float64(n)+0.5)/(float64(n)+0.5))
 }
 
-// loadPostings reads the posting list of expr, a single FTS5 phrase, from
-// the index whose state has nRow chunks.
-func (s *store) loadPostings(ctx context.Context, expr string, nRow int64) (*postingList, error) {
+// isCommon reports whether a word in n of nRow chunks counts by presence.
+func isCommon(n, nRow int64) bool { return 2*n > nRow }
+
+// countChunks returns how many chunks hold expr, for state.
+func (s *store) countChunks(ctx context.Context, state, expr string) (int64, error) {
+	if n, ok := s.postings.count(state, expr); ok {
+		return n, nil
+	}
+	var n int64
+	if err := s.db.WithContext(ctx).Raw(`SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?`, expr).Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("count the chunks with %s: %w", expr, err)
+	}
+	s.postings.putCount(state, expr, n)
+	return n, nil
+}
+
+// pkReader collects pks that must come in ascending order into a
+// postingList's gaps.
+type pkReader struct {
+	l    *postingList
+	last int64
+}
+
+// add appends pk, or fails when it is not above the last.
+func (r *pkReader) add(pk int64) error {
+	if pk < 0 || r.l.n > 0 && pk <= r.last {
+		return fmt.Errorf("the full-text index returned chunk %d after %d", pk, r.last)
+	}
+	r.l.gaps = binary.AppendUvarint(r.l.gaps, uint64(pk-r.last))
+	r.last = pk
+	r.l.n++
+	return nil
+}
+
+// loadPostings reads the posting list of expr, a single FTS5 phrase found
+// in n chunks, from the index whose state has nRow chunks.
+func (s *store) loadPostings(ctx context.Context, expr string, n, nRow int64) (*postingList, error) {
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return nil, err
 	}
-	var n int64
-	if err := sqlDB.QueryRowContext(ctx, `SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?`, expr).Scan(&n); err != nil {
-		return nil, fmt.Errorf("count the chunks with %s: %w", expr, err)
-	}
-	l := &postingList{pks: make([]int64, 0, n)}
-	common := 2*n > nRow
+	common := isCommon(n, nRow)
+	l := &postingList{gaps: make([]byte, 0, n+n/4)}
 	q := `SELECT rowid, ` + bm25Expr + ` FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`
 	if common {
 		q = `SELECT rowid, 0 FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`
@@ -209,6 +304,7 @@ func (s *store) loadPostings(ctx context.Context, expr string, nRow int64) (*pos
 	}
 	defer rows.Close()
 	var scores []float64
+	r := pkReader{l: l}
 	for rows.Next() {
 		var (
 			pk    int64
@@ -217,7 +313,9 @@ func (s *store) loadPostings(ctx context.Context, expr string, nRow int64) (*pos
 		if err := rows.Scan(&pk, &score); err != nil {
 			return nil, fmt.Errorf("read the chunks with %s: %w", expr, err)
 		}
-		l.pks = append(l.pks, pk)
+		if err := r.add(pk); err != nil {
+			return nil, fmt.Errorf("read the chunks with %s: %w", expr, err)
+		}
 		if !common {
 			scores = append(scores, score)
 		}
@@ -225,10 +323,7 @@ func (s *store) loadPostings(ctx context.Context, expr string, nRow int64) (*pos
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the chunks with %s: %w", expr, err)
 	}
-	if !slices.IsSorted(l.pks) {
-		return nil, errors.New("the full-text index returned chunks out of order")
-	}
-	hits := int64(len(l.pks))
+	hits := int64(l.n)
 	l.idf = idfOf(hits, nRow)
 	if !common {
 		// bm25() of one word is −idf·tf with FTS5's idf, floored at 1e-6
@@ -244,56 +339,195 @@ func (s *store) loadPostings(ctx context.Context, expr string, nRow int64) (*pos
 	return l, nil
 }
 
-// postingsFor returns the posting lists of exprs for one state of the
-// index, from the cache or read from FTS5. A write that lands while they
-// are read makes it read them again, twice at most; after that the lists
-// are each consistent but may come from states a write apart.
-func (s *store) postingsFor(ctx context.Context, exprs []string) ([]*postingList, error) {
-	lists := make([]*postingList, len(exprs))
+// postingsOf returns expr's posting list for state, from the cache or
+// read from FTS5.
+func (s *store) postingsOf(ctx context.Context, state, expr string, nRow int64) (*postingList, error) {
+	if l := s.postings.get(state, expr); l != nil {
+		return l, nil
+	}
+	n, err := s.countChunks(ctx, state, expr)
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.loadPostings(ctx, expr, n, nRow)
+	if err != nil {
+		return nil, err
+	}
+	s.postings.put(state, expr, l)
+	return l, nil
+}
+
+// rankWords returns the best n chunks, best first, among those that hold
+// every term of exprs (all) or any of them, each an FTS5 phrase
+// expression, and in the caller's scope: BM25 as described above, ties to
+// the most recently inserted chunk. Every matching chunk is scored. A
+// write that lands while the index is read makes it start again, twice at
+// most.
+func (s *store) rankWords(ctx context.Context, exprs []string, all bool, n int) ([]rankedPK, error) {
+	if len(exprs) == 0 || n <= 0 {
+		return []rankedPK{}, nil
+	}
 	for attempt := 0; ; attempt++ {
 		state, nRow, err := s.ftsState(ctx)
 		if err != nil {
 			return nil, err
 		}
-		for i, e := range exprs {
-			if l := s.postings.get(state, e); l != nil {
-				lists[i] = l
-				continue
-			}
-			if lists[i], err = s.loadPostings(ctx, e, nRow); err != nil {
-				return nil, err
-			}
-			s.postings.put(state, e, lists[i])
+		out, err := s.rankAt(ctx, state, nRow, exprs, all, n)
+		if err != nil {
+			return nil, err
 		}
 		after, _, err := s.ftsState(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if after == state || attempt == 2 {
-			return lists, nil
+			return out, nil
 		}
 	}
 }
 
-// rankWords returns the best n chunks, best first, among those that hold
-// every word of exprs (all) or any of them, each an FTS5 phrase
-// expression, and in the caller's scope: BM25 as described above, ties to
-// the most recently inserted chunk. Every matching chunk is scored.
-func (s *store) rankWords(ctx context.Context, exprs []string, all bool, n int) ([]rankedPK, error) {
-	if len(exprs) == 0 || n <= 0 {
+// rankAt is rankWords for one state of the index.
+func (s *store) rankAt(ctx context.Context, state string, nRow int64, exprs []string, all bool, n int) ([]rankedPK, error) {
+	var common, rare []int
+	constant := 0.0
+	for i, e := range exprs {
+		c, err := s.countChunks(ctx, state, e)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case c == 0 && all:
+			return []rankedPK{}, nil
+		case c == 0:
+		case isCommon(c, nRow):
+			common = append(common, i)
+			constant += idfOf(c, nRow)
+		default:
+			rare = append(rare, i)
+		}
+	}
+	if all && len(rare) == 0 {
+		// Every match holds every word and each counts by presence: all
+		// score the same, so the newest come first, and FTS5 walks the
+		// index from the newest match.
+		return s.newestMatches(ctx, exprs, constant, n)
+	}
+	var lists []*postingList
+	for _, i := range rare {
+		l, err := s.postingsOf(ctx, state, exprs[i], nRow)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, l)
+	}
+	switch {
+	case all && len(common) > 0:
+		// The chunks with every rare word must hold the common ones too.
+		// Kept lists say which do; otherwise, when the candidates are
+		// few, FTS5 does, and when they are many the common words' lists
+		// are read (and kept).
+		var commonLists []*postingList
+		for _, i := range common {
+			if l := s.postings.get(state, exprs[i]); l != nil {
+				commonLists = append(commonLists, l)
+			}
+		}
+		if len(commonLists) < len(common) {
+			cand := 0
+			intersect(lists, func(int64, float64) { cand++ })
+			if cand <= membershipQueryMax {
+				return s.rankCandidates(ctx, lists, exprs, constant, n)
+			}
+			commonLists = commonLists[:0]
+			for _, i := range common {
+				l, err := s.postingsOf(ctx, state, exprs[i], nRow)
+				if err != nil {
+					return nil, err
+				}
+				commonLists = append(commonLists, l)
+			}
+		}
+		lists = append(lists, commonLists...)
+	case !all:
+		for _, i := range common {
+			l, err := s.postingsOf(ctx, state, exprs[i], nRow)
+			if err != nil {
+				return nil, err
+			}
+			lists = append(lists, l)
+		}
+	}
+	if len(lists) == 0 {
 		return []rankedPK{}, nil
 	}
-	lists, err := s.postingsFor(ctx, exprs)
+	return s.topInScope(ctx, n, func(m int) ([]rankedPK, bool) { return topChunks(lists, all, m) })
+}
+
+// rankCandidates ranks the chunks in every list of rare that FTS5 finds
+// holding every word of exprs, adding constant (the common words' share)
+// to each score.
+func (s *store) rankCandidates(ctx context.Context, rare []*postingList, exprs []string, constant float64, n int) ([]rankedPK, error) {
+	sqlDB, err := s.db.DB()
 	if err != nil {
 		return nil, err
 	}
+	rows, err := sqlDB.QueryContext(ctx, `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`, strings.Join(exprs, " "))
+	if err != nil {
+		return nil, fmt.Errorf("match every word: %w", err)
+	}
+	defer rows.Close()
+	// The matches, as a list worth constant, narrow the rare lists'
+	// intersection and add the common words' share.
+	matches := &postingList{idf: constant}
+	r := pkReader{l: matches}
+	for rows.Next() {
+		var pk int64
+		if err := rows.Scan(&pk); err != nil {
+			return nil, fmt.Errorf("match every word: %w", err)
+		}
+		if err := r.add(pk); err != nil {
+			return nil, fmt.Errorf("match every word: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("match every word: %w", err)
+	}
+	lists := append(slices.Clone(rare), matches)
+	return s.topInScope(ctx, n, func(m int) ([]rankedPK, bool) { return topChunks(lists, true, m) })
+}
+
+// newestMatches returns the n most recently inserted chunks matching every
+// word of exprs in the caller's scope, each scored constant.
+func (s *store) newestMatches(ctx context.Context, exprs []string, constant float64, n int) ([]rankedPK, error) {
+	cond, vars := scopeOf(ctx).cond("d.namespace")
+	if cond != "" {
+		cond = ` AND EXISTS (SELECT 1 FROM chunks c JOIN documents d ON d.id = c.document_id
+				WHERE c.pk = chunks_fts.rowid AND ` + cond + `)`
+	}
+	var pks []int64
+	err := s.db.WithContext(ctx).Raw(`SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?`+cond+` ORDER BY rowid DESC LIMIT ?`,
+		slices.Concat([]any{strings.Join(exprs, " ")}, vars, []any{n})...).Scan(&pks).Error
+	if err != nil {
+		return nil, fmt.Errorf("rank chunks: %w", err)
+	}
+	out := make([]rankedPK, len(pks))
+	for i, pk := range pks {
+		out[i] = rankedPK{PK: pk, Score: constant}
+	}
+	return out, nil
+}
+
+// topInScope returns the best n chunks that top, asked for its best m,
+// gives in the caller's scope, asking for four times more while too many
+// fall outside.
+func (s *store) topInScope(ctx context.Context, n int, top func(m int) ([]rankedPK, bool)) ([]rankedPK, error) {
 	sc := scopeOf(ctx)
 	for want := n; ; want *= 4 {
-		top, more := topChunks(lists, all, want)
+		best, more := top(want)
 		if sc.all {
-			return top[:min(n, len(top))], nil
+			return best[:min(n, len(best))], nil
 		}
-		kept, err := s.inScope(ctx, sc, top)
+		kept, err := s.inScope(ctx, sc, best)
 		if err != nil {
 			return nil, err
 		}
@@ -382,54 +616,77 @@ func (h *topHeap) Pop() any {
 	return x
 }
 
-// intersect calls offer for every chunk in all lists with its summed
-// weight: the shortest list is walked and the others searched.
+// intersect calls offer, in pk order, for every chunk in all lists with
+// its summed weight.
 func intersect(lists []*postingList, offer func(int64, float64)) {
-	order := slices.Clone(lists)
-	slices.SortFunc(order, func(a, b *postingList) int { return len(a.pks) - len(b.pks) })
-	pos := make([]int, len(order))
-	first := order[0]
-next:
-	for i, pk := range first.pks {
-		score := first.weight(i)
-		for j := 1; j < len(order); j++ {
-			l := order[j]
-			k, found := slices.BinarySearch(l.pks[pos[j]:], pk)
-			pos[j] += k
-			if pos[j] >= len(l.pks) {
+	cs := make([]*cursor, len(lists))
+	for i, l := range lists {
+		if cs[i] = newCursor(l); !cs[i].ok {
+			return
+		}
+	}
+	// The shortest list leads: the others skip to its chunks.
+	slices.SortFunc(cs, func(a, b *cursor) int { return a.l.n - b.l.n })
+	for {
+		target := cs[0].pk
+		agreed := true
+		for _, c := range cs[1:] {
+			for c.ok && c.pk < target {
+				c.next()
+			}
+			if !c.ok {
 				return
 			}
-			if !found {
-				continue next
+			if c.pk > target {
+				agreed = false
+				target = c.pk
 			}
-			score += l.weight(pos[j])
 		}
-		offer(pk, score)
+		if !agreed {
+			for cs[0].ok && cs[0].pk < target {
+				cs[0].next()
+			}
+			if !cs[0].ok {
+				return
+			}
+			continue
+		}
+		score := 0.0
+		for _, c := range cs {
+			score += c.weight()
+		}
+		offer(target, score)
+		if cs[0].next(); !cs[0].ok {
+			return
+		}
 	}
 }
 
-// union calls offer for every chunk in any of lists with its summed
-// weight, walking them together in pk order.
+// union calls offer, in pk order, for every chunk in any of lists with its
+// summed weight.
 func union(lists []*postingList, offer func(int64, float64)) {
-	pos := make([]int, len(lists))
+	cs := make([]*cursor, len(lists))
+	for i, l := range lists {
+		cs[i] = newCursor(l)
+	}
 	for {
 		var (
 			pk    int64
 			found bool
 		)
-		for j, l := range lists {
-			if pos[j] < len(l.pks) && (!found || l.pks[pos[j]] < pk) {
-				pk, found = l.pks[pos[j]], true
+		for _, c := range cs {
+			if c.ok && (!found || c.pk < pk) {
+				pk, found = c.pk, true
 			}
 		}
 		if !found {
 			return
 		}
 		score := 0.0
-		for j, l := range lists {
-			if pos[j] < len(l.pks) && l.pks[pos[j]] == pk {
-				score += l.weight(pos[j])
-				pos[j]++
+		for _, c := range cs {
+			if c.ok && c.pk == pk {
+				score += c.weight()
+				c.next()
 			}
 		}
 		offer(pk, score)

@@ -47,11 +47,6 @@ import (
 // chunks.
 const postingCacheBytes = 16 << 20
 
-// membershipQueryMax is the number of candidate chunks up to which a
-// query asks FTS5 which of them hold the common words too, instead of
-// reading those words' whole lists.
-const membershipQueryMax = 5000
-
 // postingList is where one word (an FTS5 phrase expression) occurs.
 type postingList struct {
 	// gaps are the pks of the chunks holding the word, ascending, as the
@@ -390,11 +385,13 @@ func (s *store) rankWords(ctx context.Context, exprs []string, all bool, n int) 
 func (s *store) rankAt(ctx context.Context, state string, nRow int64, exprs []string, all bool, n int) ([]rankedPK, error) {
 	var common, rare []int
 	constant := 0.0
+	counts := make([]int64, len(exprs))
 	for i, e := range exprs {
 		c, err := s.countChunks(ctx, state, e)
 		if err != nil {
 			return nil, err
 		}
+		counts[i] = c
 		switch {
 		case c == 0 && all:
 			return []rankedPK{}, nil
@@ -420,35 +417,50 @@ func (s *store) rankAt(ctx context.Context, state string, nRow int64, exprs []st
 		}
 		lists = append(lists, l)
 	}
-	switch {
-	case all && len(common) > 0:
-		// The chunks with every rare word must hold the common ones too.
-		// Kept lists say which do; otherwise, when the candidates are
-		// few, FTS5 does, and when they are many the common words' lists
-		// are read (and kept).
-		var commonLists []*postingList
-		for _, i := range common {
-			if l := s.postings.get(state, exprs[i]); l != nil {
-				commonLists = append(commonLists, l)
-			}
+	var commonLists []*postingList
+	for _, i := range common {
+		if l := s.postings.get(state, exprs[i]); l != nil {
+			commonLists = append(commonLists, l)
 		}
-		if len(commonLists) < len(common) {
-			cand := 0
-			intersect(lists, func(int64, float64) { cand++ })
-			if cand <= membershipQueryMax {
-				return s.rankCandidates(ctx, lists, exprs, constant, n)
-			}
-			commonLists = commonLists[:0]
-			for _, i := range common {
-				l, err := s.postingsOf(ctx, state, exprs[i], nRow)
-				if err != nil {
-					return nil, err
-				}
-				commonLists = append(commonLists, l)
-			}
-		}
+	}
+	if len(commonLists) == len(common) {
 		lists = append(lists, commonLists...)
-	case !all:
+	} else if all {
+		// The chunks with every rare word must hold the common ones too:
+		// FTS5 says which do, without reading the common words' lists.
+		return s.rankCandidates(ctx, lists, exprs, constant, n)
+	} else if len(rare) > 0 {
+		// FTS5 says which chunks with a rare word hold each common word,
+		// which scores them exactly. A chunk with common words only
+		// scores at most their summed idf: when the n-th best scores
+		// more, the common words' lists need not be read.
+		withCommon := slices.Clone(lists)
+		anyRare := make([]string, len(rare))
+		for j, i := range rare {
+			anyRare[j] = exprs[i]
+		}
+		bound := 0.0
+		for _, i := range common {
+			l, err := s.matchList(ctx, "("+strings.Join(anyRare, " OR ")+") AND "+exprs[i])
+			if err != nil {
+				return nil, err
+			}
+			l.idf = idfOf(counts[i], nRow)
+			bound += l.idf
+			withCommon = append(withCommon, l)
+		}
+		best, err := s.topInScope(ctx, n, func(m int) ([]rankedPK, bool) { return topChunks(withCommon, false, m) })
+		if err != nil || len(best) == n && best[n-1].Score > bound {
+			return best, err
+		}
+		for _, i := range common {
+			l, err := s.postingsOf(ctx, state, exprs[i], nRow)
+			if err != nil {
+				return nil, err
+			}
+			lists = append(lists, l)
+		}
+	} else {
 		for _, i := range common {
 			l, err := s.postingsOf(ctx, state, exprs[i], nRow)
 			if err != nil {
@@ -467,33 +479,44 @@ func (s *store) rankAt(ctx context.Context, state string, nRow int64, exprs []st
 // holding every word of exprs, adding constant (the common words' share)
 // to each score.
 func (s *store) rankCandidates(ctx context.Context, rare []*postingList, exprs []string, constant float64, n int) ([]rankedPK, error) {
+	matches, err := s.matchList(ctx, strings.Join(exprs, " "))
+	if err != nil {
+		return nil, err
+	}
+	// The matches, as a list worth constant, narrow the rare lists'
+	// intersection and add the common words' share.
+	matches.idf = constant
+	lists := append(slices.Clone(rare), matches)
+	return s.topInScope(ctx, n, func(m int) ([]rankedPK, bool) { return topChunks(lists, true, m) })
+}
+
+// matchList returns the chunks matching the FTS5 expression match as a
+// posting list without term frequencies (its idf left 0).
+func (s *store) matchList(ctx context.Context, match string) (*postingList, error) {
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return nil, err
 	}
-	rows, err := sqlDB.QueryContext(ctx, `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`, strings.Join(exprs, " "))
+	rows, err := sqlDB.QueryContext(ctx, `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`, match)
 	if err != nil {
-		return nil, fmt.Errorf("match every word: %w", err)
+		return nil, fmt.Errorf("match %s: %w", match, err)
 	}
 	defer rows.Close()
-	// The matches, as a list worth constant, narrow the rare lists'
-	// intersection and add the common words' share.
-	matches := &postingList{idf: constant}
-	r := pkReader{l: matches}
+	l := &postingList{}
+	r := pkReader{l: l}
 	for rows.Next() {
 		var pk int64
 		if err := rows.Scan(&pk); err != nil {
-			return nil, fmt.Errorf("match every word: %w", err)
+			return nil, fmt.Errorf("match %s: %w", match, err)
 		}
 		if err := r.add(pk); err != nil {
-			return nil, fmt.Errorf("match every word: %w", err)
+			return nil, fmt.Errorf("match %s: %w", match, err)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("match every word: %w", err)
+		return nil, fmt.Errorf("match %s: %w", match, err)
 	}
-	lists := append(slices.Clone(rare), matches)
-	return s.topInScope(ctx, n, func(m int) ([]rankedPK, bool) { return topChunks(lists, true, m) })
+	return l, nil
 }
 
 // newestMatches returns the n most recently inserted chunks matching every

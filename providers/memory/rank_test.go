@@ -129,10 +129,15 @@ func TestRankWordsMatchesBruteForce(t *testing.T) {
 	if common == 0 || rare == 0 {
 		t.Fatalf("corpus has %d words in most chunks and %d in fewer; want both", common, rare)
 	}
-	// Twice: first as the queries come (common words' lists read only when
-	// needed), then with every list already read and kept.
-	for q := range 120 {
-		if q == 60 {
+	// Twice: first with nothing kept (as after a write: common words'
+	// lists read only when needed), then with every list read and kept.
+	for q := range 400 {
+		if q < 200 {
+			st.postings.mu.Lock()
+			st.postings.reset("")
+			st.postings.mu.Unlock()
+		}
+		if q == 200 {
 			state, nRow, err := st.ftsState(t.Context())
 			if err != nil {
 				t.Fatal(err)
@@ -145,8 +150,14 @@ func TestRankWordsMatchesBruteForce(t *testing.T) {
 		}
 		words := slices.Clone(vocab)
 		rng.Shuffle(len(words), func(i, j int) { words[i], words[j] = words[j], words[i] })
-		words = words[:1+q%4]
+		words = words[:1+(q/2)%4]
 		all := q%2 == 0
+		// k past the rare words' chunks makes recall read the common
+		// words' lists.
+		k := 7
+		if q%3 == 0 {
+			k = 150
+		}
 		var want []rankedPK
 		for pk := range int64(400) {
 			score, hits := 0.0, 0
@@ -166,8 +177,8 @@ func TestRankWordsMatchesBruteForce(t *testing.T) {
 			}
 			return 1
 		})
-		want = want[:min(7, len(want))]
-		got, err := st.rankWords(t.Context(), termExprs(wordTerms(words)), all, 7)
+		want = want[:min(k, len(want))]
+		got, err := st.rankWords(t.Context(), termExprs(wordTerms(words)), all, k)
 		if err != nil {
 			t.Fatal(err)
 		}

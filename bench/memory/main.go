@@ -105,7 +105,7 @@ type options struct {
 	queries int
 	warmup  int
 	// cold is how many calls of each tool are timed right after a write.
-	cold int
+	cold    int
 	seed    uint64
 	dir     string
 	json    bool

@@ -236,7 +236,7 @@ func TestProvidersAddAndStatus(t *testing.T) {
 	if out, err := runCLI(t, "providers", "add", "--force", exe); err != nil {
 		t.Fatalf("add --force: %v\n%s", err, out)
 	}
-	if out, err := runCLI(t, "config", "check"); err != nil || !strings.Contains(out, "\n# provider kit loads: 11 tools, 0 resources (version 1)\n") {
+	if out, err := runCLI(t, "config", "check"); err != nil || !strings.Contains(out, "\n# provider kit loads: 12 tools, 0 resources (version 1)\n") {
 		t.Errorf("config check after add --force: %v\n%s", err, out)
 	}
 	if out, err := runCLI(t, "tools", "call", "kit.ping", "{}"); err != nil || !strings.HasPrefix(out, "pong ") {

@@ -204,7 +204,7 @@ func TestProvidersAddAndStatus(t *testing.T) {
 	if err != nil {
 		t.Fatalf("providers status: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "No openhuman-host server is running") || !regexpMatch(t, `(?m)^kit\s+running\s+\d+\s+0\s+11\s`, out) || !regexpMatch(t, `(?m)^memory\s+running\s`, out) {
+	if !strings.Contains(out, "No openhuman-host server is running") || !regexpMatch(t, `(?m)^kit\s+running\s+\d+\s+0\s+12\s`, out) || !regexpMatch(t, `(?m)^memory\s+running\s`, out) {
 		t.Errorf("status without a server:\n%s", out)
 	}
 
@@ -289,7 +289,7 @@ func TestProvidersStatusOfARunningServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("providers status: %v\n%s", err, out)
 	}
-	if !regexpMatch(t, `^server pid `+itoa(serve.Process.Pid)+`, up `, string(out)) || !regexpMatch(t, `(?m)^kit\s+running\s+\d+\s+0\s+11\s`, string(out)) {
+	if !regexpMatch(t, `^server pid `+itoa(serve.Process.Pid)+`, up `, string(out)) || !regexpMatch(t, `(?m)^kit\s+running\s+\d+\s+0\s+12\s`, string(out)) {
 		t.Errorf("status of a running server:\n%s", out)
 	}
 	_ = stdin.Close()

@@ -252,6 +252,8 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		Audit:                auditLog,
 		RecordReads:          cfg.Audit.RecordReads,
 		ToolTimeout:          cfg.Server.ToolTimeout(),
+
+		StructuredContentClients: cfg.Server.StructuredContentClients,
 	})
 	if err != nil {
 		h.changeMu.Unlock()
@@ -527,6 +529,8 @@ func (h *Host) serverSettings(cfg *config.Config, pol *policy.Policy) server.Set
 		ConfirmActs:          cfg.Autonomy.ConfirmActs,
 		RecordReads:          cfg.Audit.RecordReads,
 		DisabledHint:         h.unknownHint(cfg),
+
+		StructuredContentClients: cfg.Server.StructuredContentClients,
 	}
 }
 
@@ -733,6 +737,9 @@ func (s *hostService) CallTool(ctx context.Context, req *sdk.HostCallToolRequest
 		caller.SourceType = caller.SourceType + "/" + req.Actor
 	}
 	caller.ProgressToken = nil
+	// The result goes to the provider (an agent's model reads its text),
+	// not to the client whose call this serves.
+	caller.ReadsStructuredContent = false
 	res, err := srv.Call(ctx, server.Call{Tool: req.Name, Arguments: req.Arguments, Caller: caller})
 	if errors.Is(err, server.ErrUnknownTool) {
 		return sdk.ErrorResult("unknown tool %q", req.Name), nil

@@ -187,6 +187,7 @@ func callerToProto(c Caller) *providerv1.Caller {
 		SessionToken:           c.SessionToken,
 		ProtocolVersion:        c.ProtocolVersion,
 		ClientCapabilitiesJson: c.ClientCapabilities,
+		ReadsStructuredContent: c.ReadsStructuredContent,
 	}
 }
 
@@ -202,6 +203,8 @@ func callerFromProto(c *providerv1.Caller) Caller {
 		SessionToken:       c.GetSessionToken(),
 		ProtocolVersion:    c.GetProtocolVersion(),
 		ClientCapabilities: rawOrNil(c.GetClientCapabilitiesJson()),
+		// proto3's default: a host that predates the field sends false.
+		ReadsStructuredContent: c.GetReadsStructuredContent(),
 	}
 }
 

@@ -427,6 +427,26 @@ type Caller struct {
 	// sessions of its own for the client declares no more than this. Nil
 	// outside MCP sessions.
 	ClientCapabilities json.RawMessage
+	// ReadsStructuredContent is true when the host's config ([server]
+	// structured_content_clients) says the client hands a tool result's
+	// structuredContent to its model (MCP 2025-06-18 and later,
+	// server/tools "Structured Content"). Most clients pass their model
+	// only the text content, which is why a tool with an output schema
+	// also serializes its result into a text block; for a client that
+	// reads structuredContent that text repeats the result and doubles
+	// its tokens. When it is true, a tool whose result carries
+	// StructuredContent may replace its text block with one short line
+	// that summarises the result (counts, paging hints) and says the rest
+	// is in structuredContent; error results (IsError) keep their full
+	// text. When it is false, the default, which a host older than this
+	// field also sends, the client may see only the text: put everything
+	// the model needs there. The host sets it only for a client's own
+	// calls over MCP, never for calls a provider makes through
+	// [Host.CallTool] (their results go to the provider) nor for command
+	// line calls. Whatever a provider does, the host itself replaces a
+	// text block that is the JSON serialization of StructuredContent for
+	// such a client.
+	ReadsStructuredContent bool
 }
 
 // CallToolRequest is the argument of [Provider.CallTool].

@@ -72,6 +72,8 @@ func (e *echo) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 			return sdk.ErrorResult("no host service"), nil
 		}
 		return host.CallTool(ctx, &sdk.HostCallToolRequest{Name: "other.tool", Arguments: req.Arguments, Caller: req.Caller, Actor: "agent:test"})
+	case "echo.caller":
+		return sdk.StructuredResult("caller", req.Caller)
 	case "echo.list", "echo.sample", "echo.nosample":
 		e.mu.Lock()
 		host := e.config.Host
@@ -227,6 +229,41 @@ func TestCallTool(t *testing.T) {
 	}
 	if host.got == nil || host.got.Caller.SourceType != "mcp:probe" || host.got.Caller.Depth != 2 || host.got.Name != "other.tool" {
 		t.Errorf("host service got %+v", host.got)
+	}
+}
+
+// Every Caller field crosses the gRPC adapter, ReadsStructuredContent
+// included, and a Caller that does not set it arrives with false, as
+// from a host that predates the field.
+func TestCallerCrossesGRPC(t *testing.T) {
+	t.Parallel()
+	full := sdk.Caller{
+		SourceType: "mcp:claude-code", SessionHash: "sha256:0123abcd", ClientName: "claude-code", ClientVersion: "2.1",
+		Depth: 1, ProgressToken: json.RawMessage(`"p-7"`), CallToken: "call-1", SessionToken: "sess-1",
+		ProtocolVersion: "2025-11-25", ClientCapabilities: json.RawMessage(`{"sampling":{}}`), ReadsStructuredContent: true,
+	}
+	for name, caller := range map[string]sdk.Caller{
+		"every field": full,
+		// The JSON the tool answers with turns nil into null, so every
+		// case sets the raw fields.
+		"reads structured unset":    {SourceType: "mcp:other", ClientName: "other", ProgressToken: json.RawMessage(`1`), ClientCapabilities: json.RawMessage(`{}`)},
+		"only reads structured set": {SourceType: "mcp", ReadsStructuredContent: true, ProgressToken: json.RawMessage(`1`), ClientCapabilities: json.RawMessage(`{}`)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := sdktest.Start(t, &echo{}, &sdktest.Options{Caller: caller})
+			res, err := h.CallRaw(t.Context(), "echo.caller", map[string]any{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got sdk.Caller
+			if err := json.Unmarshal(res.StructuredContent, &got); err != nil {
+				t.Fatalf("structured content %s: %v", res.StructuredContent, err)
+			}
+			if diff := cmp.Diff(caller, got); diff != "" {
+				t.Errorf("caller changed crossing gRPC (-sent +received):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -204,7 +204,7 @@ func TestProvidersAddAndStatus(t *testing.T) {
 	if err != nil {
 		t.Fatalf("providers status: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "No openhuman-host server is running") || !regexpMatch(t, `(?m)^kit\s+running\s+\d+\s+0\s+11\s`, out) || !regexpMatch(t, `(?m)^memory\s+running\s`, out) {
+	if !strings.Contains(out, "No openhuman-host server is running") || !regexpMatch(t, `(?m)^kit\s+running\s+\d+\s+0\s+12\s`, out) || !regexpMatch(t, `(?m)^memory\s+running\s`, out) {
 		t.Errorf("status without a server:\n%s", out)
 	}
 
@@ -236,7 +236,7 @@ func TestProvidersAddAndStatus(t *testing.T) {
 	if out, err := runCLI(t, "providers", "add", "--force", exe); err != nil {
 		t.Fatalf("add --force: %v\n%s", err, out)
 	}
-	if out, err := runCLI(t, "config", "check"); err != nil || !strings.Contains(out, "\n# provider kit loads: 11 tools, 0 resources (version 1)\n") {
+	if out, err := runCLI(t, "config", "check"); err != nil || !strings.Contains(out, "\n# provider kit loads: 12 tools, 0 resources (version 1)\n") {
 		t.Errorf("config check after add --force: %v\n%s", err, out)
 	}
 	if out, err := runCLI(t, "tools", "call", "kit.ping", "{}"); err != nil || !strings.HasPrefix(out, "pong ") {
@@ -289,7 +289,7 @@ func TestProvidersStatusOfARunningServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("providers status: %v\n%s", err, out)
 	}
-	if !regexpMatch(t, `^server pid `+itoa(serve.Process.Pid)+`, up `, string(out)) || !regexpMatch(t, `(?m)^kit\s+running\s+\d+\s+0\s+11\s`, string(out)) {
+	if !regexpMatch(t, `^server pid `+itoa(serve.Process.Pid)+`, up `, string(out)) || !regexpMatch(t, `(?m)^kit\s+running\s+\d+\s+0\s+12\s`, string(out)) {
 		t.Errorf("status of a running server:\n%s", out)
 	}
 	_ = stdin.Close()

@@ -45,8 +45,14 @@ func serveConfig(t *testing.T, dataDir string) string {
 // go-sdk client to it.
 func serveStdio(t *testing.T, cmd *exec.Cmd) *mcp.ClientSession {
 	t.Helper()
+	return serveStdioAs(t, cmd, "hardening-test")
+}
+
+// serveStdioAs is serveStdio with the clientInfo.name the client sends.
+func serveStdioAs(t *testing.T, cmd *exec.Cmd, clientName string) *mcp.ClientSession {
+	t.Helper()
 	cmd.Env = append(os.Environ(), cliEnv+"=1")
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "hardening-test", Version: "1"}, nil).
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "1"}, nil).
 		Connect(testwait.Context(t), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect to %s: %v", strings.Join(cmd.Args, " "), err)

@@ -126,6 +126,17 @@ type ServerConfig struct {
 	// http transport accepts besides loopback ones. Default empty: loopback
 	// origins only.
 	AllowedOrigins []string `toml:"allowed_origins"`
+	// StructuredContentClients lists the MCP clients, by the
+	// clientInfo.name they send in initialize (exact, case-sensitive),
+	// that hand a tool result's structuredContent to their model (MCP
+	// 2025-06-18 and later, server/tools "Structured Content"); "*"
+	// names every client and then stands alone. Their results carry the
+	// data once: a text block that repeats structuredContent as JSON
+	// becomes a one-line note, providers are told through
+	// sdk.Caller.ReadsStructuredContent and may send a one-line summary
+	// instead of their text. Default empty: every client gets the full
+	// text, which is what a client that reads only text needs.
+	StructuredContentClients []string `toml:"structured_content_clients"`
 }
 
 // ToolTimeout returns ToolTimeoutSecs as a duration.

@@ -175,13 +175,19 @@ func TestParseMergesOverDefaults(t *testing.T) {
 				"port = 9400",
 				`allowed_origins = ["https://inspector.example.com", "http://localhost:6274"]`,
 				`data_dir = "~/oh-data"`,
+				`structured_content_clients = ["claude-code", "Claude Desktop"]`,
 			),
 			want: func(c *Config) {
 				c.Server.Transport = "http"
 				c.Server.Port = 9400
 				c.Server.AllowedOrigins = []string{"https://inspector.example.com", "http://localhost:6274"}
 				c.Server.DataDir = "~/oh-data"
+				c.Server.StructuredContentClients = []string{"claude-code", "Claude Desktop"}
 			},
+		},
+		"every client reads structured content": {
+			doc:  lines("[server]", `structured_content_clients = ["*"]`),
+			want: func(c *Config) { c.Server.StructuredContentClients = []string{"*"} },
 		},
 		"autonomy lists replace and an unlimited budget becomes zero": {
 			doc: lines(
@@ -325,7 +331,7 @@ func TestProviderMergesOverDefaultEntry(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
-	const serverKeys = "allowed_origins, data_dir, host, log_level, max_connections, max_request_body_bytes, max_sessions, port, provider_start_timeout_secs, session_idle_timeout_secs, tool_timeout_secs, transport"
+	const serverKeys = "allowed_origins, data_dir, host, log_level, max_connections, max_request_body_bytes, max_sessions, port, provider_start_timeout_secs, session_idle_timeout_secs, structured_content_clients, tool_timeout_secs, transport"
 	tests := map[string]struct {
 		doc  string
 		want []string
@@ -480,6 +486,37 @@ func TestParseErrors(t *testing.T) {
 				`config.toml:9: autonomy.allowed_tools[1]: tool names must be non-empty without surrounding spaces; got ""`,
 				`config.toml:10: autonomy.denied_tools[0]: tool names must be non-empty without surrounding spaces; got " memory_store"`,
 			},
+		},
+		"structured content clients that could never match, or repeat": {
+			doc: lines(
+				"[server]",
+				"structured_content_clients = [",
+				`  "claude-code",`,
+				`  "",`,
+				`  " cursor",`,
+				`  "bad\u0007name",`,
+				`  "claude-code",`,
+				`  "`+strings.Repeat("n", 129)+`",`,
+				`  "`+strings.Repeat("n", 128)+`",`,
+				"]",
+			),
+			want: []string{
+				`config.toml:4: server.structured_content_clients[1]: client names must be non-empty without surrounding spaces, as the client sends clientInfo.name; got ""`,
+				`config.toml:5: server.structured_content_clients[2]: client names must be non-empty without surrounding spaces, as the client sends clientInfo.name; got " cursor"`,
+				`config.toml:6: server.structured_content_clients[3]: client names cannot hold control characters or invalid UTF-8, which the host drops from the names clients send; got "bad\aname"`,
+				`config.toml:7: server.structured_content_clients[4]: "claude-code" is listed twice (first at [0]); remove one`,
+				`config.toml:8: server.structured_content_clients[5]: client names are at most 128 characters (the host cuts longer ones, so this one could never match); got 129`,
+			},
+		},
+		"every client and a name besides": {
+			doc: lines("[server]", `structured_content_clients = ["*", "claude-code"]`),
+			want: []string{
+				`config.toml:2: server.structured_content_clients[0]: "*" names every client; list it alone or remove it`,
+			},
+		},
+		"structured content clients not a list": {
+			doc:  lines("[server]", `structured_content_clients = "claude-code"`),
+			want: []string{`config.toml:2: server.structured_content_clients: must be an array of strings; got a string`},
 		},
 		// A missing sha256 is the provider's load failure, not the
 		// config's: the host refuses it with the file's actual hash.
@@ -1254,6 +1291,7 @@ session_idle_timeout_secs = 600
 max_sessions = 256
 max_connections = 1024
 allowed_origins = []
+structured_content_clients = []
 
 [autonomy]
 level = 'supervised'
@@ -1320,6 +1358,7 @@ func TestMaskedRoundTrip(t *testing.T) {
 			"port = 8080",
 			`allowed_origins = ["https://a.example"]`,
 			`data_dir = "/srv/oh"`,
+			`structured_content_clients = ["claude-code", "caf\u00e9 client"]`,
 			"[autonomy]",
 			`level = "full"`,
 			"max_actions_per_hour = 0",

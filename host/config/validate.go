@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // logLevels are the accepted server.log_level values, quietest last.
@@ -34,6 +36,9 @@ func (d *decoder) validate(c *Config) {
 	d.check("server.max_connections", between(int64(s.MaxConnections), 1, maxConnections))
 	for i, o := range s.AllowedOrigins {
 		d.check(index("server.allowed_origins", i), checkOrigin(o))
+	}
+	for i, msg := range checkClientNames(s.StructuredContentClients) {
+		d.check(index("server.structured_content_clients", i), msg)
 	}
 
 	a := &c.Autonomy
@@ -212,6 +217,45 @@ func checkToolName(t string) string {
 		return fmt.Sprintf("%q is not a valid pattern (* ? [a-z] as in path.Match; tool names are case-sensitive)", t)
 	}
 	return ""
+}
+
+// anyClient, in a list of MCP client names, names every client.
+const anyClient = "*"
+
+// maxClientNameChars is the longest client name the host keeps: the
+// server cuts the clientInfo.name a client sends to this many characters
+// (host/server's cleanClientText), so a longer entry could never match.
+const maxClientNameChars = 128
+
+// checkClientNames checks a list of MCP clientInfo.name values matched
+// exactly, such as [server] structured_content_clients, and returns what
+// is wrong with each entry by its index ("" when nothing is). An entry
+// the host could never match (empty, surrounded by spaces, with control
+// characters, longer than the names the host keeps) is refused, not
+// corrected, and so are repeats, and "*" next to other names, which it
+// already covers.
+func checkClientNames(names []string) []string {
+	msgs := make([]string, len(names))
+	seen := map[string]int{}
+	for i, n := range names {
+		switch {
+		case n == "" || strings.TrimSpace(n) != n:
+			msgs[i] = fmt.Sprintf(`client names must be non-empty without surrounding spaces, as the client sends clientInfo.name; got %q`, n)
+		case strings.ContainsFunc(n, func(r rune) bool { return unicode.IsControl(r) || r == utf8.RuneError }):
+			msgs[i] = fmt.Sprintf("client names cannot hold control characters or invalid UTF-8, which the host drops from the names clients send; got %q", n)
+		case utf8.RuneCountInString(n) > maxClientNameChars:
+			msgs[i] = fmt.Sprintf("client names are at most %d characters (the host cuts longer ones, so this one could never match); got %d", maxClientNameChars, utf8.RuneCountInString(n))
+		case n == anyClient && len(names) > 1:
+			msgs[i] = `"*" names every client; list it alone or remove it`
+		}
+		if j, dup := seen[n]; dup && msgs[i] == "" {
+			msgs[i] = fmt.Sprintf("%q is listed twice (first at [%d]); remove one", n, j)
+		}
+		if _, dup := seen[n]; !dup {
+			seen[n] = i
+		}
+	}
+	return msgs
 }
 
 // Upper bounds of the durations, so that converting them to a

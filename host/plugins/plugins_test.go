@@ -250,8 +250,8 @@ func TestCatalogChangeIsReported(t *testing.T) {
 			changed <- c
 		}
 	}}, spec)
-	if n := len(p.Catalog().Tools); n != 11 {
-		t.Fatalf("%d tools before, want 11", n)
+	if n := len(p.Catalog().Tools); n != 12 {
+		t.Fatalf("%d tools before, want 12", n)
 	}
 	if err := os.WriteFile(filepath.Join(spec.DataDir, "extra"), nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -260,8 +260,8 @@ func TestCatalogChangeIsReported(t *testing.T) {
 	if c := testwait.Recv(t, changed, "the restart"); !c {
 		t.Error("restart with a new tool reported catalogChanged = false")
 	}
-	if n := len(p.Catalog().Tools); n != 12 {
-		t.Errorf("%d tools after, want 12", n)
+	if n := len(p.Catalog().Tools); n != 13 {
+		t.Errorf("%d tools after, want 13", n)
 	}
 }
 
@@ -498,6 +498,24 @@ func TestProviderStdinIsDevNull(t *testing.T) {
 	res, err := p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "kit.stdin", Arguments: []byte("{}")})
 	if err != nil || res.Content[0].Text != "/dev/null" {
 		t.Fatalf("kit.stdin: %v %v", res, err)
+	}
+}
+
+// Caller.ReadsStructuredContent reaches the provider's process through
+// go-plugin's gRPC connection, and is false when the host does not set it.
+func TestCallerReadsStructuredContentReachesTheProvider(t *testing.T) {
+	t.Parallel()
+	_, p := startKit(t, Options{}, kitSpec(t))
+	for _, told := range []bool{true, false} {
+		res, err := p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "kit.caller", Arguments: []byte("{}"),
+			Caller: sdk.Caller{SourceType: "mcp:claude-code", ClientName: "claude-code", ReadsStructuredContent: told}})
+		if err != nil || res.IsError {
+			t.Fatalf("kit.caller: %v %+v", err, res)
+		}
+		want := fmt.Sprintf(`{"client_name":"claude-code","reads_structured_content":%v}`, told)
+		if got := string(res.StructuredContent); got != want {
+			t.Errorf("told %v: the provider saw %s, want %s", told, got, want)
+		}
 	}
 }
 

@@ -656,7 +656,7 @@ func (s *Server) finish(p *parkedCall, call Call, out parkedOutcome) (*mcp.CallT
 	if out.err == nil && out.res != nil && len(out.res.InputRequests) > 0 {
 		return s.relayInput(p, call, out.res)
 	}
-	return s.toolAnswer(call.Tool, out.res, out.err)
+	return s.toolAnswer(call, out.res, out.err)
 }
 
 // relayInput passes on a provider's result that asks for input: its input

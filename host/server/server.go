@@ -113,6 +113,16 @@ type Options struct {
 	// client), at least 32 bytes; replicas that share clients share it.
 	// Default: a random key, so states do not outlive the process.
 	StateKey []byte
+	// StructuredContentClients is [server] structured_content_clients:
+	// the clientInfo.name values, matched exactly, of the MCP clients
+	// that hand a tool result's structuredContent to their model, or
+	// [AnyClient] for every client. Their calls carry
+	// sdk.Caller.ReadsStructuredContent, and a text block of their
+	// results that repeats structuredContent as JSON becomes
+	// [StructuredContentNote] (MCP 2025-06-18 and later, server/tools
+	// "Structured Content"). Default empty: every client gets the full
+	// text.
+	StructuredContentClients []string
 }
 
 // Values of [Options.ConfirmActs], as in [autonomy] confirm_acts.
@@ -177,6 +187,9 @@ type Settings struct {
 	// enables it ("" when it does not); an unknown tool's -32602 then
 	// carries that hint (DESIGN §4).
 	DisabledHint func(tool string) string
+	// StructuredContentClients is as in [Options]; a call takes the
+	// list in force when it starts.
+	StructuredContentClients []string
 }
 
 // Reconfigure replaces the server's settings; calls already running keep
@@ -285,6 +298,8 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 		ProviderToolTimeouts: s.opts.ProviderToolTimeouts,
 		ConfirmActs:          s.opts.ConfirmActs,
 		RecordReads:          s.opts.RecordReads,
+
+		StructuredContentClients: s.opts.StructuredContentClients,
 	})
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "OpenHuman host", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.opts.Instructions,
@@ -1019,13 +1034,16 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 			call.Confirm = elicitConfirm(req.Session)
 		}
 		res, err := s.Call(ctx, call)
-		return s.toolAnswer(name, res, err)
+		return s.toolAnswer(call, res, err)
 	}
 }
 
-// toolAnswer turns the pipeline's outcome into the tools/call answer: an
-// unknown tool is JSON-RPC -32602, a host fault -32603.
-func (s *Server) toolAnswer(name string, res *sdk.CallToolResult, err error) (*mcp.CallToolResult, error) {
+// toolAnswer turns the pipeline's outcome of call into the tools/call
+// answer: an unknown tool is JSON-RPC -32602, a host fault -32603. For a
+// caller that reads structuredContent, text that only repeats it is
+// dropped ([withoutRepeatedText]).
+func (s *Server) toolAnswer(call Call, res *sdk.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	name := call.Tool
 	if errors.Is(err, ErrUnknownTool) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
@@ -1039,6 +1057,9 @@ func (s *Server) toolAnswer(name string, res *sdk.CallToolResult, err error) (*m
 	if err != nil {
 		s.log.Error("host fault in tools/call", "tool", name, "error", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error in openhuman-host; see its log"}
+	}
+	if call.Caller.ReadsStructuredContent {
+		res = withoutRepeatedText(res)
 	}
 	return MCPResult(res), nil
 }

@@ -89,8 +89,16 @@ type clientRequest interface {
 // go-sdk serves it in a session of its own that ends with it): it is
 // attributed to its client, named by its _meta client info and the
 // identity its bearer token proved ([Server.client]). On stdio the
-// connection is the session, as before.
+// connection is the session, as before. ReadsStructuredContent follows
+// the settings in force now, so a reload reaches connected sessions.
 func (s *Server) callerOf(req clientRequest) sdk.Caller {
+	c := s.clientCaller(req)
+	c.ReadsStructuredContent = s.settings.Load().readsStructured(c.ClientName, c.ProtocolVersion)
+	return c
+}
+
+// clientCaller is callerOf without what the settings add.
+func (s *Server) clientCaller(req clientRequest) sdk.Caller {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	version := req.ProtocolVersion()
 	if version < statelessVersion {

@@ -319,6 +319,11 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 		p.logger.Error("tool failed", "tool", req.Name, "error", err)
 		return nil, fmt.Errorf("%s: %w", req.Name, err)
 	}
+	if req.Caller.ReadsStructuredContent {
+		// The client's model reads the structured content; text that
+		// lists the same hits again would cost their tokens twice.
+		res = briefResult(t.spec, req.Arguments, res)
+	}
 	return res, nil
 }
 

@@ -378,7 +378,7 @@ func TestStartExecutable(t *testing.T) {
 	}
 	// The test provider prints to stdout before its handshake.
 	h := sdktest.StartExecutable(t, bin, nil, nil)
-	if h.Catalog.Name != "kit" || len(h.Catalog.Tools) != 11 {
+	if h.Catalog.Name != "kit" || len(h.Catalog.Tools) != 12 {
 		t.Fatalf("catalog %q with %d tools", h.Catalog.Name, len(h.Catalog.Tools))
 	}
 	res, err := h.Call(t.Context(), "kit.print", nil)

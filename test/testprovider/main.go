@@ -86,6 +86,7 @@ func (k *kit) Describe(context.Context) (*sdk.Catalog, error) {
 		tool("kit.badlog", "Writes log lines that are JSON but not hclog's format to stderr.", sdk.ClassRead),
 		tool("kit.stdin", "Says what the provider's standard input is.", sdk.ClassRead),
 		tool("kit.grow", "Creates the data dir's extra file and tells the host the catalog changed.", sdk.ClassAct),
+		callerTool,
 	}}
 	if _, err := os.Stat(filepath.Join(k.dir(), "extra")); err == nil {
 		cat.Tools = append(cat.Tools, tool("kit.extra", "Listed only when the data dir holds a file named extra.", sdk.ClassRead))
@@ -98,6 +99,22 @@ func (k *kit) Describe(context.Context) (*sdk.Catalog, error) {
 		}
 	}
 	return cat, nil
+}
+
+// callerTool answers with what it was told about its caller, as
+// structured content and, as the MCP spec asks of a tool with an output
+// schema, the same JSON as text.
+var callerTool = sdk.Tool{
+	Name: "kit.caller", Description: "Says what the host told it about the caller, as JSON.",
+	InputSchema: emptyInput, Class: sdk.ClassRead,
+	OutputSchema: json.RawMessage(`{"type":"object","properties":{"client_name":{"type":"string"},"reads_structured_content":{"type":"boolean"}},` +
+		`"required":["client_name","reads_structured_content"]}`),
+}
+
+// callerInfo is kit.caller's structured content.
+type callerInfo struct {
+	ClientName             string `json:"client_name"`
+	ReadsStructuredContent bool   `json:"reads_structured_content"`
 }
 
 func (k *kit) dir() string {
@@ -119,6 +136,12 @@ func (k *kit) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 		case <-time.After(time.Minute):
 			return sdk.TextResult("not cancelled"), nil
 		}
+	case "kit.caller":
+		out, err := json.Marshal(callerInfo{ClientName: req.Caller.ClientName, ReadsStructuredContent: req.Caller.ReadsStructuredContent})
+		if err != nil {
+			return nil, err
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{sdk.TextContent(string(out))}, StructuredContent: out}, nil
 	case "kit.cancelled":
 		b, _ := os.ReadFile(filepath.Join(k.dir(), "cancelled"))
 		return sdk.TextResult(fmt.Sprintf("cancelled %d", len(b))), nil

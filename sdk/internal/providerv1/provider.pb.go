@@ -857,6 +857,15 @@ type Caller struct {
 	// The capabilities the client declared in initialize, a JSON object
 	// (MCP ClientCapabilities) (protocol 2); empty outside MCP sessions.
 	ClientCapabilitiesJson []byte `protobuf:"bytes,10,opt,name=client_capabilities_json,json=clientCapabilitiesJson,proto3" json:"client_capabilities_json,omitempty"`
+	// True when the host's [server] structured_content_clients names the
+	// client: it hands structuredContent to its model, so a text block that
+	// repeats it only costs tokens. A provider whose tool returns
+	// structured_content_json may then send a one-line text block that
+	// summarises the result instead of repeating it; errors keep their full
+	// text. False (the default, and what older hosts send) means the client
+	// may see only the text: put everything the model needs there. Only set
+	// for a client's own call (depth 0), never outside MCP sessions.
+	ReadsStructuredContent bool `protobuf:"varint,11,opt,name=reads_structured_content,json=readsStructuredContent,proto3" json:"reads_structured_content,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
@@ -959,6 +968,13 @@ func (x *Caller) GetClientCapabilitiesJson() []byte {
 		return x.ClientCapabilitiesJson
 	}
 	return nil
+}
+
+func (x *Caller) GetReadsStructuredContent() bool {
+	if x != nil {
+		return x.ReadsStructuredContent
+	}
+	return false
 }
 
 type CallToolRequest struct {
@@ -3366,7 +3382,7 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\x0ePromptArgument\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1a\n" +
-	"\brequired\x18\x03 \x01(\bR\brequired\"\x83\x03\n" +
+	"\brequired\x18\x03 \x01(\bR\brequired\"\xbd\x03\n" +
 	"\x06Caller\x12\x1f\n" +
 	"\vsource_type\x18\x01 \x01(\tR\n" +
 	"sourceType\x12!\n" +
@@ -3381,7 +3397,8 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\rsession_token\x18\b \x01(\tR\fsessionToken\x12)\n" +
 	"\x10protocol_version\x18\t \x01(\tR\x0fprotocolVersion\x128\n" +
 	"\x18client_capabilities_json\x18\n" +
-	" \x01(\fR\x16clientCapabilitiesJson\"\xda\x01\n" +
+	" \x01(\fR\x16clientCapabilitiesJson\x128\n" +
+	"\x18reads_structured_content\x18\v \x01(\bR\x16readsStructuredContent\"\xda\x01\n" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\fR\rargumentsJson\x125\n" +

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/testwait"
+)
+
+// A client named in [server] structured_content_clients gets each result
+// once, through the built binary on stdio: the memory provider's one-line
+// summary, and the host's note in place of a provider's text that repeats
+// structuredContent as JSON. A client not named gets the full text. Both
+// get the same structuredContent.
+func TestStructuredContentClientsEndToEnd(t *testing.T) {
+	t.Parallel()
+	dataDir := t.TempDir()
+	cfgPath := filepath.Join(t.TempDir(), "config.toml")
+	cfg := fmt.Sprintf("[server]\ndata_dir = %q\nlog_level = \"off\"\n%sstructured_content_clients = [\"brief-client\"]\n\n%s",
+		dataDir, slowStart, kitConfig(t, ""))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exe := testExe(t)
+	session := func(clientName string) *mcp.ClientSession {
+		t.Helper()
+		cs := serveStdioAs(t, exec.Command(exe, "--config", cfgPath, "serve"), clientName)
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	callTool := func(cs *mcp.ClientSession, tool, args string) (string, string) {
+		t.Helper()
+		res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if res.IsError || len(res.Content) != 1 {
+			t.Fatalf("%s: %+v", tool, res)
+		}
+		structured, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Content[0].(*mcp.TextContent).Text, string(structured)
+	}
+
+	brief := session("brief-client")
+	if text, _ := callTool(brief, "memory_store", `{"title":"Reef log","content":"The zebrafish swims near the northern reef."}`); !strings.HasPrefix(text, "Stored ") {
+		t.Errorf("store, already short, keeps its text: %q", text)
+	}
+	briefText, briefStructured := callTool(brief, "memory_search", `{"query":"zebrafish"}`)
+	if want := `1 hit for "zebrafish"; full results in structuredContent`; briefText != want {
+		t.Errorf("memory_search for a listed client: %q, want %q", briefText, want)
+	}
+	kitText, kitStructured := callTool(brief, "kit_caller", `{}`)
+	if kitText != server.StructuredContentNote || kitStructured != `{"client_name":"brief-client","reads_structured_content":true}` {
+		t.Errorf("kit.caller for a listed client: text %q, structured %s", kitText, kitStructured)
+	}
+	_ = brief.Close()
+
+	full := session("full-client")
+	fullText, fullStructured := callTool(full, "memory_search", `{"query":"zebrafish"}`)
+	if !strings.HasPrefix(fullText, "1. chk_") || !strings.Contains(fullText, "**zebrafish**") {
+		t.Errorf("memory_search for a client not listed: %q, want the hit in full", fullText)
+	}
+	if fullStructured != briefStructured || !strings.Contains(fullStructured, `"snippet"`) {
+		t.Errorf("structured content differs between clients:\n%s\n%s", briefStructured, fullStructured)
+	}
+	want := `{"client_name":"full-client","reads_structured_content":false}`
+	if kitText, kitStructured := callTool(full, "kit_caller", `{}`); kitText != want || kitStructured != want {
+		t.Errorf("kit.caller for a client not listed: text %q, structured %s", kitText, kitStructured)
+	}
+}

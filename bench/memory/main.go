@@ -70,6 +70,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,12 +106,14 @@ type options struct {
 	queries int
 	warmup  int
 	// cold is how many calls of each tool are timed right after a write.
-	cold    int
-	seed    uint64
-	dir     string
-	json    bool
-	analyze bool
-	slowest int
+	cold int
+	seed uint64
+	dir  string
+	json bool
+	// cpuprofile is where a CPU profile of the run goes, "" for none.
+	cpuprofile string
+	analyze    bool
+	slowest    int
 	// The retrieval-quality benchmark (quality.go).
 	quality       bool
 	qualityOnly   bool
@@ -155,6 +158,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the corpus and the queries")
 	fs.StringVar(&o.dir, "dir", "", "directory for the corpus and the database, kept after the run (default: a temporary directory, removed)")
 	fs.BoolVar(&o.json, "json", false, "also print the results as JSON")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fs.BoolVar(&o.analyze, "analyze", true, "count the chunks each search query matches (untimed, with tree_browse) and report latency by match count")
 	fs.IntVar(&o.slowest, "slowest", 10, "with -analyze, list this many slowest memory_search queries per size")
 	fs.BoolVar(&o.quality, "quality", true, "measure retrieval quality on the real corpus (Debian's git-doc), alone and mixed into the generated corpus at each size")
@@ -206,8 +210,20 @@ func main() {
 	// An interrupt cancels the run, so the temporary directory is still
 	// removed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if o.cpuprofile != "" {
+		f, ferr := os.Create(o.cpuprofile)
+		if ferr == nil {
+			ferr = pprof.StartCPUProfile(f)
+		}
+		if ferr != nil {
+			fmt.Fprintln(os.Stderr, "bench/memory: -cpuprofile:", ferr)
+			os.Exit(2)
+		}
+		defer f.Close()
+	}
 	err = run(ctx, o, os.Stdout, os.Stderr)
 	stop()
+	pprof.StopCPUProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/memory:", err)
 		os.Exit(1)

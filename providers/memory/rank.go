@@ -260,6 +260,17 @@ func (s *store) countChunks(ctx context.Context, state, expr string) (int64, err
 	return n, nil
 }
 
+// cancelCheckRows is how often, in rows, a read of a posting list checks
+// that its call is still wanted.
+const cancelCheckRows = 1024
+
+// uninterrupted returns ctx without its cancellation, for the statements
+// that read a posting list a row at a time: go-sqlite3 runs every step of
+// a cancellable statement on a new goroutine so that it can interrupt it,
+// which costs more than the step. The loops check ctx themselves every
+// cancelCheckRows rows instead.
+func uninterrupted(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // pkReader collects pks that must come in ascending order into a
 // postingList's gaps.
 type pkReader struct {
@@ -293,7 +304,7 @@ func (s *store) loadPostings(ctx context.Context, expr string, n, nRow int64) (*
 	} else {
 		l.tf = make([]float32, 0, n)
 	}
-	rows, err := sqlDB.QueryContext(ctx, q, expr)
+	rows, err := sqlDB.QueryContext(uninterrupted(ctx), q, expr)
 	if err != nil {
 		return nil, fmt.Errorf("read the chunks with %s: %w", expr, err)
 	}
@@ -307,6 +318,9 @@ func (s *store) loadPostings(ctx context.Context, expr string, n, nRow int64) (*
 		)
 		if err := rows.Scan(&pk, &score); err != nil {
 			return nil, fmt.Errorf("read the chunks with %s: %w", expr, err)
+		}
+		if l.n%cancelCheckRows == 0 && ctx.Err() != nil {
+			return nil, fmt.Errorf("read the chunks with %s: %w", expr, ctx.Err())
 		}
 		if err := r.add(pk); err != nil {
 			return nil, fmt.Errorf("read the chunks with %s: %w", expr, err)
@@ -497,7 +511,7 @@ func (s *store) matchList(ctx context.Context, match string) (*postingList, erro
 	if err != nil {
 		return nil, err
 	}
-	rows, err := sqlDB.QueryContext(ctx, `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`, match)
+	rows, err := sqlDB.QueryContext(uninterrupted(ctx), `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`, match)
 	if err != nil {
 		return nil, fmt.Errorf("match %s: %w", match, err)
 	}
@@ -508,6 +522,9 @@ func (s *store) matchList(ctx context.Context, match string) (*postingList, erro
 		var pk int64
 		if err := rows.Scan(&pk); err != nil {
 			return nil, fmt.Errorf("match %s: %w", match, err)
+		}
+		if l.n%cancelCheckRows == 0 && ctx.Err() != nil {
+			return nil, fmt.Errorf("match %s: %w", match, ctx.Err())
 		}
 		if err := r.add(pk); err != nil {
 			return nil, fmt.Errorf("match %s: %w", match, err)

@@ -56,13 +56,16 @@ type postingList struct {
 	n int
 	// tf is the saturated term frequency of each chunk, in pk order; nil
 	// for a word in more than half of the chunks, whose tf counts as 1.
-	tf []float32
+	tf []float64
 	// idf is the word's inverse document frequency (see above).
 	idf float64
+	// ftsIDF is the idf FTS5's bm25() gives the word, which derives tf
+	// from bm25() values.
+	ftsIDF float64
 }
 
 // size is the list's memory, in bytes, as postingCache counts it.
-func (p *postingList) size() int { return len(p.gaps) + 4*len(p.tf) + 64 }
+func (p *postingList) size() int { return len(p.gaps) + 8*len(p.tf) + 64 }
 
 // cursor walks a postingList in pk order.
 type cursor struct {
@@ -244,6 +247,16 @@ func idfOf(n, nRow int64) float64 {
 	return math.Log(1 + (float64(nRow)-float64(n)+0.5)/(float64(n)+0.5))
 }
 
+// ftsIDFOf is the idf FTS5's bm25() gives a word found in n of nRow
+// chunks: floored at 1e-6, as FTS5 floors it.
+func ftsIDFOf(n, nRow int64) float64 {
+	idf := math.Log((float64(nRow) - float64(n) + 0.5) / (float64(n) + 0.5))
+	if idf <= 0 {
+		return 1e-6
+	}
+	return idf
+}
+
 // isCommon reports whether a word in n of nRow chunks counts by presence.
 func isCommon(n, nRow int64) bool { return 2*n > nRow }
 
@@ -302,7 +315,7 @@ func (s *store) loadPostings(ctx context.Context, expr string, n, nRow int64) (*
 	if common {
 		q = `SELECT rowid, 0 FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`
 	} else {
-		l.tf = make([]float32, 0, n)
+		l.tf = make([]float64, 0, n)
 	}
 	rows, err := sqlDB.QueryContext(uninterrupted(ctx), q, expr)
 	if err != nil {
@@ -333,16 +346,12 @@ func (s *store) loadPostings(ctx context.Context, expr string, n, nRow int64) (*
 		return nil, fmt.Errorf("read the chunks with %s: %w", expr, err)
 	}
 	hits := int64(l.n)
-	l.idf = idfOf(hits, nRow)
+	l.idf, l.ftsIDF = idfOf(hits, nRow), ftsIDFOf(hits, nRow)
 	if !common {
-		// bm25() of one word is −idf·tf with FTS5's idf, floored at 1e-6
-		// as FTS5 floors it, which gives tf back.
-		ftsIDF := math.Log((float64(nRow) - float64(hits) + 0.5) / (float64(hits) + 0.5))
-		if ftsIDF <= 0 {
-			ftsIDF = 1e-6
-		}
+		// bm25() of one word is −idf·tf with FTS5's idf, which gives tf
+		// back.
 		for _, sc := range scores {
-			l.tf = append(l.tf, float32(-sc/ftsIDF))
+			l.tf = append(l.tf, -sc/l.ftsIDF)
 		}
 	}
 	return l, nil
@@ -395,113 +404,207 @@ func (s *store) rankWords(ctx context.Context, exprs []string, all bool, n int) 
 	}
 }
 
-// rankAt is rankWords for one state of the index.
+// bm25K1 is BM25's k1, as FTS5's bm25() uses it: a word's tf is below
+// k1+1 in every chunk.
+const bm25K1 = 1.2
+
+// phaseOneMax is the document count up to which recall reads a rare
+// word's whole posting list before looking at the others: rarer words are
+// cheap to read and carry most of the score.
+const phaseOneMax = 5000
+
+// queryWord is one word of a ranking, with its statistics.
+type queryWord struct {
+	expr   string
+	n      int64
+	common bool
+	// idf is the word's idf; bound is the most it adds to a chunk's
+	// score: idf for a common word, idf·(k1+1) for another.
+	idf, bound float64
+}
+
+// rankAt is rankWords for one state of the index. Every matching chunk is
+// scored, but the posting lists of frequent words are not always read:
+//
+//   - Every word (search): the candidates are the chunks of the rarest
+//     word. For each other word, FTS5 lists the candidates that hold it
+//     too, with bm25() over both words, from which that word's tf
+//     follows; a common word only needs the list of candidates.
+//   - Any word (recall): the lists of the rare words are read, rarest
+//     first, up to phaseOneMax chunks a word (and at least one). The other
+//     words are scored on those chunks the same way. A chunk with none of
+//     the words read scores at most the others' bounds summed: when the
+//     k-th best scores more, nothing else can reach the top k; otherwise
+//     every list is read.
+//
+// Lists already kept are used as they are.
 func (s *store) rankAt(ctx context.Context, state string, nRow int64, exprs []string, all bool, n int) ([]rankedPK, error) {
-	var common, rare []int
+	var words []queryWord
 	constant := 0.0
-	counts := make([]int64, len(exprs))
-	for i, e := range exprs {
+	rare := 0
+	for _, e := range exprs {
 		c, err := s.countChunks(ctx, state, e)
 		if err != nil {
 			return nil, err
 		}
-		counts[i] = c
-		switch {
-		case c == 0 && all:
-			return []rankedPK{}, nil
-		case c == 0:
-		case isCommon(c, nRow):
-			common = append(common, i)
-			constant += idfOf(c, nRow)
-		default:
-			rare = append(rare, i)
+		if c == 0 {
+			if all {
+				return []rankedPK{}, nil
+			}
+			continue
 		}
+		w := queryWord{expr: e, n: c, common: isCommon(c, nRow), idf: idfOf(c, nRow)}
+		w.bound = w.idf
+		if w.common {
+			constant += w.idf
+		} else {
+			w.bound *= 1 + bm25K1
+			rare++
+		}
+		words = append(words, w)
 	}
-	if all && len(rare) == 0 {
+	if len(words) == 0 {
+		return []rankedPK{}, nil
+	}
+	if all && rare == 0 {
 		// Every match holds every word and each counts by presence: all
 		// score the same, so the newest come first, and FTS5 walks the
 		// index from the newest match.
 		return s.newestMatches(ctx, exprs, constant, n)
 	}
-	var lists []*postingList
-	for _, i := range rare {
-		l, err := s.postingsOf(ctx, state, exprs[i], nRow)
+	slices.SortStableFunc(words, func(a, b queryWord) int { return int(a.n - b.n) })
+	top := func(lists []*postingList) ([]rankedPK, error) {
+		return s.topInScope(ctx, n, func(m int) ([]rankedPK, bool) { return topChunks(lists, all, m) })
+	}
+
+	// Every list kept already: a merge in memory.
+	var kept []*postingList
+	for _, w := range words {
+		if l := s.postings.get(state, w.expr); l != nil {
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) == len(words) {
+		return top(kept)
+	}
+
+	// Phase one: the rarest words' whole lists.
+	var read []*postingList
+	var readExprs []string
+	rest := words
+	for len(rest) > 0 && !rest[0].common && (len(read) == 0 || !all && rest[0].n <= phaseOneMax) {
+		l, err := s.postingsOf(ctx, state, rest[0].expr, nRow)
+		if err != nil {
+			return nil, err
+		}
+		read, readExprs, rest = append(read, l), append(readExprs, rest[0].expr), rest[1:]
+	}
+	if len(read) == 0 {
+		// Recall of common words alone: their lists are all there is.
+		return s.readAll(ctx, state, nRow, words, top)
+	}
+	// Phase two: the other words, on the chunks of those read.
+	lists := slices.Clone(read)
+	for _, w := range rest {
+		if l := s.postings.get(state, w.expr); l != nil && all {
+			lists = append(lists, l)
+			continue
+		}
+		l, err := s.pairList(ctx, nRow, readExprs, read, w)
 		if err != nil {
 			return nil, err
 		}
 		lists = append(lists, l)
 	}
-	var commonLists []*postingList
-	for _, i := range common {
-		if l := s.postings.get(state, exprs[i]); l != nil {
-			commonLists = append(commonLists, l)
-		}
+	best, err := top(lists)
+	if err != nil || all || len(rest) == 0 {
+		return best, err
 	}
-	if len(commonLists) == len(common) {
-		lists = append(lists, commonLists...)
-	} else if all {
-		// The chunks with every rare word must hold the common ones too:
-		// FTS5 says which do, without reading the common words' lists.
-		return s.rankCandidates(ctx, lists, exprs, constant, n)
-	} else if len(rare) > 0 {
-		// FTS5 says which chunks with a rare word hold each common word,
-		// which scores them exactly. A chunk with common words only
-		// scores at most their summed idf: when the n-th best scores
-		// more, the common words' lists need not be read.
-		withCommon := slices.Clone(lists)
-		anyRare := make([]string, len(rare))
-		for j, i := range rare {
-			anyRare[j] = exprs[i]
-		}
-		bound := 0.0
-		for _, i := range common {
-			l, err := s.matchList(ctx, "("+strings.Join(anyRare, " OR ")+") AND "+exprs[i])
-			if err != nil {
-				return nil, err
-			}
-			l.idf = idfOf(counts[i], nRow)
-			bound += l.idf
-			withCommon = append(withCommon, l)
-		}
-		best, err := s.topInScope(ctx, n, func(m int) ([]rankedPK, bool) { return topChunks(withCommon, false, m) })
-		if err != nil || len(best) == n && best[n-1].Score > bound {
-			return best, err
-		}
-		for _, i := range common {
-			l, err := s.postingsOf(ctx, state, exprs[i], nRow)
-			if err != nil {
-				return nil, err
-			}
-			lists = append(lists, l)
-		}
-	} else {
-		for _, i := range common {
-			l, err := s.postingsOf(ctx, state, exprs[i], nRow)
-			if err != nil {
-				return nil, err
-			}
-			lists = append(lists, l)
-		}
+	bound := 0.0
+	for _, w := range rest {
+		bound += w.bound
 	}
-	if len(lists) == 0 {
-		return []rankedPK{}, nil
+	if len(best) == n && best[n-1].Score > bound {
+		return best, nil
 	}
-	return s.topInScope(ctx, n, func(m int) ([]rankedPK, bool) { return topChunks(lists, all, m) })
+	// A chunk without any word read could still make the top k: read
+	// every list.
+	return s.readAll(ctx, state, nRow, words, top)
 }
 
-// rankCandidates ranks the chunks in every list of rare that FTS5 finds
-// holding every word of exprs, adding constant (the common words' share)
-// to each score.
-func (s *store) rankCandidates(ctx context.Context, rare []*postingList, exprs []string, constant float64, n int) ([]rankedPK, error) {
-	matches, err := s.matchList(ctx, strings.Join(exprs, " "))
+// readAll ranks by the whole posting lists of words.
+func (s *store) readAll(ctx context.Context, state string, nRow int64, words []queryWord, top func([]*postingList) ([]rankedPK, error)) ([]rankedPK, error) {
+	lists := make([]*postingList, 0, len(words))
+	for _, w := range words {
+		l, err := s.postingsOf(ctx, state, w.expr, nRow)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, l)
+	}
+	return top(lists)
+}
+
+// pairList returns w's posting list restricted to the chunks holding any
+// word of readExprs, whose lists are read. For a common word it is the
+// list of those chunks FTS5 finds holding w. For another, FTS5's bm25()
+// over "(read words) AND w" is, on each chunk, the read words' share,
+// known from their lists, plus w's, which gives w's tf.
+func (s *store) pairList(ctx context.Context, nRow int64, readExprs []string, read []*postingList, w queryWord) (*postingList, error) {
+	match := "(" + strings.Join(readExprs, " OR ") + ") AND " + w.expr
+	if w.common {
+		l, err := s.matchList(ctx, match)
+		if err != nil {
+			return nil, err
+		}
+		l.idf = w.idf
+		return l, nil
+	}
+	sqlDB, err := s.db.DB()
 	if err != nil {
 		return nil, err
 	}
-	// The matches, as a list worth constant, narrow the rare lists'
-	// intersection and add the common words' share.
-	matches.idf = constant
-	lists := append(slices.Clone(rare), matches)
-	return s.topInScope(ctx, n, func(m int) ([]rankedPK, bool) { return topChunks(lists, true, m) })
+	rows, err := sqlDB.QueryContext(uninterrupted(ctx), `SELECT rowid, `+bm25Expr+` FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`, match)
+	if err != nil {
+		return nil, fmt.Errorf("match %s: %w", match, err)
+	}
+	defer rows.Close()
+	l := &postingList{idf: w.idf, tf: []float64{}}
+	r := pkReader{l: l}
+	cs := make([]*cursor, len(read))
+	for i, rl := range read {
+		cs[i] = newCursor(rl)
+	}
+	wFTSIDF := ftsIDFOf(w.n, nRow)
+	for rows.Next() {
+		var (
+			pk    int64
+			score float64
+		)
+		if err := rows.Scan(&pk, &score); err != nil {
+			return nil, fmt.Errorf("match %s: %w", match, err)
+		}
+		if l.n%cancelCheckRows == 0 && ctx.Err() != nil {
+			return nil, fmt.Errorf("match %s: %w", match, ctx.Err())
+		}
+		if err := r.add(pk); err != nil {
+			return nil, fmt.Errorf("match %s: %w", match, err)
+		}
+		share := -score
+		for _, c := range cs {
+			for c.ok && c.pk < pk {
+				c.next()
+			}
+			if c.ok && c.pk == pk {
+				share -= c.l.ftsIDF * c.l.tf[c.i]
+			}
+		}
+		l.tf = append(l.tf, max(0, share/wFTSIDF))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("match %s: %w", match, err)
+	}
+	return l, nil
 }
 
 // matchList returns the chunks matching the FTS5 expression match as a

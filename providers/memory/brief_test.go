@@ -21,10 +21,10 @@ func TestBriefText(t *testing.T) {
 			structured: `{"chunks":[{"chunk_id":"chk_1","title":"Reef trip","snippet":"the **reef**"},{"chunk_id":"chk_2"},{},{},{}]}`,
 			want:       `5 hits for "coral reef"; full results in structuredContent`,
 		},
-		"one hit, truncated, of the newest": {
+		"one hit, truncated, with a count": {
 			args:       `{"query":"reef"}`,
-			structured: `{"chunks":[{"chunk_id":"chk_1"}],"ranked_newest":1000,"truncated":true}`,
-			want:       `1 hit for "reef", ranked newest 1000, truncated; full results in structuredContent`,
+			structured: `{"chunks":[{"chunk_id":"chk_1"}],"next_offset":1000,"truncated":true}`,
+			want:       `1 hit for "reef", next offset 1000, truncated; full results in structuredContent`,
 		},
 		"no hits": {
 			args:       `{"query":"reef"}`,

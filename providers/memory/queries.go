@@ -201,9 +201,21 @@ func (s *store) refsByPK(ctx context.Context, pks []int64, match string) (map[in
 	if err != nil {
 		return nil, fmt.Errorf("read chunks: %w", err)
 	}
+	content := make(map[int64]string, len(rows))
 	for i := range rows {
-		out[rows[i].PK] = browseHit{chunkRef: rows[i].ref(), Snippet: leadSnippet(rows[i].Content), textKey: sha256.Sum256([]byte(rows[i].Content))}
+		out[rows[i].PK] = browseHit{chunkRef: rows[i].ref(), textKey: sha256.Sum256([]byte(rows[i].Content))}
+		content[rows[i].PK] = rows[i].Content
 	}
+	// Chunks without a marked snippet start at their beginning; the lead
+	// is made only for those.
+	defer func() {
+		for pk, r := range out {
+			if r.Snippet == "" {
+				r.Snippet = leadSnippet(content[pk])
+				out[pk] = r
+			}
+		}
+	}()
 	if match == "" {
 		return out, nil
 	}
@@ -229,16 +241,27 @@ func (s *store) refsByPK(ctx context.Context, pks []int64, match string) (map[in
 // leadSnippet is the start of content on one line, cut at a word boundary
 // near leadRunes characters, with "…" when something was cut.
 func leadSnippet(content string) string {
+	// Only the start is shown: cut long text before collapsing its
+	// whitespace, at a character boundary, leaving room for runs of it.
+	cut := false
+	if limit := 8 * leadRunes; len(content) > limit {
+		for limit > 0 && !utf8.RuneStart(content[limit]) {
+			limit--
+		}
+		content, cut = content[:limit], true
+	}
 	s := oneLine(content)
 	if utf8.RuneCountInString(s) <= leadRunes {
+		if cut {
+			return s + "…"
+		}
 		return s
 	}
-	r := []rune(s)[:leadRunes]
-	cut := string(r)
-	if i := strings.LastIndexByte(cut, ' '); i > len(cut)/2 {
-		cut = cut[:i]
+	lead := string([]rune(s)[:leadRunes])
+	if i := strings.LastIndexByte(lead, ' '); i > len(lead)/2 {
+		lead = lead[:i]
 	}
-	return cut + "…"
+	return lead + "…"
 }
 
 // browseFilter is tree_browse's filter; every set field narrows the result

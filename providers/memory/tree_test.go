@@ -125,6 +125,11 @@ func TestLeadSnippet(t *testing.T) {
 		"short":     {"Hello\n\nworld", "Hello world"},
 		"cut":       {long, strings.TrimSpace(strings.Repeat("word ", 48)) + "…"},
 		"no spaces": {strings.Repeat("é", 300), strings.Repeat("é", 240) + "…"},
+		// Long text is cut before its whitespace collapses: at a
+		// character boundary, and still marked as cut.
+		"whitespace then text":     {strings.Repeat(" ", 1918) + "é" + strings.Repeat("z", 50), "é…"},
+		"cut inside a character":   {strings.Repeat("\n", 1919) + strings.Repeat("é", 10), "…"},
+		"long text with few words": {"start " + strings.Repeat("\t", 5000) + " end", "start…"},
 	}
 	for name, tc := range tests {
 		if got := leadSnippet(tc.in); got != tc.want {

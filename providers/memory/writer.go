@@ -3,11 +3,12 @@ package memory
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"gorm.io/gorm"
 )
 
-// chunkInsertRows bounds the rows of one chunk INSERT: 6 variables a row
+// chunkInsertRows bounds the rows of one chunk INSERT: 7 variables a row
 // keeps it well under SQLite's 32,766.
 const chunkInsertRows = 1000
 
@@ -32,12 +33,15 @@ type docWriter struct {
 	// known holds the documents looked up ahead by lookAhead, nil for
 	// those that do not exist; a key not in it is looked up when needed.
 	known map[docKey]*documentRow
-	// chunks wait for flush, and ends[i] is where the chunks of the
-	// document whose result is owners[i] end in chunks.
+	// docs are the new documents and chunks the chunks that wait for
+	// flush; ends[i] is where the chunks of the document whose result is
+	// owners[i] end in chunks.
+	docs   []documentRow
 	chunks []chunkRow
 	owners []*putResult
 	ends   []int
-	// pending holds the ids of the documents with chunks in chunks.
+	// pending holds the ids of the documents in docs or with chunks in
+	// chunks.
 	pending map[string]bool
 	// deleted is set when a write deleted chunks, whose entities may now
 	// be unused.
@@ -162,19 +166,23 @@ func (w *docWriter) put(doc document, skipUnchanged bool, res *putResult) error 
 		noteChunk = &doc.NoteChunkID
 	}
 	if existing == nil {
-		err = tx.Exec(`INSERT INTO documents (id, source_id, namespace, key, title, tags, note_chunk_id, content_sha256, created_ms, updated_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			res.DocumentID, doc.SourceID, doc.Namespace, key, doc.Title, string(tagsJSON), noteChunk, doc.ContentSHA256, nowMS, nowMS).Error
+		// A new document waits for flush too; until then this writer
+		// answers for its key.
+		row := documentRow{ID: res.DocumentID, SourceID: doc.SourceID, Namespace: doc.Namespace, Key: key,
+			Title: doc.Title, Tags: string(tagsJSON), NoteChunkID: noteChunk, ContentSHA256: doc.ContentSHA256, CreatedMS: nowMS, UpdatedMS: nowMS}
+		w.docs = append(w.docs, row)
+		w.known[docKey{doc.Namespace, key}] = &row
+		w.pending[res.DocumentID] = true
 	} else {
 		err = tx.Exec(`UPDATE documents SET source_id = ?, title = ?, tags = ?, note_chunk_id = ?, content_sha256 = ?, updated_ms = ? WHERE id = ?`,
 			doc.SourceID, doc.Title, string(tagsJSON), noteChunk, doc.ContentSHA256, nowMS, existing.ID).Error
+		if err != nil {
+			return fmt.Errorf("write document: %w", err)
+		}
+		// What this writer knows of the key is out of date now; the
+		// database answers.
+		delete(w.known, docKey{doc.Namespace, key})
 	}
-	if err != nil {
-		return fmt.Errorf("write document: %w", err)
-	}
-	// What this writer knows of the key is out of date now; the database
-	// answers.
-	delete(w.known, docKey{doc.Namespace, key})
 	if existing != nil && existing.SourceID != doc.SourceID {
 		// The document moved (a file imported again from another folder):
 		// its old source goes when nothing else is left in it.
@@ -253,11 +261,30 @@ func (w *docWriter) replaceChunks(docID string, pieces, ids []string, stored boo
 	return added, nil
 }
 
-// flush inserts the chunks put queued, gives each result the chunks it
-// inserted, with their pks, and indexes their entities.
+// flush inserts the documents and chunks put queued, gives each result
+// the chunks it inserted, with their pks, and indexes their entities. The
+// entities are found while SQLite inserts the chunks.
 func (w *docWriter) flush() error {
+	if err := insertDocuments(w.tx, w.docs); err != nil {
+		return err
+	}
+	for _, d := range w.docs {
+		// The row is in the database now, which answers for its key.
+		delete(w.known, docKey{d.Namespace, d.Key})
+	}
+	w.docs = nil
 	chunks := w.chunks
-	if err := insertChunks(w.tx, chunks); err != nil {
+	if len(chunks) == 0 {
+		w.owners, w.ends = nil, nil
+		clear(w.pending)
+		return nil
+	}
+	texts := chunkTexts(chunks)
+	found := make(chan [][]entityCount, 1)
+	go func() { found <- extractEntities(w.s.extractors, texts) }()
+	err := insertChunks(w.tx, chunks)
+	entities := <-found
+	if err != nil {
 		return err
 	}
 	start := 0
@@ -269,7 +296,7 @@ func (w *docWriter) flush() error {
 	}
 	w.chunks, w.owners, w.ends = nil, nil, nil
 	clear(w.pending)
-	return indexEntities(w.tx, w.s.extractors, chunks)
+	return recordEntities(w.tx, chunks, entities)
 }
 
 // finish flushes and drops the entities no chunk mentions any more.
@@ -283,8 +310,65 @@ func (w *docWriter) finish() error {
 	return nil
 }
 
+// documentInsertRows bounds the rows of one document INSERT (10
+// variables a row).
+const documentInsertRows = 500
+
+// insertDocuments inserts rows with multi-row statements.
+func insertDocuments(tx *gorm.DB, rows []documentRow) error {
+	for start := 0; start < len(rows); start += documentInsertRows {
+		batch := rows[start:min(start+documentInsertRows, len(rows))]
+		vars := make([]any, 0, 10*len(batch))
+		for _, d := range batch {
+			vars = append(vars, d.ID, d.SourceID, d.Namespace, d.Key, d.Title, d.Tags, d.NoteChunkID, d.ContentSHA256, d.CreatedMS, d.UpdatedMS)
+		}
+		err := tx.Exec(`INSERT INTO documents (id, source_id, namespace, key, title, tags, note_chunk_id, content_sha256, created_ms, updated_ms)
+			VALUES `+valueTuples(len(batch), 10), vars...).Error
+		if err != nil {
+			return fmt.Errorf("write documents: %w", err)
+		}
+	}
+	return nil
+}
+
 // insertChunks inserts rows with multi-row statements and sets their pks.
+// It numbers them itself, from the largest pk in use, as SQLite would: the
+// write transaction keeps anyone else from inserting meanwhile, and no
+// RETURNING rows need reading back.
 func insertChunks(tx *gorm.DB, rows []chunkRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var last int64
+	if err := tx.Raw(`SELECT coalesce(max(pk), 0) FROM chunks`).Scan(&last).Error; err != nil {
+		return fmt.Errorf("insert chunks: %w", err)
+	}
+	if last > math.MaxInt64-int64(len(rows)) {
+		// Past the largest rowid SQLite picks free ones at random; so
+		// does this insert then.
+		return insertChunksReturning(tx, rows)
+	}
+	for start := 0; start < len(rows); start += chunkInsertRows {
+		batch := rows[start:min(start+chunkInsertRows, len(rows))]
+		vars := make([]any, 0, 7*len(batch))
+		for i := range batch {
+			last++
+			batch[i].PK = last
+			r := &batch[i]
+			vars = append(vars, r.PK, r.ID, r.DocumentID, r.Seq, r.Content, r.CreatedMS, r.UpdatedMS)
+		}
+		err := tx.Exec(`INSERT INTO chunks (pk, id, document_id, seq, content, created_ms, updated_ms) VALUES `+
+			valueTuples(len(batch), 7), vars...).Error
+		if err != nil {
+			return fmt.Errorf("insert chunks: %w", err)
+		}
+	}
+	return nil
+}
+
+// insertChunksReturning inserts rows letting SQLite choose their pks, which
+// it returns.
+func insertChunksReturning(tx *gorm.DB, rows []chunkRow) error {
 	for start := 0; start < len(rows); start += chunkInsertRows {
 		batch := rows[start:min(start+chunkInsertRows, len(rows))]
 		vars := make([]any, 0, 6*len(batch))

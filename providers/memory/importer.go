@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -138,18 +139,24 @@ func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptio
 	// files named directly that were skipped while looking.
 	sum.Files = len(files) + len(sum.Skipped)
 
-	var (
-		batch       []document
-		batchChunks int
-		read        int // files read so far, skipped ones included
-	)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+	// Files are read, cut into chunks and hashed for the next batch while
+	// the one before is written: the writer waits on SQLite, and reading
+	// need not wait for it.
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	batches := make(chan importBatch, 1)
+	go readImportBatches(rctx, files, batches)
+	for b := range batches {
+		sum.Skipped = append(sum.Skipped, b.skipped...)
+		if len(b.docs) == 0 {
+			continue
 		}
-		results, err := st.putDocuments(ctx, batch, true)
+		results, err := st.putDocuments(ctx, b.docs, true)
 		if err != nil {
-			return fmt.Errorf("import: %w", err)
+			stop()
+			for range batches {
+			}
+			return sum, fmt.Errorf("import: %w", err)
 		}
 		var fresh []chunkRow
 		for i, r := range results {
@@ -158,35 +165,15 @@ func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptio
 			} else {
 				sum.Written++
 			}
-			sum.Chunks += len(batch[i].Pieces)
+			sum.Chunks += len(b.docs[i].Pieces)
 			fresh = append(fresh, r.Fresh...)
 		}
 		p.afterWrite(ctx, fresh)
-		batch, batchChunks = batch[:0], 0
 		if progress != nil {
-			progress(ImportProgress{Done: read, Total: len(files), Chunks: sum.Chunks})
-		}
-		return nil
-	}
-	for _, f := range files {
-		if err := ctx.Err(); err != nil {
-			return sum, err
-		}
-		doc, reason := readImportFile(f)
-		read++
-		if reason != "" {
-			sum.Skipped = append(sum.Skipped, ImportSkip{Path: f.path, Reason: reason})
-			continue
-		}
-		batch = append(batch, doc)
-		batchChunks += len(doc.Pieces)
-		if len(batch) >= importBatchFiles || batchChunks >= importBatchChunks {
-			if err := flush(); err != nil {
-				return sum, err
-			}
+			progress(ImportProgress{Done: b.read, Total: len(files), Chunks: sum.Chunks})
 		}
 	}
-	if err := flush(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return sum, err
 	}
 	if !o.KeepMissing {
@@ -198,6 +185,56 @@ func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptio
 	p.logger.Info("imported files", "files", sum.Files, "written", sum.Written, "unchanged", sum.Unchanged,
 		"skipped", len(sum.Skipped), "chunks", sum.Chunks, "elapsed", sum.Elapsed)
 	return sum, nil
+}
+
+// importBatch is the documents of one write of an import, with the files
+// skipped since the batch before.
+type importBatch struct {
+	docs    []document
+	skipped []ImportSkip
+	// read counts the files read so far, this batch's and skipped ones
+	// included.
+	read int
+}
+
+// readImportBatches reads files in order into batches of at most
+// importBatchFiles files and importBatchChunks chunks (or one file, of
+// any size) and sends them to out, which it closes when done or when ctx
+// ends.
+func readImportBatches(ctx context.Context, files []importFile, out chan<- importBatch) {
+	defer close(out)
+	var b importBatch
+	chunks := 0
+	send := func() bool {
+		select {
+		case out <- b:
+			b, chunks = importBatch{read: b.read}, 0
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for _, f := range files {
+		if ctx.Err() != nil {
+			return
+		}
+		doc, reason := readImportFile(f)
+		b.read++
+		if reason != "" {
+			b.skipped = append(b.skipped, ImportSkip{Path: f.path, Reason: reason})
+			continue
+		}
+		b.docs = append(b.docs, doc)
+		chunks += len(doc.Pieces)
+		if len(b.docs) >= importBatchFiles || chunks >= importBatchChunks {
+			if !send() {
+				return
+			}
+		}
+	}
+	if len(b.docs) > 0 || len(b.skipped) > 0 {
+		send()
+	}
 }
 
 // notImportable is the skip reason of files with another extension named
@@ -414,11 +451,13 @@ func readImportFile(f importFile) (document, string) {
 		return document{}, fmt.Sprintf("larger than %d MiB (%d bytes)", maxImportBytes>>20, info.Size())
 	}
 	// Read one byte past the limit: a file that grew since Stat is
-	// refused, never read whole.
-	data, err := io.ReadAll(io.LimitReader(file, maxImportBytes+1))
-	if err != nil {
+	// refused, never read whole. The buffer has room for the size Stat
+	// gave, so a file that did not change is read without growing it.
+	buf := bytes.NewBuffer(make([]byte, 0, info.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(file, maxImportBytes+1)); err != nil {
 		return document{}, "cannot be read: " + unwrapPathError(err)
 	}
+	data := buf.Bytes()
 	if len(data) > maxImportBytes {
 		return document{}, fmt.Sprintf("larger than %d MiB (it grew while being read)", maxImportBytes>>20)
 	}

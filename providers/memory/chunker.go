@@ -47,16 +47,17 @@ func splitAt(text string, limit int, level boundary) []string {
 	if len(segments) == 1 {
 		return splitAt(text, limit, level+1)
 	}
+	// Segments are consecutive parts of text, so every piece is a part of
+	// text too, text[start:end], and is sliced out of it, not copied.
 	var (
-		out      []string
-		cur      strings.Builder
-		curRunes int
+		out        []string
+		start, end int
+		runes      int
 	)
 	flush := func() {
-		if cur.Len() > 0 {
-			out = append(out, cur.String())
-			cur.Reset()
-			curRunes = 0
+		if end > start {
+			out = append(out, text[start:end])
+			start, runes = end, 0
 		}
 	}
 	for _, s := range segments {
@@ -68,15 +69,15 @@ func splitAt(text string, limit int, level boundary) []string {
 			sub := splitAt(s, limit, level+1)
 			out = append(out, sub[:len(sub)-1]...)
 			tail := sub[len(sub)-1]
-			cur.WriteString(tail)
-			curRunes = utf8.RuneCountInString(tail)
+			end += len(s)
+			start, runes = end-len(tail), utf8.RuneCountInString(tail)
 			continue
 		}
-		if curRunes+n > limit {
+		if runes+n > limit {
 			flush()
 		}
-		cur.WriteString(s)
-		curRunes += n
+		end += len(s)
+		runes += n
 	}
 	flush()
 	return out

@@ -468,8 +468,14 @@ func readImportFile(f importFile) (document, string) {
 	if strings.TrimSpace(content) == "" {
 		return document{}, "empty"
 	}
+	id := importNamespace + ":" + f.path
+	pieces := splitChunks(content, maxChunkRunes)
+	ids := make([]string, len(pieces))
+	for seq, p := range pieces {
+		ids[seq] = chunkID(id, seq, p)
+	}
 	return document{
-		ID:            importNamespace + ":" + f.path,
+		ID:            id,
 		SourceID:      importNamespace + ":" + f.rootDir,
 		SourceKind:    SourceKindDocument,
 		SourceName:    "Files imported from " + f.rootDir,
@@ -477,7 +483,8 @@ func readImportFile(f importFile) (document, string) {
 		Key:           f.path,
 		Title:         importTitle(f.path, content),
 		Tags:          []string{},
-		Pieces:        splitChunks(content, maxChunkRunes),
+		Pieces:        pieces,
+		ChunkIDs:      ids,
 		ContentSHA256: contentHash(content),
 	}, ""
 }

@@ -259,6 +259,10 @@ type document struct {
 	NoteChunkID string
 	// Pieces are the chunk contents in order.
 	Pieces []string
+	// ChunkIDs, when set, are the ids of Pieces in document ID, which an
+	// import computes while it reads files, off the writer's path; when
+	// not set (or ID is empty), the write computes them.
+	ChunkIDs []string
 	// ContentSHA256 is the hex SHA-256 of the whole content.
 	ContentSHA256 string
 	// KeepVersion keeps the text an existing document had, when this

@@ -140,9 +140,13 @@ func (w *docWriter) put(doc document, skipUnchanged bool, res *putResult) error 
 			return err
 		}
 	}
-	res.ChunkIDs = make([]string, len(doc.Pieces))
-	for seq, piece := range doc.Pieces {
-		res.ChunkIDs[seq] = chunkID(res.DocumentID, seq, piece)
+	if doc.ID != "" && len(doc.ChunkIDs) == len(doc.Pieces) {
+		res.ChunkIDs = doc.ChunkIDs
+	} else {
+		res.ChunkIDs = make([]string, len(doc.Pieces))
+		for seq, piece := range doc.Pieces {
+			res.ChunkIDs[seq] = chunkID(res.DocumentID, seq, piece)
+		}
 	}
 	if res.Tags == nil {
 		res.Tags = []string{}

@@ -25,9 +25,10 @@ const (
 	maxImportBytes = 16 << 20
 	// importBatchChunks and importBatchFiles bound one write transaction
 	// of an import, so a running server's writes wait at most for one
-	// batch.
+	// batch. Every transaction has a cost of its own (FTS5 writes an index
+	// segment at each commit), so a batch is as large as that allows.
 	importBatchChunks = 512
-	importBatchFiles  = 64
+	importBatchFiles  = 256
 )
 
 // importExtensions are the file types an import loads, compared without
@@ -115,8 +116,9 @@ type ImportOptions struct {
 //
 // Every path must exist; otherwise Import returns an error before writing
 // anything. opts.Progress, when not nil, is called after each batch. Writes
-// are committed in batches of at most 64 files, so an interrupted import
-// keeps the batches it finished; running it again completes it.
+// are committed in batches of at most 256 files and about 512 chunks (a
+// larger file is a batch of its own), so an interrupted import keeps the
+// batches it finished; running it again completes it.
 func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptions) (ImportSummary, error) {
 	start := time.Now()
 	var o ImportOptions

@@ -257,12 +257,28 @@ func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]impo
 	skip := func(path, reason string) { sum.Skipped = append(sum.Skipped, ImportSkip{Path: path, Reason: reason}) }
 	// consider adds the file at path (found under root, whose real path is
 	// realRoot) unless it must be skipped.
-	consider := func(path, root, realRoot string) {
+	consider := func(path, root, realRoot string, walked fs.DirEntry) {
 		if seen[path] {
 			return
 		}
-		target, reason := checkImportPath(path, realRoot, follow)
-		if reason != "" {
+		var target, reason string
+		if walked != nil && walked.Type().IsRegular() {
+			// A regular file the walk found is no link, and every folder
+			// on its way from root is a real one (the walk enters no
+			// link), so its real path is realRoot's with the same rest:
+			// no need to resolve it component by component. Reading
+			// checks again that the path still leads there.
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				skip(path, "cannot be read: "+err.Error())
+				return
+			}
+			target = filepath.Join(realRoot, rel)
+			if systemPath(target) {
+				skip(path, "it is in "+systemDirOf(target)+", whose files are never imported")
+				return
+			}
+		} else if target, reason = checkImportPath(path, realRoot, follow); reason != "" {
 			skip(path, reason)
 			return
 		}
@@ -292,7 +308,7 @@ func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]impo
 			if err != nil {
 				return nil, nil, fmt.Errorf("import: %w", err)
 			}
-			consider(abs, root, realRoot)
+			consider(abs, root, realRoot, nil)
 			continue
 		}
 		realRoot, err := filepath.EvalSymlinks(abs)
@@ -331,7 +347,7 @@ func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]impo
 					skip(path, "a symbolic link to a folder; links to folders are not followed (import the folder itself)")
 				}
 			case !d.IsDir() && importable(path):
-				consider(path, walkRoot, realRoot)
+				consider(path, walkRoot, realRoot, d)
 			}
 			return nil
 		})

@@ -91,11 +91,11 @@ func segment(text string, level boundary) []string {
 		start int
 	)
 	for i := 0; i < len(text); {
-		r, size := utf8.DecodeRuneInString(text[i:])
+		r, size := decodeRune(text, i)
 		end := i + size
 		cut := false
 		switch {
-		case unicode.IsSpace(r):
+		case isSpace(r):
 			// Take the whole whitespace run, then decide whether it is a
 			// boundary of this level.
 			newlines := 0
@@ -103,8 +103,8 @@ func segment(text string, level boundary) []string {
 				newlines++
 			}
 			for end < len(text) {
-				r2, s2 := utf8.DecodeRuneInString(text[end:])
-				if !unicode.IsSpace(r2) {
+				r2, s2 := decodeRune(text, end)
+				if !isSpace(r2) {
 					break
 				}
 				if r2 == '\n' {
@@ -133,6 +133,26 @@ func segment(text string, level boundary) []string {
 		}
 	}
 	return append(out, text[start:])
+}
+
+// decodeRune decodes the rune at text[i:], ASCII without a call: most
+// text is ASCII, and segment looks at every rune of it.
+func decodeRune(text string, i int) (rune, int) {
+	if c := text[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(text[i:])
+}
+
+// asciiSpace marks the ASCII runes unicode.IsSpace reports.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// isSpace is unicode.IsSpace, with ASCII looked up.
+func isSpace(r rune) bool {
+	if r < utf8.RuneSelf {
+		return asciiSpace[r]
+	}
+	return unicode.IsSpace(r)
 }
 
 // endsSentence reports whether s ends with sentence punctuation, allowing

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"gorm.io/gorm"
 )
@@ -168,6 +169,13 @@ func (w *docWriter) put(doc document, skipUnchanged bool, res *putResult) error 
 	var noteChunk *string
 	if doc.NoteChunkID != "" {
 		noteChunk = &doc.NoteChunkID
+		if len(w.chunks) > 0 {
+			// The chunk a note is linked to may be one this writer
+			// holds; it must be in the database first.
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
 	}
 	if existing == nil {
 		// A new document waits for flush too; until then this writer
@@ -189,7 +197,13 @@ func (w *docWriter) put(doc document, skipUnchanged bool, res *putResult) error 
 	}
 	if existing != nil && existing.SourceID != doc.SourceID {
 		// The document moved (a file imported again from another folder):
-		// its old source goes when nothing else is left in it.
+		// its old source goes when nothing else is left in it, the new
+		// documents this writer holds included.
+		if slices.ContainsFunc(w.docs, func(d documentRow) bool { return d.SourceID == existing.SourceID }) {
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
 		err := tx.Exec(`DELETE FROM sources WHERE id = ? AND NOT EXISTS (SELECT 1 FROM documents WHERE source_id = ?)`,
 			existing.SourceID, existing.SourceID).Error
 		if err != nil {

@@ -105,3 +105,43 @@ func TestPutDocumentsAtTheLastPK(t *testing.T) {
 	}
 	checkIndexInStep(t, p)
 }
+
+// TestPutDocumentsBatchLinks: a batch may hold a note about a chunk of a
+// document written earlier in it, and a document that leaves a source
+// which a new document of the batch joins: both find what they refer to.
+func TestPutDocumentsBatchLinks(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	st, err := p.configuredStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	moving := testDoc("moving", "Moving", "Moving text.")
+	moving.SourceID = "mcp:old"
+	if _, err := st.putDocuments(t.Context(), []document{moving}, false); err != nil {
+		t.Fatal(err)
+	}
+	target := testDoc("target", "Target", "Target text about gannets.")
+	noteText := "A note about gannets."
+	note := testDoc("note", "Note on Target", noteText)
+	note.NoteChunkID = chunkID(documentID("w", "target"), 0, target.Pieces[0])
+	joining := testDoc("joining", "Joining", "Joining text.")
+	joining.SourceID = "mcp:old"
+	moving.SourceID = "mcp:new"
+	moving.ContentSHA256 = "changed"
+	if _, err := st.putDocuments(t.Context(), []document{target, note, joining, moving}, true); err != nil {
+		t.Fatal(err)
+	}
+	var link string
+	if err := p.store.db.Raw(`SELECT note_chunk_id FROM documents WHERE id = ?`, documentID("w", "note")).Scan(&link).Error; err != nil || link != note.NoteChunkID {
+		t.Errorf("note linked to %q (%v), want %s", link, err, note.NoteChunkID)
+	}
+	var sources []string
+	if err := p.store.db.Raw(`SELECT id FROM sources ORDER BY id`).Scan(&sources).Error; err != nil {
+		t.Fatal(err)
+	}
+	if d := diff([]string{"mcp:new", "mcp:old", "mcp:w"}, sources); d != "" {
+		t.Errorf("sources (-want +got):\n%s", d)
+	}
+	checkIndexInStep(t, p)
+}

@@ -220,7 +220,14 @@ func (s *store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 		return ctx.Err()
 	}
 	defer func() { <-s.writeSlot }()
-	return s.db.WithContext(ctx).Transaction(fn)
+	err := s.db.WithContext(ctx).Transaction(fn)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// database/sql rolls the transaction back when ctx ends, and what
+		// comes next, a statement or the commit, fails with ErrTxDone:
+		// the cause is ctx.
+		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return err
 }
 
 func (s *store) close() error {

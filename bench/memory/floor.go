@@ -31,23 +31,39 @@ type floorResult struct {
 	DBBytes int64
 }
 
+// floorLayout is how a floor database keeps the text.
+type floorLayout int
+
+const (
+	// floorTextOnce keeps each chunk's text once, in the table, and
+	// indexes it with an external-content FTS5 index over the table, as
+	// the provider does since its schema version 4.
+	floorTextOnce floorLayout = iota
+	// floorTextTwice gives the FTS5 index its own copy of the text, as
+	// the provider did before: the floor its import was measured against
+	// until then.
+	floorTextTwice
+)
+
 // floorInsert writes chunks into a new database at path with the least an
 // FTS5-searchable store needs: one table of chunk texts and an FTS5 index
-// (porter over unicode61, title and text) over them, in WAL mode, in
-// transactions of floorBatch chunks. It is what an import cannot go below
-// on the same driver: no hashing, no entities, no documents or sources,
-// no snippets.
-func floorInsert(ctx context.Context, path string, chunks []floorChunk) (floorResult, error) {
+// (porter over unicode61, title and text) over them, laid out as layout
+// says, in WAL mode, in transactions of floorBatch chunks. It is what an
+// import cannot go below on the same driver: no hashing, no entities, no
+// documents or sources, no snippets.
+func floorInsert(ctx context.Context, path string, chunks []floorChunk, layout floorLayout) (floorResult, error) {
 	db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000")
 	if err != nil {
 		return floorResult{}, err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	for _, stmt := range []string{
-		`CREATE TABLE chunks (pk INTEGER PRIMARY KEY, title TEXT NOT NULL, content TEXT NOT NULL)`,
-		`CREATE VIRTUAL TABLE chunks_fts USING fts5 (title, content, tokenize = 'porter unicode61 remove_diacritics 2')`,
-	} {
+	index := `CREATE VIRTUAL TABLE chunks_fts USING fts5 (title, content, content = 'chunks', content_rowid = 'pk',
+		tokenize = 'porter unicode61 remove_diacritics 2')`
+	if layout == floorTextTwice {
+		index = `CREATE VIRTUAL TABLE chunks_fts USING fts5 (title, content, tokenize = 'porter unicode61 remove_diacritics 2')`
+	}
+	for _, stmt := range []string{`CREATE TABLE chunks (pk INTEGER PRIMARY KEY, title TEXT NOT NULL, content TEXT NOT NULL)`, index} {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return floorResult{}, fmt.Errorf("floor: %w", err)
 		}
@@ -67,7 +83,8 @@ func floorInsert(ctx context.Context, path string, chunks []floorChunk) (floorRe
 	return res, nil
 }
 
-// floorTx writes one batch in one transaction.
+// floorTx writes one batch in one transaction: each chunk into the table,
+// then into the index (which, external or not, is given the values).
 func floorTx(ctx context.Context, db *sql.DB, batch []floorChunk) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {

@@ -50,8 +50,10 @@
 // memory_search, memory_recall and a grep baseline on the judged queries
 // of quality/questions.json, alone and, after the first size, with the
 // real corpus imported into the generated store at every size; and its
-// import against a plain SQLite + FTS5 insert of the same chunks
-// (floor.go). -quality-only measures the real corpus alone and stops. The
+// import against a plain SQLite + FTS5 insert of the same chunks, with the
+// text stored once as the provider stores it, and also, for comparison
+// with earlier runs, twice (floor.go). -quality-only measures the real
+// corpus alone and stops. The
 // quality tables are Markdown (quality.go).
 //
 // Files go to a temporary directory removed at the end, or to -dir, which

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"database/sql"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -129,16 +129,32 @@ func TestSplitChunks(t *testing.T) {
 }
 
 func TestFloorInsert(t *testing.T) {
-	dir := t.TempDir()
-	res, err := floorInsert(t.Context(), filepath.Join(dir, "floor.db"), []floorChunk{{"t", "alpha beta"}, {"t", "gamma"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Chunks != 2 || res.DBBytes == 0 {
-		t.Fatalf("floorInsert = %+v", res)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "floor.db")); err != nil {
-		t.Fatal(err)
+	for _, layout := range []floorLayout{floorTextOnce, floorTextTwice} {
+		dir := t.TempDir()
+		res, err := floorInsert(t.Context(), filepath.Join(dir, "floor.db"), []floorChunk{{"t", "alpha beta"}, {"t", "gamma"}}, layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Chunks != 2 || res.DBBytes == 0 {
+			t.Fatalf("floorInsert(%d) = %+v", layout, res)
+		}
+		db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "floor.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hits int
+		var snippet string
+		err = db.QueryRow(`SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'betas'`).Scan(&hits)
+		if err == nil {
+			err = db.QueryRow(`SELECT snippet(chunks_fts, 1, '[', ']', '', 4) FROM chunks_fts WHERE chunks_fts MATCH 'betas'`).Scan(&snippet)
+		}
+		if err == nil {
+			_, err = db.Exec(`INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)`)
+		}
+		db.Close()
+		if err != nil || hits != 1 || snippet != "alpha [beta]" {
+			t.Errorf("floor %d: search found %d, snippet %q, %v", layout, hits, snippet, err)
+		}
 	}
 }
 

@@ -47,16 +47,17 @@ func splitAt(text string, limit int, level boundary) []string {
 	if len(segments) == 1 {
 		return splitAt(text, limit, level+1)
 	}
+	// Segments are consecutive parts of text, so every piece is a part of
+	// text too, text[start:end], and is sliced out of it, not copied.
 	var (
-		out      []string
-		cur      strings.Builder
-		curRunes int
+		out        []string
+		start, end int
+		runes      int
 	)
 	flush := func() {
-		if cur.Len() > 0 {
-			out = append(out, cur.String())
-			cur.Reset()
-			curRunes = 0
+		if end > start {
+			out = append(out, text[start:end])
+			start, runes = end, 0
 		}
 	}
 	for _, s := range segments {
@@ -68,15 +69,15 @@ func splitAt(text string, limit int, level boundary) []string {
 			sub := splitAt(s, limit, level+1)
 			out = append(out, sub[:len(sub)-1]...)
 			tail := sub[len(sub)-1]
-			cur.WriteString(tail)
-			curRunes = utf8.RuneCountInString(tail)
+			end += len(s)
+			start, runes = end-len(tail), utf8.RuneCountInString(tail)
 			continue
 		}
-		if curRunes+n > limit {
+		if runes+n > limit {
 			flush()
 		}
-		cur.WriteString(s)
-		curRunes += n
+		end += len(s)
+		runes += n
 	}
 	flush()
 	return out
@@ -90,11 +91,11 @@ func segment(text string, level boundary) []string {
 		start int
 	)
 	for i := 0; i < len(text); {
-		r, size := utf8.DecodeRuneInString(text[i:])
+		r, size := decodeRune(text, i)
 		end := i + size
 		cut := false
 		switch {
-		case unicode.IsSpace(r):
+		case isSpace(r):
 			// Take the whole whitespace run, then decide whether it is a
 			// boundary of this level.
 			newlines := 0
@@ -102,8 +103,8 @@ func segment(text string, level boundary) []string {
 				newlines++
 			}
 			for end < len(text) {
-				r2, s2 := utf8.DecodeRuneInString(text[end:])
-				if !unicode.IsSpace(r2) {
+				r2, s2 := decodeRune(text, end)
+				if !isSpace(r2) {
 					break
 				}
 				if r2 == '\n' {
@@ -132,6 +133,26 @@ func segment(text string, level boundary) []string {
 		}
 	}
 	return append(out, text[start:])
+}
+
+// decodeRune decodes the rune at text[i:], ASCII without a call: most
+// text is ASCII, and segment looks at every rune of it.
+func decodeRune(text string, i int) (rune, int) {
+	if c := text[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(text[i:])
+}
+
+// asciiSpace marks the ASCII runes unicode.IsSpace reports.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// isSpace is unicode.IsSpace, with ASCII looked up.
+func isSpace(r rune) bool {
+	if r < utf8.RuneSelf {
+		return asciiSpace[r]
+	}
+	return unicode.IsSpace(r)
 }
 
 // endsSentence reports whether s ends with sentence punctuation, allowing

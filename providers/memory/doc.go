@@ -18,7 +18,8 @@
 // Every chunk is indexed in an FTS5 table (title, body and tags; the porter
 // stemmer over unicode61 with diacritics removed) that triggers keep in
 // step inside the writing transaction, so what a write stores is
-// searchable as soon as the call returns. memory_search ranks with BM25,
+// searchable as soon as the call returns. The index stores no copy of the
+// text: it reads the chunks' own, through a view, for snippets. memory_search ranks with BM25,
 // the title weighted above the tags above the body, and treats the query as
 // plain words that must all match: FTS5 syntax in user input is never
 // interpreted. memory_recall fuses cosine similarity over embeddings with

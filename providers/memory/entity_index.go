@@ -12,10 +12,34 @@ import (
 const entityBatch = 200
 
 // indexEntities extracts the entities of chunks, which were just inserted
-// and carry their pks, and records them: each entity is created or has its
+// and carry their pks, and records them (see recordEntities).
+func indexEntities(tx *gorm.DB, extractors []Extractor, chunks []chunkRow) error {
+	return recordEntities(tx, chunks, extractEntities(extractors, chunkTexts(chunks)))
+}
+
+// chunkTexts returns the contents of chunks, in order.
+func chunkTexts(chunks []chunkRow) []string {
+	out := make([]string, len(chunks))
+	for i, c := range chunks {
+		out[i] = c.Content
+	}
+	return out
+}
+
+// extractEntities returns the entities of each of texts, in order.
+func extractEntities(extractors []Extractor, texts []string) [][]entityCount {
+	out := make([][]entityCount, len(texts))
+	for i, t := range texts {
+		out[i] = countEntities(extractors, t)
+	}
+	return out
+}
+
+// recordEntities records found, the entities of each of chunks, which were
+// just inserted and carry their pks: each entity is created or has its
 // last_seen_ms moved forward, and each (chunk, entity) pair is linked with
 // its count. The entities table's counters follow through triggers.
-func indexEntities(tx *gorm.DB, extractors []Extractor, chunks []chunkRow) error {
+func recordEntities(tx *gorm.DB, chunks []chunkRow, found [][]entityCount) error {
 	type link struct {
 		pk    int64
 		id    string
@@ -31,11 +55,11 @@ func indexEntities(tx *gorm.DB, extractors []Extractor, chunks []chunkRow) error
 		order []string
 		byID  = map[string]*seen{}
 	)
-	for _, c := range chunks {
+	for i, c := range chunks {
 		if c.PK == 0 {
 			return fmt.Errorf("index entities: chunk %s has no pk", c.ID)
 		}
-		for _, e := range countEntities(extractors, c.Content) {
+		for _, e := range found[i] {
 			links = append(links, link{pk: c.PK, id: e.ID, count: e.Count})
 			if s, ok := byID[e.ID]; ok {
 				s.firstMS = min(s.firstMS, c.UpdatedMS)

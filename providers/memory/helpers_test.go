@@ -41,7 +41,7 @@ const startMS = 1_700_000_000_000
 
 // openProvider configures a provider on dir and closes it at the end of the
 // test.
-func openProvider(t *testing.T, dir string, clock *testClock) *Provider {
+func openProvider(t testing.TB, dir string, clock *testClock) *Provider {
 	t.Helper()
 	requireFTS5(t)
 	opts := &Options{}
@@ -62,7 +62,7 @@ func openProvider(t *testing.T, dir string, clock *testClock) *Provider {
 
 // requireFTS5 skips tests that open a database when the binary has no
 // FTS5; TestConfigureWithoutFTS5 covers that build instead.
-func requireFTS5(t *testing.T) {
+func requireFTS5(t testing.TB) {
 	t.Helper()
 	if !fts5Compiled {
 		t.Skip("needs SQLite FTS5: go test -tags sqlite_fts5")

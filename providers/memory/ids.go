@@ -3,7 +3,9 @@ package memory
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"strconv"
+	"sync"
 
 	textslug "github.com/openhuman/openhuman-host/internal/slug"
 )
@@ -23,8 +25,24 @@ const (
 
 // contentHash is the hex SHA-256 of a document's whole content.
 func contentHash(content string) string {
-	sum := sha256.Sum256([]byte(content))
-	return hex.EncodeToString(sum[:])
+	h := sha256.New()
+	hashString(h, content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// hashBuffers lend hashString its buffer.
+var hashBuffers = sync.Pool{New: func() any { return new([4096]byte) }}
+
+// hashString writes s to h through a pooled buffer: converting a chunk or
+// a whole file to a []byte would copy all of it to a new allocation.
+func hashString(h hash.Hash, s string) {
+	buf := hashBuffers.Get().(*[4096]byte)
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	hashBuffers.Put(buf)
 }
 
 // slug turns a title into lower-case ASCII letters and digits with every
@@ -73,10 +91,11 @@ func documentID(namespace, key string) string {
 // the same document always has the same id.
 func chunkID(documentID string, seq int, content string) string {
 	h := sha256.New()
-	h.Write([]byte(documentID))
+	hashString(h, documentID)
 	h.Write([]byte{0})
-	h.Write([]byte(strconv.Itoa(seq)))
+	hashString(h, strconv.Itoa(seq))
 	h.Write([]byte{0})
-	h.Write([]byte(content))
-	return chunkIDPrefix + hex.EncodeToString(h.Sum(nil))[:24]
+	hashString(h, content)
+	var sum [sha256.Size]byte
+	return chunkIDPrefix + hex.EncodeToString(h.Sum(sum[:0])[:12])
 }

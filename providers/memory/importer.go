@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,9 +25,10 @@ const (
 	maxImportBytes = 16 << 20
 	// importBatchChunks and importBatchFiles bound one write transaction
 	// of an import, so a running server's writes wait at most for one
-	// batch.
+	// batch. Every transaction has a cost of its own (FTS5 writes an index
+	// segment at each commit), so a batch is as large as that allows.
 	importBatchChunks = 512
-	importBatchFiles  = 64
+	importBatchFiles  = 256
 )
 
 // importExtensions are the file types an import loads, compared without
@@ -114,8 +116,9 @@ type ImportOptions struct {
 //
 // Every path must exist; otherwise Import returns an error before writing
 // anything. opts.Progress, when not nil, is called after each batch. Writes
-// are committed in batches of at most 64 files, so an interrupted import
-// keeps the batches it finished; running it again completes it.
+// are committed in batches of at most 256 files and about 512 chunks (a
+// larger file is a batch of its own), so an interrupted import keeps the
+// batches it finished; running it again completes it.
 func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptions) (ImportSummary, error) {
 	start := time.Now()
 	var o ImportOptions
@@ -138,18 +141,24 @@ func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptio
 	// files named directly that were skipped while looking.
 	sum.Files = len(files) + len(sum.Skipped)
 
-	var (
-		batch       []document
-		batchChunks int
-		read        int // files read so far, skipped ones included
-	)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+	// Files are read, cut into chunks and hashed for the next batch while
+	// the one before is written: the writer waits on SQLite, and reading
+	// need not wait for it.
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	batches := make(chan importBatch, 1)
+	go readImportBatches(rctx, files, batches)
+	for b := range batches {
+		sum.Skipped = append(sum.Skipped, b.skipped...)
+		if len(b.docs) == 0 {
+			continue
 		}
-		results, err := st.putDocuments(ctx, batch, true)
+		results, err := st.putDocuments(ctx, b.docs, true)
 		if err != nil {
-			return fmt.Errorf("import: %w", err)
+			stop()
+			for range batches {
+			}
+			return sum, fmt.Errorf("import: %w", err)
 		}
 		var fresh []chunkRow
 		for i, r := range results {
@@ -158,35 +167,15 @@ func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptio
 			} else {
 				sum.Written++
 			}
-			sum.Chunks += len(batch[i].Pieces)
+			sum.Chunks += len(b.docs[i].Pieces)
 			fresh = append(fresh, r.Fresh...)
 		}
 		p.afterWrite(ctx, fresh)
-		batch, batchChunks = batch[:0], 0
 		if progress != nil {
-			progress(ImportProgress{Done: read, Total: len(files), Chunks: sum.Chunks})
-		}
-		return nil
-	}
-	for _, f := range files {
-		if err := ctx.Err(); err != nil {
-			return sum, err
-		}
-		doc, reason := readImportFile(f)
-		read++
-		if reason != "" {
-			sum.Skipped = append(sum.Skipped, ImportSkip{Path: f.path, Reason: reason})
-			continue
-		}
-		batch = append(batch, doc)
-		batchChunks += len(doc.Pieces)
-		if len(batch) >= importBatchFiles || batchChunks >= importBatchChunks {
-			if err := flush(); err != nil {
-				return sum, err
-			}
+			progress(ImportProgress{Done: b.read, Total: len(files), Chunks: sum.Chunks})
 		}
 	}
-	if err := flush(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return sum, err
 	}
 	if !o.KeepMissing {
@@ -198,6 +187,56 @@ func (p *Provider) Import(ctx context.Context, paths []string, opts *ImportOptio
 	p.logger.Info("imported files", "files", sum.Files, "written", sum.Written, "unchanged", sum.Unchanged,
 		"skipped", len(sum.Skipped), "chunks", sum.Chunks, "elapsed", sum.Elapsed)
 	return sum, nil
+}
+
+// importBatch is the documents of one write of an import, with the files
+// skipped since the batch before.
+type importBatch struct {
+	docs    []document
+	skipped []ImportSkip
+	// read counts the files read so far, this batch's and skipped ones
+	// included.
+	read int
+}
+
+// readImportBatches reads files in order into batches of at most
+// importBatchFiles files and importBatchChunks chunks (or one file, of
+// any size) and sends them to out, which it closes when done or when ctx
+// ends.
+func readImportBatches(ctx context.Context, files []importFile, out chan<- importBatch) {
+	defer close(out)
+	var b importBatch
+	chunks := 0
+	send := func() bool {
+		select {
+		case out <- b:
+			b, chunks = importBatch{read: b.read}, 0
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for _, f := range files {
+		if ctx.Err() != nil {
+			return
+		}
+		doc, reason := readImportFile(f)
+		b.read++
+		if reason != "" {
+			b.skipped = append(b.skipped, ImportSkip{Path: f.path, Reason: reason})
+			continue
+		}
+		b.docs = append(b.docs, doc)
+		chunks += len(doc.Pieces)
+		if len(b.docs) >= importBatchFiles || chunks >= importBatchChunks {
+			if !send() {
+				return
+			}
+		}
+	}
+	if len(b.docs) > 0 || len(b.skipped) > 0 {
+		send()
+	}
 }
 
 // notImportable is the skip reason of files with another extension named
@@ -218,12 +257,28 @@ func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]impo
 	skip := func(path, reason string) { sum.Skipped = append(sum.Skipped, ImportSkip{Path: path, Reason: reason}) }
 	// consider adds the file at path (found under root, whose real path is
 	// realRoot) unless it must be skipped.
-	consider := func(path, root, realRoot string) {
+	consider := func(path, root, realRoot string, walked fs.DirEntry) {
 		if seen[path] {
 			return
 		}
-		target, reason := checkImportPath(path, realRoot, follow)
-		if reason != "" {
+		var target, reason string
+		if walked != nil && walked.Type().IsRegular() {
+			// A regular file the walk found is no link, and every folder
+			// on its way from root is a real one (the walk enters no
+			// link), so its real path is realRoot's with the same rest:
+			// no need to resolve it component by component. Reading
+			// checks again that the path still leads there.
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				skip(path, "cannot be read: "+err.Error())
+				return
+			}
+			target = filepath.Join(realRoot, rel)
+			if systemPath(target) {
+				skip(path, "it is in "+systemDirOf(target)+", whose files are never imported")
+				return
+			}
+		} else if target, reason = checkImportPath(path, realRoot, follow); reason != "" {
 			skip(path, reason)
 			return
 		}
@@ -253,7 +308,7 @@ func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]impo
 			if err != nil {
 				return nil, nil, fmt.Errorf("import: %w", err)
 			}
-			consider(abs, root, realRoot)
+			consider(abs, root, realRoot, nil)
 			continue
 		}
 		realRoot, err := filepath.EvalSymlinks(abs)
@@ -292,7 +347,7 @@ func collectImportFiles(paths []string, follow bool, sum *ImportSummary) ([]impo
 					skip(path, "a symbolic link to a folder; links to folders are not followed (import the folder itself)")
 				}
 			case !d.IsDir() && importable(path):
-				consider(path, walkRoot, realRoot)
+				consider(path, walkRoot, realRoot, d)
 			}
 			return nil
 		})
@@ -414,11 +469,13 @@ func readImportFile(f importFile) (document, string) {
 		return document{}, fmt.Sprintf("larger than %d MiB (%d bytes)", maxImportBytes>>20, info.Size())
 	}
 	// Read one byte past the limit: a file that grew since Stat is
-	// refused, never read whole.
-	data, err := io.ReadAll(io.LimitReader(file, maxImportBytes+1))
-	if err != nil {
+	// refused, never read whole. The buffer has room for the size Stat
+	// gave, so a file that did not change is read without growing it.
+	buf := bytes.NewBuffer(make([]byte, 0, info.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(file, maxImportBytes+1)); err != nil {
 		return document{}, "cannot be read: " + unwrapPathError(err)
 	}
+	data := buf.Bytes()
 	if len(data) > maxImportBytes {
 		return document{}, fmt.Sprintf("larger than %d MiB (it grew while being read)", maxImportBytes>>20)
 	}
@@ -429,8 +486,14 @@ func readImportFile(f importFile) (document, string) {
 	if strings.TrimSpace(content) == "" {
 		return document{}, "empty"
 	}
+	id := importNamespace + ":" + f.path
+	pieces := splitChunks(content, maxChunkRunes)
+	ids := make([]string, len(pieces))
+	for seq, p := range pieces {
+		ids[seq] = chunkID(id, seq, p)
+	}
 	return document{
-		ID:            importNamespace + ":" + f.path,
+		ID:            id,
 		SourceID:      importNamespace + ":" + f.rootDir,
 		SourceKind:    SourceKindDocument,
 		SourceName:    "Files imported from " + f.rootDir,
@@ -438,7 +501,8 @@ func readImportFile(f importFile) (document, string) {
 		Key:           f.path,
 		Title:         importTitle(f.path, content),
 		Tags:          []string{},
-		Pieces:        splitChunks(content, maxChunkRunes),
+		Pieces:        pieces,
+		ChunkIDs:      ids,
 		ContentSHA256: contentHash(content),
 	}, ""
 }

@@ -229,7 +229,7 @@ func TestStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Sources != 1 || s.Documents != 2 || s.Chunks != 2 || s.Entities != 1 || s.ChunkTags != 2 || s.Notes != 1 ||
-		s.Embeddings != 0 || s.SchemaVersion != 3 || s.DBBytes <= 0 || filepath.Base(s.Path) != "memory.db" {
+		s.Embeddings != 0 || s.SchemaVersion != 4 || s.DBBytes <= 0 || filepath.Base(s.Path) != "memory.db" {
 		t.Errorf("stats = %+v", s)
 	}
 }

@@ -210,11 +210,132 @@ var migrations = []migration{
 			`CREATE INDEX document_versions_replaced_ms ON document_versions (replaced_ms)`,
 		},
 	},
+	{
+		version: 4,
+		name:    "a full-text index over the chunks' text instead of a copy of it",
+		statements: []string{
+			// The index of migration 2 kept its own copy of every chunk's
+			// title, text and tags. It becomes an external-content index
+			// over the view chunks_fts_source: the text is stored once, in
+			// chunks, and snippets read it from there.
+			`DROP TRIGGER chunks_fts_after_insert`,
+			`DROP TRIGGER chunks_fts_after_delete`,
+			`DROP TRIGGER chunks_fts_after_update`,
+			`DROP TRIGGER documents_fts_after_title`,
+			`DROP TRIGGER chunk_tags_fts_after_insert`,
+			`DROP TRIGGER chunk_tags_fts_after_delete`,
+			`DROP TABLE chunks_fts`,
+			// Every value the index holds is read from this view, when a row
+			// is indexed, when it is removed from the index (FTS5 must be
+			// given exactly the values it indexed) and for snippets. Tags
+			// are the document's, in their order, then the chunk's own,
+			// sorted (by a subquery: group_concat's own ORDER BY would make
+			// the schema unreadable to SQLite before 3.44, such as the
+			// sqlite3 shell of many systems), so the same rows always give
+			// the same text. FTS5 reads
+			// the view with statements that may not use virtual tables, so
+			// the document's JSON array is walked with json_extract rather
+			// than json_each, and only when it is not empty, as it is for
+			// every imported file.
+			`CREATE VIEW chunks_fts_source (pk, title, content, tags) AS
+				SELECT c.pk, d.title, c.content, trim(
+					CASE WHEN d.tags = '[]' THEN '' ELSE (
+						WITH RECURSIVE t (n, s) AS (
+							SELECT 0, ''
+							UNION ALL
+							SELECT n + 1, s || ' ' || coalesce(json_extract(d.tags, '$[' || n || ']'), '')
+							FROM t WHERE n < json_array_length(d.tags)
+						) SELECT s FROM t ORDER BY n DESC LIMIT 1
+					) END
+					|| ' ' ||
+					coalesce((SELECT group_concat(tag, ' ') FROM (SELECT ct.tag FROM chunk_tags ct WHERE ct.chunk_id = c.id ORDER BY ct.tag)), ''))
+				FROM chunks c JOIN documents d ON d.id = c.document_id`,
+			`CREATE VIRTUAL TABLE chunks_fts USING fts5 (
+				title,
+				content,
+				tags,
+				content = 'chunks_fts_source',
+				content_rowid = 'pk',
+				tokenize = 'porter unicode61 remove_diacritics 2'
+			)`,
+			`INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')`,
+			// The triggers keep the index in step inside whatever
+			// transaction writes, cascading deletes included. A row leaves
+			// the index in a BEFORE trigger, while the view still gives
+			// what was indexed, and enters it in an AFTER trigger. When a
+			// document is deleted its chunks leave the index with it: by
+			// the time the cascade deletes them the document row is gone,
+			// the view has no row for them, and their own triggers do
+			// nothing; the same goes for the tags of a deleted chunk.
+			`CREATE TRIGGER chunks_fts_after_insert AFTER INSERT ON chunks BEGIN
+				` + ftsIndex("= new.pk") + `
+			END`,
+			`CREATE TRIGGER chunks_fts_before_delete BEFORE DELETE ON chunks BEGIN
+				` + ftsUnindex("= old.pk") + `
+			END`,
+			`CREATE TRIGGER chunks_fts_before_update BEFORE UPDATE OF pk, id, document_id, content ON chunks BEGIN
+				` + ftsUnindex("= old.pk") + `
+			END`,
+			`CREATE TRIGGER chunks_fts_after_update AFTER UPDATE OF pk, id, document_id, content ON chunks BEGIN
+				` + ftsIndex("= new.pk") + `
+			END`,
+			`CREATE TRIGGER documents_fts_before_delete BEFORE DELETE ON documents BEGIN
+				` + ftsUnindex("IN (SELECT pk FROM chunks WHERE document_id = old.id)") + `
+			END`,
+			`CREATE TRIGGER documents_fts_before_update BEFORE UPDATE OF title, tags ON documents
+			WHEN old.title IS NOT new.title OR old.tags IS NOT new.tags BEGIN
+				` + ftsUnindex("IN (SELECT pk FROM chunks WHERE document_id = old.id)") + `
+			END`,
+			`CREATE TRIGGER documents_fts_after_update AFTER UPDATE OF title, tags ON documents
+			WHEN old.title IS NOT new.title OR old.tags IS NOT new.tags BEGIN
+				` + ftsIndex("IN (SELECT pk FROM chunks WHERE document_id = new.id)") + `
+			END`,
+			// A tag already set is not inserted again (INSERT OR IGNORE
+			// skips it, and no AFTER trigger runs then), so the chunk stays
+			// in the index as it is.
+			`CREATE TRIGGER chunk_tags_fts_before_insert BEFORE INSERT ON chunk_tags
+			WHEN NOT EXISTS (SELECT 1 FROM chunk_tags WHERE chunk_id = new.chunk_id AND tag = new.tag) BEGIN
+				` + ftsUnindex("IN (SELECT pk FROM chunks WHERE id = new.chunk_id)") + `
+			END`,
+			`CREATE TRIGGER chunk_tags_fts_after_insert AFTER INSERT ON chunk_tags BEGIN
+				` + ftsIndex("IN (SELECT pk FROM chunks WHERE id = new.chunk_id)") + `
+			END`,
+			`CREATE TRIGGER chunk_tags_fts_before_delete BEFORE DELETE ON chunk_tags BEGIN
+				` + ftsUnindex("IN (SELECT pk FROM chunks WHERE id = old.chunk_id)") + `
+			END`,
+			`CREATE TRIGGER chunk_tags_fts_after_delete AFTER DELETE ON chunk_tags BEGIN
+				` + ftsIndex("IN (SELECT pk FROM chunks WHERE id = old.chunk_id)") + `
+			END`,
+			`CREATE TRIGGER chunk_tags_fts_before_update BEFORE UPDATE OF chunk_id, tag ON chunk_tags BEGIN
+				` + ftsUnindex("IN (SELECT pk FROM chunks WHERE id IN (old.chunk_id, new.chunk_id))") + `
+			END`,
+			`CREATE TRIGGER chunk_tags_fts_after_update AFTER UPDATE OF chunk_id, tag ON chunk_tags BEGIN
+				` + ftsIndex("IN (SELECT pk FROM chunks WHERE id IN (old.chunk_id, new.chunk_id))") + `
+			END`,
+		},
+	},
 }
 
-// ftsTags is the SQL expression for a chunk's tags column in chunks_fts:
-// its document's tags and its own, space-separated. chunkID and docID are
-// SQL expressions.
+// ftsIndex is the trigger statement that adds to chunks_fts the rows of
+// chunks_fts_source whose pk matches cond ("= new.pk", "IN (...)").
+func ftsIndex(cond string) string {
+	return `INSERT INTO chunks_fts (rowid, title, content, tags)
+				SELECT pk, title, content, tags FROM chunks_fts_source WHERE pk ` + cond + `;`
+}
+
+// ftsUnindex is the trigger statement that removes from chunks_fts the
+// rows of chunks_fts_source whose pk matches cond, with FTS5's 'delete'
+// command: an external-content index must be given the values it indexed,
+// which the view still gives before the change.
+func ftsUnindex(cond string) string {
+	return `INSERT INTO chunks_fts (chunks_fts, rowid, title, content, tags)
+				SELECT 'delete', pk, title, content, tags FROM chunks_fts_source WHERE pk ` + cond + `;`
+}
+
+// ftsTags is the SQL expression for a chunk's tags column in the chunks_fts
+// of migrations 2 and 3: its document's tags and its own, space-separated.
+// chunkID and docID are SQL expressions. Migration 4's view computes the
+// same.
 func ftsTags(chunkID, docID string) string {
 	return `trim(
 		coalesce((SELECT group_concat(j.value, ' ') FROM documents dt, json_each(dt.tags) j WHERE dt.id = ` + docID + `), '')

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,7 +13,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 	gormlogger "gorm.io/gorm/logger"
 
 	"github.com/openhuman/openhuman-host/internal/filelock"
@@ -225,7 +223,14 @@ func (s *store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 		return ctx.Err()
 	}
 	defer func() { <-s.writeSlot }()
-	return s.db.WithContext(ctx).Transaction(fn)
+	err := s.db.WithContext(ctx).Transaction(fn)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// database/sql rolls the transaction back when ctx ends, and what
+		// comes next, a statement or the commit, fails with ErrTxDone:
+		// the cause is ctx.
+		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return err
 }
 
 func (s *store) close() error {
@@ -264,6 +269,10 @@ type document struct {
 	NoteChunkID string
 	// Pieces are the chunk contents in order.
 	Pieces []string
+	// ChunkIDs, when set, are the ids of Pieces in document ID, which an
+	// import computes while it reads files, off the writer's path; when
+	// not set (or ID is empty), the write computes them.
+	ChunkIDs []string
 	// ContentSHA256 is the hex SHA-256 of the whole content.
 	ContentSHA256 string
 	// KeepVersion keeps the text an existing document had, when this
@@ -328,19 +337,16 @@ func (s *store) putDocuments(ctx context.Context, docs []document, skipUnchanged
 	nowMS := s.now().UnixMilli()
 	results := make([]putResult, len(docs))
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		deleted := false
+		w := s.newDocWriter(tx, nowMS)
+		if err := w.lookAhead(docs); err != nil {
+			return err
+		}
 		for i, doc := range docs {
-			res, del, err := s.putInTx(tx, doc, skipUnchanged, nowMS)
-			if err != nil {
+			if err := w.put(doc, skipUnchanged, &results[i]); err != nil {
 				return err
 			}
-			results[i] = res
-			deleted = deleted || del
 		}
-		if deleted {
-			return dropUnusedEntities(tx)
-		}
-		return nil
+		return w.finish()
 	})
 	if err != nil {
 		return nil, err
@@ -348,126 +354,18 @@ func (s *store) putDocuments(ctx context.Context, docs []document, skipUnchanged
 	return results, nil
 }
 
-// putInTx writes doc inside tx and reports whether it deleted chunks.
+// putInTx writes doc inside tx and reports whether it deleted chunks; the
+// caller drops the entities no chunk mentions any more when it did.
 func (s *store) putInTx(tx *gorm.DB, doc document, skipUnchanged bool, nowMS int64) (putResult, bool, error) {
-	src := sourceRow{ID: doc.SourceID, Kind: doc.SourceKind, DisplayName: doc.SourceName, CreatedMS: nowMS, UpdatedMS: nowMS}
-	err := tx.Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"updated_ms"}),
-	}).Create(&src).Error
-	if err != nil {
-		return putResult{}, false, fmt.Errorf("upsert source: %w", err)
-	}
-
-	key := doc.Key
-	if doc.KeyFromTitle {
-		key = storeKey(doc.Title)
-	}
-	existing, err := findDocument(tx, doc.Namespace, key)
-	if err != nil {
+	var res putResult
+	w := s.newDocWriter(tx, nowMS)
+	if err := w.put(doc, skipUnchanged, &res); err != nil {
 		return putResult{}, false, err
 	}
-	if doc.KeyFromTitle && existing != nil && existing.Title != doc.Title {
-		// The 8-digit suffix first, as documented; 16, 32 and 64 digits
-		// only if a title was made to collide with it.
-		base := key
-		for _, n := range []int{4, 8, 16, 32} {
-			key = disambiguatedKeyN(base, doc.Title, n)
-			if existing, err = findDocument(tx, doc.Namespace, key); err != nil {
-				return putResult{}, false, err
-			}
-			if existing == nil || existing.Title == doc.Title {
-				break
-			}
-		}
-		if existing != nil && existing.Title != doc.Title {
-			return putResult{}, false, errKeyCollision
-		}
-	}
-	res := putResult{DocumentID: documentID(doc.Namespace, key), Key: key, Created: existing == nil, Tags: doc.Tags}
-	if doc.ID != "" {
-		res.DocumentID = doc.ID
-	}
-	for seq, piece := range doc.Pieces {
-		res.ChunkIDs = append(res.ChunkIDs, chunkID(res.DocumentID, seq, piece))
-	}
-	if res.Tags == nil {
-		res.Tags = []string{}
-		if existing != nil {
-			if err := json.Unmarshal([]byte(existing.Tags), &res.Tags); err != nil {
-				return putResult{}, false, fmt.Errorf("decode tags of document %s: %w", existing.ID, err)
-			}
-		}
-	}
-	tagsJSON, err := json.Marshal(res.Tags)
-	if err != nil {
-		return putResult{}, false, fmt.Errorf("encode tags: %w", err)
-	}
-	if skipUnchanged && existing != nil && existing.ContentSHA256 == doc.ContentSHA256 &&
-		existing.Title == doc.Title && existing.SourceID == doc.SourceID && existing.Tags == string(tagsJSON) {
-		res.Unchanged = true
-		return res, false, nil
-	}
-	var noteChunk *string
-	if doc.NoteChunkID != "" {
-		noteChunk = &doc.NoteChunkID
-	}
-	if existing == nil {
-		err = tx.Create(&documentRow{
-			ID:            res.DocumentID,
-			SourceID:      src.ID,
-			Namespace:     doc.Namespace,
-			Key:           key,
-			Title:         doc.Title,
-			Tags:          string(tagsJSON),
-			NoteChunkID:   noteChunk,
-			ContentSHA256: doc.ContentSHA256,
-			CreatedMS:     nowMS,
-			UpdatedMS:     nowMS,
-		}).Error
-	} else {
-		err = tx.Model(&documentRow{ID: existing.ID}).Updates(map[string]any{
-			"source_id":      src.ID,
-			"title":          doc.Title,
-			"tags":           string(tagsJSON),
-			"note_chunk_id":  noteChunk,
-			"content_sha256": doc.ContentSHA256,
-			"updated_ms":     nowMS,
-		}).Error
-	}
-	if err != nil {
-		return putResult{}, false, fmt.Errorf("write document: %w", err)
-	}
-	if existing != nil && existing.SourceID != src.ID {
-		// The document moved (a file imported again from another folder):
-		// its old source goes when nothing else is left in it.
-		err := tx.Exec(`DELETE FROM sources WHERE id = ? AND NOT EXISTS (SELECT 1 FROM documents WHERE source_id = ?)`,
-			existing.SourceID, existing.SourceID).Error
-		if err != nil {
-			return putResult{}, false, fmt.Errorf("delete empty source: %w", err)
-		}
-	}
-	var rep *pendingReplacement
-	if existing != nil {
-		if rep, err = s.keepPrevious(tx, existing, doc, nowMS); err != nil {
-			return putResult{}, false, err
-		}
-	}
-	fresh, deleted, err := replaceChunks(tx, res.DocumentID, doc.Pieces, res.ChunkIDs, nowMS)
-	if err != nil {
+	if err := w.flush(); err != nil {
 		return putResult{}, false, err
 	}
-	if rep != nil {
-		rep.ChunksAdded = len(fresh)
-		rep.ChunksKept = len(doc.Pieces) - len(fresh)
-		rep.ChunksRemoved = rep.previousChunks - rep.ChunksKept
-		res.Replaced = &rep.replacement
-	}
-	if err := indexEntities(tx, s.extractors, fresh); err != nil {
-		return putResult{}, false, err
-	}
-	res.Fresh = fresh
-	return res, deleted, nil
+	return res, w.deleted, nil
 }
 
 // findDocument returns the document with namespace and key, or nil.
@@ -480,51 +378,4 @@ func findDocument(tx *gorm.DB, namespace, key string) (*documentRow, error) {
 		return nil, nil
 	}
 	return &rows[0], nil
-}
-
-// replaceChunks makes pieces, whose chunk ids are ids, the chunks of
-// document docID and returns the rows it inserted, with their pks, and whether it deleted any. The FTS
-// index follows through the chunks triggers; the entities, tags and
-// embedding of a deleted chunk go with it.
-func replaceChunks(tx *gorm.DB, docID string, pieces, ids []string, nowMS int64) ([]chunkRow, bool, error) {
-	var old []string
-	if err := tx.Model(&chunkRow{}).Where("document_id = ?", docID).Pluck("id", &old).Error; err != nil {
-		return nil, false, fmt.Errorf("list chunks: %w", err)
-	}
-	keep := make(map[string]bool, len(pieces))
-	rows := make([]chunkRow, 0, len(pieces))
-	for seq, content := range pieces {
-		id := ids[seq]
-		keep[id] = true
-		rows = append(rows, chunkRow{ID: id, DocumentID: docID, Seq: seq, Content: content, CreatedMS: nowMS, UpdatedMS: nowMS})
-	}
-	oldSet := make(map[string]bool, len(old))
-	var stale []string
-	for _, id := range old {
-		oldSet[id] = true
-		if !keep[id] {
-			stale = append(stale, id)
-		}
-	}
-	deleted := len(stale) > 0
-	for len(stale) > 0 {
-		n := min(len(stale), insertBatch)
-		if err := tx.Where("id IN ?", stale[:n]).Delete(&chunkRow{}).Error; err != nil {
-			return nil, false, fmt.Errorf("delete chunks: %w", err)
-		}
-		stale = stale[n:]
-	}
-	fresh := rows[:0]
-	for _, r := range rows {
-		if !oldSet[r.ID] {
-			fresh = append(fresh, r)
-		}
-	}
-	if len(fresh) == 0 {
-		return nil, deleted, nil
-	}
-	if err := tx.CreateInBatches(fresh, insertBatch).Error; err != nil {
-		return nil, false, fmt.Errorf("insert chunks: %w", err)
-	}
-	return fresh, deleted, nil
 }

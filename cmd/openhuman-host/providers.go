@@ -31,6 +31,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/internal/platform"
+	"github.com/openhuman/openhuman-host/internal/treeequal"
 	"github.com/openhuman/openhuman-host/providers/upstream"
 )
 
@@ -825,30 +826,11 @@ func checkEdit(before map[string]any, edited []byte, name, command, sum string, 
 
 // valuesEqual reports whether two decoded TOML values are equal: tables
 // and arrays element by element, NaN equal to NaN, date-times as instants.
-func valuesEqual(a, b any) bool {
+func valuesEqual(a, b any) bool { return treeequal.Equal(a, b, tomlLeafEqual) }
+
+// tomlLeafEqual compares two TOML scalars as valuesEqual does.
+func tomlLeafEqual(a, b any) bool {
 	switch a := a.(type) {
-	case map[string]any:
-		b, ok := b.(map[string]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for k, v := range a {
-			if w, ok := b[k]; !ok || !valuesEqual(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		b, ok := b.([]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !valuesEqual(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
 	case float64:
 		b, ok := b.(float64)
 		return ok && (a == b || math.IsNaN(a) && math.IsNaN(b))

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/openhuman/openhuman-host/internal/treeequal"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -116,31 +117,11 @@ var errTrailingData = errors.New("more than one JSON value")
 // with equal elements in order, and numbers of the same value however
 // they are written (1, 1.0 and 1e0 are equal; two integers that a float64
 // cannot tell apart are not).
-func jsonEqual(a, b any) bool {
+func jsonEqual(a, b any) bool { return treeequal.Equal(a, b, jsonLeafEqual) }
+
+// jsonLeafEqual compares two JSON scalars as jsonEqual does.
+func jsonLeafEqual(a, b any) bool {
 	switch a := a.(type) {
-	case map[string]any:
-		b, ok := b.(map[string]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for k, av := range a {
-			bv, ok := b[k]
-			if !ok || !jsonEqual(av, bv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		b, ok := b.([]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !jsonEqual(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
 	case json.Number:
 		b, ok := b.(json.Number)
 		if !ok {

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/openhuman/openhuman-host/internal/pgtest"
+	"github.com/openhuman/openhuman-host/internal/storage"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
@@ -25,19 +27,52 @@ var base = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func ms(d time.Duration) int64 { return base.Add(d).UnixMilli() }
 
-// openLog opens a log in a fresh directory and closes it when the test ends.
-func openLog(t *testing.T, opts *Options) (*Log, string) {
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// drivers are the storage drivers the driver-neutral tests run on.
+var drivers = []string{storage.DriverSQLite, storage.DriverPostgres}
+
+// eachDriver runs test once per driver, as parallel subtests named by it.
+func eachDriver(t *testing.T, test func(t *testing.T, driver string)) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "audit.db")
-	l := mustOpen(t, path, opts)
-	return l, path
+	for _, d := range drivers {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			test(t, d)
+		})
+	}
 }
 
-func mustOpen(t *testing.T, path string, opts *Options) *Log {
+// newTarget returns where a new, empty log of driver lives: a SQLite file's
+// path in a fresh directory, or a new PostgreSQL database's URL.
+func newTarget(t *testing.T, driver string) string {
 	t.Helper()
-	l, err := Open(t.Context(), path, opts)
+	if driver == storage.DriverPostgres {
+		return pgtest.NewDatabase(t)
+	}
+	return filepath.Join(t.TempDir(), "audit.db")
+}
+
+// openAt opens the log at target with the driver newTarget gave it.
+func openAt(ctx context.Context, target string, opts *Options) (*Log, error) {
+	if strings.HasPrefix(target, "postgres://") {
+		return OpenPostgres(ctx, target, opts)
+	}
+	return Open(ctx, target, opts)
+}
+
+// openLog opens a new log of driver and closes it when the test ends.
+func openLog(t *testing.T, driver string, opts *Options) (*Log, string) {
+	t.Helper()
+	target := newTarget(t, driver)
+	return mustOpen(t, target, opts), target
+}
+
+func mustOpen(t *testing.T, target string, opts *Options) *Log {
+	t.Helper()
+	l, err := openAt(t.Context(), target, opts)
 	if err != nil {
-		t.Fatalf("Open(%s) error: %v", path, err)
+		t.Fatalf("Open(%s) error: %v", target, err)
 	}
 	t.Cleanup(func() {
 		if err := l.Close(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
@@ -201,7 +236,7 @@ func TestOpenCreatesPrivateFilesAndSchema(t *testing.T) {
 
 func TestEveryConnectionGetsPragmas(t *testing.T) {
 	t.Parallel()
-	l, _ := openLog(t, nil)
+	l, _ := openLog(t, storage.DriverSQLite, nil)
 	type pragmas struct {
 		JournalMode string
 		BusyTimeout int
@@ -239,43 +274,47 @@ func TestEveryConnectionGetsPragmas(t *testing.T) {
 
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
-	longErr := strings.Repeat("x", 1500)
-	in := []Record{
-		{
-			TimeMs: ms(0), SessionHash: SessionHash("session-1"), SourceType: "mcp:claude-desktop",
-			ClientName: "Claude Desktop", ClientVersion: "1.2.3", Tool: "memory_store", Provider: "memory",
-			Class: "act", Decision: DecisionAllowed, Success: true, DurationUs: 1234,
-			ArgsSummary: `{"content":{"len":42},"title":"Notes"}`, ResultRef: "mcp-store-notes",
-		},
-		{
-			ID: 99, TimeMs: ms(time.Second), SourceType: "cli", Tool: "tree_tag", Provider: "memory", Class: "act",
-			Decision: DecisionDenied("readonly"), Error: longErr, ArgsSummary: "{}",
-		},
-	}
-	l, _ := openLog(t, nil)
-	mustRecord(t, l, in...)
-	mustFlush(t, l)
+	eachDriver(t, func(t *testing.T, driver string) {
+		longErr := strings.Repeat("x", 1500)
+		in := []Record{
+			{
+				TimeMs: ms(0), SessionHash: SessionHash("session-1"), SourceType: "mcp:claude-desktop",
+				ClientName: "Claude Desktop", ClientVersion: "1.2.3", Tool: "memory_store", Provider: "memory",
+				Class: "act", Decision: DecisionAllowed, Success: true, DurationUs: 1234,
+				ArgsSummary: `{"content":{"len":42},"title":"Notes"}`, ResultRef: "mcp-store-notes",
+			},
+			{
+				ID: 99, TimeMs: ms(time.Second), SourceType: "cli", Tool: "tree_tag", Provider: "memory", Class: "act",
+				Decision: DecisionDenied("readonly"), Error: longErr, ArgsSummary: "{}",
+			},
+		}
+		l, _ := openLog(t, driver, nil)
+		mustRecord(t, l, in...)
+		mustFlush(t, l)
 
-	want := []Record{in[1], in[0]}
-	want[0].ID = 2
-	want[0].Error = longErr[:1024]
-	want[1].ID = 1
-	if diff := cmp.Diff(want, mustList(t, l, Query{})); diff != "" {
-		t.Errorf("List() (-want +got):\n%s", diff)
-	}
+		want := []Record{in[1], in[0]}
+		want[0].ID = 2
+		want[0].Error = longErr[:1024]
+		want[1].ID = 1
+		if diff := cmp.Diff(want, mustList(t, l, Query{})); diff != "" {
+			t.Errorf("List() (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func TestRecordStampsZeroTime(t *testing.T) {
 	t.Parallel()
-	l, _ := openLog(t, nil)
-	before := time.Now().UnixMilli()
-	mustRecord(t, l, Record{Tool: "memory_search"})
-	after := time.Now().UnixMilli()
-	mustFlush(t, l)
-	got := mustList(t, l, Query{})
-	if len(got) != 1 || got[0].TimeMs < before || got[0].TimeMs > after {
-		t.Fatalf("List() = %+v, want one record timed in [%d, %d]", got, before, after)
-	}
+	eachDriver(t, func(t *testing.T, driver string) {
+		l, _ := openLog(t, driver, nil)
+		before := time.Now().UnixMilli()
+		mustRecord(t, l, Record{Tool: "memory_search"})
+		after := time.Now().UnixMilli()
+		mustFlush(t, l)
+		got := mustList(t, l, Query{})
+		if len(got) != 1 || got[0].TimeMs < before || got[0].TimeMs > after {
+			t.Fatalf("List() = %+v, want one record timed in [%d, %d]", got, before, after)
+		}
+	})
 }
 
 func TestRecordNeverBlocksAndCountsWhatItDrops(t *testing.T) {
@@ -290,7 +329,7 @@ func TestRecordNeverBlocksAndCountsWhatItDrops(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			l, _ := openLog(t, &Options{QueueSize: tc.queue})
+			l, _ := openLog(t, storage.DriverSQLite, &Options{QueueSize: tc.queue})
 			var (
 				wg              sync.WaitGroup
 				mu              sync.Mutex
@@ -339,7 +378,7 @@ func TestRecordNeverBlocksAndCountsWhatItDrops(t *testing.T) {
 func TestRecordDropsWhileQueueFull(t *testing.T) {
 	t.Parallel()
 	var logs testwait.Buffer
-	l, path := openLog(t, &Options{QueueSize: 1, Logger: testLogger(&logs)})
+	l, path := openLog(t, storage.DriverSQLite, &Options{QueueSize: 1, Logger: testLogger(&logs)})
 
 	// Another process holds the write lock, so the writer waits inside its first insert.
 	lock, err := sideDB(t, path).BeginTx(t.Context(), nil)
@@ -414,7 +453,7 @@ func TestRecordDropsWhileQueueFull(t *testing.T) {
 func TestFailedInsertIsRetried(t *testing.T) {
 	t.Parallel()
 	var logs testwait.Buffer
-	l, path := openLog(t, &Options{Logger: testLogger(&logs)})
+	l, path := openLog(t, storage.DriverSQLite, &Options{Logger: testLogger(&logs)})
 	side := sideDB(t, path)
 	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit RENAME TO mcp_audit_away"); err != nil {
 		t.Fatal(err)
@@ -442,62 +481,66 @@ func TestFailedInsertIsRetried(t *testing.T) {
 
 func TestFlush(t *testing.T) {
 	t.Parallel()
-	tests := map[string]struct {
-		records int
-	}{
-		"nothing recorded": {records: 0},
-		"one record":       {records: 1},
-		"several batches":  {records: 700},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			l, _ := openLog(t, nil)
-			for i := range tc.records {
-				mustRecord(t, l, Record{TimeMs: ms(time.Duration(i) * time.Millisecond), Tool: "t"})
-			}
-			mustFlush(t, l)
-			// Flush makes the records visible to another reader, such as the CLI.
-			got := mustList(t, l, Query{Limit: 1000})
-			if diff := cmp.Diff(tc.records, len(got)); diff != "" {
-				t.Errorf("records after Flush (-want +got):\n%s", diff)
-			}
-		})
-	}
+	eachDriver(t, func(t *testing.T, driver string) {
+		tests := map[string]struct {
+			records int
+		}{
+			"nothing recorded": {records: 0},
+			"one record":       {records: 1},
+			"several batches":  {records: 700},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				l, _ := openLog(t, driver, nil)
+				for i := range tc.records {
+					mustRecord(t, l, Record{TimeMs: ms(time.Duration(i) * time.Millisecond), Tool: "t"})
+				}
+				mustFlush(t, l)
+				// Flush makes the records visible to another reader, such as the CLI.
+				got := mustList(t, l, Query{Limit: 1000})
+				if diff := cmp.Diff(tc.records, len(got)); diff != "" {
+					t.Errorf("records after Flush (-want +got):\n%s", diff)
+				}
+			})
+		}
+	})
 }
 
 func TestCloseFlushesAndRefusesLaterCalls(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "audit.db")
-	l, err := Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 500 {
-		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i) * time.Millisecond), Tool: "t"})
-	}
-	if err := l.Close(t.Context()); err != nil {
-		t.Fatalf("Close() error: %v", err)
-	}
+	eachDriver(t, func(t *testing.T, driver string) {
+		path := newTarget(t, driver)
+		l, err := openAt(t.Context(), path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 500 {
+			mustRecord(t, l, Record{TimeMs: ms(time.Duration(i) * time.Millisecond), Tool: "t"})
+		}
+		if err := l.Close(t.Context()); err != nil {
+			t.Fatalf("Close() error: %v", err)
+		}
 
-	_, listErr := l.List(t.Context(), Query{})
-	_, statsErr := l.Stats(t.Context(), time.Time{})
-	got := map[string]bool{
-		"Record": errors.Is(l.Record(t.Context(), Record{Tool: "t"}), ErrClosed),
-		"Flush":  errors.Is(l.Flush(t.Context()), ErrClosed),
-		"Close":  errors.Is(l.Close(t.Context()), ErrClosed),
-		"List":   errors.Is(listErr, ErrClosed),
-		"Stats":  errors.Is(statsErr, ErrClosed),
-	}
-	want := map[string]bool{"Record": true, "Flush": true, "Close": true, "List": true, "Stats": true}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("errors.Is(err, ErrClosed) after Close (-want +got):\n%s", diff)
-	}
+		_, listErr := l.List(t.Context(), Query{})
+		_, statsErr := l.Stats(t.Context(), time.Time{})
+		got := map[string]bool{
+			"Record": errors.Is(l.Record(t.Context(), Record{Tool: "t"}), ErrClosed),
+			"Flush":  errors.Is(l.Flush(t.Context()), ErrClosed),
+			"Close":  errors.Is(l.Close(t.Context()), ErrClosed),
+			"List":   errors.Is(listErr, ErrClosed),
+			"Stats":  errors.Is(statsErr, ErrClosed),
+		}
+		want := map[string]bool{"Record": true, "Flush": true, "Close": true, "List": true, "Stats": true}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("errors.Is(err, ErrClosed) after Close (-want +got):\n%s", diff)
+		}
 
-	reopened := mustOpen(t, path, nil)
-	if diff := cmp.Diff(500, len(mustList(t, reopened, Query{Limit: 1000}))); diff != "" {
-		t.Errorf("records after reopening (-want +got):\n%s", diff)
-	}
+		reopened := mustOpen(t, path, nil)
+		if diff := cmp.Diff(500, len(mustList(t, reopened, Query{Limit: 1000}))); diff != "" {
+			t.Errorf("records after reopening (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func TestCloseReportsDiscardedRecords(t *testing.T) {
@@ -554,41 +597,43 @@ func TestCloseReportsDiscardedRecords(t *testing.T) {
 
 func TestRetention(t *testing.T) {
 	t.Parallel()
-	now := time.Now()
-	ages := []time.Duration{10 * 24 * time.Hour, 2 * 24 * time.Hour, time.Hour, 0}
-	tests := map[string]struct {
-		days int
-		want []string // ResultRef of the records left, newest first
-	}{
-		"keep forever": {days: 0, want: []string{"0s", "1h0m0s", "48h0m0s", "240h0m0s"}},
-		"one day":      {days: 1, want: []string{"0s", "1h0m0s"}},
-		"five days":    {days: 5, want: []string{"0s", "1h0m0s", "48h0m0s"}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			path := filepath.Join(t.TempDir(), "audit.db")
-			l, err := Open(t.Context(), path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, age := range ages {
-				mustRecord(t, l, Record{TimeMs: now.Add(-age).UnixMilli(), Tool: "t", ResultRef: age.String()})
-			}
-			if err := l.Close(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+	eachDriver(t, func(t *testing.T, driver string) {
+		now := time.Now()
+		ages := []time.Duration{10 * 24 * time.Hour, 2 * 24 * time.Hour, time.Hour, 0}
+		tests := map[string]struct {
+			days int
+			want []string // ResultRef of the records left, newest first
+		}{
+			"keep forever": {days: 0, want: []string{"0s", "1h0m0s", "48h0m0s", "240h0m0s"}},
+			"one day":      {days: 1, want: []string{"0s", "1h0m0s"}},
+			"five days":    {days: 5, want: []string{"0s", "1h0m0s", "48h0m0s"}},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				path := newTarget(t, driver)
+				l, err := openAt(t.Context(), path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, age := range ages {
+					mustRecord(t, l, Record{TimeMs: now.Add(-age).UnixMilli(), Tool: "t", ResultRef: age.String()})
+				}
+				if err := l.Close(t.Context()); err != nil {
+					t.Fatal(err)
+				}
 
-			l = mustOpen(t, path, &Options{RetainDays: tc.days})
-			var got []string
-			for _, r := range mustList(t, l, Query{}) {
-				got = append(got, r.ResultRef)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("records left (-want +got):\n%s", diff)
-			}
-		})
-	}
+				l = mustOpen(t, path, &Options{RetainDays: tc.days})
+				var got []string
+				for _, r := range mustList(t, l, Query{}) {
+					got = append(got, r.ResultRef)
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("records left (-want +got):\n%s", diff)
+				}
+			})
+		}
+	})
 }
 
 // fixture is the data set the query tests read: ids 1..7 in this order.
@@ -602,9 +647,9 @@ var fixture = []Record{
 	{TimeMs: ms(5 * time.Minute), SourceType: "cli", ClientName: "Claude Desktop", Tool: "tree_tag", Decision: DecisionDenied("readonly"), DurationUs: 2},
 }
 
-func fixtureLog(t *testing.T) *Log {
+func fixtureLog(t *testing.T, driver string) *Log {
 	t.Helper()
-	l, _ := openLog(t, nil)
+	l, _ := openLog(t, driver, nil)
 	mustRecord(t, l, fixture...)
 	mustFlush(t, l)
 	return l
@@ -612,98 +657,104 @@ func fixtureLog(t *testing.T) *Log {
 
 func TestList(t *testing.T) {
 	t.Parallel()
-	l := fixtureLog(t)
-	tests := map[string]struct {
-		q    Query
-		want []uint64
-	}{
-		"everything newest first, ties by id": {q: Query{}, want: []uint64{7, 6, 5, 4, 3, 2, 1}},
-		"limit":                               {q: Query{Limit: 2}, want: []uint64{7, 6}},
-		"negative limit means default":        {q: Query{Limit: -1}, want: []uint64{7, 6, 5, 4, 3, 2, 1}},
-		"since is inclusive":                  {q: Query{Since: base.Add(4 * time.Minute)}, want: []uint64{7, 6, 5}},
-		"tool":                                {q: Query{Tool: "memory_store"}, want: []uint64{4, 3}},
-		"unknown tool":                        {q: Query{Tool: "memory"}, want: []uint64{}},
-		"client by source type":               {q: Query{Client: "cli"}, want: []uint64{7, 3}},
-		"client by client name":               {q: Query{Client: "Claude Desktop"}, want: []uint64{7, 4, 1}},
-		"failed includes denied":              {q: Query{FailedOnly: true}, want: []uint64{7, 6, 4, 3}},
-		"filters combine": {
-			q:    Query{Client: "mcp:cursor", Tool: "memory_search", FailedOnly: true, Since: base.Add(time.Minute)},
-			want: []uint64{6},
-		},
-		"client filter does not escape tool filter": {
-			q:    Query{Client: "Claude Desktop", Tool: "tree_tag"},
-			want: []uint64{7},
-		},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			got := mustList(t, l, tc.q)
-			if diff := cmp.Diff(tc.want, ids(got)); diff != "" {
-				t.Errorf("List(%+v) ids (-want +got):\n%s", tc.q, diff)
-			}
-		})
-	}
+	eachDriver(t, func(t *testing.T, driver string) {
+		l := fixtureLog(t, driver)
+		tests := map[string]struct {
+			q    Query
+			want []uint64
+		}{
+			"everything newest first, ties by id": {q: Query{}, want: []uint64{7, 6, 5, 4, 3, 2, 1}},
+			"limit":                               {q: Query{Limit: 2}, want: []uint64{7, 6}},
+			"negative limit means default":        {q: Query{Limit: -1}, want: []uint64{7, 6, 5, 4, 3, 2, 1}},
+			"since is inclusive":                  {q: Query{Since: base.Add(4 * time.Minute)}, want: []uint64{7, 6, 5}},
+			"tool":                                {q: Query{Tool: "memory_store"}, want: []uint64{4, 3}},
+			"unknown tool":                        {q: Query{Tool: "memory"}, want: []uint64{}},
+			"client by source type":               {q: Query{Client: "cli"}, want: []uint64{7, 3}},
+			"client by client name":               {q: Query{Client: "Claude Desktop"}, want: []uint64{7, 4, 1}},
+			"failed includes denied":              {q: Query{FailedOnly: true}, want: []uint64{7, 6, 4, 3}},
+			"filters combine": {
+				q:    Query{Client: "mcp:cursor", Tool: "memory_search", FailedOnly: true, Since: base.Add(time.Minute)},
+				want: []uint64{6},
+			},
+			"client filter does not escape tool filter": {
+				q:    Query{Client: "Claude Desktop", Tool: "tree_tag"},
+				want: []uint64{7},
+			},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				got := mustList(t, l, tc.q)
+				if diff := cmp.Diff(tc.want, ids(got)); diff != "" {
+					t.Errorf("List(%+v) ids (-want +got):\n%s", tc.q, diff)
+				}
+			})
+		}
+	})
 }
 
 func TestListReturnsWholeRecords(t *testing.T) {
 	t.Parallel()
-	l := fixtureLog(t)
-	want := fixture[2]
-	want.ID = 3
-	if diff := cmp.Diff([]Record{want}, mustList(t, l, Query{Client: "cli", Tool: "memory_store"})); diff != "" {
-		t.Errorf("List() (-want +got):\n%s", diff)
-	}
+	eachDriver(t, func(t *testing.T, driver string) {
+		l := fixtureLog(t, driver)
+		want := fixture[2]
+		want.ID = 3
+		if diff := cmp.Diff([]Record{want}, mustList(t, l, Query{Client: "cli", Tool: "memory_store"})); diff != "" {
+			t.Errorf("List() (-want +got):\n%s", diff)
+		}
+	})
 }
 
 func TestStats(t *testing.T) {
 	t.Parallel()
-	l := fixtureLog(t)
-	tests := map[string]struct {
-		since time.Time
-		want  []ToolStats
-	}{
-		"all records": {
-			want: []ToolStats{
-				// Durations 100, 200, 300, 900: the nearest-rank median is the 2nd smallest.
-				{Tool: "memory_search", Calls: 4, Failures: 1, Denied: 0, P50Us: 200, MaxUs: 900},
-				// The denied attempt's 3µs is not a run.
-				{Tool: "memory_store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
-				{Tool: "tree_tag", Calls: 1, Failures: 0, Denied: 1, P50Us: 0, MaxUs: 0},
+	eachDriver(t, func(t *testing.T, driver string) {
+		l := fixtureLog(t, driver)
+		tests := map[string]struct {
+			since time.Time
+			want  []ToolStats
+		}{
+			"all records": {
+				want: []ToolStats{
+					// Durations 100, 200, 300, 900: the nearest-rank median is the 2nd smallest.
+					{Tool: "memory_search", Calls: 4, Failures: 1, Denied: 0, P50Us: 200, MaxUs: 900},
+					// The denied attempt's 3µs is not a run.
+					{Tool: "memory_store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
+					{Tool: "tree_tag", Calls: 1, Failures: 0, Denied: 1, P50Us: 0, MaxUs: 0},
+				},
 			},
-		},
-		"since": {
-			since: base.Add(3 * time.Minute),
-			want: []ToolStats{
-				// Durations 200, 900.
-				{Tool: "memory_search", Calls: 2, Failures: 1, P50Us: 200, MaxUs: 900},
-				{Tool: "memory_store", Calls: 1, Denied: 1},
-				{Tool: "tree_tag", Calls: 1, Denied: 1},
+			"since": {
+				since: base.Add(3 * time.Minute),
+				want: []ToolStats{
+					// Durations 200, 900.
+					{Tool: "memory_search", Calls: 2, Failures: 1, P50Us: 200, MaxUs: 900},
+					{Tool: "memory_store", Calls: 1, Denied: 1},
+					{Tool: "tree_tag", Calls: 1, Denied: 1},
+				},
 			},
-		},
-		"odd count median": {
-			since: base.Add(time.Minute),
-			want: []ToolStats{
-				// Durations 200, 300, 900.
-				{Tool: "memory_search", Calls: 3, Failures: 1, P50Us: 300, MaxUs: 900},
-				{Tool: "memory_store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
-				{Tool: "tree_tag", Calls: 1, Denied: 1},
+			"odd count median": {
+				since: base.Add(time.Minute),
+				want: []ToolStats{
+					// Durations 200, 300, 900.
+					{Tool: "memory_search", Calls: 3, Failures: 1, P50Us: 300, MaxUs: 900},
+					{Tool: "memory_store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
+					{Tool: "tree_tag", Calls: 1, Denied: 1},
+				},
 			},
-		},
-		"nothing since": {since: base.Add(time.Hour), want: nil},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			got, err := l.Stats(t.Context(), tc.since)
-			if err != nil {
-				t.Fatalf("Stats() error: %v", err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Stats() (-want +got):\n%s", diff)
-			}
-		})
-	}
+			"nothing since": {since: base.Add(time.Hour), want: nil},
+		}
+		for name, tc := range tests {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				got, err := l.Stats(t.Context(), tc.since)
+				if err != nil {
+					t.Fatalf("Stats() error: %v", err)
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("Stats() (-want +got):\n%s", diff)
+				}
+			})
+		}
+	})
 }
 
 // TestOpenConcurrentlyOnNewFile opens one new audit.db from many
@@ -740,7 +791,7 @@ func TestOpenConcurrentlyOnNewFile(t *testing.T) {
 // queueing behind the writer.
 func TestOpenMigratedFileTakesNoWriteLock(t *testing.T) {
 	t.Parallel()
-	l, path := openLog(t, nil)
+	l, path := openLog(t, storage.DriverSQLite, nil)
 	mustRecord(t, l, Record{Tool: "memory_store", Decision: "allowed"})
 	mustFlush(t, l)
 
@@ -772,7 +823,7 @@ func TestOpenMigratedFileTakesNoWriteLock(t *testing.T) {
 // records the version, keeping the rows.
 func TestOpenMigratesOlderFile(t *testing.T) {
 	t.Parallel()
-	l, path := openLog(t, nil)
+	l, path := openLog(t, storage.DriverSQLite, nil)
 	mustRecord(t, l, Record{Tool: "memory_store", Decision: "allowed"})
 	mustFlush(t, l)
 	if err := l.Close(t.Context()); err != nil {

@@ -7,114 +7,121 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/openhuman/openhuman-host/internal/pgtest"
+	"github.com/openhuman/openhuman-host/internal/storage"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 func TestBeginWritesPendingRowBeforeTheCall(t *testing.T) {
 	t.Parallel()
-	l, path := openLog(t, nil)
-	id, err := l.Begin(t.Context(), Record{TimeMs: ms(0), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed,
-		ArgsSummary: `{"title":"t"}`, Success: true, DurationUs: 9}, -1)
-	if err != nil {
-		t.Fatalf("Begin() error: %v", err)
-	}
+	eachDriver(t, func(t *testing.T, driver string) {
+		l, path := openLog(t, driver, nil)
+		id, err := l.Begin(t.Context(), Record{TimeMs: ms(0), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed,
+			ArgsSummary: `{"title":"t"}`, Success: true, DurationUs: 9}, -1)
+		if err != nil {
+			t.Fatalf("Begin() error: %v", err)
+		}
 
-	// Committed before Begin returns: another process sees it without a flush.
-	other := mustOpen(t, path, nil)
-	want := Record{ID: id, TimeMs: ms(0), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed,
-		ArgsSummary: `{"title":"t"}`, Pending: true}
-	if diff := cmp.Diff([]Record{want}, mustList(t, other, Query{})); diff != "" {
-		t.Errorf("row after Begin (-want +got):\n%s", diff)
-	}
-	stats, err := other.Stats(t.Context(), time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]ToolStats{{Tool: "memory_store", Calls: 1, Pending: 1}}, stats); diff != "" {
-		t.Errorf("Stats() with a pending row (-want +got):\n%s", diff)
-	}
+		// Committed before Begin returns: another process sees it without a flush.
+		other := mustOpen(t, path, nil)
+		want := Record{ID: id, TimeMs: ms(0), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed,
+			ArgsSummary: `{"title":"t"}`, Pending: true}
+		if diff := cmp.Diff([]Record{want}, mustList(t, other, Query{})); diff != "" {
+			t.Errorf("row after Begin (-want +got):\n%s", diff)
+		}
+		stats, err := other.Stats(t.Context(), time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]ToolStats{{Tool: "memory_store", Calls: 1, Pending: 1}}, stats); diff != "" {
+			t.Errorf("Stats() with a pending row (-want +got):\n%s", diff)
+		}
 
-	if err := l.Complete(id, Record{Tool: "memory_store", Decision: DecisionAllowed, Success: true, DurationUs: 1500,
-		ResultRef: "mcp/doc-1", TimeMs: ms(time.Hour), ArgsSummary: "ignored"}); err != nil {
-		t.Fatalf("Complete() error: %v", err)
-	}
-	mustFlush(t, l)
-	want.Pending, want.Success, want.DurationUs, want.ResultRef = false, true, 1500, "mcp/doc-1"
-	if diff := cmp.Diff([]Record{want}, mustList(t, other, Query{})); diff != "" {
-		t.Errorf("row after Complete (-want +got):\n%s", diff)
-	}
-	if err := l.Complete(0, Record{}); err == nil {
-		t.Error("Complete(0) succeeded, want an error")
-	}
+		if err := l.Complete(id, Record{Tool: "memory_store", Decision: DecisionAllowed, Success: true, DurationUs: 1500,
+			ResultRef: "mcp/doc-1", TimeMs: ms(time.Hour), ArgsSummary: "ignored"}); err != nil {
+			t.Fatalf("Complete() error: %v", err)
+		}
+		mustFlush(t, l)
+		want.Pending, want.Success, want.DurationUs, want.ResultRef = false, true, 1500, "mcp/doc-1"
+		if diff := cmp.Diff([]Record{want}, mustList(t, other, Query{})); diff != "" {
+			t.Errorf("row after Complete (-want +got):\n%s", diff)
+		}
+		if err := l.Complete(0, Record{}); err == nil {
+			t.Error("Complete(0) succeeded, want an error")
+		}
+	})
 }
 
 func TestBeginSharesActBudgetAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	l, path := openLog(t, nil)
-	other := mustOpen(t, path, nil) // a second process on the same data dir
-	now := time.Now()
-	// None of these count: a read, a denied act, and an act that left the hour.
-	mustRecord(t, l,
-		Record{TimeMs: now.UnixMilli(), Tool: "memory_search", Class: "read", Decision: DecisionAllowed},
-		Record{TimeMs: now.UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionDenied("readonly")},
-		Record{TimeMs: now.Add(-BudgetWindow - time.Second).UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed},
-	)
-	mustFlush(t, l)
+	eachDriver(t, func(t *testing.T, driver string) {
+		l, path := openLog(t, driver, nil)
+		other := mustOpen(t, path, nil) // a second process on the same data dir
+		now := time.Now()
+		// None of these count: a read, a denied act, and an act that left the hour.
+		mustRecord(t, l,
+			Record{TimeMs: now.UnixMilli(), Tool: "memory_search", Class: "read", Decision: DecisionAllowed},
+			Record{TimeMs: now.UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionDenied("readonly")},
+			Record{TimeMs: now.Add(-BudgetWindow - time.Second).UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed},
+		)
+		mustFlush(t, l)
 
-	const limit = 3
-	var (
-		mu      sync.Mutex
-		allowed []int64
-		refused []*BudgetError
-		wg      sync.WaitGroup
-	)
-	for i := range 16 {
-		log := l
-		if i%2 == 1 {
-			log = other
-		}
-		wg.Go(func() {
-			r := Record{TimeMs: now.Add(time.Duration(i) * time.Millisecond).UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}
-			_, err := log.Begin(t.Context(), r, limit)
-			mu.Lock()
-			defer mu.Unlock()
-			var be *BudgetError
-			switch {
-			case err == nil:
-				allowed = append(allowed, r.TimeMs)
-			case errors.As(err, &be):
-				refused = append(refused, be)
-			default:
-				t.Errorf("Begin() error: %v", err)
+		const limit = 3
+		var (
+			mu      sync.Mutex
+			allowed []int64
+			refused []*BudgetError
+			wg      sync.WaitGroup
+		)
+		for i := range 16 {
+			log := l
+			if i%2 == 1 {
+				log = other
 			}
-		})
-	}
-	wg.Wait()
-	if len(allowed) != limit || len(refused) != 16-limit {
-		t.Fatalf("Begin() allowed %d and refused %d of 16 acts, want %d and %d", len(allowed), len(refused), limit, 16-limit)
-	}
-	oldest := time.UnixMilli(min(allowed[0], allowed[1], allowed[2]))
-	for _, be := range refused {
-		if be.Limit != limit || !be.FreeAt.Equal(oldest.Add(BudgetWindow)) {
-			t.Errorf("BudgetError = %+v, want limit %d freeing up at %s", be, limit, oldest.Add(BudgetWindow))
+			wg.Go(func() {
+				r := Record{TimeMs: now.Add(time.Duration(i) * time.Millisecond).UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}
+				_, err := log.Begin(t.Context(), r, limit)
+				mu.Lock()
+				defer mu.Unlock()
+				var be *BudgetError
+				switch {
+				case err == nil:
+					allowed = append(allowed, r.TimeMs)
+				case errors.As(err, &be):
+					refused = append(refused, be)
+				default:
+					t.Errorf("Begin() error: %v", err)
+				}
+			})
 		}
-	}
-	// A negative limit is no budget.
-	if _, err := other.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1); err != nil {
-		t.Errorf("Begin(limit -1) error: %v", err)
-	}
+		wg.Wait()
+		if len(allowed) != limit || len(refused) != 16-limit {
+			t.Fatalf("Begin() allowed %d and refused %d of 16 acts, want %d and %d", len(allowed), len(refused), limit, 16-limit)
+		}
+		oldest := time.UnixMilli(min(allowed[0], allowed[1], allowed[2]))
+		for _, be := range refused {
+			if be.Limit != limit || !be.FreeAt.Equal(oldest.Add(BudgetWindow)) {
+				t.Errorf("BudgetError = %+v, want limit %d freeing up at %s", be, limit, oldest.Add(BudgetWindow))
+			}
+		}
+		// A negative limit is no budget.
+		if _, err := other.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1); err != nil {
+			t.Errorf("Begin(limit -1) error: %v", err)
+		}
+	})
 }
 
 func TestBeginRefusesWhenTheRowCannotBeWritten(t *testing.T) {
 	t.Parallel()
 	var logs testwait.Buffer
-	l, path := openLog(t, &Options{Logger: testLogger(&logs)})
+	l, path := openLog(t, storage.DriverSQLite, &Options{Logger: testLogger(&logs)})
 	side := sideDB(t, path)
 	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit RENAME TO mcp_audit_away"); err != nil {
 		t.Fatal(err)
@@ -262,4 +269,44 @@ next:
 		out = append(out, n)
 	}
 	return out
+}
+
+// TestBeginBudgetIsExactAcrossReplicas races many acts from several logs
+// on one PostgreSQL database, as replicas behind a load balancer do: the
+// budget allows exactly limit of them.
+func TestBeginBudgetIsExactAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	const replicas, acts, limit = 4, 240, 25
+	logs := make([]*Log, replicas)
+	for i := range logs {
+		logs[i] = mustOpen(t, dsn, nil)
+	}
+	var (
+		allowed, refused atomic.Int64
+		start            = make(chan struct{})
+		wg               sync.WaitGroup
+	)
+	now := time.Now()
+	for i := range acts {
+		wg.Go(func() {
+			<-start
+			r := Record{TimeMs: now.Add(time.Duration(i) * time.Microsecond).UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}
+			_, err := logs[i%replicas].Begin(t.Context(), r, limit)
+			var be *BudgetError
+			switch {
+			case err == nil:
+				allowed.Add(1)
+			case errors.As(err, &be):
+				refused.Add(1)
+			default:
+				t.Errorf("Begin() error: %v", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if allowed.Load() != limit || refused.Load() != acts-limit {
+		t.Errorf("%d replicas allowed %d and refused %d of %d acts, want exactly %d allowed", replicas, allowed.Load(), refused.Load(), acts, limit)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/crc64"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/openhuman/openhuman-host/internal/sqliteerr"
 	"github.com/openhuman/openhuman-host/internal/sqlitefile"
 	"github.com/openhuman/openhuman-host/internal/sqliteuri"
+	"github.com/openhuman/openhuman-host/internal/storage"
 )
 
 const (
@@ -89,14 +91,21 @@ type Options struct {
 type Log struct {
 	// db and sqlDB are set once, before ready is closed: by Open, or by the writer when Options.Retry
 	// let Open return before the database could be opened.
-	db     *gorm.DB
-	sqlDB  *sql.DB
-	ready  chan struct{}
-	abs    string
-	opts   Options
-	logger hclog.Logger
-	retain time.Duration
-	queue  chan entry
+	db    *gorm.DB
+	sqlDB *sql.DB
+	ready chan struct{}
+	// where names the database in messages: the SQLite file's path, or
+	// PostgreSQL's host:port/database.
+	where string
+	// postgres is true on PostgreSQL, false on SQLite.
+	postgres bool
+	// connect opens, migrates and prunes the database; reconnect calls it
+	// again after a failure.
+	connect func(ctx context.Context) (*gorm.DB, *sql.DB, error)
+	opts    Options
+	logger  hclog.Logger
+	retain  time.Duration
+	queue   chan entry
 
 	mu      sync.Mutex // guards closed and the senders.Add that must precede Close's senders.Wait
 	closed  bool
@@ -137,23 +146,12 @@ type entry struct {
 // opts.Repair a damaged database is moved aside and replaced by a fresh one; without it, it is an error
 // that says so. Close the Log to flush it.
 func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	switch {
-	case path == "":
+	if path == "" {
 		return nil, errors.New("audit: open: database path is empty")
-	case o.QueueSize < 0:
-		return nil, fmt.Errorf("audit: open: queue size %d is negative: use 0 for the default (%d)", o.QueueSize, defaultQueueSize)
-	case o.RetainDays < 0:
-		return nil, fmt.Errorf("audit: open: retain days %d is negative: use 0 to keep records forever", o.RetainDays)
 	}
-	if o.QueueSize == 0 {
-		o.QueueSize = defaultQueueSize
-	}
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
+	o, err := checkOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 
 	abs, err := filepath.Abs(path)
@@ -164,14 +162,40 @@ func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 		return nil, fmt.Errorf("audit: open %s: create directory: %w", abs, err)
 	}
 	l := newLog(abs, o)
-	db, sqlDB, err := connect(ctx, abs, o)
+	l.connect = func(ctx context.Context) (*gorm.DB, *sql.DB, error) { return connect(ctx, abs, o) }
+	return l.start(ctx)
+}
+
+// OpenPostgres opens the audit log in the PostgreSQL database of dsn ([storage] driver = "postgres"),
+// which every replica of the host shares: it applies the audit log's migrations (under an advisory
+// lock, so replicas starting at once migrate once), deletes rows older than opts.RetainDays and starts
+// the background writer. The act budget of [Log.Begin] and [Log.Spend] then hold across every process
+// that uses the database. opts.Repair does not apply; opts.Retry does, for a server that cannot be
+// reached. Errors name the server as host:port/database, never with the password.
+func OpenPostgres(ctx context.Context, dsn string, opts *Options) (*Log, error) {
+	o, err := checkOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if dsn == "" {
+		return nil, errors.New("audit: open: the PostgreSQL connection string is empty")
+	}
+	l := newLog("PostgreSQL "+storage.Describe(dsn), o)
+	l.postgres = true
+	l.connect = func(ctx context.Context) (*gorm.DB, *sql.DB, error) { return openPostgres(ctx, dsn, o) }
+	return l.start(ctx)
+}
+
+// start opens the database, or with Options.Retry begins retrying, and starts the writer.
+func (l *Log) start(ctx context.Context) (*Log, error) {
+	db, sqlDB, err := l.connect(ctx)
 	switch {
 	case err == nil:
 		l.opened(db, sqlDB)
-	case o.Retry && ctx.Err() == nil && !errors.Is(err, fs.ErrPermission) && !Damaged(err):
+	case l.opts.Retry && ctx.Err() == nil && !errors.Is(err, fs.ErrPermission) && !Damaged(err):
 		l.failing.Store(&failure{since: time.Now(), err: err})
-		o.Logger.Error("audit database cannot be opened: acts are refused until it can; retrying in the background",
-			"path", abs, "error", err)
+		l.logger.Error("audit database cannot be opened: acts are refused until it can; retrying in the background",
+			"database", l.where, "error", err)
 	default:
 		return nil, err
 	}
@@ -181,11 +205,32 @@ func Open(ctx context.Context, path string, opts *Options) (*Log, error) {
 	return l, nil
 }
 
-// newLog returns a Log on abs that is not open yet.
-func newLog(abs string, o Options) *Log {
+// checkOptions validates opts and fills in the defaults.
+func checkOptions(opts *Options) (Options, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case o.QueueSize < 0:
+		return o, fmt.Errorf("audit: open: queue size %d is negative: use 0 for the default (%d)", o.QueueSize, defaultQueueSize)
+	case o.RetainDays < 0:
+		return o, fmt.Errorf("audit: open: retain days %d is negative: use 0 to keep records forever", o.RetainDays)
+	}
+	if o.QueueSize == 0 {
+		o.QueueSize = defaultQueueSize
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return o, nil
+}
+
+// newLog returns a Log on where that is not open yet.
+func newLog(where string, o Options) *Log {
 	return &Log{
 		ready:  make(chan struct{}),
-		abs:    abs,
+		where:  where,
 		opts:   o,
 		logger: o.Logger,
 		retain: time.Duration(o.RetainDays) * 24 * time.Hour,
@@ -213,7 +258,7 @@ func (l *Log) isOpen() error {
 	if f := l.failing.Load(); f != nil {
 		err = f.err
 	}
-	return fmt.Errorf("the audit database %s could not be opened: %w", l.abs, err)
+	return fmt.Errorf("the audit database %s could not be opened: %w", l.where, err)
 }
 
 // connect opens the database at abs, with o.Repair moving a damaged one aside and opening a fresh one.
@@ -351,6 +396,10 @@ func (l *Log) Record(ctx context.Context, r Record) error {
 	return nil
 }
 
+// budgetLockID is the PostgreSQL advisory lock that [Log.Begin] holds while it counts and inserts an
+// act under a budget: the CRC-64 (ECMA) of "openhuman-host act budget", as a signed 64-bit key.
+var budgetLockID = int64(crc64.Checksum([]byte("openhuman-host act budget"), crc64.MakeTable(crc64.ECMA)))
+
 // BudgetWindow is the sliding window [Log.Begin] counts acts over.
 const BudgetWindow = time.Hour
 
@@ -395,6 +444,13 @@ func (l *Log) Begin(ctx context.Context, r Record, limit int) (uint64, error) {
 	var id uint64
 	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if limit >= 0 {
+			if l.postgres {
+				// SQLite's BEGIN IMMEDIATE already serialises writers; on PostgreSQL two replicas
+				// could otherwise both count limit-1 acts and both insert.
+				if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", budgetLockID).Error; err != nil {
+					return fmt.Errorf("lock the act budget: %w", err)
+				}
+			}
 			if err := budget(tx, r.TimeMs, limit); err != nil {
 				return err
 			}
@@ -858,7 +914,7 @@ func writeBatch(tx *gorm.DB, batch []Record) error {
 }
 
 // completeSQL writes the outcome of a pending row.
-const completeSQL = "UPDATE " + Table + " SET decision = ?, success = ?, error = ?, duration_us = ?, result_ref = ?, pending = 0 WHERE id = ?"
+const completeSQL = "UPDATE " + Table + " SET decision = ?, success = ?, error = ?, duration_us = ?, result_ref = ?, pending = FALSE WHERE id = ?"
 
 // insertColumns are the columns a batch insert writes; ids come from
 // SQLite.
@@ -893,11 +949,11 @@ func insertArgs(batch []Record) []any {
 func (l *Log) reconnect(ctx context.Context) bool {
 	for attempt := 1; ; attempt++ {
 		closing := isClosed(l.stop)
-		db, sqlDB, err := connect(ctx, l.abs, l.opts)
+		db, sqlDB, err := l.connect(ctx)
 		if err == nil {
 			l.opened(db, sqlDB)
 			if f := l.failing.Swap(nil); f != nil {
-				l.logger.Info("audit database opened: acts are allowed again", "path", l.abs,
+				l.logger.Info("audit database opened: acts are allowed again", "database", l.where,
 					"failing_for", time.Since(f.since).Round(time.Second), "queued", len(l.queue), "dropped_total", l.dropped.Load())
 			}
 			return true

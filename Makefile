@@ -32,7 +32,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 STATICCHECK_VERSION        := v0.8.2
 TOOLS := $(CACHE)/tools
 
-.PHONY: all build run run-http test test-go fuzz interop-deps windows-deps windows-exe vet-platforms bench bench-memory lint proto inspect release release-deps clean
+.PHONY: all build run run-http test test-go fuzz interop-deps postgres-deps windows-deps windows-exe vet-platforms bench bench-memory lint proto inspect release release-deps clean
 
 all: build
 
@@ -48,10 +48,10 @@ run-http: build
 
 # The whole suite: go vet for the other platforms, then unit, integration
 # and interop tests (the TypeScript SDK client over stdio and HTTP, the MCP
-# conformance suite over HTTP, the Windows build under Wine), with the race
-# detector.
-test: build interop-deps windows-exe vet-platforms
-	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 \
+# conformance suite over HTTP, the Windows build under Wine, the storage
+# tests on a throwaway PostgreSQL), with the race detector.
+test: build interop-deps windows-exe postgres-deps vet-platforms
+	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 OPENHUMAN_REQUIRE_POSTGRES=1 \
 		$(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 -timeout 20m ./...
 	@# A build without the tag must refuse to start the memory provider.
 	$(GO) test -race -ldflags '-s -w' -count=1 -run 'TestConfigureWithoutFTS5|TestCheckFTS5' ./providers/memory/
@@ -79,6 +79,12 @@ fuzz:
 interop-deps:
 	@./test/interop/install.sh
 	@NPM_CONFIG_CACHE=$(CACHE)/npm ./examples/provider-node/install.sh
+
+# PostgreSQL's server binaries (initdb, pg_ctl) for the storage tests, which
+# start a throwaway server of their own in a temporary directory; set
+# OPENHUMAN_TEST_POSTGRES_DSN to use an existing server instead.
+postgres-deps:
+	@./scripts/debian-packages.sh postgresql
 
 # MinGW-w64 and Wine for the Windows test (Debian packages; installed when
 # run as root, else the script prints the command).

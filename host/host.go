@@ -184,7 +184,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	if err != nil {
 		return nil, fmt.Errorf("security policy: %w", err)
 	}
-	auditLog, err := audit.Open(ctx, filepath.Join(dataDir, "audit.db"), &audit.Options{
+	auditLog, err := OpenAudit(ctx, cfg, dataDir, &audit.Options{
 		QueueSize:  cfg.Audit.QueueSize,
 		RetainDays: cfg.Audit.RetainDays,
 		Repair:     o.StatusFile != "",
@@ -235,7 +235,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 			timeouts[p.Name] = d
 		}
 	}
-	key, err := stateKey(dataDir)
+	key, err := sharedStateKey(ctx, cfg, dataDir, auditLog)
 	if err != nil {
 		h.changeMu.Unlock()
 		_ = h.Close(ctx)

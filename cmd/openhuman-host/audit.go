@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/audit"
 )
 
@@ -109,7 +109,7 @@ func withAudit(g *globalFlags, fn func(context.Context, *audit.Log) error) error
 		return err
 	}
 	ctx := context.Background()
-	log, err := audit.Open(ctx, filepath.Join(dataDir, "audit.db"), &audit.Options{RetainDays: cfg.Audit.RetainDays})
+	log, err := host.OpenAudit(ctx, cfg, dataDir, &audit.Options{RetainDays: cfg.Audit.RetainDays})
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/openhuman/openhuman-host/internal/oauthtest"
 	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -66,6 +67,10 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if kitDir != "" {
 		_ = os.RemoveAll(kitDir)
+	}
+	if err := pgtest.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = max(code, 1)
 	}
 	os.Exit(code)
 }

@@ -333,7 +333,7 @@ func open(ctx context.Context, abs string, o Options) (*gorm.DB, *sql.DB, error)
 // migrated by the first process that opens the file and nobody else.
 var schemaVersion = func() int32 {
 	var b strings.Builder
-	for _, rt := range []reflect.Type{reflect.TypeFor[Record](), reflect.TypeFor[SpentState]()} {
+	for _, rt := range []reflect.Type{reflect.TypeFor[Record](), reflect.TypeFor[SpentState](), reflect.TypeFor[SharedKey]()} {
 		for f := range rt.Fields() {
 			fmt.Fprintf(&b, "%s %s %s\n", f.Name, f.Type, f.Tag.Get("gorm"))
 		}
@@ -362,7 +362,7 @@ func migrate(ctx context.Context, db *gorm.DB) error {
 		if v, err := version(tx); err != nil || v == schemaVersion {
 			return err
 		}
-		if err := tx.AutoMigrate(&Record{}, &SpentState{}); err != nil {
+		if err := tx.AutoMigrate(&Record{}, &SpentState{}, &SharedKey{}); err != nil {
 			return err
 		}
 		return tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)).Error

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"testing"
@@ -71,6 +72,27 @@ func TestSpend(t *testing.T) {
 		var n int64
 		if err := a.db.Raw("SELECT count(*) FROM " + SpentTable + " WHERE nonce = 'old'").Scan(&n).Error; err != nil || n != 0 {
 			t.Errorf("expired row kept (%d, %v)", n, err)
+		}
+	})
+}
+
+// TestSharedKey: the first key stored wins for every log on the database.
+func TestSharedKey(t *testing.T) {
+	t.Parallel()
+	eachDriver(t, func(t *testing.T, driver string) {
+		target := newTarget(t, driver)
+		a, b := mustOpen(t, target, nil), mustOpen(t, target, nil)
+		first, second := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+		got, err := a.SharedKey(t.Context(), "state", first)
+		if err != nil || !bytes.Equal(got, first) {
+			t.Fatalf("first SharedKey() = %x, %v; want the candidate", got, err)
+		}
+		got, err = b.SharedKey(t.Context(), "state", second)
+		if err != nil || !bytes.Equal(got, first) {
+			t.Errorf("second SharedKey() = %x, %v; want the first key", got, err)
+		}
+		if _, err := a.SharedKey(t.Context(), "other", []byte("short")); err == nil {
+			t.Error("SharedKey() stored a 5-byte key")
 		}
 	})
 }

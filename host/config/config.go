@@ -78,6 +78,8 @@ type Config struct {
 	Autonomy AutonomyConfig
 	// Audit holds the [audit] table.
 	Audit AuditConfig
+	// Storage holds the [storage] table: where the shared state lives.
+	Storage StorageConfig
 	// Providers holds every [providers.<name>] table, enabled or not, keyed by
 	// name. The defaults list memory (enabled) and searxng (disabled).
 	Providers map[string]ProviderConfig
@@ -186,6 +188,51 @@ type AuditConfig struct {
 	// logged (calls never wait; acts get their row before they run).
 	// Default 1024.
 	QueueSize int `toml:"queue_size"`
+}
+
+// Values of storage.driver.
+const (
+	// StorageSQLite keeps the audit log, the act budget and provider data
+	// in SQLite files in the data directory: one machine.
+	StorageSQLite = "sqlite"
+	// StoragePostgres keeps the audit log, the act budget and the
+	// single-use state records in one PostgreSQL database that several
+	// replicas share.
+	StoragePostgres = "postgres"
+)
+
+// DefaultDSNEnv is the default storage.dsn_env.
+const DefaultDSNEnv = "OPENHUMAN_POSTGRES_DSN"
+
+// StorageConfig is the [storage] table.
+type StorageConfig struct {
+	// Driver is StorageSQLite (default) or StoragePostgres.
+	Driver string `toml:"driver"`
+	// DSNEnv names the environment variable that holds the PostgreSQL
+	// connection string (a postgres:// URL or key=value list, as libpq
+	// reads them); it is read only when Driver is StoragePostgres. The
+	// string itself never goes in the file. Default DefaultDSNEnv.
+	DSNEnv string `toml:"dsn_env"`
+}
+
+// DSN returns the PostgreSQL connection string from the environment
+// variable DSNEnv names (a nil getenv means os.Getenv). It fails, naming
+// the variable and never its value, when the variable is unset or empty.
+func (s StorageConfig) DSN(getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	name := s.DSNEnv
+	if name == "" {
+		name = DefaultDSNEnv
+	}
+	v := getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("storage.driver is %q but the environment variable %s (storage.dsn_env) is unset or empty: "+
+			"set it to the PostgreSQL connection string, such as postgres://openhuman@db.example:5432/openhuman?sslmode=verify-full",
+			StoragePostgres, name)
+	}
+	return v, nil
 }
 
 // UpstreamConfig is the [upstream] table.

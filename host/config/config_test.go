@@ -50,7 +50,8 @@ func wantDefault() *Config {
 			DeniedTools:       []string{},
 			ConfirmActs:       "off",
 		},
-		Audit: AuditConfig{RecordReads: true, RetainDays: 0, QueueSize: 1024},
+		Audit:   AuditConfig{RecordReads: true, RetainDays: 0, QueueSize: 1024},
+		Storage: StorageConfig{Driver: StorageSQLite, DSNEnv: DefaultDSNEnv},
 		Providers: map[string]ProviderConfig{
 			"memory":  {Name: "memory", Enabled: true},
 			"agent":   {Name: "agent", Enabled: true},
@@ -338,7 +339,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		"unknown top-level key": {
 			doc:  lines(`log_level = "debug"`),
-			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, providers, server, upstream"},
+			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, providers, server, storage, upstream"},
 		},
 		"durations that would overflow": {
 			doc: lines("[server]", "tool_timeout_secs = 18446744074", "provider_start_timeout_secs = 601", "session_idle_timeout_secs = 2592001"),
@@ -354,7 +355,7 @@ func TestParseErrors(t *testing.T) {
 		},
 		"unknown top-level table": {
 			doc:  lines("[server]", "port = 9301", "", "[logging]", `level = "debug"`),
-			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, providers, server, upstream"},
+			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, providers, server, storage, upstream"},
 		},
 		"unknown nested key": {
 			doc:  lines("[autonomy]", `level = "full"`, "max_actions = 5"),
@@ -1305,6 +1306,10 @@ record_reads = true
 retain_days = 0
 queue_size = 1024
 
+[storage]
+driver = 'sqlite'
+dsn_env = 'OPENHUMAN_POSTGRES_DSN'
+
 [providers]
 [providers.agent]
 enabled = true
@@ -1570,5 +1575,36 @@ func TestUpstreamEndpointMustBeWellFormed(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "upstream.servers[0].endpoint") || strings.Contains(err.Error(), "SEC") {
 			t.Errorf("endpoint %q: %v", endpoint, err)
 		}
+	}
+}
+
+func TestStorage(t *testing.T) {
+	c, err := Parse([]byte("[storage]\ndriver = \"postgres\"\ndsn_env = \"TEAM_DB\"\n"), "config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Storage.Driver != StoragePostgres || c.Storage.DSNEnv != "TEAM_DB" {
+		t.Errorf("Storage = %+v, want postgres from TEAM_DB", c.Storage)
+	}
+	env := map[string]string{"TEAM_DB": "postgres://u:hunter2@db/x"}
+	if dsn, err := c.Storage.DSN(func(k string) string { return env[k] }); err != nil || dsn != env["TEAM_DB"] {
+		t.Errorf("DSN() = %q, %v; want the value of TEAM_DB", dsn, err)
+	}
+	_, err = c.Storage.DSN(func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "TEAM_DB") {
+		t.Errorf("DSN() with TEAM_DB unset = %v, want an error naming TEAM_DB", err)
+	}
+
+	_, err = Parse([]byte("[storage]\ndriver = \"mysql\"\ndsn_env = \"1DB\"\n"), "config.toml")
+	want := []string{
+		`config.toml:2: storage.driver: must be one of sqlite, postgres; got "mysql"`,
+		`config.toml:3: storage.dsn_env: "1DB" is not an environment variable name: use letters, digits and underscores, not starting with a digit`,
+	}
+	var got []string
+	if err != nil {
+		got = strings.Split(err.Error(), "\n")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }

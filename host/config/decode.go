@@ -18,6 +18,7 @@ type document struct {
 	Server    *ServerConfig             `toml:"server"`
 	Autonomy  *AutonomyConfig           `toml:"autonomy"`
 	Audit     *AuditConfig              `toml:"audit"`
+	Storage   *StorageConfig            `toml:"storage"`
 	Providers map[string]map[string]any `toml:"providers"`
 	Upstream  *UpstreamConfig           `toml:"upstream"`
 }
@@ -29,7 +30,7 @@ var documentType = reflect.TypeFor[document]()
 func decodeInto(c *Config, data []byte, source string) error {
 	ix := indexPositions(data)
 	d := &decoder{source: source, data: data, ix: ix}
-	doc := document{Server: &c.Server, Autonomy: &c.Autonomy, Audit: &c.Audit, Upstream: &c.Upstream}
+	doc := document{Server: &c.Server, Autonomy: &c.Autonomy, Audit: &c.Audit, Storage: &c.Storage, Upstream: &c.Upstream}
 	err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&doc)
 	var strict *toml.StrictMissingError
 	var de *toml.DecodeError

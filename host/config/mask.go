@@ -39,6 +39,7 @@ type maskedDoc struct {
 	Server    ServerConfig              `toml:"server"`
 	Autonomy  AutonomyConfig            `toml:"autonomy"`
 	Audit     AuditConfig               `toml:"audit"`
+	Storage   StorageConfig             `toml:"storage"`
 	Providers map[string]map[string]any `toml:"providers"`
 	Upstream  *UpstreamConfig           `toml:"upstream,omitempty"`
 }
@@ -54,6 +55,7 @@ func (c *Config) Masked() (string, error) {
 		Server:    c.Server,
 		Autonomy:  c.Autonomy,
 		Audit:     c.Audit,
+		Storage:   c.Storage,
 		Providers: map[string]map[string]any{},
 	}
 	for name, p := range c.Providers {

@@ -57,6 +57,11 @@ func (d *decoder) validate(c *Config) {
 	d.check("audit.retain_days", atLeast(int64(c.Audit.RetainDays), 0))
 	d.check("audit.queue_size", atLeast(int64(c.Audit.QueueSize), 1))
 
+	d.check("storage.driver", oneOf(c.Storage.Driver, StorageSQLite, StoragePostgres))
+	if !envName.MatchString(c.Storage.DSNEnv) {
+		d.fail("storage.dsn_env", "%q is not an environment variable name: use letters, digits and underscores, not starting with a digit", c.Storage.DSNEnv)
+	}
+
 	for _, name := range sortedProviderNames(c.Providers) {
 		d.validateProvider(c.Providers[name])
 	}

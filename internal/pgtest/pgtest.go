@@ -250,22 +250,30 @@ func NewDatabase(t testing.TB) string {
 	return dsn
 }
 
-// Main runs the tests of m and stops the shared server, if one was
-// started, then exits with the tests' status. Call it from TestMain.
+// Main runs the tests of m, stops the shared server ([Stop]) and exits
+// with the tests' status. Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
-	sharedMu.Lock()
-	s := shared
-	sharedMu.Unlock()
-	if s != nil {
-		if err := s.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			if code == 0 {
-				code = 1
-			}
+	if err := Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
 		}
 	}
 	os.Exit(code)
+}
+
+// Stop stops the shared server if one was started. A TestMain that does
+// more than [Main] calls it once the tests are done.
+func Stop() error {
+	sharedMu.Lock()
+	s := shared
+	shared = nil
+	sharedMu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return s.Stop()
 }
 
 var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)

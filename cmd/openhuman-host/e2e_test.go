@@ -20,9 +20,9 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
 	"github.com/openhuman/openhuman-host/internal/oauthtest"
+	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 

@@ -462,7 +462,7 @@ func (l *Log) Begin(ctx context.Context, r Record, limit int) (uint64, error) {
 	case errors.As(err, &be):
 		return 0, err
 	case err != nil:
-		return 0, fmt.Errorf("audit: write the row of %s before it runs: %w", r.Tool, err)
+		return 0, fmt.Errorf("audit: write the row of %s before it runs in %s: %w", r.Tool, l.where, err)
 	case id == 0:
 		return 0, fmt.Errorf("audit: write the row of %s before it runs: the database returned no id", r.Tool)
 	}

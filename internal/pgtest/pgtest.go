@@ -59,6 +59,7 @@ type Server struct {
 	pgCtl  string
 	runAs  *account
 	logTxt string
+	opts   string // the server's options, for pg_ctl start -o
 }
 
 // Start makes and starts a server in a new temporary directory. It fails
@@ -122,11 +123,13 @@ func (s *Server) init(ctx context.Context, bin string) error {
 			"-c listen_addresses=127.0.0.1",
 			"-p " + strconv.Itoa(port),
 			"-c unix_socket_directories=" + socket,
-			// Durability is the tests' business only in what they kill,
-			// which is never this server.
-			"-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
+			// A commit reaches the operating system before it is
+			// acknowledged, so it survives the server's crash (Kill), but
+			// nothing waits for the disk: the tests never crash the machine.
+			"-c fsync=off", "-c full_page_writes=off",
 			"-c max_connections=300",
 		}, " ")
+		s.opts = opts
 		out, err := s.run(ctx, s.pgCtl, "start", "-w", "-t", "120", "-D", data, "-l", s.logTxt, "-o", opts)
 		if err == nil {
 			u := url.URL{Scheme: "postgres", User: url.UserPassword("postgres", password),
@@ -149,6 +152,26 @@ func (s *Server) Stop() error {
 		return fmt.Errorf("pgtest: pg_ctl stop: %w\n%s", err, out)
 	}
 	return rmErr
+}
+
+// Kill stops the server at once, as a crash would (pg_ctl stop -m
+// immediate), keeping its data for [Server.Restart]. Clients see their
+// connections dropped and new ones refused.
+func (s *Server) Kill(ctx context.Context) error {
+	if out, err := s.run(ctx, s.pgCtl, "stop", "-m", "immediate", "-w", "-D", filepath.Join(s.dir, "data")); err != nil {
+		return fmt.Errorf("pgtest: pg_ctl stop: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// Restart starts a server stopped by Kill again, on the same port with the
+// same data.
+func (s *Server) Restart(ctx context.Context) error {
+	if out, err := s.run(ctx, s.pgCtl, "start", "-w", "-t", "120", "-D", filepath.Join(s.dir, "data"), "-l", s.logTxt, "-o", s.opts); err != nil {
+		log, _ := os.ReadFile(s.logTxt)
+		return fmt.Errorf("pgtest: pg_ctl start: %w\n%s\n%s", err, out, tail(string(log), 2000))
+	}
+	return nil
 }
 
 // run runs a PostgreSQL program as the server's account.
@@ -248,6 +271,30 @@ func NewDatabase(t testing.TB) string {
 		}
 	})
 	return dsn
+}
+
+// NewServer starts a server of t's own, for tests that crash and restart
+// it ([Server.Kill], [Server.Restart]), and stops it when t ends. It skips
+// or fails t as [NewDatabase] does when PostgreSQL is unavailable; it does
+// not use OPENHUMAN_TEST_POSTGRES_DSN, which names a server tests may not
+// stop.
+func NewServer(t testing.TB) *Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := Start(ctx)
+	if err != nil {
+		if errors.Is(err, errNoBinaries) && os.Getenv(EnvRequire) == "" {
+			t.Skipf("%v; %s", err, howToGet)
+		}
+		t.Fatalf("%v; %s", err, howToGet)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
 }
 
 // Main runs the tests of m, stops the shared server ([Stop]) and exits

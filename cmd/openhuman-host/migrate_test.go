@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,5 +119,26 @@ func TestCLIPostgresWithoutDSN(t *testing.T) {
 	_, err := runCLI(t, "audit", "list")
 	if err == nil || !strings.Contains(err.Error(), "TEAM_DB") || !strings.Contains(err.Error(), "unset or empty") {
 		t.Errorf("audit list without TEAM_DB = %v, want an error naming TEAM_DB", err)
+	}
+}
+
+// TestCLIConfigCheckPostgres: config check names the shared database by
+// server and name, never with the password, and loads on it.
+func TestCLIConfigCheckPostgres(t *testing.T) {
+	dsn := postgresHome(t)
+	out, err := runCLI(t, "config", "check")
+	if err != nil {
+		t.Fatalf("config check: %v\n%s", err, out)
+	}
+	want := "# shared PostgreSQL database: " + storage.Describe(dsn) + " (from TEAM_DB)\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("config check does not say %q:\n%s", want, out)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := u.User.Password(); pw == "" || strings.Contains(out, pw) {
+		t.Errorf("config check prints the password (or the URL has none):\n%s", out)
 	}
 }

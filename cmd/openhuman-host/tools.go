@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/storage"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -166,6 +168,16 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 			if dir, err := cfg.DataDir(); err == nil {
 				// data_dir may be empty in the file; say where data really goes.
 				if _, err := fmt.Fprintf(cmd.OutOrStdout(), "\n# data directory in effect: %s\n", dir); err != nil {
+					return err
+				}
+			}
+			if cfg.Storage.Driver == config.StoragePostgres {
+				// The server and database only: the string holds the password.
+				where := "unset: set " + cfg.Storage.DSNEnv
+				if dsn, err := cfg.Storage.DSN(nil); err == nil {
+					where = storage.Describe(dsn) + " (from " + cfg.Storage.DSNEnv + ")"
+				}
+				if _, err := fmt.Fprintf(cmd.OutOrStdout(), "# shared PostgreSQL database: %s\n", where); err != nil {
 					return err
 				}
 			}

@@ -188,8 +188,11 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		QueueSize:  cfg.Audit.QueueSize,
 		RetainDays: cfg.Audit.RetainDays,
 		Repair:     o.StatusFile != "",
-		Retry:      o.StatusFile != "",
-		Logger:     o.Logger.Named("audit"),
+		// A server waits out a full disk; a replica whose shared database
+		// does not answer exits instead, since it could not open the
+		// requestStates the others seal, and its supervisor retries.
+		Retry:  o.StatusFile != "" && cfg.Storage.Driver != config.StoragePostgres,
+		Logger: o.Logger.Named("audit"),
 	})
 	if errors.Is(err, fs.ErrPermission) {
 		return nil, fmt.Errorf("open audit log: %w; the data directory %s must be writable by this user: fix its permissions, "+

@@ -142,3 +142,26 @@ func TestCLIConfigCheckPostgres(t *testing.T) {
 		t.Errorf("config check prints the password (or the URL has none):\n%s", out)
 	}
 }
+
+// TestServePostgresDown: a server whose shared database does not answer
+// exits at once with an error naming the database, and no password.
+func TestServePostgresDown(t *testing.T) {
+	cliHome(t, "\n[storage]\ndriver = \"postgres\"\ndsn_env = \"TEAM_DB\"\n")
+	// Port 1 on loopback: nothing listens there.
+	t.Setenv("TEAM_DB", "postgres://openhuman:s3cret-hunter2@127.0.0.1:1/team?connect_timeout=5")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), exe, "serve")
+	cmd.Env = append(os.Environ(), cliEnv+"=1", "OPENHUMAN_LOG_LEVEL=error")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if err == nil {
+		t.Fatal("serve started without its database")
+	}
+	if !strings.Contains(stderr.String(), "127.0.0.1:1/team") || strings.Contains(stderr.String(), "s3cret-hunter2") {
+		t.Errorf("serve's error should name 127.0.0.1:1/team and not the password:\n%s", stderr.String())
+	}
+}

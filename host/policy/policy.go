@@ -198,6 +198,20 @@ func (p *Policy) Inherit(old *Policy) {
 // are allowed; act tools are refused at ReadOnly; an act is then allowed if the hourly budget has a free
 // slot, and consumes it.
 func (p *Policy) Check(tool string, class Class) error {
+	if d := p.Refusal(tool, class); d != nil {
+		return d
+	}
+	if class == Read {
+		return nil
+	}
+	return p.spend(tool)
+}
+
+// Refusal returns the [*Denial] of tool, of the given class, by the rules that do not change from one
+// call to the next (an unknown class, denied_tools, allowed_tools, the ReadOnly level, and
+// max_actions_per_hour = 0), or nil when only the hourly budget can still refuse it. It consumes
+// nothing. A tool it refuses can never run under p, so the host leaves it out of tools/list.
+func (p *Policy) Refusal(tool string, class Class) *Denial {
 	if class != Read && class != Act {
 		return &Denial{
 			Reason: ReasonUnknownClass,
@@ -231,20 +245,20 @@ func (p *Policy) Check(tool string, class Class) error {
 				tool, ReadOnly, Supervised),
 		}
 	}
-	return p.spend(tool)
+	if p.limited && p.max == 0 {
+		return &Denial{
+			Reason: ReasonBudget,
+			Message: fmt.Sprintf("%s is an act tool and [autonomy] max_actions_per_hour is 0, which refuses every act; raise max_actions_per_hour to allow it",
+				tool),
+		}
+	}
+	return nil
 }
 
 // spend consumes one slot of the act budget, or refuses when the last hour already holds max acts.
 func (p *Policy) spend(tool string) error {
 	if !p.limited {
 		return nil
-	}
-	if p.max == 0 {
-		return &Denial{
-			Reason: ReasonBudget,
-			Message: fmt.Sprintf("%s is an act tool and [autonomy] max_actions_per_hour is 0, which refuses every act; raise max_actions_per_hour to allow it",
-				tool),
-		}
 	}
 	if p.shared {
 		return nil

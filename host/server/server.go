@@ -195,13 +195,20 @@ type Settings struct {
 // Reconfigure replaces the server's settings; calls already running keep
 // the ones they started with.
 func (s *Server) Reconfigure(set Settings) {
+	old := s.settings.Load()
 	if set.Policy == nil {
-		set.Policy = s.settings.Load().Policy
+		set.Policy = old.Policy
 	}
 	if set.ToolTimeout <= 0 {
 		set.ToolTimeout = DefaultToolTimeout
 	}
 	s.settings.Store(&set)
+	if set.Policy != old.Policy {
+		// The tools a client may call can differ: list them again, so
+		// sessions get notifications/tools/list_changed when they do.
+		v := s.view.Load()
+		s.Update(v.catalog, v.providers, v.notLoaded)
+	}
 }
 
 // CancelCalls cancels every tool call that is running and every one that
@@ -217,7 +224,11 @@ type view struct {
 	notLoaded map[string]string
 	// tools, resources and templates are what is registered with the
 	// go-sdk server, by name or URI (template).
-	tools     map[string]*catalog.Tool
+	tools map[string]*catalog.Tool
+	// hidden are the catalog's tools the policy refuses whatever the
+	// call ([policy.Policy.Refusal]): left out of tools/list, they still
+	// get the policy's refusal (and an audit row) when called.
+	hidden    map[string]*catalog.Tool
 	resources map[string]*catalog.Resource
 	templates map[string]*catalog.ResourceTemplate
 	prompts   map[string]*catalog.Prompt
@@ -347,6 +358,18 @@ func (s *Server) namesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if err := argumentsObject(params.Arguments); err != nil {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", t.Name, err)}
 				}
+				if _, hidden := v.hidden[t.Name]; hidden {
+					// Not registered with the go-sdk, which would call it
+					// unknown: the pipeline refuses it as it would a
+					// listed tool, and audits the attempt.
+					if ctr, ok := req.(*mcp.CallToolRequest); ok {
+						res, err := s.toolHandler(t.Name)(ctx, ctr)
+						if err == nil && !structuredOutput(req) {
+							return withoutStructure(res), nil
+						}
+						return res, err
+					}
+				}
 			}
 		case *mcp.GetPromptParams:
 			if method == "prompts/get" && params != nil {
@@ -424,11 +447,15 @@ func withoutStructure(res mcp.Result) mcp.Result {
 // tool returns the tool served under name, or under [sdk.ClientName] of
 // it (a declared or dotted name).
 func (v *view) tool(name string) (*catalog.Tool, bool) {
-	if t, ok := v.tools[name]; ok {
-		return t, true
+	for _, n := range []string{name, sdk.ClientName(name)} {
+		if t, ok := v.tools[n]; ok {
+			return t, true
+		}
+		if t, ok := v.hidden[n]; ok {
+			return t, true
+		}
 	}
-	t, ok := v.tools[sdk.ClientName(name)]
-	return t, ok
+	return nil, false
 }
 
 // prompt returns the prompt served under name, or under [sdk.ClientName]
@@ -442,7 +469,9 @@ func (v *view) prompt(name string) (*catalog.Prompt, bool) {
 }
 
 // Update makes the server serve cat with providers from now on, and
-// notLoaded as the providers that are missing and why. Only what differs
+// notLoaded as the providers that are missing and why. Tools the policy
+// refuses whatever the call ([policy.Policy.Refusal]) are served but not
+// listed: tools/list shows what a client may call. Only what differs
 // from the catalog served before is registered again or removed, so
 // connected sessions get notifications/tools/list_changed (and
 // resources/list_changed) only when their lists really change (MCP
@@ -458,13 +487,19 @@ func (s *Server) Update(cat *catalog.Catalog, providers map[string]Dispatcher, n
 		providers: providers,
 		notLoaded: notLoaded,
 		tools:     map[string]*catalog.Tool{},
+		hidden:    map[string]*catalog.Tool{},
 		resources: map[string]*catalog.Resource{},
 		templates: map[string]*catalog.ResourceTemplate{},
 		prompts:   map[string]*catalog.Prompt{},
 	}
+	pol := s.settings.Load().Policy
 	for _, t := range cat.Tools() {
 		if _, ok := providers[t.Provider]; !ok {
 			s.log.Warn("tool skipped: its provider is not loaded", "tool", t.Name, "provider", t.Provider)
+			continue
+		}
+		if pol != nil && pol.Refusal(t.Name, policy.Class(t.Class)) != nil {
+			next.hidden[t.Name] = t
 			continue
 		}
 		if prev, ok := old.tools[t.Name]; ok && prev.Provider == t.Provider && prev.Declared == t.Declared && reflect.DeepEqual(prev.Tool, t.Tool) {

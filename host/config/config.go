@@ -80,6 +80,9 @@ type Config struct {
 	Audit AuditConfig
 	// Storage holds the [storage] table: where the shared state lives.
 	Storage StorageConfig
+	// Profiles holds every [profiles.<name>] table, keyed by name. Default
+	// none: every client gets the [autonomy] policy and every tool.
+	Profiles map[string]ProfileConfig
 	// Providers holds every [providers.<name>] table, enabled or not, keyed by
 	// name. The defaults list memory (enabled) and searxng (disabled).
 	Providers map[string]ProviderConfig
@@ -188,6 +191,36 @@ type AuditConfig struct {
 	// logged (calls never wait; acts get their row before they run).
 	// Default 1024.
 	QueueSize int `toml:"queue_size"`
+}
+
+// ProfileConfig is one [profiles.<name>] table: what the clients of one
+// profile may see and do. Keys it leaves out keep the [autonomy] values.
+type ProfileConfig struct {
+	// Name is the table's name: 1 to 32 of a-z, 0-9, _ and -, starting
+	// with a letter or digit. Over HTTP the profile is served at
+	// /mcp/<name>.
+	Name string `toml:"-"`
+	// Level overrides [autonomy] level; "" keeps it.
+	Level string `toml:"level"`
+	// ConfirmActs overrides [autonomy] confirm_acts; "" keeps it.
+	ConfirmActs string `toml:"confirm_acts"`
+	// MaxActionsPerHour caps the acts of this profile's clients in any
+	// sliding hour, counted over every replica and process on the same
+	// audit log; [autonomy] max_actions_per_hour still caps all acts
+	// together. Nil (default) adds no cap of its own; 0 refuses every act.
+	MaxActionsPerHour *int `toml:"max_actions_per_hour"`
+	// Tools lists the tool names or globs the profile serves, matched as
+	// in [autonomy] allowed_tools; empty serves every tool [autonomy]
+	// allows.
+	Tools []string `toml:"tools"`
+	// ExcludeTools lists tool names or globs the profile never serves; it
+	// wins over Tools.
+	ExcludeTools []string `toml:"exclude_tools"`
+	// Clients lists the MCP clients, by the clientInfo.name they send
+	// (exact, case-sensitive), that get this profile when neither the
+	// HTTP path nor serve --profile chooses one. A client name may appear
+	// in one profile only.
+	Clients []string `toml:"clients"`
 }
 
 // Values of storage.driver.

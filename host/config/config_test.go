@@ -339,7 +339,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		"unknown top-level key": {
 			doc:  lines(`log_level = "debug"`),
-			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, providers, server, storage, upstream"},
+			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, upstream"},
 		},
 		"durations that would overflow": {
 			doc: lines("[server]", "tool_timeout_secs = 18446744074", "provider_start_timeout_secs = 601", "session_idle_timeout_secs = 2592001"),
@@ -355,7 +355,7 @@ func TestParseErrors(t *testing.T) {
 		},
 		"unknown top-level table": {
 			doc:  lines("[server]", "port = 9301", "", "[logging]", `level = "debug"`),
-			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, providers, server, storage, upstream"},
+			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, upstream"},
 		},
 		"unknown nested key": {
 			doc:  lines("[autonomy]", `level = "full"`, "max_actions = 5"),
@@ -1605,6 +1605,69 @@ func TestStorage(t *testing.T) {
 		got = strings.Split(err.Error(), "\n")
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	c, err := Parse([]byte(`
+[profiles.review]
+level = "readonly"
+tools = ["memory_*", "tree_*"]
+exclude_tools = ["memory_forget"]
+clients = ["Cursor"]
+
+[profiles.agents]
+max_actions_per_hour = 5
+`), "config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	five := 5
+	want := map[string]ProfileConfig{
+		"review": {Name: "review", Level: LevelReadOnly, Tools: []string{"memory_*", "tree_*"}, ExcludeTools: []string{"memory_forget"}, Clients: []string{"Cursor"}},
+		"agents": {Name: "agents", MaxActionsPerHour: &five},
+	}
+	if diff := cmp.Diff(want, c.Profiles); diff != "" {
+		t.Errorf("Profiles (-want +got):\n%s", diff)
+	}
+	masked, err := c.Masked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Parse([]byte(masked), "masked")
+	if err != nil {
+		t.Fatalf("Masked() output does not parse: %v\n%s", err, masked)
+	}
+	if diff := cmp.Diff(c.Profiles, again.Profiles, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("profiles after Masked and Parse (-want +got):\n%s", diff)
+	}
+
+	_, err = Parse([]byte(`
+[profiles.Bad_Name]
+[profiles.a]
+level = "root"
+confirm_acts = "maybe"
+max_actions_per_hour = -1
+tools = [" x"]
+clients = ["Cursor", "*"]
+[profiles.b]
+clients = ["Cursor"]
+`), "config.toml")
+	wantErrs := []string{
+		`config.toml:2: profiles.Bad_Name: profile names are 1 to 32 of a-z, 0-9, _ and -, starting with a letter or digit (they appear in the URL /mcp/<name>); got "Bad_Name"`,
+		`config.toml:4: profiles.a.level: must be one of readonly, supervised, full; got "root"`,
+		`config.toml:5: profiles.a.confirm_acts: must be one of off, when_supported, required; got "maybe"`,
+		`config.toml:6: profiles.a.max_actions_per_hour: must be at least 0; got -1`,
+		`config.toml:7: profiles.a.tools[0]: tool names must be non-empty without surrounding spaces; got " x"`,
+		`config.toml:8: profiles.a.clients[1]: "*" names every client; list it alone or remove it`,
+		`config.toml:10: profiles.b.clients[0]: client "Cursor" already selects profile "a"; a client name may select one profile`,
+	}
+	var got []string
+	if err != nil {
+		got = strings.Split(err.Error(), "\n")
+	}
+	if diff := cmp.Diff(wantErrs, got); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }

@@ -19,6 +19,7 @@ type document struct {
 	Autonomy  *AutonomyConfig           `toml:"autonomy"`
 	Audit     *AuditConfig              `toml:"audit"`
 	Storage   *StorageConfig            `toml:"storage"`
+	Profiles  map[string]ProfileConfig  `toml:"profiles"`
 	Providers map[string]map[string]any `toml:"providers"`
 	Upstream  *UpstreamConfig           `toml:"upstream"`
 }
@@ -45,6 +46,13 @@ func decodeInto(c *Config, data []byte, source string) error {
 		return joinErrors(d.errs)
 	default:
 		return fmt.Errorf("%s: %w", source, err)
+	}
+	for name, pc := range doc.Profiles {
+		pc.Name = name
+		if c.Profiles == nil {
+			c.Profiles = map[string]ProfileConfig{}
+		}
+		c.Profiles[name] = pc
 	}
 	names := make([]string, 0, len(doc.Providers))
 	for name := range doc.Providers {

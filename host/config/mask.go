@@ -40,6 +40,7 @@ type maskedDoc struct {
 	Autonomy  AutonomyConfig            `toml:"autonomy"`
 	Audit     AuditConfig               `toml:"audit"`
 	Storage   StorageConfig             `toml:"storage"`
+	Profiles  map[string]ProfileConfig  `toml:"profiles,omitempty"`
 	Providers map[string]map[string]any `toml:"providers"`
 	Upstream  *UpstreamConfig           `toml:"upstream,omitempty"`
 }
@@ -56,6 +57,7 @@ func (c *Config) Masked() (string, error) {
 		Autonomy:  c.Autonomy,
 		Audit:     c.Audit,
 		Storage:   c.Storage,
+		Profiles:  c.Profiles,
 		Providers: map[string]map[string]any{},
 	}
 	for name, p := range c.Providers {

@@ -57,6 +57,8 @@ func (d *decoder) validate(c *Config) {
 	d.check("audit.retain_days", atLeast(int64(c.Audit.RetainDays), 0))
 	d.check("audit.queue_size", atLeast(int64(c.Audit.QueueSize), 1))
 
+	d.validateProfiles(c.Profiles)
+
 	d.check("storage.driver", oneOf(c.Storage.Driver, StorageSQLite, StoragePostgres))
 	if !envName.MatchString(c.Storage.DSNEnv) {
 		d.fail("storage.dsn_env", "%q is not an environment variable name: use letters, digits and underscores, not starting with a digit", c.Storage.DSNEnv)
@@ -272,3 +274,54 @@ const (
 	maxSessions          = 100000
 	maxConnections       = 100000
 )
+
+// profileName is what a [profiles.<name>] may be called: it is a URL path
+// segment (/mcp/<name>) and an audit column value.
+var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
+// validateProfiles checks every [profiles.<name>] table, and that no
+// client name selects two profiles.
+func (d *decoder) validateProfiles(profiles map[string]ProfileConfig) {
+	names := make([]string, 0, len(profiles))
+	for n := range profiles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	clientOf := map[string]string{}
+	for _, n := range names {
+		p := profiles[n]
+		key := "profiles." + n
+		if !profileName.MatchString(n) {
+			d.fail(key, "profile names are 1 to 32 of a-z, 0-9, _ and -, starting with a letter or digit (they appear in the URL /mcp/<name>); got %q", n)
+			continue
+		}
+		if p.Level != "" {
+			d.check(key+".level", oneOf(p.Level, LevelReadOnly, LevelSupervised, LevelFull))
+		}
+		if p.ConfirmActs != "" {
+			d.check(key+".confirm_acts", oneOf(p.ConfirmActs, ConfirmOff, ConfirmWhenSupported, ConfirmRequired))
+		}
+		if p.MaxActionsPerHour != nil {
+			d.check(key+".max_actions_per_hour", atLeast(int64(*p.MaxActionsPerHour), 0))
+		}
+		for i, t := range p.Tools {
+			d.check(index(key+".tools", i), checkToolName(t))
+		}
+		for i, t := range p.ExcludeTools {
+			d.check(index(key+".exclude_tools", i), checkToolName(t))
+		}
+		msgs := checkClientNames(p.Clients)
+		for i, c := range p.Clients {
+			if msgs[i] == "" && c == anyClient {
+				msgs[i] = `"*" cannot select a profile: name the clients, or leave clients out and choose the profile by path or --profile`
+			}
+			if other, dup := clientOf[c]; dup && msgs[i] == "" {
+				msgs[i] = fmt.Sprintf("client %q already selects profile %q; a client name may select one profile", c, other)
+			}
+			if msgs[i] == "" {
+				clientOf[c] = n
+			}
+			d.check(index(key+".clients", i), msgs[i])
+		}
+	}
+}

@@ -99,6 +99,17 @@ type Policy struct {
 
 	mu   sync.Mutex
 	acts []time.Time // times of the acts allowed in the current window, oldest first
+
+	// Set by ForProfile: parent counts the acts of all profiles when acts
+	// are counted here; profile names the profile, whose own rules are
+	// the remaining fields.
+	parent         *Policy
+	profile        string
+	profileTools   []pattern
+	profileExclude []pattern
+	profileLimited bool
+	profileMax     int
+	profileActs    []time.Time
 }
 
 // New validates opts and returns a Policy. It fails on an unknown level, a negative MaxActionsPerHour, or
@@ -235,15 +246,25 @@ func (p *Policy) Refusal(tool string, class Class) *Denial {
 			}
 		}
 	}
+	if d := p.profileRefusal(tool, class); d != nil && d.Reason == ReasonProfile {
+		return d
+	}
 	if class == Read {
 		return nil
 	}
 	if p.level == ReadOnly {
+		where := "[autonomy] level"
+		if p.profile != "" {
+			where = fmt.Sprintf("level (of [profiles.%s], or [autonomy] when the profile leaves it out)", p.profile)
+		}
 		return &Denial{
 			Reason: ReasonReadOnly,
-			Message: fmt.Sprintf("%s is an act tool and [autonomy] level is %q; set level = %q to allow it",
-				tool, ReadOnly, Supervised),
+			Message: fmt.Sprintf("%s is an act tool and %s is %q; set level = %q to allow it",
+				tool, where, ReadOnly, Supervised),
 		}
+	}
+	if d := p.profileRefusal(tool, class); d != nil {
+		return d
 	}
 	if p.limited && p.max == 0 {
 		return &Denial{
@@ -257,10 +278,13 @@ func (p *Policy) Refusal(tool string, class Class) *Denial {
 
 // spend consumes one slot of the act budget, or refuses when the last hour already holds max acts.
 func (p *Policy) spend(tool string) error {
-	if !p.limited {
+	if p.shared {
 		return nil
 	}
-	if p.shared {
+	if p.parent != nil {
+		return p.spendProfile(tool)
+	}
+	if !p.limited {
 		return nil
 	}
 	p.mu.Lock()
@@ -280,6 +304,32 @@ func (p *Policy) spend(tool string) error {
 		return nil
 	}
 	return p.budgetDenial(tool, p.acts[0].Add(budgetWindow), now)
+}
+
+// spendProfile consumes a slot of the profile's own budget and one of the parent's budget of all acts,
+// or neither when either is used up.
+func (p *Policy) spendProfile(tool string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	if p.profileLimited {
+		cutoff := now.Add(-budgetWindow)
+		expired := 0
+		for expired < len(p.profileActs) && !p.profileActs[expired].After(cutoff) {
+			expired++
+		}
+		p.profileActs = append(p.profileActs[:0], p.profileActs[expired:]...)
+		if len(p.profileActs) >= p.profileMax {
+			return p.ProfileBudgetDenial(tool, p.profileActs[0].Add(budgetWindow))
+		}
+	}
+	if err := p.parent.spend(tool); err != nil {
+		return err
+	}
+	if p.profileLimited {
+		p.profileActs = append(p.profileActs, now)
+	}
+	return nil
 }
 
 // ActLimit is the act budget for a caller that counts it ([Options.SharedBudget]): the most acts

@@ -1,0 +1,57 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestForProfile(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	three, one := 3, 1
+	base, err := New(Options{Level: Full, MaxActionsPerHour: &three, DeniedTools: []string{"tree_tag"}, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	review, err := base.ForProfile(Profile{Name: "review", Level: ReadOnly, Tools: []string{"memory_*", "tree_*"}, ExcludeTools: []string{"memory_forget"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents, err := base.ForProfile(Profile{Name: "agents", MaxActionsPerHour: &one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		p          *Policy
+		tool       string
+		class      Class
+		wantReason string
+		wantText   string
+	}{
+		{review, "memory_search", Read, "", ""},
+		{review, "web_search", Read, ReasonProfile, "[profiles.review] tools"},
+		{review, "memory_forget", Act, ReasonProfile, "[profiles.review] exclude_tools"},
+		{review, "memory_store", Act, ReasonReadOnly, "[profiles.review]"},
+		{review, "tree_tag", Read, ReasonDeniedTool, "[autonomy] denied_tools"},
+		{agents, "memory_store", Act, "", ""},
+		{agents, "memory_store", Act, ReasonBudget, "[profiles.agents] max_actions_per_hour = 1"},
+		{base, "memory_store", Act, "", ""},
+		{base, "memory_store", Act, "", ""},
+		// The profile's act counted towards the cap of all acts too: 3 are used.
+		{base, "memory_store", Act, ReasonBudget, "[autonomy] max_actions_per_hour = 3"},
+	}
+	for i, tc := range tests {
+		err := tc.p.Check(tc.tool, tc.class)
+		var d *Denial
+		switch {
+		case tc.wantReason == "" && err != nil:
+			t.Errorf("%d: %s Check(%s) = %v, want allowed", i, tc.p.Profile(), tc.tool, err)
+		case tc.wantReason != "" && (!errors.As(err, &d) || d.Reason != tc.wantReason || !strings.Contains(d.Message, tc.wantText)):
+			t.Errorf("%d: %s Check(%s) = %v, want %s naming %s", i, tc.p.Profile(), tc.tool, err, tc.wantReason, tc.wantText)
+		}
+	}
+	if _, err := base.ForProfile(Profile{Name: "x", Level: "root"}); err == nil || !strings.Contains(err.Error(), "[profiles.x]") {
+		t.Errorf("ForProfile(level root) = %v, want an error naming [profiles.x]", err)
+	}
+}

@@ -60,6 +60,11 @@ type Options struct {
 	// Restart overrides the provider restart policy; zero fields keep
 	// plugins.DefaultRestartPolicy.
 	Restart plugins.RestartPolicy
+	// Profile, when set, is the [profiles.<name>] every client of this
+	// host gets (serve --profile); Start fails when the config has no
+	// such profile. Default "": each client's profile comes from the HTTP
+	// path or its name.
+	Profile string
 }
 
 // Host is a running host.
@@ -173,6 +178,10 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	if err := privateDataDir(dataDir, cfg.Server.DataDir != "", o.Logger); err != nil {
 		return nil, err
 	}
+	if _, ok := cfg.Profiles[o.Profile]; o.Profile != "" && !ok {
+		return nil, fmt.Errorf("profile %q is not in the config: add a [profiles.%s] table or choose one of: %s",
+			o.Profile, o.Profile, strings.Join(profileNames(cfg), ", "))
+	}
 	pol, err := policy.New(policy.Options{
 		Level:             policy.Level(cfg.Autonomy.Level),
 		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,
@@ -255,6 +264,8 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		Audit:                auditLog,
 		RecordReads:          cfg.Audit.RecordReads,
 		ToolTimeout:          cfg.Server.ToolTimeout(),
+		Profile:              o.Profile,
+		Profiles:             profiles(cfg, pol, o.Logger),
 
 		StructuredContentClients: cfg.Server.StructuredContentClients,
 	})
@@ -532,9 +543,45 @@ func (h *Host) serverSettings(cfg *config.Config, pol *policy.Policy) server.Set
 		ConfirmActs:          cfg.Autonomy.ConfirmActs,
 		RecordReads:          cfg.Audit.RecordReads,
 		DisabledHint:         h.unknownHint(cfg),
+		Profiles:             profiles(cfg, pol, h.log),
 
 		StructuredContentClients: cfg.Server.StructuredContentClients,
 	}
+}
+
+// profiles builds the server's profiles from cfg's [profiles.<name>]
+// tables on top of pol. The config was validated, so a profile that
+// cannot be built is logged and left out, and its clients are refused.
+func profiles(cfg *config.Config, pol *policy.Policy, log hclog.Logger) map[string]*server.Profile {
+	if len(cfg.Profiles) == 0 {
+		return nil
+	}
+	out := make(map[string]*server.Profile, len(cfg.Profiles))
+	for name, pc := range cfg.Profiles {
+		p, err := pol.ForProfile(policy.Profile{
+			Name: name, Level: policy.Level(pc.Level), Tools: pc.Tools, ExcludeTools: pc.ExcludeTools,
+			MaxActionsPerHour: pc.MaxActionsPerHour,
+		})
+		if err != nil {
+			log.Error("profile left out: its clients are refused", "profile", name, "error", err)
+			continue
+		}
+		out[name] = &server.Profile{Policy: p, ConfirmActs: pc.ConfirmActs, Clients: pc.Clients}
+	}
+	return out
+}
+
+// profileNames lists cfg's profiles, sorted; "(none)" when it has none.
+func profileNames(cfg *config.Config) []string {
+	var names []string
+	for n := range cfg.Profiles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return []string{"(none)"}
+	}
+	return names
 }
 
 // disabledHint says, for a tool in the namespace of a built-in provider

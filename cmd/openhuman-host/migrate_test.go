@@ -35,7 +35,7 @@ func TestCLIMigratePostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("audit: PostgreSQL %s at version 0 of 2 (2 migrations pending)\n", where); out != want {
+	if want := fmt.Sprintf("audit: PostgreSQL %s at version 0 of 3 (3 migrations pending)\n", where); out != want {
 		t.Errorf("migrate --status on a new database = %q, want %q", out, want)
 	}
 
@@ -66,7 +66,7 @@ func TestCLIMigratePostgres(t *testing.T) {
 	applied, upToDate := 0, 0
 	for _, o := range outs {
 		switch o {
-		case "audit: applied 00001_audit.sql, 00002_shared_keys.sql\n":
+		case "audit: applied 00001_audit.sql, 00002_shared_keys.sql, 00003_profile.sql\n":
 			applied++
 		case fmt.Sprintf("audit: PostgreSQL %s is up to date\n", where):
 			upToDate++
@@ -77,7 +77,7 @@ func TestCLIMigratePostgres(t *testing.T) {
 	if applied != 1 || upToDate != 2 {
 		t.Errorf("of 3 concurrent migrate commands %d applied the migrations and %d found them done, want 1 and 2", applied, upToDate)
 	}
-	if out, err := runCLI(t, "migrate", "--status"); err != nil || !strings.Contains(out, "at version 2 of 2 (up to date)") {
+	if out, err := runCLI(t, "migrate", "--status"); err != nil || !strings.Contains(out, "at version 3 of 3 (up to date)") {
 		t.Errorf("migrate --status after migrating = %q, %v", out, err)
 	}
 }

@@ -94,7 +94,7 @@ func runProvidersStatus(cmd *cobra.Command, g *globalFlags, asJSON bool) error {
 	live := len(reports) > 0
 	if !live {
 		// No server: start the providers once, as a server would.
-		err := runHost(cfg, log, "", func(_ context.Context, _ *os.File, h *host.Host) error {
+		err := runHost(cfg, log, runOptions{}, func(_ context.Context, _ *os.File, h *host.Host) error {
 			reports = []host.StatusReport{{Pid: os.Getpid(), Started: time.Now(), Updated: time.Now(), Providers: h.Status(),
 				Upstream: h.UpstreamServers()}}
 			return nil

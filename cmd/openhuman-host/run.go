@@ -57,9 +57,17 @@ func loadConfig(g *globalFlags) (*config.Config, hclog.Logger, error) {
 	return cfg, log, nil
 }
 
-// startHost starts the host; a non-empty statusFile is kept up to date
-// with its providers' state (servers set one, one-shot commands do not).
-func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger, statusFile string) (*host.Host, error) {
+// runOptions are what a command sets on the host it runs.
+type runOptions struct {
+	// statusFile, when not empty, is kept up to date with the providers'
+	// state (servers set one, one-shot commands do not).
+	statusFile string
+	// profile is the profile every client gets (serve --profile).
+	profile string
+}
+
+// startHost starts the host with o.
+func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger, o runOptions) (*host.Host, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the host executable: %w", err)
@@ -69,7 +77,8 @@ func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger, status
 		Builtins:   builtinNames(),
 		Version:    hostVersion(),
 		Logger:     log,
-		StatusFile: statusFile,
+		StatusFile: o.statusFile,
+		Profile:    o.profile,
 	})
 }
 
@@ -81,7 +90,7 @@ func withHost(g *globalFlags, fn func(context.Context, *host.Host) error) error 
 	if err != nil {
 		return err
 	}
-	return runHost(cfg, log, "", func(ctx context.Context, _ *os.File, h *host.Host) error { return fn(ctx, h) })
+	return runHost(cfg, log, runOptions{}, func(ctx context.Context, _ *os.File, h *host.Host) error { return fn(ctx, h) })
 }
 
 // withHostFor is withHost for calling the tool named tool: of the upstream
@@ -93,7 +102,7 @@ func withHostFor(g *globalFlags, tool string, fn func(context.Context, *host.Hos
 		return err
 	}
 	onlyOwners(cfg, tool)
-	return runHost(cfg, log, "", func(ctx context.Context, _ *os.File, h *host.Host) error { return fn(ctx, h) })
+	return runHost(cfg, log, runOptions{}, func(ctx context.Context, _ *os.File, h *host.Host) error { return fn(ctx, h) })
 }
 
 // onlyOwners disables the upstream servers of cfg that cannot own tool: a
@@ -111,15 +120,15 @@ func onlyOwners(cfg *config.Config, tool string) {
 // runHost starts the host, runs fn until it returns or SIGINT/SIGTERM
 // cancels its context, then stops the providers and flushes the audit log.
 // fn gets the process's stdin; child processes get /dev/null.
-// A non-empty statusFile is passed to the host (see startHost).
-func runHost(cfg *config.Config, log hclog.Logger, statusFile string, fn func(ctx context.Context, stdin *os.File, h *host.Host) error) (err error) {
+// o is passed to the host (see startHost).
+func runHost(cfg *config.Config, log hclog.Logger, o runOptions, fn func(ctx context.Context, stdin *os.File, h *host.Host) error) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Providers never see this stdin: the host starts them with /dev/null
 	// (host/plugins' runner), so on stdio the MCP stream is the host's
 	// alone.
 	stdin := os.Stdin
-	h, err := startHost(ctx, cfg, log, statusFile)
+	h, err := startHost(ctx, cfg, log, o)
 	if err != nil {
 		return err
 	}

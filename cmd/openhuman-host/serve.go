@@ -28,6 +28,7 @@ type serveFlags struct {
 	authToken    string
 	insecureBind bool
 	watch        bool
+	profile      string
 }
 
 func newServeCmd(g *globalFlags) *cobra.Command {
@@ -55,6 +56,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&f.port, "port", 0, "http listen port (default from [server] port: 9300)")
 	cmd.Flags().StringVar(&f.authToken, "auth-token", "", "bearer token http clients must send (default $OPENHUMAN_MCP_TOKEN)")
 	cmd.Flags().BoolVar(&f.insecureBind, "insecure-bind", false, "allow a non-loopback http address without a token")
+	cmd.Flags().StringVar(&f.profile, "profile", "", "give every client the [profiles.NAME] table NAME (default: over http by path /profile/NAME, else by client name)")
 	cmd.Flags().BoolVar(&f.watch, "watch", false, "reload the config whenever its file changes (SIGHUP always reloads it, except on Windows)")
 	return cmd
 }
@@ -117,7 +119,7 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	// would end the process.
 	hup, stopHup := reloadSignals()
 	defer stopHup()
-	return runHost(cfg, log, statusFile(dataDir, os.Getpid()), func(ctx context.Context, stdin *os.File, h *host.Host) error {
+	return runHost(cfg, log, runOptions{statusFile: statusFile(dataDir, os.Getpid()), profile: f.profile}, func(ctx context.Context, stdin *os.File, h *host.Host) error {
 		if err := reloadOnSignals(ctx, h, log, g.load, g.configPath, f.watch, hup, stopHup); err != nil {
 			return err
 		}

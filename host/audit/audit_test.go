@@ -209,7 +209,7 @@ func TestOpenCreatesPrivateFilesAndSchema(t *testing.T) {
 	}
 	rows.Close()
 	wantCols := []string{"id", "time_ms", "session_hash", "source_type", "client_name", "client_version", "tool",
-		"provider", "class", "decision", "success", "error", "duration_us", "args_summary", "result_ref", "pending"}
+		"provider", "class", "decision", "success", "error", "duration_us", "args_summary", "result_ref", "pending", "profile"}
 	if diff := cmp.Diff(wantCols, cols); diff != "" {
 		t.Errorf("columns (-want +got):\n%s", diff)
 	}

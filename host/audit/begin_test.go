@@ -24,7 +24,7 @@ func TestBeginWritesPendingRowBeforeTheCall(t *testing.T) {
 	eachDriver(t, func(t *testing.T, driver string) {
 		l, path := openLog(t, driver, nil)
 		id, err := l.Begin(t.Context(), Record{TimeMs: ms(0), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed,
-			ArgsSummary: `{"title":"t"}`, Success: true, DurationUs: 9}, -1)
+			ArgsSummary: `{"title":"t"}`, Success: true, DurationUs: 9}, -1, -1)
 		if err != nil {
 			t.Fatalf("Begin() error: %v", err)
 		}
@@ -87,7 +87,7 @@ func TestBeginSharesActBudgetAcrossProcesses(t *testing.T) {
 			}
 			wg.Go(func() {
 				r := Record{TimeMs: now.Add(time.Duration(i) * time.Millisecond).UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}
-				_, err := log.Begin(t.Context(), r, limit)
+				_, err := log.Begin(t.Context(), r, limit, -1)
 				mu.Lock()
 				defer mu.Unlock()
 				var be *BudgetError
@@ -112,7 +112,7 @@ func TestBeginSharesActBudgetAcrossProcesses(t *testing.T) {
 			}
 		}
 		// A negative limit is no budget.
-		if _, err := other.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1); err != nil {
+		if _, err := other.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1); err != nil {
 			t.Errorf("Begin(limit -1) error: %v", err)
 		}
 	})
@@ -126,7 +126,7 @@ func TestBeginRefusesWhenTheRowCannotBeWritten(t *testing.T) {
 	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit RENAME TO mcp_audit_away"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, 5)
+	_, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, 5, -1)
 	var be *BudgetError
 	if err == nil || errors.As(err, &be) || !strings.Contains(err.Error(), "write the row of memory_store before it runs") {
 		t.Fatalf("Begin() with no table = %v, want an error saying the row was not written", err)
@@ -146,7 +146,7 @@ func TestBeginRefusesWhenTheRowCannotBeWritten(t *testing.T) {
 		t.Errorf("Status() after recovery = %+v, want not failing", st)
 	}
 	testwait.Until(t, "the recovery to be logged", func() bool { return strings.Contains(logs.String(), "audit writes recovered") })
-	if _, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, 5); err != nil {
+	if _, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, 5, -1); err != nil {
 		t.Fatalf("Begin() after recovery error: %v", err)
 	}
 	mustFlush(t, l)
@@ -246,7 +246,7 @@ func TestOpenRepairsDamagedDatabase(t *testing.T) {
 			!strings.Contains(out, "moved_to="+path+".damaged-") {
 			t.Errorf("log does not report the move:\n%s", out)
 		}
-		id, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1)
+		id, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1)
 		if err != nil || id != 1 {
 			t.Fatalf("Begin() on the fresh database = %d, %v; want row 1", id, err)
 		}
@@ -292,7 +292,7 @@ func TestBeginBudgetIsExactAcrossReplicas(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			r := Record{TimeMs: now.Add(time.Duration(i) * time.Microsecond).UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}
-			_, err := logs[i%replicas].Begin(t.Context(), r, limit)
+			_, err := logs[i%replicas].Begin(t.Context(), r, limit, -1)
 			var be *BudgetError
 			switch {
 			case err == nil:
@@ -309,4 +309,38 @@ func TestBeginBudgetIsExactAcrossReplicas(t *testing.T) {
 	if allowed.Load() != limit || refused.Load() != acts-limit {
 		t.Errorf("%d replicas allowed %d and refused %d of %d acts, want exactly %d allowed", replicas, allowed.Load(), refused.Load(), acts, limit)
 	}
+}
+
+// TestBeginProfileBudget: a profile's own cap counts only its acts, the
+// cap of all acts counts every profile's, on both drivers.
+func TestBeginProfileBudget(t *testing.T) {
+	t.Parallel()
+	eachDriver(t, func(t *testing.T, driver string) {
+		l, _ := openLog(t, driver, nil)
+		now := time.Now()
+		act := func(profile string, i int) Record {
+			return Record{TimeMs: now.Add(time.Duration(i) * time.Millisecond).UnixMilli(), Tool: "memory_store", Class: ClassAct,
+				Decision: DecisionAllowed, Profile: profile}
+		}
+		for i := range 2 {
+			if _, err := l.Begin(t.Context(), act("agents", i), 10, 2); err != nil {
+				t.Fatalf("act %d of agents: %v", i, err)
+			}
+		}
+		var be *BudgetError
+		if _, err := l.Begin(t.Context(), act("agents", 2), 10, 2); !errors.As(err, &be) || be.Profile != "agents" || be.Limit != 2 {
+			t.Fatalf("third act of agents = %v, want the profile's cap of 2", err)
+		}
+		// Other profiles are not held by agents' cap, but all acts count towards the cap of 3.
+		if _, err := l.Begin(t.Context(), act("review", 3), 3, 2); err != nil {
+			t.Fatalf("first act of review: %v", err)
+		}
+		if _, err := l.Begin(t.Context(), act("", 4), 3, -1); !errors.As(err, &be) || be.Profile != "" || be.Limit != 3 {
+			t.Fatalf("fourth act overall = %v, want the cap of all acts, 3", err)
+		}
+		rows := mustList(t, l, Query{})
+		if len(rows) != 3 || rows[0].Profile != "review" || rows[2].Profile != "agents" {
+			t.Errorf("rows = %+v, want 3 acts with their profiles", rows)
+		}
+	})
 }

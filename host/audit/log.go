@@ -409,12 +409,18 @@ type BudgetError struct {
 	Limit int
 	// FreeAt is when the next act leaves the window, freeing a slot.
 	FreeAt time.Time
+	// Profile is set when the profile's own cap refused the act (Begin's profileLimit), to its name.
+	Profile string
 }
 
 // Error says the limit and when a slot frees up.
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("audit: %d acts in the last hour reach the limit of %d; the next slot frees up at %s",
-		e.Limit, e.Limit, e.FreeAt.UTC().Format(time.RFC3339))
+	of := ""
+	if e.Profile != "" {
+		of = " of profile " + e.Profile
+	}
+	return fmt.Sprintf("audit: %d acts%s in the last hour reach the limit of %d; the next slot frees up at %s",
+		e.Limit, of, e.Limit, e.FreeAt.UTC().Format(time.RFC3339))
 }
 
 // Begin writes r as a pending row (Record.Pending) and returns its id once the row is committed to
@@ -425,11 +431,12 @@ func (e *BudgetError) Error() string {
 // With limit >= 0 Begin is also the hourly act budget shared by every process that uses the database
 // (CLI calls, several servers): in the same write transaction it counts the rows of class "act" and
 // decision "allowed" whose TimeMs is within [BudgetWindow] before r.TimeMs, and when there are limit or
-// more it writes nothing and returns a [*BudgetError]. A negative limit means no budget.
+// more it writes nothing and returns a [*BudgetError]. profileLimit is the same for the rows of
+// r.Profile only, a profile's own cap; its error has Profile set. A negative limit means no budget.
 //
 // Any other error means the row could not be written (a full disk, a damaged or locked database, ctx
 // done): the act must not run. It returns [ErrClosed] after Close.
-func (l *Log) Begin(ctx context.Context, r Record, limit int) (uint64, error) {
+func (l *Log) Begin(ctx context.Context, r Record, limit, profileLimit int) (uint64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
@@ -443,7 +450,7 @@ func (l *Log) Begin(ctx context.Context, r Record, limit int) (uint64, error) {
 	}
 	var id uint64
 	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if limit >= 0 {
+		if limit >= 0 || profileLimit >= 0 {
 			if l.postgres {
 				// SQLite's BEGIN IMMEDIATE already serialises writers; on PostgreSQL two replicas
 				// could otherwise both count limit-1 acts and both insert.
@@ -451,8 +458,15 @@ func (l *Log) Begin(ctx context.Context, r Record, limit int) (uint64, error) {
 					return fmt.Errorf("lock the act budget: %w", err)
 				}
 			}
-			if err := budget(tx, r.TimeMs, limit); err != nil {
-				return err
+			if limit >= 0 {
+				if err := budget(tx, r.TimeMs, limit, nil); err != nil {
+					return err
+				}
+			}
+			if profileLimit >= 0 {
+				if err := budget(tx, r.TimeMs, profileLimit, &r.Profile); err != nil {
+					return err
+				}
 			}
 		}
 		return tx.Raw(insertSQL(1)+" RETURNING id", insertArgs([]Record{r})...).Scan(&id).Error
@@ -469,12 +483,16 @@ func (l *Log) Begin(ctx context.Context, r Record, limit int) (uint64, error) {
 	return id, nil
 }
 
-// budget returns a *BudgetError when the hour before nowMs holds limit or more allowed acts.
-func budget(tx *gorm.DB, nowMs int64, limit int) error {
+// budget returns a *BudgetError when the hour before nowMs holds limit or more allowed acts, of the
+// profile *profile only when profile is not nil.
+func budget(tx *gorm.DB, nowMs int64, limit int, profile *string) error {
 	since := nowMs - BudgetWindow.Milliseconds()
+	where, args := "class = ? AND decision = ? AND time_ms > ?", []any{ClassAct, DecisionAllowed, since}
+	if profile != nil {
+		where, args = where+" AND profile = ?", append(args, *profile)
+	}
 	var n int64
-	if err := tx.Raw("SELECT count(*) FROM "+Table+" WHERE class = ? AND decision = ? AND time_ms > ?",
-		ClassAct, DecisionAllowed, since).Scan(&n).Error; err != nil {
+	if err := tx.Raw("SELECT count(*) FROM "+Table+" WHERE "+where, args...).Scan(&n).Error; err != nil {
 		return fmt.Errorf("count the acts of the last hour: %w", err)
 	}
 	if n < int64(limit) {
@@ -482,11 +500,15 @@ func budget(tx *gorm.DB, nowMs int64, limit int) error {
 	}
 	// A slot frees up when the act that brings the count below limit leaves the window.
 	var oldest int64
-	if err := tx.Raw("SELECT time_ms FROM "+Table+" WHERE class = ? AND decision = ? AND time_ms > ? ORDER BY time_ms LIMIT 1 OFFSET ?",
-		ClassAct, DecisionAllowed, since, n-int64(limit)).Scan(&oldest).Error; err != nil {
+	if err := tx.Raw("SELECT time_ms FROM "+Table+" WHERE "+where+" ORDER BY time_ms LIMIT 1 OFFSET ?",
+		append(args, n-int64(limit))...).Scan(&oldest).Error; err != nil {
 		return fmt.Errorf("find when the act budget frees up: %w", err)
 	}
-	return &BudgetError{Limit: limit, FreeAt: time.UnixMilli(oldest).Add(BudgetWindow)}
+	be := &BudgetError{Limit: limit, FreeAt: time.UnixMilli(oldest).Add(BudgetWindow)}
+	if profile != nil {
+		be.Profile = *profile
+	}
+	return be
 }
 
 // Complete enqueues the outcome of the act whose pending row [Log.Begin] wrote as id: r's Decision,
@@ -919,10 +941,10 @@ const completeSQL = "UPDATE " + Table + " SET decision = ?, success = ?, error =
 // insertColumns are the columns a batch insert writes; ids come from
 // SQLite.
 const insertColumns = "time_ms, session_hash, source_type, client_name, client_version, tool, provider, class, " +
-	"decision, success, error, duration_us, args_summary, result_ref, pending"
+	"decision, success, error, duration_us, args_summary, result_ref, pending, profile"
 
 // insertWidth is the number of insertColumns.
-const insertWidth = 15
+const insertWidth = 16
 
 // insertSQL is the multi-row INSERT of n records: one statement per batch
 // size, prepared once (the Log uses gorm's statement cache), without the
@@ -938,7 +960,7 @@ func insertArgs(batch []Record) []any {
 	args := make([]any, 0, insertWidth*len(batch))
 	for _, r := range batch {
 		args = append(args, r.TimeMs, r.SessionHash, r.SourceType, r.ClientName, r.ClientVersion, r.Tool, r.Provider,
-			r.Class, r.Decision, r.Success, r.Error, r.DurationUs, r.ArgsSummary, r.ResultRef, r.Pending)
+			r.Class, r.Decision, r.Success, r.Error, r.DurationUs, r.ArgsSummary, r.ResultRef, r.Pending, r.Profile)
 	}
 	return args
 }

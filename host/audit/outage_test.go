@@ -25,7 +25,7 @@ func TestPostgresOutage(t *testing.T) {
 	var logs testwait.Buffer
 	l := mustOpen(t, dsn, &Options{Retry: true, Logger: testLogger(&logs)})
 	act := Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}
-	if _, err := l.Begin(ctx, act, 10); err != nil {
+	if _, err := l.Begin(ctx, act, 10, -1); err != nil {
 		t.Fatalf("Begin() before the outage: %v", err)
 	}
 
@@ -33,7 +33,7 @@ func TestPostgresOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	beginCtx, cancel := context.WithTimeout(ctx, time.Minute) // a guard against a hang, not a timing
-	_, err = l.Begin(beginCtx, act, 10)
+	_, err = l.Begin(beginCtx, act, 10, -1)
 	guard := beginCtx.Err()
 	cancel()
 	if err == nil || guard != nil || !strings.Contains(err.Error(), "PostgreSQL 127.0.0.1:") {
@@ -51,7 +51,7 @@ func TestPostgresOutage(t *testing.T) {
 	if st := l.Status(); !st.FailingSince.IsZero() || st.Dropped != 0 {
 		t.Errorf("Status() after the outage = %+v, want healthy with nothing dropped", st)
 	}
-	if _, err := l.Begin(ctx, act, 10); err != nil {
+	if _, err := l.Begin(ctx, act, 10, -1); err != nil {
 		t.Fatalf("Begin() after the outage: %v", err)
 	}
 	got := mustList(t, l, Query{})

@@ -55,6 +55,8 @@ type Record struct {
 	// stopped during the call: the act may or may not have taken effect. Rows written by [Log.Record]
 	// are never pending.
 	Pending bool `gorm:"column:pending;not null;default:false"`
+	// Profile is the name of the caller's [profiles.<name>] table; "" for a caller of no profile.
+	Profile string `gorm:"column:profile;not null;default:''"`
 }
 
 // TableName maps Record to the mcp_audit table for gorm.

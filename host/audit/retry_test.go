@@ -30,7 +30,7 @@ func TestRetryOpensWhenTheDatabaseCanBeOpened(t *testing.T) {
 	if st.FailingSince.IsZero() || !strings.Contains(st.LastError, path) {
 		t.Errorf("Status() before the database opens = %+v, want the failure", st)
 	}
-	if _, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1); err == nil ||
+	if _, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1); err == nil ||
 		!strings.Contains(err.Error(), "could not be opened") {
 		t.Fatalf("Begin() before the database opens = %v, want a refusal naming the failure", err)
 	}
@@ -45,7 +45,7 @@ func TestRetryOpensWhenTheDatabaseCanBeOpened(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.Until(t, "the log to open its database", func() bool { return l.Status().FailingSince.IsZero() })
-	id, err := l.Begin(t.Context(), Record{TimeMs: ms(time.Second), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1)
+	id, err := l.Begin(t.Context(), Record{TimeMs: ms(time.Second), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1)
 	if err != nil {
 		t.Fatalf("Begin() once the database opened: %v", err)
 	}

@@ -198,7 +198,7 @@ type AuditConfig struct {
 type ProfileConfig struct {
 	// Name is the table's name: 1 to 32 of a-z, 0-9, _ and -, starting
 	// with a letter or digit. Over HTTP the profile is served at
-	// /mcp/<name>.
+	// /profile/<name>.
 	Name string `toml:"-"`
 	// Level overrides [autonomy] level; "" keeps it.
 	Level string `toml:"level"`
@@ -218,7 +218,7 @@ type ProfileConfig struct {
 	ExcludeTools []string `toml:"exclude_tools"`
 	// Clients lists the MCP clients, by the clientInfo.name they send
 	// (exact, case-sensitive), that get this profile when neither the
-	// HTTP path nor serve --profile chooses one. A client name may appear
+	// HTTP path (/profile/<name>) nor serve --profile chooses one. A client name may appear
 	// in one profile only.
 	Clients []string `toml:"clients"`
 }

@@ -1655,7 +1655,7 @@ clients = ["Cursor", "*"]
 clients = ["Cursor"]
 `), "config.toml")
 	wantErrs := []string{
-		`config.toml:2: profiles.Bad_Name: profile names are 1 to 32 of a-z, 0-9, _ and -, starting with a letter or digit (they appear in the URL /mcp/<name>); got "Bad_Name"`,
+		`config.toml:2: profiles.Bad_Name: profile names are 1 to 32 of a-z, 0-9, _ and -, starting with a letter or digit (they appear in the URL /profile/<name>); got "Bad_Name"`,
 		`config.toml:4: profiles.a.level: must be one of readonly, supervised, full; got "root"`,
 		`config.toml:5: profiles.a.confirm_acts: must be one of off, when_supported, required; got "maybe"`,
 		`config.toml:6: profiles.a.max_actions_per_hour: must be at least 0; got -1`,

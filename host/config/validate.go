@@ -276,7 +276,7 @@ const (
 )
 
 // profileName is what a [profiles.<name>] may be called: it is a URL path
-// segment (/mcp/<name>) and an audit column value.
+// segment (/profile/<name>) and an audit column value.
 var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
 // validateProfiles checks every [profiles.<name>] table, and that no
@@ -292,7 +292,7 @@ func (d *decoder) validateProfiles(profiles map[string]ProfileConfig) {
 		p := profiles[n]
 		key := "profiles." + n
 		if !profileName.MatchString(n) {
-			d.fail(key, "profile names are 1 to 32 of a-z, 0-9, _ and -, starting with a letter or digit (they appear in the URL /mcp/<name>); got %q", n)
+			d.fail(key, "profile names are 1 to 32 of a-z, 0-9, _ and -, starting with a letter or digit (they appear in the URL /profile/<name>); got %q", n)
 			continue
 		}
 		if p.Level != "" {

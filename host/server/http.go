@@ -104,7 +104,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		h = bearerChallenge(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h))
 		h = newAuthBackoff(s.log.Named("http")).wrap(h)
 	}
-	return bodyDeadline(o.BodyTimeout, endpointOnly(rebindingCheck(originCheck(o.AllowedOrigins, h))))
+	return bodyDeadline(o.BodyTimeout, s.routeProfile(rebindingCheck(originCheck(o.AllowedOrigins, h))))
 }
 
 // rebindingCheck answers 403 to a request that arrived on a loopback
@@ -241,17 +241,6 @@ func (c *challengeWriter) Flush() {
 
 // Unwrap returns the underlying writer for http.ResponseController.
 func (c *challengeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
-
-// endpointOnly serves MCP at "/" and nothing else.
-func endpointOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.Error(w, "Not Found: the MCP endpoint is /", http.StatusNotFound)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
 
 // originCheck refuses browser requests from origins other than loopback
 // and the allowed list, so a web page cannot drive the server through the

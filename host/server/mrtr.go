@@ -420,7 +420,7 @@ func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name st
 	p.cancel = cancel
 	p.busy = true
 	callCtx := parkedCtx{Context: pctx, p: p}
-	entry := &callEntry{session: req.Session, ctx: callCtx, caps: caps, ask: p.askFunc(), cancel: cancel}
+	entry := &callEntry{session: req.Session, ctx: callCtx, caps: caps, ask: p.askFunc(), cancel: cancel, profile: call.Profile}
 	callToken := rand.Text()
 	s.calls.Store(callToken, entry)
 	call.Caller.CallToken = callToken

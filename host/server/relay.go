@@ -40,6 +40,9 @@ type callEntry struct {
 	// caps is what that client declared on the call.
 	ask  func(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error)
 	caps *mcp.ClientCapabilities
+	// profile is the profile the call runs under; calls a provider makes
+	// within it run under it too.
+	profile string
 }
 
 // related returns ctx (for its deadline and cancellation) carrying the

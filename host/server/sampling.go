@@ -24,12 +24,12 @@ const defaultSamplingMaxTokens = 4096
 // The call is cancelled (cancel) when its session closes: a client that
 // deletes its session (HTTP DELETE) or disconnects stops its calls,
 // provider work and LLM requests included.
-func (s *Server) beginCall(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession) (string, func()) {
+func (s *Server) beginCall(ctx context.Context, cancel context.CancelFunc, ss *mcp.ServerSession, profile string) (string, func()) {
 	if ss == nil {
 		return "", func() {}
 	}
 	token := rand.Text()
-	s.calls.Store(token, &callEntry{session: ss, ctx: ctx, cancel: cancel})
+	s.calls.Store(token, &callEntry{session: ss, ctx: ctx, cancel: cancel, profile: profile})
 	if info := s.session(ss); info.closed.Load() {
 		cancel()
 	}

@@ -62,9 +62,10 @@ type Auditor interface {
 	Record(ctx context.Context, r audit.Record) error
 	// Begin durably writes the pending row of an act before it runs and
 	// returns its id; with limit >= 0 it also applies the hourly act
-	// budget and returns an *audit.BudgetError when it is used up. Any
-	// other error refuses the act.
-	Begin(ctx context.Context, r audit.Record, limit int) (uint64, error)
+	// budget and returns an *audit.BudgetError when it is used up, and
+	// with profileLimit >= 0 the budget of r.Profile's acts. Any other
+	// error refuses the act.
+	Begin(ctx context.Context, r audit.Record, limit, profileLimit int) (uint64, error)
 	// Complete queues the outcome of the act Begin recorded as id; it must
 	// not block.
 	Complete(id uint64, r audit.Record) error
@@ -123,6 +124,13 @@ type Options struct {
 	// "Structured Content"). Default empty: every client gets the full
 	// text.
 	StructuredContentClients []string
+	// Profile, when set, is the profile of every client of this server
+	// (serve --profile on stdio), whatever the path or the client's name;
+	// it must be one of the settings' Profiles. Default "": chosen per
+	// client.
+	Profile string
+	// Profiles are the initial [Settings].Profiles.
+	Profiles map[string]*Profile
 }
 
 // Values of [Options.ConfirmActs], as in [autonomy] confirm_acts.
@@ -190,6 +198,10 @@ type Settings struct {
 	// StructuredContentClients is as in [Options]; a call takes the
 	// list in force when it starts.
 	StructuredContentClients []string
+	// Profiles are the [profiles.<name>] tables by name; nil means none.
+	// A client of a profile sees and may call what the profile's policy
+	// allows; other clients get Policy.
+	Profiles map[string]*Profile
 }
 
 // Reconfigure replaces the server's settings; calls already running keep
@@ -202,12 +214,18 @@ func (s *Server) Reconfigure(set Settings) {
 	if set.ToolTimeout <= 0 {
 		set.ToolTimeout = DefaultToolTimeout
 	}
+	before := profileViews(old, s.view.Load())
 	s.settings.Store(&set)
 	if set.Policy != old.Policy {
 		// The tools a client may call can differ: list them again, so
 		// sessions get notifications/tools/list_changed when they do.
 		v := s.view.Load()
 		s.Update(v.catalog, v.providers, v.notLoaded)
+	}
+	if v := s.view.Load(); !reflect.DeepEqual(before, profileViews(&set, v)) {
+		// A profile's clients see other tools now, which the go-sdk's
+		// registrations do not show.
+		s.announceToolsChanged(v)
 	}
 }
 
@@ -301,6 +319,9 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 	case len(s.opts.StateKey) < 32:
 		return nil, fmt.Errorf("state key: %d bytes, want at least 32", len(s.opts.StateKey))
 	}
+	if _, ok := s.opts.Profiles[s.opts.Profile]; s.opts.Profile != "" && !ok {
+		return nil, fmt.Errorf("profile %q is not configured: add a [profiles.%s] table", s.opts.Profile, s.opts.Profile)
+	}
 	s.states = sealer{key: s.opts.StateKey}
 	s.log = s.opts.Logger.Named("server")
 	s.settings.Store(&Settings{
@@ -311,6 +332,7 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 		RecordReads:          s.opts.RecordReads,
 
 		StructuredContentClients: s.opts.StructuredContentClients,
+		Profiles:                 s.opts.Profiles,
 	})
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "OpenHuman host", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.opts.Instructions,
@@ -379,6 +401,11 @@ func (s *Server) namesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		res, err := next(ctx, method, req)
+		if err == nil && method == "tools/list" {
+			if cr, ok := req.(clientRequest); ok {
+				res = s.listedFor(res, s.profileOf(req, s.clientCaller(cr).ClientName))
+			}
+		}
 		if err == nil && !structuredOutput(req) {
 			res = withoutStructure(res)
 		}
@@ -645,6 +672,11 @@ type Call struct {
 	// Confirm asks the user to confirm an act tool; nil when the caller
 	// cannot be asked (see [Options.ConfirmActs]).
 	Confirm Confirmer
+	// Profile names the caller's [Settings].Profiles entry; "" for none.
+	// A call a provider makes within a client's call (Caller.Depth > 0)
+	// runs under the profile of that call, found by Caller.CallToken,
+	// whatever is set here.
+	Profile string
 
 	// inputResponses and requestState are passed to the provider on the
 	// retry of a call whose result asked for input (SEP-2322).
@@ -669,6 +701,11 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 	if !ok {
 		return nil, s.unknownTool(v, c.Tool)
 	}
+	if c.Caller.Depth > 0 && c.Caller.CallToken != "" {
+		if e, ok := s.calls.Load(c.Caller.CallToken); ok {
+			c.Profile = e.(*callEntry).profile
+		}
+	}
 	d := v.providers[t.Provider]
 	start := time.Now()
 	rec := audit.Record{
@@ -682,6 +719,7 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 		Class:         string(t.Class),
 		Decision:      "allowed",
 		ArgsSummary:   audit.SummarizeArgs(c.Arguments),
+		Profile:       c.Profile,
 	}
 	res, protoErr := s.run(ctx, t, d, c, &rec)
 	if rec.Decision == decisionAsking {
@@ -721,11 +759,14 @@ func (s *Server) begin(ctx context.Context, set *Settings, t *catalog.Tool, rec 
 	if s.opts.Audit == nil || t.Class != sdk.ClassAct {
 		return nil
 	}
-	id, err := s.opts.Audit.Begin(ctx, *rec, set.Policy.ActLimit())
+	id, err := s.opts.Audit.Begin(ctx, *rec, set.Policy.ActLimit(), set.Policy.ProfileActLimit())
 	var budget *audit.BudgetError
 	switch {
 	case errors.As(err, &budget):
 		d := set.Policy.BudgetDenial(t.Name, budget.FreeAt)
+		if budget.Profile != "" {
+			d = set.Policy.ProfileBudgetDenial(t.Name, budget.FreeAt)
+		}
 		rec.Decision = audit.DecisionDenied(d.Reason)
 		return sdk.ErrorResult("%s", d.Message)
 	case ctx.Err() != nil:
@@ -753,7 +794,11 @@ func (s *Server) begin(ctx context.Context, set *Settings, t *catalog.Tool, rec 
 const AuditFailure = "audit"
 
 func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call, rec *audit.Record) (*sdk.CallToolResult, error) {
-	set := s.settings.Load()
+	set, err := s.settings.Load().forProfile(c.Profile)
+	if err != nil {
+		rec.Decision = audit.DecisionDenied(policy.ReasonProfile)
+		return sdk.ErrorResult("%s refused: %v", t.Name, err), nil
+	}
 	if c.Caller.Depth > MaxDepth {
 		rec.Decision = "denied:depth"
 		return sdk.ErrorResult("%s refused: tool calls may nest at most %d deep", t.Name, MaxDepth), nil
@@ -1055,6 +1100,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 			Arguments: req.Params.Arguments,
 			Caller:    caller,
 			Events:    &sessionEvents{session: req.Session, token: token},
+			Profile:   s.profileOf(req, caller.ClientName),
 		}
 		if mrtrClient(req) {
 			return s.callMRTR(ctx, req, name, call)
@@ -1062,7 +1108,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(s.stopCtx, cancel)()
-		callToken, end := s.beginCall(ctx, cancel, req.Session)
+		callToken, end := s.beginCall(ctx, cancel, req.Session, call.Profile)
 		defer end()
 		call.Caller.CallToken = callToken
 		if canConfirm(req.Session.InitializeParams()) {

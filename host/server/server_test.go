@@ -52,22 +52,33 @@ func (m *memAudit) Record(_ context.Context, r audit.Record) error {
 }
 
 // Begin stores a pending row, as audit.Log.Begin does, unless beginErr is
-// set; with limit >= 0 it counts the allowed acts it holds.
-func (m *memAudit) Begin(_ context.Context, r audit.Record, limit int) (uint64, error) {
+// set; with limit >= 0 it counts the allowed acts it holds, with
+// profileLimit >= 0 those of r.Profile.
+func (m *memAudit) Begin(_ context.Context, r audit.Record, limit, profileLimit int) (uint64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.beginErr != nil {
 		return 0, m.beginErr
 	}
-	if limit >= 0 {
+	for _, cap := range []struct {
+		limit   int
+		profile *string
+	}{{limit, nil}, {profileLimit, &r.Profile}} {
+		if cap.limit < 0 {
+			continue
+		}
 		n := 0
 		for _, row := range m.rows {
-			if row.Class == audit.ClassAct && row.Decision == audit.DecisionAllowed {
+			if row.Class == audit.ClassAct && row.Decision == audit.DecisionAllowed && (cap.profile == nil || row.Profile == *cap.profile) {
 				n++
 			}
 		}
-		if n >= limit {
-			return 0, &audit.BudgetError{Limit: limit, FreeAt: time.UnixMilli(m.rows[0].TimeMs).Add(time.Hour)}
+		if n >= cap.limit {
+			be := &audit.BudgetError{Limit: cap.limit, FreeAt: time.Now().Add(time.Hour)}
+			if cap.profile != nil {
+				be.Profile = *cap.profile
+			}
+			return 0, be
 		}
 	}
 	r.Pending = true

@@ -1,0 +1,186 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host/catalog"
+	"github.com/openhuman/openhuman-host/host/policy"
+)
+
+// ProfilePathPrefix is the path under which the HTTP transport serves each
+// profile: /profile/<name> is the MCP endpoint of the clients of
+// [profiles.<name>]; / serves clients of no profile, or the one their
+// name selects ([Profile].Clients).
+const ProfilePathPrefix = "/profile/"
+
+// profileHeader carries the profile the request's path named from the
+// HTTP transport to the server; a client's own header of that name is
+// dropped.
+const profileHeader = "Openhuman-Profile"
+
+// Profile is one [profiles.<name>] table as the server applies it.
+type Profile struct {
+	// Policy is the profile's policy, from [policy.Policy.ForProfile].
+	Policy *policy.Policy
+	// ConfirmActs replaces Settings.ConfirmActs for the profile; "" keeps it.
+	ConfirmActs string
+	// Clients are the clientInfo.name values that get the profile when
+	// neither the path nor [Options.Profile] chooses one.
+	Clients []string
+}
+
+// profileOf returns the profile of a client request: [Options.Profile]
+// when set (serve --profile), else the one the HTTP path named, else the
+// one the client's name selects, else "".
+func (s *Server) profileOf(req mcp.Request, clientName string) string {
+	if s.opts.Profile != "" {
+		return s.opts.Profile
+	}
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+		if p := extra.Header.Get(profileHeader); p != "" {
+			return p
+		}
+	}
+	return s.settings.Load().profileOfClient(clientName)
+}
+
+// profileOfClient returns the profile whose Clients name clientName, or "".
+func (set *Settings) profileOfClient(clientName string) string {
+	for name, p := range set.Profiles {
+		if slices.Contains(p.Clients, clientName) {
+			return name
+		}
+	}
+	return ""
+}
+
+// forProfile returns the settings a call of the named profile runs with:
+// set with the profile's policy and confirm_acts. A profile that is no
+// longer configured (a reload removed it) is an error to give the client.
+func (set *Settings) forProfile(name string) (*Settings, error) {
+	if name == "" {
+		return set, nil
+	}
+	p, ok := set.Profiles[name]
+	if !ok || p.Policy == nil {
+		return nil, fmt.Errorf("this client's profile %q is not in the config (any more): reconnect, or use one of: %s",
+			name, strings.Join(set.profileNames(), ", "))
+	}
+	eff := *set
+	eff.Policy = p.Policy
+	if p.ConfirmActs != "" {
+		eff.ConfirmActs = p.ConfirmActs
+	}
+	return &eff, nil
+}
+
+// profileNames lists the configured profiles, sorted; "(none)" when there
+// are none.
+func (set *Settings) profileNames() []string {
+	names := make([]string, 0, len(set.Profiles))
+	for n := range set.Profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return []string{"(none)"}
+	}
+	return names
+}
+
+// listedFor narrows a tools/list result to what the named profile may
+// call. The tools every client is refused were never registered.
+func (s *Server) listedFor(res mcp.Result, profile string) mcp.Result {
+	r, ok := res.(*mcp.ListToolsResult)
+	if !ok || r == nil || profile == "" {
+		return res
+	}
+	set, err := s.settings.Load().forProfile(profile)
+	if err != nil {
+		out := *r
+		out.Tools = nil
+		return &out
+	}
+	v := s.view.Load()
+	out := *r
+	out.Tools = make([]*mcp.Tool, 0, len(r.Tools))
+	for _, t := range r.Tools {
+		if ct, ok := v.tools[t.Name]; ok && set.Policy.Refusal(ct.Name, policy.Class(ct.Class)) != nil {
+			continue
+		}
+		out.Tools = append(out.Tools, t)
+	}
+	return &out
+}
+
+// profileViews is, per profile (and "" for none), the sorted names of the
+// tools of v its clients may call under set: what they see in tools/list.
+func profileViews(set *Settings, v *view) map[string][]string {
+	out := map[string][]string{}
+	names := append([]string{""}, set.profileNames()...)
+	for _, name := range names {
+		eff, err := set.forProfile(name)
+		if err != nil {
+			continue
+		}
+		var list []string
+		for _, t := range v.tools {
+			if eff.Policy == nil || eff.Policy.Refusal(t.Name, policy.Class(t.Class)) == nil {
+				list = append(list, t.Name)
+			}
+		}
+		sort.Strings(list)
+		out[name] = list
+	}
+	return out
+}
+
+// announceToolsChanged sends notifications/tools/list_changed to every
+// session, for a change the go-sdk cannot see (a profile's tools): it
+// registers one listed tool again, unchanged, which the go-sdk announces.
+func (s *Server) announceToolsChanged(v *view) {
+	var first *catalog.Tool
+	for _, t := range v.tools {
+		if first == nil || t.Name < first.Name {
+			first = t
+		}
+	}
+	if first != nil {
+		if err := s.addTool(first); err != nil {
+			s.log.Warn("announcing a changed tool list failed", "tool", first.Name, "error", err)
+		}
+	}
+}
+
+// routeProfile serves ProfilePathPrefix+<name> as the MCP endpoint of the
+// profile <name> (404 for a name the config lacks) and / as the endpoint
+// of clients of no profile; other paths get 404.
+func (s *Server) routeProfile(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(profileHeader)
+		switch {
+		case r.URL.Path == "/":
+		case strings.HasPrefix(r.URL.Path, ProfilePathPrefix):
+			name := strings.TrimPrefix(r.URL.Path, ProfilePathPrefix)
+			set := s.settings.Load()
+			if _, ok := set.Profiles[name]; !ok {
+				http.Error(w, fmt.Sprintf("Not Found: no profile named %q; the profiles are: %s", name, strings.Join(set.profileNames(), ", ")), http.StatusNotFound)
+				return
+			}
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = "/"
+			r2.Header.Set(profileHeader, name)
+			r = r2
+		default:
+			http.Error(w, "Not Found: the MCP endpoint is / (or "+ProfilePathPrefix+"<name> for a profile)", http.StatusNotFound)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

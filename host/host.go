@@ -266,6 +266,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		ToolTimeout:          cfg.Server.ToolTimeout(),
 		Profile:              o.Profile,
 		Profiles:             profiles(cfg, pol, o.Logger),
+		ToolOverrides:        toolOverrides(cfg),
 
 		StructuredContentClients: cfg.Server.StructuredContentClients,
 	})
@@ -281,6 +282,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	h.changeMu.Unlock()
 	warnUnmatchedPatterns(o.Logger, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)
 	warnUnmatchedPatterns(o.Logger, cat, "autonomy.denied_tools", cfg.Autonomy.DeniedTools)
+	warnUnmatchedPatterns(o.Logger, cat, "tools", slices.Sorted(maps.Keys(cfg.Tools)))
 	h.changeMu.Lock()
 	if h.statusFile != "" {
 		h.lastUpstream = h.upstreamServers()
@@ -544,9 +546,24 @@ func (h *Host) serverSettings(cfg *config.Config, pol *policy.Policy) server.Set
 		RecordReads:          cfg.Audit.RecordReads,
 		DisabledHint:         h.unknownHint(cfg),
 		Profiles:             profiles(cfg, pol, h.log),
+		ToolOverrides:        toolOverrides(cfg),
 
 		StructuredContentClients: cfg.Server.StructuredContentClients,
 	}
+}
+
+// toolOverrides are cfg's [tools.<name>] tables as the server applies
+// them; nil when there are none.
+func toolOverrides(cfg *config.Config) map[string]server.ToolOverride {
+	if len(cfg.Tools) == 0 {
+		return nil
+	}
+	out := make(map[string]server.ToolOverride, len(cfg.Tools))
+	for name, o := range cfg.Tools {
+		out[name] = server.ToolOverride{Title: o.Title, Description: o.Description, ReadOnlyHint: o.ReadOnlyHint,
+			DestructiveHint: o.DestructiveHint, IdempotentHint: o.IdempotentHint, OpenWorldHint: o.OpenWorldHint}
+	}
+	return out
 }
 
 // profiles builds the server's profiles from cfg's [profiles.<name>]
@@ -987,6 +1004,7 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 	h.changeMu.Unlock()
 	warnUnmatchedPatterns(h.log, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)
 	warnUnmatchedPatterns(h.log, cat, "autonomy.denied_tools", cfg.Autonomy.DeniedTools)
+	warnUnmatchedPatterns(h.log, cat, "tools", slices.Sorted(maps.Keys(cfg.Tools)))
 
 	// Retired instances no longer get calls; those running get
 	// ReloadGrace to finish.

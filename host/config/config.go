@@ -83,6 +83,9 @@ type Config struct {
 	// Profiles holds every [profiles.<name>] table, keyed by name. Default
 	// none: every client gets the [autonomy] policy and every tool.
 	Profiles map[string]ProfileConfig
+	// Tools holds every [tools.<name>] table, keyed by the tool's
+	// advertised name. Default none: clients see what providers declare.
+	Tools map[string]ToolOverride
 	// Providers holds every [providers.<name>] table, enabled or not, keyed by
 	// name. The defaults list memory (enabled) and searxng (disabled).
 	Providers map[string]ProviderConfig
@@ -221,6 +224,29 @@ type ProfileConfig struct {
 	// HTTP path (/profile/<name>) nor serve --profile chooses one. A client name may appear
 	// in one profile only.
 	Clients []string `toml:"clients"`
+}
+
+// ToolOverride is one [tools.<name>] table: what clients are told about
+// one tool in place of what its provider declares, such as an upstream
+// server's description that misleads or steers the model. Unset keys keep
+// the provider's. The annotations are hints to clients; the tool's policy
+// class (read or act) stays the provider's.
+type ToolOverride struct {
+	// Name is the table's name: the tool's advertised name.
+	Name string `toml:"-"`
+	// Title replaces the tool's title, at most 128 characters.
+	Title *string `toml:"title"`
+	// Description replaces the tool's description, at most 8192
+	// characters.
+	Description *string `toml:"description"`
+	// ReadOnlyHint replaces annotations.readOnlyHint.
+	ReadOnlyHint *bool `toml:"read_only_hint"`
+	// DestructiveHint replaces annotations.destructiveHint.
+	DestructiveHint *bool `toml:"destructive_hint"`
+	// IdempotentHint replaces annotations.idempotentHint.
+	IdempotentHint *bool `toml:"idempotent_hint"`
+	// OpenWorldHint replaces annotations.openWorldHint.
+	OpenWorldHint *bool `toml:"open_world_hint"`
 }
 
 // Values of storage.driver.

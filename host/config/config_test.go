@@ -339,7 +339,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		"unknown top-level key": {
 			doc:  lines(`log_level = "debug"`),
-			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, upstream"},
+			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, tools, upstream"},
 		},
 		"durations that would overflow": {
 			doc: lines("[server]", "tool_timeout_secs = 18446744074", "provider_start_timeout_secs = 601", "session_idle_timeout_secs = 2592001"),
@@ -355,7 +355,7 @@ func TestParseErrors(t *testing.T) {
 		},
 		"unknown top-level table": {
 			doc:  lines("[server]", "port = 9301", "", "[logging]", `level = "debug"`),
-			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, upstream"},
+			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, tools, upstream"},
 		},
 		"unknown nested key": {
 			doc:  lines("[autonomy]", `level = "full"`, "max_actions = 5"),
@@ -1662,6 +1662,40 @@ clients = ["Cursor"]
 		`config.toml:7: profiles.a.tools[0]: tool names must be non-empty without surrounding spaces; got " x"`,
 		`config.toml:8: profiles.a.clients[1]: "*" names every client; list it alone or remove it`,
 		`config.toml:10: profiles.b.clients[0]: client "Cursor" already selects profile "a"; a client name may select one profile`,
+	}
+	var got []string
+	if err != nil {
+		got = strings.Split(err.Error(), "\n")
+	}
+	if diff := cmp.Diff(wantErrs, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+func TestToolOverrides(t *testing.T) {
+	c, err := Parse([]byte(`
+[tools.everything__echo]
+description = "Echoes its message back.\nUse it only to test the connection."
+read_only_hint = true
+`), "config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, yes := "Echoes its message back.\nUse it only to test the connection.", true
+	want := map[string]ToolOverride{"everything__echo": {Name: "everything__echo", Description: &desc, ReadOnlyHint: &yes}}
+	if diff := cmp.Diff(want, c.Tools); diff != "" {
+		t.Errorf("Tools (-want +got):\n%s", diff)
+	}
+	_, err = Parse([]byte(`
+[tools."bad.name"]
+[tools.x]
+title = "   "
+description = "bell\u0007"
+`), "config.toml")
+	wantErrs := []string{
+		`config.toml:2: tools.bad.name: tables under [tools] are named by a tool's advertised name (1 to 64 of A-Z, a-z, 0-9, _ and -, as tools/list shows it); got "bad.name"`,
+		`config.toml:4: tools.x.title: must not be blank: leave the key out to keep the provider's`,
+		`config.toml:5: tools.x.description: must not hold control characters`,
 	}
 	var got []string
 	if err != nil {

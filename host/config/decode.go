@@ -20,6 +20,7 @@ type document struct {
 	Audit     *AuditConfig              `toml:"audit"`
 	Storage   *StorageConfig            `toml:"storage"`
 	Profiles  map[string]ProfileConfig  `toml:"profiles"`
+	Tools     map[string]ToolOverride   `toml:"tools"`
 	Providers map[string]map[string]any `toml:"providers"`
 	Upstream  *UpstreamConfig           `toml:"upstream"`
 }
@@ -53,6 +54,13 @@ func decodeInto(c *Config, data []byte, source string) error {
 			c.Profiles = map[string]ProfileConfig{}
 		}
 		c.Profiles[name] = pc
+	}
+	for name, o := range doc.Tools {
+		o.Name = name
+		if c.Tools == nil {
+			c.Tools = map[string]ToolOverride{}
+		}
+		c.Tools[name] = o
 	}
 	names := make([]string, 0, len(doc.Providers))
 	for name := range doc.Providers {

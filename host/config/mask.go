@@ -41,6 +41,7 @@ type maskedDoc struct {
 	Audit     AuditConfig               `toml:"audit"`
 	Storage   StorageConfig             `toml:"storage"`
 	Profiles  map[string]ProfileConfig  `toml:"profiles,omitempty"`
+	Tools     map[string]ToolOverride   `toml:"tools,omitempty"`
 	Providers map[string]map[string]any `toml:"providers"`
 	Upstream  *UpstreamConfig           `toml:"upstream,omitempty"`
 }
@@ -58,6 +59,7 @@ func (c *Config) Masked() (string, error) {
 		Audit:     c.Audit,
 		Storage:   c.Storage,
 		Profiles:  c.Profiles,
+		Tools:     c.Tools,
 		Providers: map[string]map[string]any{},
 	}
 	for name, p := range c.Providers {

@@ -58,6 +58,7 @@ func (d *decoder) validate(c *Config) {
 	d.check("audit.queue_size", atLeast(int64(c.Audit.QueueSize), 1))
 
 	d.validateProfiles(c.Profiles)
+	d.validateToolOverrides(c.Tools)
 
 	d.check("storage.driver", oneOf(c.Storage.Driver, StorageSQLite, StoragePostgres))
 	if !envName.MatchString(c.Storage.DSNEnv) {
@@ -324,4 +325,48 @@ func (d *decoder) validateProfiles(profiles map[string]ProfileConfig) {
 			d.check(index(key+".clients", i), msgs[i])
 		}
 	}
+}
+
+// toolName is what a client-visible tool name may be (the names Claude
+// Desktop accepts).
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// validateToolOverrides checks every [tools.<name>] table.
+func (d *decoder) validateToolOverrides(tools map[string]ToolOverride) {
+	names := make([]string, 0, len(tools))
+	for n := range tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		o := tools[n]
+		key := "tools." + n
+		if !toolName.MatchString(n) {
+			d.fail(key, "tables under [tools] are named by a tool's advertised name (1 to 64 of A-Z, a-z, 0-9, _ and -, as tools/list shows it); got %q", n)
+			continue
+		}
+		if o.Title != nil {
+			d.check(key+".title", checkText(*o.Title, 128, false))
+		}
+		if o.Description != nil {
+			d.check(key+".description", checkText(*o.Description, 8192, true))
+		}
+	}
+}
+
+// checkText checks a text shown to clients: not blank, at most max
+// characters, valid UTF-8, no control characters but (when multiline)
+// newlines and tabs.
+func checkText(s string, max int, multiline bool) string {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return "must not be blank: leave the key out to keep the provider's"
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8"
+	case utf8.RuneCountInString(s) > max:
+		return fmt.Sprintf("must be at most %d characters; got %d", max, utf8.RuneCountInString(s))
+	case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\t')) }):
+		return "must not hold control characters"
+	}
+	return ""
 }

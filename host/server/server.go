@@ -131,6 +131,8 @@ type Options struct {
 	Profile string
 	// Profiles are the initial [Settings].Profiles.
 	Profiles map[string]*Profile
+	// ToolOverrides are the initial [Settings].ToolOverrides.
+	ToolOverrides map[string]ToolOverride
 }
 
 // Values of [Options.ConfirmActs], as in [autonomy] confirm_acts.
@@ -202,6 +204,10 @@ type Settings struct {
 	// A client of a profile sees and may call what the profile's policy
 	// allows; other clients get Policy.
 	Profiles map[string]*Profile
+	// ToolOverrides replace, by tool name, what clients are told about
+	// tools ([tools.<name>]); a change is announced with
+	// notifications/tools/list_changed.
+	ToolOverrides map[string]ToolOverride
 }
 
 // Reconfigure replaces the server's settings; calls already running keep
@@ -216,9 +222,10 @@ func (s *Server) Reconfigure(set Settings) {
 	}
 	before := profileViews(old, s.view.Load())
 	s.settings.Store(&set)
-	if set.Policy != old.Policy {
-		// The tools a client may call can differ: list them again, so
-		// sessions get notifications/tools/list_changed when they do.
+	if set.Policy != old.Policy || !reflect.DeepEqual(set.ToolOverrides, old.ToolOverrides) {
+		// The tools a client may call, or what it is told about them,
+		// can differ: list them again, so sessions get
+		// notifications/tools/list_changed when they do.
 		v := s.view.Load()
 		s.Update(v.catalog, v.providers, v.notLoaded)
 	}
@@ -333,6 +340,7 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 
 		StructuredContentClients: s.opts.StructuredContentClients,
 		Profiles:                 s.opts.Profiles,
+		ToolOverrides:            s.opts.ToolOverrides,
 	})
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "OpenHuman host", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.opts.Instructions,
@@ -519,8 +527,10 @@ func (s *Server) Update(cat *catalog.Catalog, providers map[string]Dispatcher, n
 		templates: map[string]*catalog.ResourceTemplate{},
 		prompts:   map[string]*catalog.Prompt{},
 	}
-	pol := s.settings.Load().Policy
+	set := s.settings.Load()
+	pol := set.Policy
 	for _, t := range cat.Tools() {
+		t := curated(t, set.ToolOverrides)
 		if _, ok := providers[t.Provider]; !ok {
 			s.log.Warn("tool skipped: its provider is not loaded", "tool", t.Name, "provider", t.Provider)
 			continue

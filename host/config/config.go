@@ -224,6 +224,14 @@ type ProfileConfig struct {
 	// HTTP path (/profile/<name>) nor serve --profile chooses one. A client name may appear
 	// in one profile only.
 	Clients []string `toml:"clients"`
+	// Discovery lists only PinnedTools and three tools to search the
+	// catalog (tool_search), read a tool's definition (tool_describe) and
+	// call it (tool_call), instead of every tool: for clients with large
+	// catalogs. Default false.
+	Discovery bool `toml:"discovery"`
+	// PinnedTools are tool names or globs a Discovery profile still
+	// lists, as in [autonomy] allowed_tools. Default none.
+	PinnedTools []string `toml:"pinned_tools"`
 }
 
 // ToolOverride is one [tools.<name>] table: what clients are told about

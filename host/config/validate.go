@@ -311,6 +311,12 @@ func (d *decoder) validateProfiles(profiles map[string]ProfileConfig) {
 		for i, t := range p.ExcludeTools {
 			d.check(index(key+".exclude_tools", i), checkToolName(t))
 		}
+		for i, t := range p.PinnedTools {
+			d.check(index(key+".pinned_tools", i), checkToolName(t))
+		}
+		if len(p.PinnedTools) > 0 && !p.Discovery {
+			d.fail(key+".pinned_tools", "pins tools for discovery mode, which this profile does not use: set discovery = true or remove pinned_tools")
+		}
 		msgs := checkClientNames(p.Clients)
 		for i, c := range p.Clients {
 			if msgs[i] == "" && c == anyClient {

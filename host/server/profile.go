@@ -33,6 +33,13 @@ type Profile struct {
 	// Clients are the clientInfo.name values that get the profile when
 	// neither the path nor [Options.Profile] chooses one.
 	Clients []string
+	// Discovery lists, in tools/list, only the tools matching Pinned and
+	// the meta-tools ToolSearch, ToolDescribe and ToolCall, through which
+	// the client finds and calls every other tool it may call.
+	Discovery bool
+	// Pinned are glob patterns, as in allowed_tools, of the tools a
+	// Discovery profile still lists.
+	Pinned []string
 }
 
 // profileOf returns the profile of a client request: [Options.Profile]
@@ -94,45 +101,76 @@ func (set *Settings) profileNames() []string {
 	return names
 }
 
-// listedFor narrows a tools/list result to what the named profile may
-// call. The tools every client is refused were never registered.
+// listing reports, for a client of the named profile under the settings
+// in force, which registered tools of v its tools/list shows: those its
+// policy allows, and in discovery mode only the pinned ones and the
+// meta-tools, which other clients do not see.
+func listing(all *Settings, profile string, v *view) (func(name string) bool, error) {
+	set, err := all.forProfile(profile)
+	if err != nil {
+		return nil, err
+	}
+	var p *Profile
+	if profile != "" {
+		p = all.Profiles[profile]
+	}
+	discovery := p != nil && p.Discovery
+	return func(name string) bool {
+		if isMetaTool(name) {
+			return discovery
+		}
+		t, ok := v.tools[name]
+		if !ok {
+			return false
+		}
+		if profile != "" && set.Policy != nil && set.Policy.Refusal(t.Name, policy.Class(t.Class)) != nil {
+			return false
+		}
+		return !discovery || pinned(p.Pinned, name)
+	}, nil
+}
+
+// listedFor narrows a tools/list result to what a client of the named
+// profile sees ([listing]). The tools every client is refused were never
+// registered.
 func (s *Server) listedFor(res mcp.Result, profile string) mcp.Result {
 	r, ok := res.(*mcp.ListToolsResult)
-	if !ok || r == nil || profile == "" {
+	if !ok || r == nil {
 		return res
 	}
-	set, err := s.settings.Load().forProfile(profile)
-	if err != nil {
-		out := *r
-		out.Tools = nil
-		return &out
-	}
-	v := s.view.Load()
 	out := *r
 	out.Tools = make([]*mcp.Tool, 0, len(r.Tools))
+	show, err := listing(s.settings.Load(), profile, s.view.Load())
+	if err != nil {
+		return &out
+	}
 	for _, t := range r.Tools {
-		if ct, ok := v.tools[t.Name]; ok && set.Policy.Refusal(ct.Name, policy.Class(ct.Class)) != nil {
-			continue
+		if show(t.Name) {
+			out.Tools = append(out.Tools, t)
 		}
-		out.Tools = append(out.Tools, t)
 	}
 	return &out
 }
 
 // profileViews is, per profile (and "" for none), the sorted names of the
-// tools of v its clients may call under set: what they see in tools/list.
+// tools of v its clients see in tools/list under set.
 func profileViews(set *Settings, v *view) map[string][]string {
 	out := map[string][]string{}
 	names := append([]string{""}, set.profileNames()...)
 	for _, name := range names {
-		eff, err := set.forProfile(name)
+		show, err := listing(set, name, v)
 		if err != nil {
 			continue
 		}
 		var list []string
-		for _, t := range v.tools {
-			if eff.Policy == nil || eff.Policy.Refusal(t.Name, policy.Class(t.Class)) == nil {
-				list = append(list, t.Name)
+		for n := range v.tools {
+			if show(n) {
+				list = append(list, n)
+			}
+		}
+		for _, n := range metaTools {
+			if show(n) {
+				list = append(list, n)
 			}
 		}
 		sort.Strings(list)

@@ -156,7 +156,9 @@ type Server struct {
 	updateMu sync.Mutex // serialises Update
 	sessions sync.Map   // *mcp.ServerSession → *sessionInfo
 	calls    sync.Map   // call token → *callEntry, while the call runs
-	tokens   sync.Map   // session token → *mcp.ServerSession, while it is connected
+	// discovery is the tool index tool_search ranks with.
+	discovery discoveryIndex
+	tokens    sync.Map // session token → *mcp.ServerSession, while it is connected
 	// clients are the clients of protocol 2026-07-28 and later seen
 	// lately, by subject, name and version ([Server.client]).
 	clientsMu sync.Mutex
@@ -365,6 +367,7 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 	s.mcp.AddReceivingMiddleware(s.namesMiddleware, s.sessionMiddleware)
 	s.view.Store(&view{})
 	s.Update(cat, providers, s.opts.NotLoaded)
+	s.addMetaTools()
 	return s, nil
 }
 
@@ -378,7 +381,7 @@ func (s *Server) namesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch params := req.GetParams().(type) {
 		case *mcp.CallToolParamsRaw:
-			if method == "tools/call" && params != nil {
+			if method == "tools/call" && params != nil && !isMetaTool(params.Name) {
 				v := s.view.Load()
 				t, known := v.tool(params.Name)
 				if !known {
@@ -531,6 +534,10 @@ func (s *Server) Update(cat *catalog.Catalog, providers map[string]Dispatcher, n
 	pol := set.Policy
 	for _, t := range cat.Tools() {
 		t := curated(t, set.ToolOverrides)
+		if isMetaTool(t.Name) {
+			s.log.Warn("tool skipped: its name is one of the host's discovery tools", "tool", t.Name, "provider", t.Provider)
+			continue
+		}
 		if _, ok := providers[t.Provider]; !ok {
 			s.log.Warn("tool skipped: its provider is not loaded", "tool", t.Name, "provider", t.Provider)
 			continue

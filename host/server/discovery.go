@@ -1,0 +1,327 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/host/catalog"
+	"github.com/openhuman/openhuman-host/host/policy"
+	"github.com/openhuman/openhuman-host/host/toolindex"
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// The meta-tools of progressive discovery. A client of a profile with
+// Discovery set lists them, with its pinned tools, instead of the whole
+// catalog; other clients do not list them. Provider tools of these names
+// are not served.
+const (
+	// ToolSearch ranks the tools the client may call against a request
+	// in plain words.
+	ToolSearch = "tool_search"
+	// ToolDescribe returns one tool's whole definition.
+	ToolDescribe = "tool_describe"
+	// ToolCall calls a tool found by ToolSearch through the same pipeline
+	// as a direct call: validation, policy, confirmation and an audit row
+	// under the tool's own name.
+	ToolCall = "tool_call"
+)
+
+// metaTools are the meta-tools' names.
+var metaTools = []string{ToolSearch, ToolDescribe, ToolCall}
+
+func isMetaTool(name string) bool {
+	return name == ToolSearch || name == ToolDescribe || name == ToolCall
+}
+
+// Limits of tool_search.
+const (
+	defaultSearchK = 5
+	maxSearchK     = 20
+	maxQueryChars  = 500
+	// maxSummaryChars bounds a description in search results: the model
+	// reads the whole one with tool_describe.
+	maxSummaryChars = 240
+)
+
+// discoveryIndex is the tool index of one view, built on first use.
+type discoveryIndex struct {
+	mu   sync.Mutex
+	view *view
+	ix   *toolindex.Index
+	err  error
+}
+
+// index returns the index of the view served now, building it when the
+// catalog changed since the last one.
+func (s *Server) index(ctx context.Context) (*toolindex.Index, error) {
+	v := s.view.Load()
+	d := &s.discovery
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.view == v && (d.ix != nil || d.err != nil) {
+		return d.ix, d.err
+	}
+	tools := make([]toolindex.Tool, 0, len(v.tools))
+	for _, t := range v.tools {
+		tools = append(tools, toolindex.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: json.RawMessage(t.InputSchema)})
+	}
+	ix, err := toolindex.New(ctx, tools)
+	if d.ix != nil {
+		_ = d.ix.Close()
+	}
+	d.view, d.ix, d.err = v, ix, err
+	return ix, err
+}
+
+// addMetaTools registers the meta-tools with the go-sdk.
+func (s *Server) addMetaTools() {
+	object := func(props string, required ...string) json.RawMessage {
+		req, _ := json.Marshal(required)
+		return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(req) + `,"additionalProperties":false}`)
+	}
+	yes, no := true, false
+	s.mcp.AddTool(&mcp.Tool{
+		Name:  ToolSearch,
+		Title: "Find tools",
+		Description: "Find the tools for a task among all the tools this server has: describe the task in plain words " +
+			"(\"save a note for later\", \"search the web for recent news\"). Returns the best matching tools, best first, " +
+			"with a one-line description each. Then read a tool's arguments with tool_describe and call it with tool_call.",
+		InputSchema: object(`"query":{"type":"string","description":"the task, in plain words","maxLength":500},`+
+			`"k":{"type":"integer","description":"how many tools to return (default 5)","minimum":1,"maximum":20}`, "query"),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
+	}, s.toolSearch)
+	s.mcp.AddTool(&mcp.Tool{
+		Name:        ToolDescribe,
+		Title:       "Describe a tool",
+		Description: "Return one tool's whole definition: its description, its arguments as a JSON Schema and its output schema. Use it before tool_call.",
+		InputSchema: object(`"name":{"type":"string","description":"the tool's name, as tool_search returned it","maxLength":64}`, "name"),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
+	}, s.toolDescribe)
+	s.mcp.AddTool(&mcp.Tool{
+		Name:  ToolCall,
+		Title: "Call a tool",
+		Description: "Call a tool that tool_search found, with its arguments as tool_describe gave them. The result is the tool's own; " +
+			"the tool may be refused by the user's security policy, and the refusal says why.",
+		InputSchema: object(`"name":{"type":"string","description":"the tool's name","maxLength":64},`+
+			`"arguments":{"type":"object","description":"the tool's arguments"}`, "name"),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
+	}, s.toolCall)
+}
+
+// decodeMeta reads a meta-tool's arguments into dst, refusing unknown
+// ones; the error is the text of an isError result.
+func decodeMeta(name string, raw json.RawMessage, dst any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return fmt.Errorf("%s: invalid arguments: %v", name, err)
+	}
+	return nil
+}
+
+// discoveryClient is what a meta-tool needs of its caller: the settings
+// of its profile and the policy check of a tool.
+func (s *Server) discoveryClient(req *mcp.CallToolRequest) (*Settings, sdk.Caller, string, error) {
+	caller := s.callerOf(req)
+	profile := s.profileOf(req, caller.ClientName)
+	set, err := s.settings.Load().forProfile(profile)
+	return set, caller, profile, err
+}
+
+// callable reports whether a client under set may call t: it is served,
+// not a meta-tool, and not refused by the policy whatever the call.
+func callable(set *Settings, t *catalog.Tool) bool {
+	return !isMetaTool(t.Name) && (set.Policy == nil || set.Policy.Refusal(t.Name, policy.Class(t.Class)) == nil)
+}
+
+// recordMeta writes a meta-tool's audit row, as a read of the host.
+func (s *Server) recordMeta(ctx context.Context, name string, caller sdk.Caller, profile string, args json.RawMessage, start time.Time, res *mcp.CallToolResult) {
+	if s.opts.Audit == nil || !s.settings.Load().RecordReads {
+		return
+	}
+	rec := audit.Record{
+		TimeMs: start.UnixMilli(), SessionHash: caller.SessionHash, SourceType: caller.SourceType, ClientName: caller.ClientName,
+		ClientVersion: caller.ClientVersion, Tool: name, Provider: "host", Class: string(sdk.ClassRead), Decision: audit.DecisionAllowed,
+		Success: !res.IsError, DurationUs: time.Since(start).Microseconds(), ArgsSummary: audit.SummarizeArgs(args), Profile: profile,
+	}
+	if res.IsError {
+		rec.Error = audit.TruncateError(mcpText(res))
+	}
+	_ = s.opts.Audit.Record(context.WithoutCancel(ctx), rec)
+}
+
+func mcpText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func metaError(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+// FoundTool is one entry of tool_search's structured result.
+type FoundTool struct {
+	Name        string  `json:"name"`
+	Title       string  `json:"title,omitempty"`
+	Description string  `json:"description"`
+	Score       float64 `json:"score"`
+}
+
+func (s *Server) toolSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	set, caller, profile, err := s.discoveryClient(req)
+	res := func() *mcp.CallToolResult {
+		if err != nil {
+			return metaError("%s refused: %v", ToolSearch, err)
+		}
+		var in struct {
+			Query string `json:"query"`
+			K     *int   `json:"k"`
+		}
+		if err := decodeMeta(ToolSearch, req.Params.Arguments, &in); err != nil {
+			return metaError("%v", err)
+		}
+		k := defaultSearchK
+		switch {
+		case strings.TrimSpace(in.Query) == "":
+			return metaError("%s: argument \"query\" must not be blank: describe the task in plain words", ToolSearch)
+		case utf8.RuneCountInString(in.Query) > maxQueryChars:
+			return metaError("%s: argument \"query\" is %d characters long; at most %d allowed", ToolSearch, utf8.RuneCountInString(in.Query), maxQueryChars)
+		case in.K != nil && (*in.K < 1 || *in.K > maxSearchK):
+			return metaError("%s: argument \"k\" must be between 1 and %d; got %d", ToolSearch, maxSearchK, *in.K)
+		case in.K != nil:
+			k = *in.K
+		}
+		ix, err := s.index(ctx)
+		if err != nil {
+			s.log.Error("tool index unavailable", "error", err)
+			return metaError("%s is unavailable: the tool index could not be built (%v)", ToolSearch, err)
+		}
+		v := s.view.Load()
+		hits, err := ix.Search(ctx, in.Query, k, func(name string) bool {
+			t, ok := v.tools[name]
+			return ok && callable(set, t)
+		})
+		if err != nil {
+			return metaError("%s failed: %v", ToolSearch, err)
+		}
+		found := make([]FoundTool, 0, len(hits))
+		var text strings.Builder
+		for _, h := range hits {
+			t := v.tools[h.Name]
+			if t == nil {
+				continue
+			}
+			f := FoundTool{Name: t.Name, Title: t.Title, Description: summary(t.Description), Score: h.Score}
+			found = append(found, f)
+			fmt.Fprintf(&text, "%s: %s\n", f.Name, f.Description)
+		}
+		if len(found) == 0 {
+			text.WriteString("No tool matches; try other words for the task.")
+		}
+		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimRight(text.String(), "\n")}}}
+		out.StructuredContent = map[string]any{"tools": found}
+		return out
+	}()
+	s.recordMeta(ctx, ToolSearch, caller, profile, req.Params.Arguments, start, res)
+	return res, nil
+}
+
+// summary is a description's first line, cut to maxSummaryChars.
+func summary(desc string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(desc), "\n")
+	if utf8.RuneCountInString(line) <= maxSummaryChars {
+		return line
+	}
+	r := []rune(line)
+	return string(r[:maxSummaryChars-1]) + "…"
+}
+
+func (s *Server) toolDescribe(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	set, caller, profile, err := s.discoveryClient(req)
+	res := func() *mcp.CallToolResult {
+		if err != nil {
+			return metaError("%s refused: %v", ToolDescribe, err)
+		}
+		var in struct {
+			Name string `json:"name"`
+		}
+		if err := decodeMeta(ToolDescribe, req.Params.Arguments, &in); err != nil {
+			return metaError("%v", err)
+		}
+		v := s.view.Load()
+		t, ok := v.tool(in.Name)
+		if !ok || !callable(set, t) || v.hidden[t.Name] != nil {
+			return metaError("%s: no tool named %q is available to this client; find one with %s", ToolDescribe, in.Name, ToolSearch)
+		}
+		def := map[string]any{
+			"name": t.Name, "description": t.Description, "inputSchema": json.RawMessage(t.InputSchema), "class": string(t.Class),
+		}
+		if t.Title != "" {
+			def["title"] = t.Title
+		}
+		if len(t.OutputSchema) > 0 {
+			def["outputSchema"] = json.RawMessage(t.OutputSchema)
+		}
+		body, _ := json.MarshalIndent(def, "", "  ")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}, StructuredContent: def}
+	}()
+	s.recordMeta(ctx, ToolDescribe, caller, profile, req.Params.Arguments, start, res)
+	return res, nil
+}
+
+// toolCall calls the named tool as if the client had called it directly:
+// the same handler runs, so validation, policy, confirmation (also over
+// multi-round-trip results) and the audit row are the tool's own.
+func (s *Server) toolCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := decodeMeta(ToolCall, req.Params.Arguments, &in); err != nil {
+		return metaError("%v", err), nil
+	}
+	if isMetaTool(in.Name) {
+		return metaError("%s: %s is not a tool to call through %s; call it directly", ToolCall, in.Name, ToolCall), nil
+	}
+	t, ok := s.view.Load().tool(in.Name)
+	if !ok {
+		return metaError("%s: no tool named %q; find one with %s", ToolCall, in.Name, ToolSearch), nil
+	}
+	if err := argumentsObject(in.Arguments); err != nil {
+		return metaError("%s: %s: %v", ToolCall, t.Name, err), nil
+	}
+	inner := *req.Params
+	inner.Name, inner.Arguments = t.Name, in.Arguments
+	return s.toolHandler(t.Name)(ctx, &mcp.CallToolRequest{Session: req.Session, Params: &inner, Extra: req.Extra})
+}
+
+// pinned reports whether name matches one of a discovery profile's
+// pinned globs (dots match "_", as in allowed_tools).
+func pinned(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(sdk.ClientNameGlob(g), name); ok {
+			return true
+		}
+	}
+	return false
+}

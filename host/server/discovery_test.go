@@ -1,0 +1,116 @@
+package server
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/host/policy"
+)
+
+// discoveryServer serves testCatalog with a discovery profile "lean"
+// pinning fake_slow, a readonly discovery profile "reader", and clients
+// of no profile.
+func discoveryServer(t *testing.T) (*httptest.Server, *memAudit) {
+	t.Helper()
+	pol, err := policy.New(policy.Options{SharedBudget: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean, err := pol.ForProfile(policy.Profile{Name: "lean"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := pol.ForProfile(policy.Profile{Name: "reader", Level: policy.ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &memAudit{}
+	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{
+		Policy: pol, Audit: a, RecordReads: true,
+		Profiles: map[string]*Profile{
+			"lean":   {Policy: lean, Discovery: true, Pinned: []string{"fake.slow"}},
+			"reader": {Policy: reader, Discovery: true},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.HTTPHandler(nil))
+	t.Cleanup(ts.Close)
+	return ts, a
+}
+
+// TestDiscovery: a discovery profile lists its pinned tools and the
+// meta-tools only; it finds, describes and calls the others, each call
+// audited under the tool's own name and refused as a direct call would
+// be; other clients never list the meta-tools.
+func TestDiscovery(t *testing.T) {
+	t.Parallel()
+	ts, a := discoveryServer(t)
+	ctx := context.Background()
+	for _, v := range []string{"2026-07-28", "2025-11-25"} {
+		lean := connectPath(t, ts, "/profile/lean", "Claude Desktop", v, nil)
+		reader := connectPath(t, ts, "/profile/reader", "Claude Desktop", v, nil)
+		plain := connectPath(t, ts, "/", "Claude Desktop", v, nil)
+		if got, want := listedTools(t, lean), []string{"fake_slow", ToolCall, ToolDescribe, ToolSearch}; !slices.Equal(got, want) {
+			t.Errorf("%s: lean lists %v, want %v", v, got, want)
+		}
+		if got, want := listedTools(t, plain), []string{"fake_search", "fake_slow", "fake_store"}; !slices.Equal(got, want) {
+			t.Errorf("%s: a client of no profile lists %v, want %v", v, got, want)
+		}
+
+		res, err := lean.CallTool(ctx, &mcp.CallToolParams{Name: ToolSearch, Arguments: map[string]any{"query": "please store this for me"}})
+		if err != nil || res.IsError || !strings.HasPrefix(textOf(res), "fake_store: store") {
+			t.Errorf("%s: lean's tool_search = %+v, %v; want fake_store first", v, res, err)
+		}
+		res, err = reader.CallTool(ctx, &mcp.CallToolParams{Name: ToolSearch, Arguments: map[string]any{"query": "store", "k": 20}})
+		if err != nil || res.IsError || strings.Contains(textOf(res), "fake_store") {
+			t.Errorf("%s: reader's tool_search = %+v, %v; want no act tool", v, res, err)
+		}
+		res, err = lean.CallTool(ctx, &mcp.CallToolParams{Name: ToolDescribe, Arguments: map[string]any{"name": "fake_search"}})
+		if err != nil || res.IsError || !strings.Contains(textOf(res), `"maxLength": 100`) {
+			t.Errorf("%s: tool_describe = %+v, %v; want the input schema", v, res, err)
+		}
+		res, err = lean.CallTool(ctx, &mcp.CallToolParams{Name: ToolCall, Arguments: map[string]any{"name": "fake_search", "arguments": map[string]any{"query": "reef"}}})
+		if err != nil || res.IsError || textOf(res) != `found {"query":"reef"}` {
+			t.Errorf("%s: tool_call fake_search = %+v, %v", v, res, err)
+		}
+		res, err = lean.CallTool(ctx, &mcp.CallToolParams{Name: ToolCall, Arguments: map[string]any{"name": "fake_search", "arguments": map[string]any{"query": "x", "k": 99}}})
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), `argument "k" must be between 1 and 50`) {
+			t.Errorf("%s: tool_call with bad arguments = %+v, %v; want the tool's own validation error", v, res, err)
+		}
+		res, err = reader.CallTool(ctx, &mcp.CallToolParams{Name: ToolCall, Arguments: map[string]any{"name": "fake_store", "arguments": map[string]any{}}})
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), "is an act tool") {
+			t.Errorf("%s: reader's tool_call fake_store = %+v, %v; want the readonly refusal", v, res, err)
+		}
+		res, err = reader.CallTool(ctx, &mcp.CallToolParams{Name: ToolDescribe, Arguments: map[string]any{"name": "fake_store"}})
+		if err != nil || !res.IsError {
+			t.Errorf("%s: reader's tool_describe fake_store = %+v, %v; want it unavailable", v, res, err)
+		}
+	}
+	counts := map[string]int{}
+	for _, r := range a.all() {
+		counts[r.Profile+" "+r.Tool+" "+r.Decision]++
+	}
+	// Per revision: one good call and one with bad arguments through
+	// tool_call, under the tool's own name.
+	for key, want := range map[string]int{
+		"lean fake_search allowed":                  2,
+		"lean fake_search denied:invalid_arguments": 2,
+		"reader fake_store denied:readonly":         2,
+		"lean tool_search allowed":                  2,
+		"reader tool_describe allowed":              2, // a failed read: fake_store is unavailable to reader
+	} {
+		if counts[key] != want {
+			t.Errorf("audit rows %q = %d, want %d (all: %v)", key, counts[key], want, counts)
+		}
+	}
+	if n := counts["lean tool_call allowed"] + counts["reader tool_call allowed"]; n != 0 {
+		t.Errorf("%d audit rows for tool_call itself; a call through it is audited under the tool's own name only", n)
+	}
+}

@@ -32,7 +32,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 STATICCHECK_VERSION        := v0.8.2
 TOOLS := $(CACHE)/tools
 
-.PHONY: all build run run-http test test-go fuzz interop-deps postgres-deps windows-deps windows-exe vet-platforms bench bench-memory lint proto inspect release release-deps clean
+.PHONY: all build run run-http test test-go fuzz interop-deps postgres-deps windows-deps windows-exe vet-platforms bench bench-memory bench-discovery lint proto inspect release release-deps clean
 
 all: build
 
@@ -115,6 +115,16 @@ bench: build
 	$(GO) run -tags $(TAGS) ./bench -host $(CURDIR)/$(BIN)
 	$(GO) run -tags $(TAGS) ./bench/restart -host $(CURDIR)/$(BIN)
 	$(GO) run -tags $(TAGS) ./bench/memory -cache $(CACHE)/bench-memory
+	$(MAKE) --no-print-directory bench-discovery
+
+# Progressive discovery on a catalog of 250+ tools (built-ins, the
+# reference "everything" server, generated upstream servers): tools/list
+# bytes in discovery and full mode, and tool_search's top-3 hit rate on
+# the committed tasks (bench/discovery/testdata/tasks.json).
+bench-discovery: build interop-deps
+	$(GO) run -tags $(TAGS) ./bench/discovery -host $(CURDIR)/$(BIN) \
+		-everything $(INTEROP_HOME)/node_modules/@modelcontextprotocol/server-everything \
+		-node $(INTEROP_HOME)/node_modules/.bin/node
 
 # The memory provider's benchmark alone, in-process: import throughput,
 # memory_search and memory_recall latency and bytes per chunk as a generated

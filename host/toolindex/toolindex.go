@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -62,7 +63,7 @@ func New(ctx context.Context, tools []Tool) (*Index, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	if _, err := db.ExecContext(ctx, `CREATE VIRTUAL TABLE tools USING fts5(name, title, description, args, tokenize = 'unicode61 remove_diacritics 2')`); err != nil {
+	if _, err := db.ExecContext(ctx, `CREATE VIRTUAL TABLE tools USING fts5(name, title, description, args, tokenize = 'porter unicode61 remove_diacritics 2')`); err != nil {
 		return fail(fmt.Errorf("toolindex: create the index (SQLite must be built with FTS5, the sqlite_fts5 tag): %w", err))
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -107,6 +108,10 @@ func argumentText(schema json.RawMessage) string {
 // Close releases the index.
 func (ix *Index) Close() error { return ix.db.Close() }
 
+// expansionWeight is how much the verbs a task's words stand for count,
+// next to the words themselves.
+const expansionWeight = 0.8
+
 // maxScan bounds the ranked rows Search reads before keep filters them.
 const maxScan = 500
 
@@ -119,6 +124,42 @@ func (ix *Index) Search(ctx context.Context, query string, k int, keep func(name
 	if len(words) == 0 || k <= 0 {
 		return nil, nil
 	}
+	// The task's own words rank first; the tool-name verbs they stand
+	// for add expansionWeight as much, so "open a bug report" finds
+	// create_issue without outranking a tool named by the task's nouns.
+	scores := map[string]float64{}
+	if err := ix.score(ctx, words, 1, scores); err != nil {
+		return nil, err
+	}
+	if extra := expand(words)[len(words):]; len(extra) > 0 {
+		if err := ix.score(ctx, extra, expansionWeight, scores); err != nil {
+			return nil, err
+		}
+	}
+	hits := make([]Hit, 0, len(scores))
+	for name, sc := range scores {
+		if keep == nil || keep(name) {
+			hits = append(hits, Hit{Name: name, Score: sc})
+		}
+	}
+	slices.SortFunc(hits, func(a, b Hit) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	return hits, nil
+}
+
+// score adds weight times the BM25 score of every tool matching any of
+// words to scores, for the best maxScan tools.
+func (ix *Index) score(ctx context.Context, words []string, weight float64, scores map[string]float64) error {
 	quoted := make([]string, len(words))
 	for i, w := range words {
 		quoted[i] = `"` + w + `"`
@@ -127,23 +168,21 @@ func (ix *Index) Search(ctx context.Context, query string, k int, keep func(name
 		"SELECT name, -bm25(tools, "+weights+") FROM tools WHERE tools MATCH ? ORDER BY bm25(tools, "+weights+") LIMIT ?",
 		strings.Join(quoted, " OR "), maxScan)
 	if err != nil {
-		return nil, fmt.Errorf("toolindex: search: %w", err)
+		return fmt.Errorf("toolindex: search: %w", err)
 	}
 	defer rows.Close()
-	var hits []Hit
-	for rows.Next() && len(hits) < k {
-		var h Hit
-		if err := rows.Scan(&h.Name, &h.Score); err != nil {
-			return nil, fmt.Errorf("toolindex: search: %w", err)
+	for rows.Next() {
+		var name string
+		var sc float64
+		if err := rows.Scan(&name, &sc); err != nil {
+			return fmt.Errorf("toolindex: search: %w", err)
 		}
-		if keep == nil || keep(h.Name) {
-			hits = append(hits, h)
-		}
+		scores[name] += weight * sc
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("toolindex: search: %w", err)
+		return fmt.Errorf("toolindex: search: %w", err)
 	}
-	return hits, nil
+	return nil
 }
 
 // Words returns the words of query Search looks for, lower-cased, each
@@ -152,11 +191,50 @@ func Words(query string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, w := range strings.FieldsFunc(strings.ToLower(query), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if skip[w] || seen[w] {
+		if skip[w] || seen[w] || strings.IndexFunc(w, unicode.IsLetter) < 0 {
+			// Numbers (times, amounts) rarely say which tool is wanted.
 			continue
 		}
 		seen[w] = true
 		out = append(out, w)
+	}
+	return out
+}
+
+// verbs maps the ways a task says what to do with something to the verbs
+// tool names use for it (create, get, list, update, delete, search, send):
+// a task says "open a bug report" or "schedule a meeting", a tool is named
+// create_issue or create_event.
+var verbs = map[string][]string{
+	"create": {"add", "new", "make", "open", "start", "schedule", "book", "post", "write", "send", "file", "register", "upload", "submit", "save", "store", "remember", "record"},
+	"get":    {"show", "read", "fetch", "download", "view", "display", "check", "see", "retrieve", "inspect"},
+	"list":   {"all", "every", "enumerate", "browse"},
+	"update": {"edit", "change", "modify", "rename", "move", "reply", "set", "scale", "assign", "close", "resolve"},
+	"delete": {"remove", "drop", "cancel", "erase", "destroy", "forget", "purge"},
+	"search": {"find", "look", "lookup", "query", "locate", "discover", "which"},
+	"send":   {"text", "message", "notify", "email", "mail"},
+}
+
+// verbOf inverts verbs: each way of saying it to the verbs it stands for.
+var verbOf = func() map[string][]string {
+	m := map[string][]string{}
+	for verb, ways := range verbs {
+		for _, w := range ways {
+			m[w] = append(m[w], verb)
+		}
+	}
+	return m
+}()
+
+// expand adds to words the tool-name verbs their action words stand for.
+func expand(words []string) []string {
+	out := slices.Clone(words)
+	for _, w := range words {
+		for _, v := range verbOf[w] {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
 	}
 	return out
 }

@@ -203,6 +203,7 @@ func recordJSON(r audit.Record) map[string]any {
 		"args_summary":   json.RawMessage(orEmptyObject(r.ArgsSummary)),
 		"result_ref":     r.ResultRef,
 		"pending":        r.Pending,
+		"profile":        r.Profile,
 	}
 }
 

@@ -47,3 +47,51 @@ func TestUpstreamEverything(t *testing.T) {
 		t.Errorf("audit rows of everything__echo: %s", strings.TrimSpace(string(out)))
 	}
 }
+
+// TestDiscoveryEverything: the TypeScript SDK client, on a profile in
+// discovery mode, finds the everything server's echo tool with
+// tool_search, reads it with tool_describe and calls it with tool_call;
+// the call is audited under the upstream tool's own name and the
+// profile's, and a tool the profile excludes is refused.
+func TestDiscoveryEverything(t *testing.T) {
+	p := requireInterop(t)
+	t.Parallel()
+	sb := newSandbox(t)
+	script := filepath.Join(p.home, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	sb.writeConfig(t, fmt.Sprintf("[[upstream.servers]]\nname = \"everything\"\ncommand = %q\nargs = [%q, \"stdio\"]\n\n"+
+		"[profiles.lean]\ndiscovery = true\npinned_tools = [\"memory_search\"]\nexclude_tools = [\"everything__get-sum\"]\n",
+		p.node(), script))
+	env := []string{
+		`EXPECT_TOOLS=["memory_search","tool_call","tool_describe","tool_search"]`,
+		`FIND={"query":"echo back a message","tool":"everything__echo"}`,
+		`CALL={"arguments":{"message":"found through discovery"},"text":"Echo: found through discovery"}`,
+		`REFUSED={"name":"everything__get-sum","arguments":{"a":1,"b":2},"text":"[profiles.lean] exclude_tools"}`,
+	}
+	tree := runScript(t, p, sb, "client-discovery.mjs", true, env, "stdio", p.bin, "serve", "--profile", "lean")
+	tree.requireExited(t)
+
+	cmd := exec.Command(p.bin, "audit", "list", "--json")
+	cmd.Env = sb.environ("")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("audit list: %v\n%s", err, out)
+	}
+	got := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var row struct {
+			Tool, Decision, Profile string
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("audit row %q: %v", line, err)
+		}
+		got[row.Profile+" "+row.Tool+" "+row.Decision]++
+	}
+	for _, want := range []string{"lean everything__echo allowed", "lean everything__get-sum denied:profile"} {
+		if got[want] != 1 {
+			t.Errorf("audit rows %q: %d, want 1 (all: %v)", want, got[want], got)
+		}
+	}
+	if n := got["lean tool_call allowed"]; n != 0 {
+		t.Errorf("%d audit rows of tool_call itself; calls through it are recorded under the tool's own name", n)
+	}
+}

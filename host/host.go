@@ -583,7 +583,8 @@ func profiles(cfg *config.Config, pol *policy.Policy, log hclog.Logger) map[stri
 			log.Error("profile left out: its clients are refused", "profile", name, "error", err)
 			continue
 		}
-		out[name] = &server.Profile{Policy: p, ConfirmActs: pc.ConfirmActs, Clients: pc.Clients, Discovery: pc.Discovery, Pinned: pc.PinnedTools}
+		out[name] = &server.Profile{Policy: p, ConfirmActs: pc.ConfirmActs, Clients: pc.Clients, Discovery: pc.Discovery, Pinned: pc.PinnedTools,
+			Resources: pc.Resources, ExcludeResources: pc.ExcludeResources}
 	}
 	return out
 }

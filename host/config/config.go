@@ -219,6 +219,13 @@ type ProfileConfig struct {
 	// ExcludeTools lists tool names or globs the profile never serves; it
 	// wins over Tools.
 	ExcludeTools []string `toml:"exclude_tools"`
+	// Resources lists the resource URIs, or globs of them in which * and ?
+	// also match "/", the profile serves (resources/list and
+	// resources/read); empty serves every resource.
+	Resources []string `toml:"resources"`
+	// ExcludeResources lists resource URIs or globs the profile never
+	// serves; it wins over Resources.
+	ExcludeResources []string `toml:"exclude_resources"`
 	// Clients lists the MCP clients, by the clientInfo.name they send
 	// (exact, case-sensitive), that get this profile when neither the
 	// HTTP path (/profile/<name>) nor serve --profile chooses one. A client name may appear

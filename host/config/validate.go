@@ -311,6 +311,12 @@ func (d *decoder) validateProfiles(profiles map[string]ProfileConfig) {
 		for i, t := range p.ExcludeTools {
 			d.check(index(key+".exclude_tools", i), checkToolName(t))
 		}
+		for i, r := range p.Resources {
+			d.check(index(key+".resources", i), checkURIGlob(r))
+		}
+		for i, r := range p.ExcludeResources {
+			d.check(index(key+".exclude_resources", i), checkURIGlob(r))
+		}
 		for i, t := range p.PinnedTools {
 			d.check(index(key+".pinned_tools", i), checkToolName(t))
 		}
@@ -373,6 +379,14 @@ func checkText(s string, max int, multiline bool) string {
 		return fmt.Sprintf("must be at most %d characters; got %d", max, utf8.RuneCountInString(s))
 	case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\t')) }):
 		return "must not hold control characters"
+	}
+	return ""
+}
+
+// checkURIGlob checks a resource URI or URI glob.
+func checkURIGlob(g string) string {
+	if g == "" || strings.TrimSpace(g) != g || strings.ContainsFunc(g, unicode.IsControl) {
+		return fmt.Sprintf("resource URIs and globs must be non-empty, without surrounding spaces or control characters; got %q", g)
 	}
 	return ""
 }

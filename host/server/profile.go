@@ -40,6 +40,100 @@ type Profile struct {
 	// Pinned are glob patterns, as in allowed_tools, of the tools a
 	// Discovery profile still lists.
 	Pinned []string
+	// Resources are the resource URIs or globs (* and ? match any
+	// character, "/" too) the profile serves; empty serves all.
+	Resources []string
+	// ExcludeResources are resource URIs or globs the profile never
+	// serves; they win over Resources.
+	ExcludeResources []string
+}
+
+// servesResource reports whether a client of the named profile may list
+// and read the resource (or template) at uri.
+func (set *Settings) servesResource(profile, uri string) bool {
+	p := set.Profiles[profile]
+	if profile == "" || p == nil {
+		return profile == ""
+	}
+	if uriMatch(p.ExcludeResources, uri) {
+		return false
+	}
+	return len(p.Resources) == 0 || uriMatch(p.Resources, uri)
+}
+
+// uriMatch reports whether uri matches one of globs, in which * matches
+// any run of characters and ? any one character, "/" included.
+func uriMatch(globs []string, uri string) bool {
+	for _, g := range globs {
+		if globMatch(g, uri) {
+			return true
+		}
+	}
+	return false
+}
+
+// globMatch matches s against g (* any run, ? any one character).
+func globMatch(g, s string) bool {
+	gr, sr := []rune(g), []rune(s)
+	// star and mark remember the last * and where its run ended, to
+	// backtrack to: linear in practice, never exponential.
+	star, mark := -1, 0
+	i, j := 0, 0
+	for j < len(sr) {
+		switch {
+		case i < len(gr) && (gr[i] == '?' || gr[i] == sr[j]):
+			i++
+			j++
+		case i < len(gr) && gr[i] == '*':
+			star, mark = i, j
+			i++
+		case star >= 0:
+			i, mark = star+1, mark+1
+			j = mark
+		default:
+			return false
+		}
+	}
+	for i < len(gr) && gr[i] == '*' {
+		i++
+	}
+	return i == len(gr)
+}
+
+// resourcesFor narrows a resources/list or resources/templates/list result
+// to what a client of the named profile may read.
+func (s *Server) resourcesFor(res mcp.Result, profile string) mcp.Result {
+	if profile == "" {
+		return res
+	}
+	set := s.settings.Load()
+	switch r := res.(type) {
+	case *mcp.ListResourcesResult:
+		if r == nil {
+			return res
+		}
+		out := *r
+		out.Resources = nil
+		for _, x := range r.Resources {
+			if set.servesResource(profile, x.URI) {
+				out.Resources = append(out.Resources, x)
+			}
+		}
+		return &out
+	case *mcp.ListResourceTemplatesResult:
+		if r == nil {
+			return res
+		}
+		out := *r
+		out.ResourceTemplates = nil
+		for _, x := range r.ResourceTemplates {
+			if set.servesResource(profile, x.URITemplate) {
+				out.ResourceTemplates = append(out.ResourceTemplates, x)
+			}
+		}
+		return &out
+	}
+	return res
 }
 
 // profileOf returns the profile of a client request: [Options.Profile]

@@ -225,3 +225,68 @@ func TestNestedCallKeepsProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileResources: a profile lists and reads only the resources its
+// globs serve.
+func TestProfileResources(t *testing.T) {
+	t.Parallel()
+	pol, err := policy.New(policy.Options{SharedBudget: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := pol.ForProfile(policy.Profile{Name: "open"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, err := pol.ForProfile(policy.Profile{Name: "closed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: &memAudit{},
+		Profiles: map[string]*Profile{
+			"open":   {Policy: open, Resources: []string{"fake://*"}},
+			"closed": {Policy: closed, Resources: []string{"fake://*"}, ExcludeResources: []string{"*/doc"}},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.HTTPHandler(nil))
+	t.Cleanup(ts.Close)
+	for profile, want := range map[string]bool{"open": true, "closed": false} {
+		cs := connectPath(t, ts, "/profile/"+profile, "Claude Desktop", "2025-11-25", nil)
+		list, err := cs.ListResources(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if listed := len(list.Resources) == 1 && list.Resources[0].URI == "fake://doc"; listed != want {
+			t.Errorf("%s: resources/list = %+v, want fake://doc listed: %v", profile, list.Resources, want)
+		}
+		_, err = cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "fake://doc"})
+		if (err == nil) != want || !want && !strings.Contains(err.Error(), "[profiles.closed]") {
+			t.Errorf("%s: resources/read = %v, want allowed: %v", profile, err, want)
+		}
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, tc := range []struct {
+		glob, s string
+		want    bool
+	}{
+		{"fake://*", "fake://doc", true},
+		{"fake://*", "fake://a/b/c", true},
+		{"*/doc", "fake://doc", true},
+		{"memory://doc?", "memory://doc1", true},
+		{"memory://doc?", "memory://doc", false},
+		{"a*b*c", "aXbYc", true},
+		{"a*b*c", "aXbY", false},
+		{"", "", true},
+		{"*", "", true},
+		{"x", "", false},
+		{strings.Repeat("*a", 20) + "b", strings.Repeat("a", 60), false},
+	} {
+		if got := globMatch(tc.glob, tc.s); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.glob, tc.s, got, tc.want)
+		}
+	}
+}

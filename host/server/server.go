@@ -412,9 +412,14 @@ func (s *Server) namesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		res, err := next(ctx, method, req)
-		if err == nil && method == "tools/list" {
+		if err == nil && (method == "tools/list" || method == "resources/list" || method == "resources/templates/list") {
 			if cr, ok := req.(clientRequest); ok {
-				res = s.listedFor(res, s.profileOf(req, s.clientCaller(cr).ClientName))
+				profile := s.profileOf(req, s.clientCaller(cr).ClientName)
+				if method == "tools/list" {
+					res = s.listedFor(res, profile)
+				} else {
+					res = s.resourcesFor(res, profile)
+				}
 			}
 		}
 		if err == nil && !structuredOutput(req) {
@@ -1164,7 +1169,12 @@ func (s *Server) toolAnswer(call Call, res *sdk.CallToolResult, err error) (*mcp
 
 func (s *Server) resourceHandler(d Dispatcher) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		res, err := d.ReadResource(ctx, &sdk.ReadResourceRequest{URI: req.Params.URI, Caller: s.callerOf(req)})
+		caller := s.callerOf(req)
+		if profile := s.profileOf(req, caller.ClientName); !s.settings.Load().servesResource(profile, req.Params.URI) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: fmt.Sprintf("resource %s is not served to profile %q: see [profiles.%s] resources and exclude_resources", req.Params.URI, profile, profile)}
+		}
+		res, err := d.ReadResource(ctx, &sdk.ReadResourceRequest{URI: req.Params.URI, Caller: caller})
 		if errors.Is(err, sdk.ErrResourceNotFound) {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}

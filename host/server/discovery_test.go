@@ -114,3 +114,48 @@ func TestDiscovery(t *testing.T) {
 		t.Errorf("%d audit rows for tool_call itself; a call through it is audited under the tool's own name only", n)
 	}
 }
+
+// TestDiscoveryConfirms: an act called through tool_call is confirmed as
+// a direct call is, also over multi-round-trip results (2026-07-28), and
+// the question names the tool itself.
+func TestDiscoveryConfirms(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			pol, err := policy.New(policy.Options{Level: policy.Supervised})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lean, err := pol.ForProfile(policy.Profile{Name: "lean"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &memAudit{}
+			s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{
+				Policy: pol, Audit: a, ConfirmActs: ConfirmWhenSupported, Profile: "lean",
+				Profiles: map[string]*Profile{"lean": {Policy: lean, Discovery: true}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var asked []string
+			cs := connectVersion(t, s, "Claude Desktop", &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked = append(asked, req.Params.Message)
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+				},
+			}, v)
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolCall, Arguments: map[string]any{"name": "fake_store", "arguments": map[string]any{"title": "t"}}})
+			if err != nil || res.IsError || textOf(res) != "stored" {
+				t.Fatalf("tool_call fake_store = %+v, %v", res, err)
+			}
+			if len(asked) != 1 || !strings.HasPrefix(asked[0], "Allow Claude Desktop to run fake_store?") {
+				t.Errorf("asked %q, want one question naming fake_store", asked)
+			}
+			if rows := a.all(); len(rows) != 1 || rows[0].Tool != "fake_store" || rows[0].Decision != "allowed" || rows[0].Profile != "lean" {
+				t.Errorf("audit rows = %+v, want one allowed fake_store row of lean", rows)
+			}
+		})
+	}
+}

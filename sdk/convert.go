@@ -188,6 +188,7 @@ func callerToProto(c Caller) *providerv1.Caller {
 		ProtocolVersion:        c.ProtocolVersion,
 		ClientCapabilitiesJson: c.ClientCapabilities,
 		ReadsStructuredContent: c.ReadsStructuredContent,
+		Profile:                c.Profile,
 	}
 }
 
@@ -205,6 +206,7 @@ func callerFromProto(c *providerv1.Caller) Caller {
 		ClientCapabilities: rawOrNil(c.GetClientCapabilitiesJson()),
 		// proto3's default: a host that predates the field sends false.
 		ReadsStructuredContent: c.GetReadsStructuredContent(),
+		Profile:                c.GetProfile(),
 	}
 }
 

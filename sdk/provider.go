@@ -447,6 +447,12 @@ type Caller struct {
 	// text block that is the JSON serialization of StructuredContent for
 	// such a client.
 	ReadsStructuredContent bool
+	// Profile is the name of the host's [profiles.<name>] table the call
+	// runs under, for a client's call and the calls a provider makes
+	// within it: the host decides from it which tools the client sees and
+	// may call. Empty when the client has no profile, and from hosts that
+	// predate profiles (provider protocol field Caller.profile).
+	Profile string
 }
 
 // CallToolRequest is the argument of [Provider.CallTool].

@@ -696,8 +696,9 @@ type Call struct {
 	Confirm Confirmer
 	// Profile names the caller's [Settings].Profiles entry; "" for none.
 	// A call a provider makes within a client's call (Caller.Depth > 0)
-	// runs under the profile of that call, found by Caller.CallToken,
-	// whatever is set here.
+	// runs under the profile of that call, found by Caller.CallToken (or,
+	// once that call has ended, Caller.Profile), whatever is set here.
+	// Call sets Caller.Profile to the profile, for the provider.
 	Profile string
 
 	// inputResponses and requestState are passed to the provider on the
@@ -723,11 +724,16 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 	if !ok {
 		return nil, s.unknownTool(v, c.Tool)
 	}
-	if c.Caller.Depth > 0 && c.Caller.CallToken != "" {
-		if e, ok := s.calls.Load(c.Caller.CallToken); ok {
+	if c.Caller.Depth > 0 {
+		// A provider's call within a client's runs under the client's
+		// profile: the running call's own when its token is known, else
+		// the one its Caller carries back.
+		c.Profile = c.Caller.Profile
+		if e, ok := s.calls.Load(c.Caller.CallToken); ok && c.Caller.CallToken != "" {
 			c.Profile = e.(*callEntry).profile
 		}
 	}
+	c.Caller.Profile = c.Profile
 	d := v.providers[t.Provider]
 	start := time.Now()
 	rec := audit.Record{

@@ -24,6 +24,10 @@ type scopeConfig struct {
 	// ("openhuman-host" for command-line calls), or "*" for every client
 	// no other entry names.
 	Clients []string `json:"clients"`
+	// Profiles are names of the host's [profiles.<name>] tables
+	// (sdk.Caller.Profile): a caller of one of them gets this scope,
+	// whatever its client name.
+	Profiles []string `json:"profiles"`
 	// Namespaces are the namespaces the clients may use; the first is
 	// where memory_store writes when no namespace is given. "*" allows
 	// every namespace (and as the only entry makes "mcp" the default).
@@ -91,19 +95,20 @@ func (sc scope) cond(col string) (string, []any) {
 
 // scopes maps clients to their scopes, from [[providers.memory.scopes]].
 type scopes struct {
-	byClient map[string]scope
+	byClient  map[string]scope
+	byProfile map[string]scope
 	// other is the "*" entry's scope, or unrestricted.
 	other scope
 }
 
 // newScopes checks the configured entries and indexes them.
 func newScopes(entries []scopeConfig) (scopes, error) {
-	out := scopes{byClient: map[string]scope{}, other: unrestricted}
+	out := scopes{byClient: map[string]scope{}, byProfile: map[string]scope{}, other: unrestricted}
 	seenOther := false
 	for i, e := range entries {
 		where := fmt.Sprintf("[[providers.memory.scopes]] entry %d", i+1)
-		if len(e.Clients) == 0 {
-			return out, fmt.Errorf("%s: clients must list at least one client name (or \"*\")", where)
+		if len(e.Clients) == 0 && len(e.Profiles) == 0 {
+			return out, fmt.Errorf("%s: clients must list at least one client name (or \"*\"), or profiles at least one profile", where)
 		}
 		if len(e.Namespaces) == 0 {
 			return out, fmt.Errorf("%s: namespaces must list at least one namespace (or \"*\")", where)
@@ -131,6 +136,15 @@ func newScopes(entries []scopeConfig) (scopes, error) {
 			slices.Sort(sc.namespaces)
 			sc.namespaces = slices.Compact(sc.namespaces)
 		}
+		for _, p := range e.Profiles {
+			if strings.TrimSpace(p) == "" {
+				return out, fmt.Errorf("%s: a profile name is empty", where)
+			}
+			if _, dup := out.byProfile[p]; dup {
+				return out, fmt.Errorf("%s: profile %q is named by an earlier entry too", where, p)
+			}
+			out.byProfile[p] = sc
+		}
 		for _, c := range e.Clients {
 			if strings.TrimSpace(c) == "" {
 				return out, fmt.Errorf("%s: a client name is empty", where)
@@ -151,8 +165,12 @@ func newScopes(entries []scopeConfig) (scopes, error) {
 	return out, nil
 }
 
-// of returns the scope of caller.
+// of returns the scope of caller: its profile's, else its client's, else
+// the "*" entry's.
 func (s scopes) of(caller sdk.Caller) scope {
+	if sc, ok := s.byProfile[caller.Profile]; ok && caller.Profile != "" {
+		return sc
+	}
 	if sc, ok := s.byClient[caller.ClientName]; ok {
 		return sc
 	}

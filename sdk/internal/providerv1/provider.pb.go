@@ -866,8 +866,14 @@ type Caller struct {
 	// may see only the text: put everything the model needs there. Only set
 	// for a client's own call (depth 0), never outside MCP sessions.
 	ReadsStructuredContent bool `protobuf:"varint,11,opt,name=reads_structured_content,json=readsStructuredContent,proto3" json:"reads_structured_content,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// The name of the host's [profiles.<name>] table the call runs under,
+	// for a client's call and the calls a provider makes within it; empty
+	// when the client has no profile, and from hosts that predate profiles.
+	// The memory provider picks a scope by it ([[providers.memory.scopes]]
+	// profiles).
+	Profile       string `protobuf:"bytes,12,opt,name=profile,proto3" json:"profile,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Caller) Reset() {
@@ -975,6 +981,13 @@ func (x *Caller) GetReadsStructuredContent() bool {
 		return x.ReadsStructuredContent
 	}
 	return false
+}
+
+func (x *Caller) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
 }
 
 type CallToolRequest struct {
@@ -3382,7 +3395,7 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\x0ePromptArgument\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1a\n" +
-	"\brequired\x18\x03 \x01(\bR\brequired\"\xbd\x03\n" +
+	"\brequired\x18\x03 \x01(\bR\brequired\"\xd7\x03\n" +
 	"\x06Caller\x12\x1f\n" +
 	"\vsource_type\x18\x01 \x01(\tR\n" +
 	"sourceType\x12!\n" +
@@ -3398,7 +3411,8 @@ const file_openhuman_provider_v1_provider_proto_rawDesc = "" +
 	"\x10protocol_version\x18\t \x01(\tR\x0fprotocolVersion\x128\n" +
 	"\x18client_capabilities_json\x18\n" +
 	" \x01(\fR\x16clientCapabilitiesJson\x128\n" +
-	"\x18reads_structured_content\x18\v \x01(\bR\x16readsStructuredContent\"\xda\x01\n" +
+	"\x18reads_structured_content\x18\v \x01(\bR\x16readsStructuredContent\x12\x18\n" +
+	"\aprofile\x18\f \x01(\tR\aprofile\"\xda\x01\n" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\fR\rargumentsJson\x125\n" +

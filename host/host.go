@@ -1059,5 +1059,7 @@ func ignoredChanges(old, next *config.Config) []string {
 	add(!slices.Equal(old.Server.AllowedOrigins, next.Server.AllowedOrigins), "server.allowed_origins")
 	add(old.Audit.RetainDays != next.Audit.RetainDays, "audit.retain_days")
 	add(old.Audit.QueueSize != next.Audit.QueueSize, "audit.queue_size")
+	add(old.Storage.Driver != next.Storage.Driver, "storage.driver")
+	add(old.Storage.DSNEnv != next.Storage.DSNEnv, "storage.dsn_env")
 	return out
 }

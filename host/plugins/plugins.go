@@ -46,6 +46,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -326,6 +327,10 @@ type instance struct {
 	pid    int
 	// version is the provider protocol version the handshake agreed on.
 	version int
+	// answered counts the RPCs the provider answered, whatever their
+	// outcome: a provider that answers calls is alive even when a health
+	// check times out behind them on a loaded machine.
+	answered *atomic.Uint64
 }
 
 // exited reports whether the instance's process has exited.
@@ -370,6 +375,7 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		return nil, nil, err
 	}
 	var started atomic.Pointer[procRunner]
+	answered := new(atomic.Uint64)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.VersionedPlugins(nil),
@@ -388,10 +394,10 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		Stderr:           &stderrLog{log: log},
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
-		GRPCDialOptions:  sdk.GRPCDialOptions(),
+		GRPCDialOptions:  append(sdk.GRPCDialOptions(), answeredCounter(answered)...),
 	})
 	rpc, err := handshake(ctx, client, &started)
-	inst := &instance{client: client, run: started.Load()}
+	inst := &instance{client: client, run: started.Load(), answered: answered}
 	fail := func(err error) (*instance, *sdk.Catalog, error) {
 		inst.kill(log)
 		return nil, nil, err
@@ -905,6 +911,7 @@ func (p *Provider) supervise() {
 	health := time.NewTicker(p.m.opts.HealthInterval)
 	defer health.Stop()
 	misses := 0
+	var answered uint64 // inst.answered at the last health check
 	for {
 		inst, err := p.current()
 		if err != nil {
@@ -929,13 +936,22 @@ func (p *Provider) supervise() {
 		case <-inst.run.Exited():
 			reason = "its process exited"
 		case <-health.C:
-			if err := p.healthCheck(inst); err != nil {
+			err := p.healthCheck(inst)
+			now := inst.answered.Load()
+			progressed := now != answered
+			answered = now
+			switch {
+			case err != nil && progressed:
+				// Busy, not dead: it answered calls since the last check.
+				p.log.Debug("health check failed while the provider answers calls; not counted", "pid", inst.pid, "error", err)
+				misses = 0
+			case err != nil:
 				misses++
 				p.log.Warn("health check failed", "pid", inst.pid, "misses", misses, "error", err)
 				if misses >= 2 {
-					reason = fmt.Sprintf("it failed two health checks (%v)", err)
+					reason = fmt.Sprintf("it failed two health checks and answered nothing in between (%v)", err)
 				}
-			} else {
+			default:
 				misses = 0
 			}
 		}
@@ -1118,4 +1134,51 @@ func (i *instance) kill(log hclog.Logger) {
 	if pid > 0 && i.run != nil {
 		i.run.group.kill(pid)
 	}
+}
+
+// answeredCounter returns the dial options that count, in n, the RPCs of
+// a provider connection that got an answer from the provider: any
+// outcome but a deadline or an unavailable connection, which is what a
+// hung or dead provider gives.
+func answeredCounter(n *atomic.Uint64) []grpc.DialOption {
+	count := func(err error) {
+		switch status.Code(err) {
+		case codes.DeadlineExceeded, codes.Unavailable, codes.Canceled:
+		default:
+			n.Add(1)
+		}
+	}
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			err := invoker(ctx, method, req, reply, cc, opts...)
+			count(err)
+			return err
+		}),
+		// Tool calls stream their events: every message the provider
+		// sends, and the stream's end, is an answer.
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			cs, err := streamer(ctx, desc, cc, method, opts...)
+			if err != nil {
+				count(err)
+				return nil, err
+			}
+			return &answeredStream{ClientStream: cs, count: count}, nil
+		}),
+	}
+}
+
+// answeredStream counts each message received, and the end of the stream.
+type answeredStream struct {
+	grpc.ClientStream
+	count func(error)
+}
+
+func (s *answeredStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if errors.Is(err, io.EOF) {
+		s.count(nil)
+	} else {
+		s.count(err)
+	}
+	return err
 }

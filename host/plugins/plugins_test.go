@@ -548,3 +548,43 @@ func TestCatalogChangeAnnounced(t *testing.T) {
 		t.Errorf("status after a catalog change = %+v (no restart expected)", st)
 	}
 }
+
+// TestBusyProviderIsNotRestarted: a provider whose health checks time
+// out (here always: a 1 ns timeout) while it answers calls is busy, not
+// hung, and keeps running; once it answers nothing between two failed
+// checks it is restarted.
+func TestBusyProviderIsNotRestarted(t *testing.T) {
+	t.Parallel()
+	var logs testwait.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
+	_, p := startKit(t, Options{HealthInterval: 20 * time.Millisecond, HealthTimeout: time.Nanosecond, Logger: log}, kitSpec(t))
+	first := p.Pid()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := ping(t.Context(), p); err != nil {
+				t.Errorf("ping while busy: %v", err)
+				return
+			}
+		}
+	}()
+	testwait.Until(t, "three failed health checks while answering calls", func() bool {
+		return strings.Count(logs.String(), "health check failed while the provider answers calls") >= 3
+	})
+	close(stop)
+	<-done
+	if st := p.Status(); st.Restarts != 0 || p.Pid() != first {
+		t.Fatalf("a provider answering calls was restarted: %+v", st)
+	}
+	testwait.Until(t, "an idle provider failing its checks replaced", func() bool { return p.Status().Restarts == 1 })
+	if st := p.Status(); !strings.Contains(st.LastError, "answered nothing in between") {
+		t.Errorf("last error = %q", st.LastError)
+	}
+}

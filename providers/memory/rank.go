@@ -385,6 +385,9 @@ func (s *store) rankWords(ctx context.Context, exprs []string, all bool, n int) 
 	if len(exprs) == 0 || n <= 0 {
 		return []rankedPK{}, nil
 	}
+	if s.postgres {
+		return s.rankWordsPostgres(ctx, exprs, all, n)
+	}
 	for attempt := 0; ; attempt++ {
 		state, nRow, err := s.ftsState(ctx)
 		if err != nil {

@@ -7,72 +7,67 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 )
 
-// On PostgreSQL the keyword ranking is BM25's shape computed with
-// PostgreSQL's own machinery:
+// On PostgreSQL the keyword ranking is the BM25 of SQLite's (rank.go),
+// computed with PostgreSQL's own machinery:
 //
-//	score(chunk) = Σ over the query's terms t of idf(t) · ts_rank(weights, tsv, t, 1)
+//	score(chunk) = Σ over the query's terms t of idf(t) · tf(t, chunk)
 //
-// idf(t) is the same Lucene-style inverse document frequency as on SQLite
-// (rank.go), from the number of chunks whose vector matches t, which the
-// GIN index counts. ts_rank of one term plays the part of BM25's saturated
-// term frequency: it grows with the term's occurrences, a match in the
-// title counting titleWeight times one in the body and in the tags
-// tagsWeight times (the weights A, B and D of the chunk's vector), and
-// normalization 1 divides it by 1 + the logarithm of the chunk's length.
-// Every chunk that matches is scored; ties go to the most recently
-// inserted chunk.
+// idf(t) is the same Lucene-style inverse document frequency, from the
+// number of chunks whose vector matches t, which the GIN index counts.
+// tf(t, chunk) is BM25's saturated term frequency, k1 = 1.2 and b = 0.75,
+// of the weighted count of t in the chunk, which is what ts_rank_cd gives
+// for a single term with the weights below (a match in the title counting
+// titleWeight times, in the tags tagsWeight times, in the body once),
+// against the chunk's length in words (chunks.tokens) and the average
+// length (memory_state). A term found in more than half of the chunks
+// counts by its presence, idf alone, as on SQLite. Every chunk that
+// matches is scored; ties go to the most recently inserted chunk.
 //
-// The chunk counts are kept in wordCountCache while memory_state.version,
+// The term counts are kept in wordCountCache while memory_state.version,
 // which every change to chunks increments, stays the same: every replica
 // sees every other's writes.
 
-// pgRankWeights are ts_rank's weights for the labels D (body), C (unused),
-// B (tags) and A (title), in the ratio of the SQLite BM25 column weights.
-var pgRankWeights = fmt.Sprintf("'{%g, %g, %g, %g}'", bodyWeight/4, bodyWeight/4, tagsWeight/4, titleWeight/4)
+// pgRankWeights are ts_rank_cd's weights for the labels D (body), C
+// (unused), B (tags) and A (title): PostgreSQL takes weights up to 1, so
+// they are the column weights over titleWeight, and the result is
+// multiplied back.
+var pgRankWeights = fmt.Sprintf("'{%g, %g, %g, %g}'", bodyWeight/titleWeight, bodyWeight/titleWeight, tagsWeight/titleWeight, 1.0)
 
-// pgRankNormalization is ts_rank's normalization: divide by 1 + the
-// logarithm of the chunk's length.
-const pgRankNormalization = 1
+// bm25B is BM25's b, as FTS5's bm25() uses it.
+const bm25B = 0.75
 
 // wordCountCacheMax bounds the terms whose counts are kept.
 const wordCountCacheMax = 10_000
 
-// wordCountCache keeps the number of chunks, and of chunks matching each
-// recent term, for one version of memory_state.
+// wordCountCache keeps the number of chunks matching each recent term for
+// one version of memory_state.
 type wordCountCache struct {
 	mu      sync.Mutex
 	version int64
-	total   int64
 	valid   bool
 	counts  map[string]int64
 }
 
-// get returns the chunk count and the count of expr at version, if known.
-func (c *wordCountCache) get(version int64, expr string) (total, n int64, ok bool) {
+// get returns the count of expr at version, if known.
+func (c *wordCountCache) get(version int64, expr string) (int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.valid || c.version != version {
-		return 0, 0, false
+		return 0, false
 	}
-	n, ok = c.counts[expr]
-	return c.total, n, ok
+	n, ok := c.counts[expr]
+	return n, ok
 }
 
-// totalAt returns the chunk count at version, if known.
-func (c *wordCountCache) totalAt(version int64) (int64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.total, c.valid && c.version == version
-}
-
-// put records the counts of version, forgetting those of any other.
-func (c *wordCountCache) put(version, total int64, counts map[string]int64) {
+// put records counts at version, forgetting those of any other.
+func (c *wordCountCache) put(version int64, counts map[string]int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.valid || c.version != version {
-		c.version, c.total, c.valid, c.counts = version, total, true, map[string]int64{}
+		c.version, c.valid, c.counts = version, true, map[string]int64{}
 	}
 	for e, n := range counts {
 		if len(c.counts) >= wordCountCacheMax {
@@ -82,59 +77,89 @@ func (c *wordCountCache) put(version, total int64, counts map[string]int64) {
 	}
 }
 
-// termCounts returns the number of chunks and how many match each of
-// exprs (tsquery texts), from the cache or counted with the GIN index.
-func (s *store) termCounts(ctx context.Context, exprs []string) (int64, []int64, error) {
+// indexStats are what BM25 needs of the whole index.
+type indexStats struct {
+	version int64
+	chunks  int64
+	// avgTokens is the average length of a chunk in words.
+	avgTokens float64
+	// counts are the chunks matching each term.
+	counts []int64
+}
+
+// termCounts returns the index's statistics with how many chunks match
+// each of exprs (tsquery texts), from the cache or counted with the GIN
+// index.
+func (s *store) termCounts(ctx context.Context, exprs []string) (indexStats, error) {
 	db := s.db.WithContext(ctx)
-	var version int64
-	if err := db.Raw(`SELECT version FROM memory_state WHERE id = 1`).Scan(&version).Error; err != nil {
-		return 0, nil, fmt.Errorf("read the full-text index's state: %w", err)
+	var st struct {
+		Version int64 `gorm:"column:version"`
+		Chunks  int64 `gorm:"column:chunks"`
+		Tokens  int64 `gorm:"column:tokens"`
 	}
-	total, known := s.wordCounts.totalAt(version)
-	if !known {
-		if err := db.Raw(`SELECT COUNT(*) FROM chunks`).Scan(&total).Error; err != nil {
-			return 0, nil, fmt.Errorf("count chunks: %w", err)
-		}
+	if err := db.Raw(`SELECT version, chunks, tokens FROM memory_state WHERE id = 1`).Scan(&st).Error; err != nil {
+		return indexStats{}, fmt.Errorf("read the full-text index's state: %w", err)
 	}
-	out := make([]int64, len(exprs))
+	out := indexStats{version: st.Version, chunks: st.Chunks, avgTokens: 1, counts: make([]int64, len(exprs))}
+	if st.Chunks > 0 && st.Tokens > 0 {
+		out.avgTokens = float64(st.Tokens) / float64(st.Chunks)
+	}
 	fresh := map[string]int64{}
 	for i, e := range exprs {
-		if _, n, ok := s.wordCounts.get(version, e); ok {
-			out[i] = n
+		if n, ok := s.wordCounts.get(st.Version, e); ok {
+			out.counts[i] = n
 			continue
 		}
-		if err := db.Raw(`SELECT COUNT(*) FROM chunks WHERE tsv @@ to_tsquery('`+pgTextConfig+`', ?)`, e).Scan(&out[i]).Error; err != nil {
-			return 0, nil, fmt.Errorf("count the chunks matching a query term: %w", err)
+		if err := db.Raw(`SELECT COUNT(*) FROM chunks WHERE tsv @@ to_tsquery('`+pgTextConfig+`', ?)`, e).Scan(&out.counts[i]).Error; err != nil {
+			return indexStats{}, fmt.Errorf("count the chunks matching a query term: %w", err)
 		}
-		fresh[e] = out[i]
+		fresh[e] = out.counts[i]
 	}
-	s.wordCounts.put(version, total, fresh)
-	return total, out, nil
+	s.wordCounts.put(st.Version, fresh)
+	return out, nil
 }
 
 // rankWordsPostgres is rankWords on PostgreSQL: the best n chunks, best
 // first, among those in the caller's scope that match every term of
 // exprs (all) or any of them, each a tsquery text (see tsqueryOf).
 func (s *store) rankWordsPostgres(ctx context.Context, exprs []string, all bool, n int) ([]rankedPK, error) {
-	total, counts, err := s.termCounts(ctx, exprs)
+	st, err := s.termCounts(ctx, exprs)
 	if err != nil {
 		return nil, err
 	}
 	var (
-		scoreSQL []string
-		vars     []any
-		used     []string
+		freqs []string // ts_rank_cd of each rare term, in the lateral subquery
+		terms []string // each term's share of the score
+		fVars []any
+		tVars []any
+		used  []string
 	)
+	const q = `to_tsquery('` + pgTextConfig + `', ?)`
 	for i, e := range exprs {
-		if counts[i] == 0 {
+		c := st.counts[i]
+		if c == 0 {
 			if all {
 				return []rankedPK{}, nil
 			}
 			continue
 		}
-		scoreSQL = append(scoreSQL, `?::float8 * ts_rank(`+pgRankWeights+`, c.tsv, to_tsquery('`+pgTextConfig+`', ?), `+strconv.Itoa(pgRankNormalization)+`)`)
-		vars = append(vars, idfOf(counts[i], total), e)
+		idf := idfOf(c, st.chunks)
 		used = append(used, "("+e+")")
+		switch {
+		case isCommon(c, st.chunks) && all:
+			terms = append(terms, `?::float8`)
+			tVars = append(tVars, idf)
+		case isCommon(c, st.chunks):
+			terms = append(terms, `CASE WHEN c.tsv @@ `+q+` THEN ?::float8 ELSE 0 END`)
+			tVars = append(tVars, e, idf)
+		default:
+			f := "r.f" + strconv.Itoa(len(freqs))
+			freqs = append(freqs, strconv.FormatFloat(titleWeight, 'f', -1, 64)+` * ts_rank_cd(`+pgRankWeights+`, c.tsv, `+q+`, 0) AS `+f[2:])
+			fVars = append(fVars, e)
+			// BM25's tf: f·(k1+1) / (f + k1·(1 − b + b·len/avglen)).
+			terms = append(terms, `?::float8 * `+f+` * `+strconv.FormatFloat(bm25K1+1, 'f', -1, 64)+` / (`+f+` + ?::float8 * c.tokens + ?::float8)`)
+			tVars = append(tVars, idf, bm25K1*bm25B/st.avgTokens, bm25K1*(1-bm25B))
+		}
 	}
 	if len(used) == 0 {
 		return []rankedPK{}, nil
@@ -143,16 +168,22 @@ func (s *store) rankWordsPostgres(ctx context.Context, exprs []string, all bool,
 	if all {
 		op = " & "
 	}
-	q := `SELECT c.pk, ` + strings.Join(scoreSQL, " + ") + ` AS score FROM chunks c`
+	sql := `SELECT c.pk, ` + strings.Join(terms, " + ") + ` AS score FROM chunks c`
+	var vars []any
+	if len(freqs) > 0 {
+		sql += ` CROSS JOIN LATERAL (SELECT ` + strings.Join(freqs, ", ") + `) AS r`
+		vars = append(vars, fVars...)
+	}
+	vars = slices.Concat(tVars, vars)
 	where := ` WHERE c.tsv @@ to_tsquery('` + pgTextConfig + `', ?)`
 	vars = append(vars, strings.Join(used, op))
 	if cond, scopeVars := scopeOf(ctx).cond("d.namespace"); cond != "" {
-		q += ` JOIN documents d ON d.id = c.document_id`
+		sql += ` JOIN documents d ON d.id = c.document_id`
 		where += ` AND ` + cond
 		vars = append(vars, scopeVars...)
 	}
 	var out []rankedPK
-	err = s.db.WithContext(ctx).Raw(q+where+` ORDER BY score DESC, c.pk DESC LIMIT ?`, slices.Concat(vars, []any{n})...).Scan(&out).Error
+	err = s.db.WithContext(ctx).Raw(sql+where+` ORDER BY score DESC, c.pk DESC LIMIT ?`, append(vars, n)...).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("rank chunks: %w", err)
 	}
@@ -195,12 +226,19 @@ func (s *store) markSnippetsPostgres(ctx context.Context, out map[int64]browseHi
 		snip := cleanSnippet(sn.Snippet)
 		plain := strings.ReplaceAll(snip, "**", "")
 		text := content[sn.PK]
+		// ts_headline leaves out the punctuation around its excerpt:
+		// it is put back, unless words were left out too, which "…"
+		// stands for.
 		if at := strings.Index(text, plain); at >= 0 {
-			if strings.TrimSpace(text[:at]) != "" {
+			if before := text[:at]; strings.IndexFunc(before, isWordBase) >= 0 {
 				snip = "…" + snip
+			} else {
+				snip = strings.TrimLeftFunc(before, unicode.IsSpace) + snip
 			}
-			if strings.TrimSpace(text[at+len(plain):]) != "" {
+			if after := text[at+len(plain):]; strings.IndexFunc(after, isWordBase) >= 0 {
 				snip += "…"
+			} else {
+				snip += strings.TrimRightFunc(after, unicode.IsSpace)
 			}
 		}
 		r.Snippet = snip

@@ -66,6 +66,7 @@ func TestPostingCache(t *testing.T) {
 // queries that need every word and queries that need any.
 func TestRankWordsMatchesBruteForce(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	p, _ := newProvider(t)
 	st := p.store
 	rng := rand.New(rand.NewPCG(7, 11))

@@ -32,8 +32,8 @@ CREATE INDEX documents_source_id ON documents (source_id);
 CREATE INDEX documents_note_chunk_id ON documents (note_chunk_id) WHERE note_chunk_id IS NOT NULL;
 
 -- pk is numbered by the writer (the largest in use plus one), which holds
--- the memory write lock; tsv is the chunk's full-text vector, kept by the
--- triggers below.
+-- the memory write lock; tsv is the chunk's full-text vector and tokens
+-- its length in words, kept by the triggers below.
 CREATE TABLE chunks (
 	pk          BIGINT PRIMARY KEY,
 	id          TEXT NOT NULL UNIQUE,
@@ -43,6 +43,7 @@ CREATE TABLE chunks (
 	created_ms  BIGINT NOT NULL,
 	updated_ms  BIGINT NOT NULL,
 	tsv         TSVECTOR NOT NULL DEFAULT ''::tsvector,
+	tokens      INTEGER NOT NULL DEFAULT 0,
 	UNIQUE (document_id, seq)
 );
 CREATE INDEX chunks_updated_ms ON chunks (updated_ms, pk);
@@ -102,12 +103,15 @@ CREATE TABLE document_versions (
 CREATE INDEX document_versions_replaced_ms ON document_versions (replaced_ms);
 
 -- memory_state counts the changes to what the full-text index holds, so
--- that every replica knows when the word counts it keeps are out of date.
+-- that every replica knows when the word counts it keeps are out of date,
+-- and the chunks with their words, which BM25 needs.
 CREATE TABLE memory_state (
 	id      INTEGER PRIMARY KEY CHECK (id = 1),
-	version BIGINT NOT NULL
+	version BIGINT NOT NULL,
+	chunks  BIGINT NOT NULL,
+	tokens  BIGINT NOT NULL
 );
-INSERT INTO memory_state (id, version) VALUES (1, 0);
+INSERT INTO memory_state (id, version, chunks, tokens) VALUES (1, 0, 0, 0);
 
 -- +goose StatementBegin
 CREATE FUNCTION memory_entities_count() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -187,15 +191,29 @@ LANGUAGE sql STABLE AS $$
 $$;
 -- +goose StatementEnd
 
+-- memory_tsv_tokens is the number of words a vector was made of.
+-- +goose StatementBegin
+CREATE FUNCTION memory_tsv_tokens(v tsvector) RETURNS INTEGER LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+	SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)::integer FROM unnest(v) AS u
+$$;
+-- +goose StatementEnd
+
+-- A chunk's vector is made when it is inserted or its text changes, and
+-- again when the triggers below set it after a change to its title or
+-- tags; its word count follows its vector.
 -- +goose StatementBegin
 CREATE FUNCTION memory_chunks_tsv() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	NEW.tsv := memory_chunk_tsv(NEW.document_id, NEW.id, NEW.content);
+	IF TG_OP = 'INSERT' OR NEW.id IS DISTINCT FROM OLD.id OR NEW.document_id IS DISTINCT FROM OLD.document_id
+		OR NEW.content IS DISTINCT FROM OLD.content THEN
+		NEW.tsv := memory_chunk_tsv(NEW.document_id, NEW.id, NEW.content);
+	END IF;
+	NEW.tokens := memory_tsv_tokens(NEW.tsv);
 	RETURN NEW;
 END
 $$;
 -- +goose StatementEnd
-CREATE TRIGGER chunks_tsv BEFORE INSERT OR UPDATE OF id, document_id, content ON chunks
+CREATE TRIGGER chunks_tsv BEFORE INSERT OR UPDATE ON chunks
 	FOR EACH ROW EXECUTE FUNCTION memory_chunks_tsv();
 
 -- +goose StatementBegin
@@ -227,21 +245,63 @@ CREATE TRIGGER chunk_tags_tsv AFTER INSERT OR UPDATE OR DELETE ON chunk_tags
 	FOR EACH ROW EXECUTE FUNCTION memory_chunk_tags_tsv();
 
 -- +goose StatementBegin
-CREATE FUNCTION memory_state_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION memory_state_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	UPDATE memory_state SET version = version + 1 WHERE id = 1;
+	UPDATE memory_state SET version = version + 1,
+		chunks = chunks + (SELECT count(*) FROM new_rows),
+		tokens = tokens + (SELECT coalesce(sum(tokens), 0) FROM new_rows)
+	WHERE id = 1;
 	RETURN NULL;
 END
 $$;
 -- +goose StatementEnd
-CREATE TRIGGER chunks_state AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON chunks
-	FOR EACH STATEMENT EXECUTE FUNCTION memory_state_bump();
+CREATE TRIGGER chunks_state_insert AFTER INSERT ON chunks REFERENCING NEW TABLE AS new_rows
+	FOR EACH STATEMENT EXECUTE FUNCTION memory_state_insert();
+
+-- +goose StatementBegin
+CREATE FUNCTION memory_state_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE memory_state SET version = version + 1,
+		chunks = chunks - (SELECT count(*) FROM old_rows),
+		tokens = tokens - (SELECT coalesce(sum(tokens), 0) FROM old_rows)
+	WHERE id = 1;
+	RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER chunks_state_delete AFTER DELETE ON chunks REFERENCING OLD TABLE AS old_rows
+	FOR EACH STATEMENT EXECUTE FUNCTION memory_state_delete();
+
+-- +goose StatementBegin
+CREATE FUNCTION memory_state_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE memory_state SET version = version + 1,
+		tokens = tokens + (SELECT coalesce(sum(tokens), 0) FROM new_rows) - (SELECT coalesce(sum(tokens), 0) FROM old_rows)
+	WHERE id = 1;
+	RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER chunks_state_update AFTER UPDATE ON chunks REFERENCING NEW TABLE AS new_rows OLD TABLE AS old_rows
+	FOR EACH STATEMENT EXECUTE FUNCTION memory_state_update();
+
+-- +goose StatementBegin
+CREATE FUNCTION memory_state_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE memory_state SET version = version + 1, chunks = 0, tokens = 0 WHERE id = 1;
+	RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER chunks_state_truncate AFTER TRUNCATE ON chunks
+	FOR EACH STATEMENT EXECUTE FUNCTION memory_state_truncate();
 
 -- +goose Down
 DROP TABLE IF EXISTS memory_state, document_versions, chunk_embeddings, chunk_entities, entities, chunk_tags CASCADE;
 ALTER TABLE IF EXISTS documents DROP CONSTRAINT IF EXISTS documents_note_chunk_id_fkey;
 DROP TABLE IF EXISTS chunks, documents, sources CASCADE;
-DROP FUNCTION IF EXISTS memory_state_bump(), memory_chunk_tags_tsv(), memory_documents_tsv(), memory_chunks_tsv(),
+DROP FUNCTION IF EXISTS memory_state_insert(), memory_state_delete(), memory_state_update(), memory_state_truncate(),
+	memory_chunk_tags_tsv(), memory_documents_tsv(), memory_chunks_tsv(), memory_tsv_tokens(tsvector),
 	memory_chunk_tsv(TEXT, TEXT, TEXT), memory_fts_text(TEXT), memory_entities_count();
 DROP TEXT SEARCH CONFIGURATION IF EXISTS memory_text;
 DROP TEXT SEARCH DICTIONARY IF EXISTS memory_english_stem;

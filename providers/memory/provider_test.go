@@ -95,6 +95,7 @@ func TestConfigure(t *testing.T) {
 // Configure must refuse with the rebuild message and create nothing.
 func TestConfigureWithoutFTS5(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	if fts5Compiled {
 		t.Skip("built with FTS5; TestCheckFTS5 covers the message")
 	}

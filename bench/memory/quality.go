@@ -214,7 +214,15 @@ func (b *bench) newProvider(ctx context.Context, dataDir string) (*memory.Provid
 		return nil, err
 	}
 	p := memory.New(&memory.Options{Logger: b.logger, Now: b.now})
-	if err := p.Configure(ctx, &sdk.ConfigureRequest{Config: json.RawMessage("{}"), DataDir: dataDir}); err != nil {
+	req := &sdk.ConfigureRequest{Config: json.RawMessage("{}"), DataDir: dataDir}
+	if b.pg != nil {
+		dsn, err := b.pg.newDatabase(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req.Secrets = map[string]string{memory.SecretStorageDriver: "postgres", memory.SecretStorageDSN: dsn}
+	}
+	if err := p.Configure(ctx, req); err != nil {
 		return nil, fmt.Errorf("configure the memory provider: %w", err)
 	}
 	return p, nil
@@ -258,6 +266,12 @@ func (b *bench) importReal(ctx context.Context, q *quality) (*memory.Provider, e
 		}
 		imports = append(imports, sum.Elapsed)
 
+		if b.pg != nil {
+			// The floor is a plain SQLite + FTS5 insert: no baseline
+			// for PostgreSQL.
+			b.logf("real corpus, round %d: import %d chunks in %s", round, sum.Chunks, sum.Elapsed.Round(time.Millisecond))
+			continue
+		}
 		fromStore := true
 		chunks, err := storedChunks(ctx, st.Path, q.corpus.Root, func() []floorChunk {
 			fromStore = false

@@ -3,32 +3,22 @@ package memory
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 )
 
-// On PostgreSQL the keyword ranking is the BM25 of SQLite's (rank.go),
-// computed with PostgreSQL's own machinery:
-//
-//	score(chunk) = Σ over the query's terms t of idf(t) · tf(t, chunk)
-//
-// idf(t) is the same Lucene-style inverse document frequency, from the
-// number of chunks whose vector matches t, which the GIN index counts.
-// tf(t, chunk) is BM25's saturated term frequency, k1 = 1.2 and b = 0.75,
-// of the weighted count of t in the chunk, which is what ts_rank_cd gives
-// for a single term with the weights below (a match in the title counting
-// titleWeight times, in the tags tagsWeight times, in the body once),
-// against the chunk's length in words (chunks.tokens) and the average
-// length (memory_state). A term found in more than half of the chunks
-// counts by its presence, idf alone, as on SQLite. Every chunk that
-// matches is scored; ties go to the most recently inserted chunk.
-//
-// The term counts are kept in wordCountCache while memory_state.version,
-// which every change to chunks increments, stays the same: every replica
-// sees every other's writes.
+// On PostgreSQL the keyword ranking is rank.go's, the same BM25 over the
+// same posting lists, read from PostgreSQL's own machinery instead of
+// FTS5: a term's chunks are those whose vector (chunks.tsv) matches its
+// tsquery, found with the GIN index, and its weighted count in a chunk is
+// what ts_rank_cd gives for that single term with the weights below (a
+// match in the title counting titleWeight times, in the tags tagsWeight
+// times, in the body once), which BM25's saturation turns into tf against
+// the chunk's length in words (chunks.tokens) and the average length
+// (memory_state). The index's state is memory_state's version, which every
+// change to chunks increments: each replica's cached lists follow every
+// other replica's writes.
 
 // pgRankWeights are ts_rank_cd's weights for the labels D (body), C
 // (unused), B (tags) and A (title): PostgreSQL takes weights up to 1, so
@@ -36,159 +26,143 @@ import (
 // multiplied back.
 var pgRankWeights = fmt.Sprintf("'{%g, %g, %g, %g}'", bodyWeight/titleWeight, bodyWeight/titleWeight, tagsWeight/titleWeight, 1.0)
 
+// pgTermFrequency is the SQL expression of a chunk c's weighted count of
+// the tsquery $1.
+var pgTermFrequency = strconv.FormatFloat(titleWeight, 'f', -1, 64) + ` * ts_rank_cd(` + pgRankWeights + `, c.tsv, to_tsquery('` + pgTextConfig + `', $1), 0)`
+
 // bm25B is BM25's b, as FTS5's bm25() uses it.
 const bm25B = 0.75
 
-// wordCountCacheMax bounds the terms whose counts are kept.
-const wordCountCacheMax = 10_000
-
-// wordCountCache keeps the number of chunks matching each recent term for
-// one version of memory_state.
-type wordCountCache struct {
-	mu      sync.Mutex
-	version int64
-	valid   bool
-	counts  map[string]int64
-}
-
-// get returns the count of expr at version, if known.
-func (c *wordCountCache) get(version int64, expr string) (int64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.valid || c.version != version {
-		return 0, false
-	}
-	n, ok := c.counts[expr]
-	return n, ok
-}
-
-// put records counts at version, forgetting those of any other.
-func (c *wordCountCache) put(version int64, counts map[string]int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.valid || c.version != version {
-		c.version, c.valid, c.counts = version, true, map[string]int64{}
-	}
-	for e, n := range counts {
-		if len(c.counts) >= wordCountCacheMax {
-			break
-		}
-		c.counts[e] = n
-	}
-}
-
-// indexStats are what BM25 needs of the whole index.
-type indexStats struct {
-	version int64
-	chunks  int64
-	// avgTokens is the average length of a chunk in words.
-	avgTokens float64
-	// counts are the chunks matching each term.
-	counts []int64
-}
-
-// termCounts returns the index's statistics with how many chunks match
-// each of exprs (tsquery texts), from the cache or counted with the GIN
-// index.
-func (s *store) termCounts(ctx context.Context, exprs []string) (indexStats, error) {
-	db := s.db.WithContext(ctx)
+// ftsStatePostgres is ftsState on PostgreSQL: memory_state's version with
+// the chunk and word counts, and the number of chunks.
+func (s *store) ftsStatePostgres(ctx context.Context) (string, int64, error) {
 	var st struct {
 		Version int64 `gorm:"column:version"`
 		Chunks  int64 `gorm:"column:chunks"`
 		Tokens  int64 `gorm:"column:tokens"`
 	}
-	if err := db.Raw(`SELECT version, chunks, tokens FROM memory_state WHERE id = 1`).Scan(&st).Error; err != nil {
-		return indexStats{}, fmt.Errorf("read the full-text index's state: %w", err)
+	if err := s.db.WithContext(ctx).Raw(`SELECT version, chunks, tokens FROM memory_state WHERE id = 1`).Scan(&st).Error; err != nil {
+		return "", 0, fmt.Errorf("read the full-text index's state: %w", err)
 	}
-	out := indexStats{version: st.Version, chunks: st.Chunks, avgTokens: 1, counts: make([]int64, len(exprs))}
-	if st.Chunks > 0 && st.Tokens > 0 {
-		out.avgTokens = float64(st.Tokens) / float64(st.Chunks)
-	}
-	fresh := map[string]int64{}
-	for i, e := range exprs {
-		if n, ok := s.wordCounts.get(st.Version, e); ok {
-			out.counts[i] = n
-			continue
-		}
-		if err := db.Raw(`SELECT COUNT(*) FROM chunks WHERE tsv @@ to_tsquery('`+pgTextConfig+`', ?)`, e).Scan(&out.counts[i]).Error; err != nil {
-			return indexStats{}, fmt.Errorf("count the chunks matching a query term: %w", err)
-		}
-		fresh[e] = out.counts[i]
-	}
-	s.wordCounts.put(st.Version, fresh)
-	return out, nil
+	return fmt.Sprintf("%d:%d:%d", st.Version, st.Chunks, st.Tokens), st.Chunks, nil
 }
 
-// rankWordsPostgres is rankWords on PostgreSQL: the best n chunks, best
-// first, among those in the caller's scope that match every term of
-// exprs (all) or any of them, each a tsquery text (see tsqueryOf).
-func (s *store) rankWordsPostgres(ctx context.Context, exprs []string, all bool, n int) ([]rankedPK, error) {
-	st, err := s.termCounts(ctx, exprs)
+// avgTokensOf is the average chunk length in words of a state of
+// ftsStatePostgres; 1 when unknown.
+func avgTokensOf(state string) float64 {
+	var version, chunks, tokens int64
+	if _, err := fmt.Sscanf(state, "%d:%d:%d", &version, &chunks, &tokens); err != nil || chunks <= 0 || tokens <= 0 {
+		return 1
+	}
+	return float64(tokens) / float64(chunks)
+}
+
+// bm25TF is BM25's saturated term frequency of a weighted count f in a
+// chunk of tokens words, avg words on average.
+func bm25TF(f float64, tokens int64, avg float64) float64 {
+	if f <= 0 {
+		return 0
+	}
+	return f * (bm25K1 + 1) / (f + bm25K1*(1-bm25B+bm25B*float64(tokens)/avg))
+}
+
+// loadPostingsPostgres is loadPostings on PostgreSQL.
+func (s *store) loadPostingsPostgres(ctx context.Context, expr string, n, nRow int64) (*postingList, error) {
+	state, _, err := s.ftsStatePostgres(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		freqs []string // ts_rank_cd of each rare term, in the lateral subquery
-		terms []string // each term's share of the score
-		fVars []any
-		tVars []any
-		used  []string
-	)
-	const q = `to_tsquery('` + pgTextConfig + `', ?)`
+	l, err := s.tfList(ctx, `c.tsv @@ to_tsquery('`+pgTextConfig+`', $1)`, expr, !isCommon(n, nRow), avgTokensOf(state))
+	if err != nil {
+		return nil, err
+	}
+	hits := int64(l.n)
+	l.idf, l.ftsIDF = idfOf(hits, nRow), ftsIDFOf(hits, nRow)
+	return l, nil
+}
+
+// pairListPostgres is pairList on PostgreSQL: w's list restricted to the
+// chunks holding any word of readExprs, with its tf there (its idf set).
+func (s *store) pairListPostgres(ctx context.Context, readExprs []string, w queryWord) (*postingList, error) {
+	parts := make([]string, len(readExprs))
+	for i, e := range readExprs {
+		parts[i] = "(" + e + ")"
+	}
+	state, _, err := s.ftsStatePostgres(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cond := `c.tsv @@ to_tsquery('` + pgTextConfig + `', $1) AND c.tsv @@ to_tsquery('` + pgTextConfig + `', $2)`
+	l, err := s.tfList(ctx, cond, w.expr, !w.common, avgTokensOf(state), strings.Join(parts, " | "))
+	if err != nil {
+		return nil, err
+	}
+	l.idf = w.idf
+	return l, nil
+}
+
+// tfList reads the chunks that pass cond, whose $1 is expr and $2… are
+// more, in pk order, as a posting list; withTF also reads each chunk's tf
+// of expr.
+func (s *store) tfList(ctx context.Context, cond, expr string, withTF bool, avg float64, more ...any) (*postingList, error) {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return nil, err
+	}
+	q := `SELECT c.pk, 0, 0 FROM chunks c WHERE ` + cond + ` ORDER BY c.pk`
+	l := &postingList{}
+	if withTF {
+		q = `SELECT c.pk, ` + pgTermFrequency + `, c.tokens FROM chunks c WHERE ` + cond + ` ORDER BY c.pk`
+		l.tf = []float64{}
+	}
+	rows, err := sqlDB.QueryContext(ctx, q, append([]any{expr}, more...)...)
+	if err != nil {
+		return nil, fmt.Errorf("read the chunks matching a query term: %w", err)
+	}
+	defer rows.Close()
+	r := pkReader{l: l}
+	for rows.Next() {
+		var (
+			pk, tokens int64
+			f          float64
+		)
+		if err := rows.Scan(&pk, &f, &tokens); err != nil {
+			return nil, fmt.Errorf("read the chunks matching a query term: %w", err)
+		}
+		if err := r.add(pk); err != nil {
+			return nil, fmt.Errorf("read the chunks matching a query term: %w", err)
+		}
+		if withTF {
+			l.tf = append(l.tf, bm25TF(f, tokens, avg))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the chunks matching a query term: %w", err)
+	}
+	return l, nil
+}
+
+// newestMatchesPostgres is newestMatches on PostgreSQL.
+func (s *store) newestMatchesPostgres(ctx context.Context, exprs []string, constant float64, n int) ([]rankedPK, error) {
+	parts := make([]string, len(exprs))
 	for i, e := range exprs {
-		c := st.counts[i]
-		if c == 0 {
-			if all {
-				return []rankedPK{}, nil
-			}
-			continue
-		}
-		idf := idfOf(c, st.chunks)
-		used = append(used, "("+e+")")
-		switch {
-		case isCommon(c, st.chunks) && all:
-			terms = append(terms, `?::float8`)
-			tVars = append(tVars, idf)
-		case isCommon(c, st.chunks):
-			terms = append(terms, `CASE WHEN c.tsv @@ `+q+` THEN ?::float8 ELSE 0 END`)
-			tVars = append(tVars, e, idf)
-		default:
-			f := "r.f" + strconv.Itoa(len(freqs))
-			freqs = append(freqs, strconv.FormatFloat(titleWeight, 'f', -1, 64)+` * ts_rank_cd(`+pgRankWeights+`, c.tsv, `+q+`, 0) AS `+f[2:])
-			fVars = append(fVars, e)
-			// BM25's tf: f·(k1+1) / (f + k1·(1 − b + b·len/avglen)).
-			terms = append(terms, `?::float8 * `+f+` * `+strconv.FormatFloat(bm25K1+1, 'f', -1, 64)+` / (`+f+` + ?::float8 * c.tokens + ?::float8)`)
-			tVars = append(tVars, idf, bm25K1*bm25B/st.avgTokens, bm25K1*(1-bm25B))
-		}
+		parts[i] = "(" + e + ")"
 	}
-	if len(used) == 0 {
-		return []rankedPK{}, nil
-	}
-	op := " | "
-	if all {
-		op = " & "
-	}
-	sql := `SELECT c.pk, ` + strings.Join(terms, " + ") + ` AS score FROM chunks c`
-	var vars []any
-	if len(freqs) > 0 {
-		sql += ` CROSS JOIN LATERAL (SELECT ` + strings.Join(freqs, ", ") + `) AS r`
-		vars = append(vars, fVars...)
-	}
-	vars = slices.Concat(tVars, vars)
+	q := `SELECT c.pk FROM chunks c`
 	where := ` WHERE c.tsv @@ to_tsquery('` + pgTextConfig + `', ?)`
-	vars = append(vars, strings.Join(used, op))
+	vars := []any{strings.Join(parts, " & ")}
 	if cond, scopeVars := scopeOf(ctx).cond("d.namespace"); cond != "" {
-		sql += ` JOIN documents d ON d.id = c.document_id`
+		q += ` JOIN documents d ON d.id = c.document_id`
 		where += ` AND ` + cond
 		vars = append(vars, scopeVars...)
 	}
-	var out []rankedPK
-	err = s.db.WithContext(ctx).Raw(sql+where+` ORDER BY score DESC, c.pk DESC LIMIT ?`, append(vars, n)...).Scan(&out).Error
-	if err != nil {
+	var pks []int64
+	if err := s.db.WithContext(ctx).Raw(q+where+` ORDER BY c.pk DESC LIMIT ?`, append(vars, n)...).Scan(&pks).Error; err != nil {
 		return nil, fmt.Errorf("rank chunks: %w", err)
 	}
-	if out == nil {
-		out = []rankedPK{}
+	out := make([]rankedPK, len(pks))
+	for i, pk := range pks {
+		out[i] = rankedPK{PK: pk, Score: constant}
 	}
 	return out, nil
 }

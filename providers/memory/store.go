@@ -63,9 +63,6 @@ type store struct {
 	// is then empty and where names the database, without credentials.
 	postgres bool
 	where    string
-	// wordCounts keeps, on PostgreSQL, how many chunks hold each recent
-	// query term while the index is unchanged (rank_postgres.go).
-	wordCounts *wordCountCache
 }
 
 // lockPath is the lock file of the database at path: every process with

@@ -94,7 +94,6 @@ func openPostgresStore(ctx context.Context, dsn string, now func() time.Time, ex
 	return &store{
 		db: db, now: now, writeSlot: make(chan struct{}, 1), extractors: extractors,
 		postings: newPostingCache(postingCacheBytes), postgres: true, where: where,
-		wordCounts: &wordCountCache{},
 	}, nil
 }
 

@@ -627,11 +627,10 @@ func (s *store) matchList(ctx context.Context, match string) (*postingList, erro
 	if err != nil {
 		return nil, err
 	}
-	q := `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`
 	if s.postgres {
-		q = `SELECT pk FROM chunks WHERE tsv @@ to_tsquery('` + pgTextConfig + `', $1) ORDER BY pk`
+		return s.tfList(ctx, `c.tsv @@ to_tsquery('`+pgTextConfig+`', $1)`, match, false, 1)
 	}
-	rows, err := sqlDB.QueryContext(uninterrupted(ctx), q, match)
+	rows, err := sqlDB.QueryContext(uninterrupted(ctx), `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`, match)
 	if err != nil {
 		return nil, fmt.Errorf("match %s: %w", match, err)
 	}

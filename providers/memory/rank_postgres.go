@@ -1,8 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -102,42 +104,53 @@ func (s *store) pairListPostgres(ctx context.Context, readExprs []string, w quer
 }
 
 // tfList reads the chunks that pass cond, whose $1 is expr and $2… are
-// more, in pk order, as a posting list; withTF also reads each chunk's tf
-// of expr.
+// more, as a posting list; withTF also reads each chunk's tf of expr. The
+// rows are sorted here, not by the statement: ORDER BY pk would lead the
+// planner to walk the primary key and test every chunk's vector instead of
+// asking the GIN index.
 func (s *store) tfList(ctx context.Context, cond, expr string, withTF bool, avg float64, more ...any) (*postingList, error) {
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return nil, err
 	}
-	q := `SELECT c.pk, 0, 0 FROM chunks c WHERE ` + cond + ` ORDER BY c.pk`
-	l := &postingList{}
+	q := `SELECT c.pk, 0, 0 FROM chunks c WHERE ` + cond
 	if withTF {
-		q = `SELECT c.pk, ` + pgTermFrequency + `, c.tokens FROM chunks c WHERE ` + cond + ` ORDER BY c.pk`
-		l.tf = []float64{}
+		q = `SELECT c.pk, ` + pgTermFrequency + `, c.tokens FROM chunks c WHERE ` + cond
 	}
 	rows, err := sqlDB.QueryContext(ctx, q, append([]any{expr}, more...)...)
 	if err != nil {
 		return nil, fmt.Errorf("read the chunks matching a query term: %w", err)
 	}
 	defer rows.Close()
-	r := pkReader{l: l}
+	type hit struct {
+		pk     int64
+		f      float64
+		tokens int64
+	}
+	var hits []hit
 	for rows.Next() {
-		var (
-			pk, tokens int64
-			f          float64
-		)
-		if err := rows.Scan(&pk, &f, &tokens); err != nil {
+		var h hit
+		if err := rows.Scan(&h.pk, &h.f, &h.tokens); err != nil {
 			return nil, fmt.Errorf("read the chunks matching a query term: %w", err)
 		}
-		if err := r.add(pk); err != nil {
-			return nil, fmt.Errorf("read the chunks matching a query term: %w", err)
-		}
-		if withTF {
-			l.tf = append(l.tf, bm25TF(f, tokens, avg))
-		}
+		hits = append(hits, h)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the chunks matching a query term: %w", err)
+	}
+	slices.SortFunc(hits, func(a, b hit) int { return cmp.Compare(a.pk, b.pk) })
+	l := &postingList{gaps: make([]byte, 0, len(hits)+len(hits)/4)}
+	if withTF {
+		l.tf = make([]float64, 0, len(hits))
+	}
+	r := pkReader{l: l}
+	for _, h := range hits {
+		if err := r.add(h.pk); err != nil {
+			return nil, fmt.Errorf("read the chunks matching a query term: %w", err)
+		}
+		if withTF {
+			l.tf = append(l.tf, bm25TF(h.f, h.tokens, avg))
+		}
 	}
 	return l, nil
 }

@@ -69,7 +69,12 @@ const (
 // server without credentials.
 func openPostgresStore(ctx context.Context, dsn string, now func() time.Time, extractors []Extractor, logger hclog.Logger) (*store, error) {
 	where := storage.Describe(dsn)
-	_, sqlDB, err := storage.OpenPostgres(ctx, dsn, storage.PoolOptions{MaxOpen: pgPoolSize})
+	// Every statement is planned for its own values: a generic plan of
+	// "tsv @@ to_tsquery($1)", which pgx's prepared statements get after a
+	// few runs, cannot tell a rare word from a common one and scans every
+	// chunk's vector.
+	_, sqlDB, err := storage.OpenPostgres(ctx, dsn, storage.PoolOptions{MaxOpen: pgPoolSize,
+		Settings: map[string]string{"plan_cache_mode": "force_custom_plan"}})
 	if err != nil {
 		return nil, err
 	}

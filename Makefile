@@ -53,6 +53,9 @@ run-http: build
 test: build interop-deps windows-exe postgres-deps vet-platforms
 	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 OPENHUMAN_REQUIRE_POSTGRES=1 \
 		$(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 -timeout 20m ./...
+	@# The memory provider's driver-neutral tests again, on PostgreSQL.
+	OPENHUMAN_MEMORY_TEST_DRIVER=postgres OPENHUMAN_REQUIRE_POSTGRES=1 \
+		$(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 -timeout 20m ./providers/memory/
 	@# A build without the tag must refuse to start the memory provider.
 	$(GO) test -race -ldflags '-s -w' -count=1 -run 'TestConfigureWithoutFTS5|TestCheckFTS5' ./providers/memory/
 

@@ -674,6 +674,13 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plug
 				return nil, errors.New("no host executable to launch built-in providers from")
 			}
 			spec.Path, spec.Args = o.Executable, []string{"provider", p.Name}
+			if p.Name == "memory" {
+				// The built-in memory provider, and no other, keeps its
+				// data in the shared database on PostgreSQL.
+				if spec.Secrets, err = MemoryStorageSecrets(cfg, spec.Secrets); err != nil {
+					return nil, fmt.Errorf("providers.memory: %w", err)
+				}
+			}
 			if p.Name == "agent" {
 				spec.Revision = agentsRevision(cfg, p)
 			}

@@ -50,3 +50,36 @@ func sharedStateKey(ctx context.Context, cfg *config.Config, dataDir string, log
 	}
 	return key, nil
 }
+
+// Secrets the host passes the built-in memory provider when [storage]
+// driver = "postgres"; the provider reads them as memory.SecretStorageDriver
+// and memory.SecretStorageDSN (the host does not import the provider).
+const (
+	memoryStorageDriverSecret = "storage.driver"
+	memoryStorageDSNSecret    = "storage.dsn"
+)
+
+// MemoryStorageSecrets returns secrets with what the built-in memory
+// provider needs to keep its data where cfg's [storage] table says: with
+// driver = "postgres", the driver and the connection string (read from
+// the environment variable storage.dsn_env names, as the audit log does),
+// so that every replica's memory is the shared database; otherwise
+// secrets unchanged, and the provider opens memory.db in its data
+// directory. Only the built-in memory provider may be given them: the
+// connection string is the shared database's credential.
+func MemoryStorageSecrets(cfg *config.Config, secrets map[string]string) (map[string]string, error) {
+	if cfg.Storage.Driver != config.StoragePostgres {
+		return secrets, nil
+	}
+	dsn, err := cfg.Storage.DSN(nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(secrets)+2)
+	for k, v := range secrets {
+		out[k] = v
+	}
+	out[memoryStorageDriverSecret] = config.StoragePostgres
+	out[memoryStorageDSNSecret] = dsn
+	return out, nil
+}

@@ -84,6 +84,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/openhuman/openhuman-host/bench/internal/cputime"
+	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/providers/memory"
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -123,6 +124,9 @@ type options struct {
 	importRounds  int
 	qualityDetail bool
 	cache         string
+	// driver is the memory provider's storage: "sqlite" (memory.db) or
+	// "postgres" (postgres.go).
+	driver string
 }
 
 // parseSizes parses a comma-separated list of increasing chunk counts.
@@ -169,6 +173,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.importRounds, "import-rounds", 3, "imports of the real corpus into an empty store, each with a floor insert; the medians are reported")
 	fs.BoolVar(&o.qualityDetail, "quality-detail", true, "list every question's reciprocal rank per method and store")
 	fs.StringVar(&o.cache, "cache", defaultCache(), "directory the real corpus is downloaded to and kept in")
+	fs.StringVar(&o.driver, "driver", "sqlite", "the provider's storage: sqlite (memory.db) or postgres (a throwaway PostgreSQL server, or the one $"+pgtest.EnvDSN+" names, a new database per store)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -194,6 +199,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-import-rounds %d: want 1 to 100", o.importRounds)
 	case o.qualityOnly && !o.quality:
 		return nil, errors.New("-quality-only and -quality=false contradict each other")
+	case o.driver != "sqlite" && o.driver != "postgres":
+		return nil, fmt.Errorf("-driver %q: want sqlite or postgres", o.driver)
 	}
 	return o, nil
 }
@@ -324,6 +331,8 @@ type sizeResult struct {
 // results is the whole run.
 type results struct {
 	Seed uint64 `json:"seed"`
+	// Driver is the provider's storage, sqlite or postgres.
+	Driver string `json:"driver"`
 	// LoadStart and LoadEnd are the machine's 1-minute load average when
 	// the run started and ended, from /proc/loadavg ("" when unreadable).
 	LoadStart string        `json:"load_start"`
@@ -359,6 +368,8 @@ type bench struct {
 	// logger and now are what every provider of the run is made with.
 	logger hclog.Logger
 	now    func() time.Time
+	// pg is the PostgreSQL server of -driver postgres, nil with SQLite.
+	pg *pgServer
 }
 
 // run runs the benchmark and prints its report to stdout.
@@ -379,7 +390,13 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 	b := &bench{o: o, stderr: stderr, workDir: workDir, dbPath: filepath.Join(dataDir, "memory.db"),
 		logger: hclog.NewNullLogger(),
 		now:    func() time.Time { return epoch.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }}
-	res := &results{Seed: o.seed, Queries: o.queries, Warmup: o.warmup, LoadStart: loadAverage()}
+	res := &results{Seed: o.seed, Queries: o.queries, Warmup: o.warmup, LoadStart: loadAverage(), Driver: o.driver}
+	if o.driver == "postgres" {
+		if b.pg, err = startPostgres(ctx, b.logf); err != nil {
+			return err
+		}
+		defer b.pg.stop()
+	}
 
 	// The real corpus first, alone in its own store.
 	var q *quality
@@ -544,6 +561,11 @@ func (b *bench) sampleDisk() {
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if info, err := os.Stat(b.dbPath + suffix); err == nil {
 			db += info.Size()
+		}
+	}
+	if b.pg != nil && b.p != nil {
+		if st, err := b.p.Stats(context.Background()); err == nil {
+			db = st.DBBytes
 		}
 	}
 	if total := b.corpusBytes + db; total > b.peakDisk {
@@ -892,8 +914,8 @@ func compareDurations(a, b time.Duration) int {
 // report prints the results table, the goal, the wall time and peak disk
 // use and, with -analyze, the latency analysis.
 func report(w io.Writer, res *results, o *options) {
-	fmt.Fprintf(w, "memory provider, in-process: seed %d, %d timed calls per tool and size after %d warm-up, k=%d\n\n",
-		res.Seed, res.Queries, res.Warmup, searchK)
+	fmt.Fprintf(w, "memory provider, in-process, on %s: seed %d, %d timed calls per tool and size after %d warm-up, k=%d\n\n",
+		res.Driver, res.Seed, res.Queries, res.Warmup, searchK)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "chunks\timport_chunks/s\tsearch_p50\tsearch_p90\tsearch_p99\tsearch_max\thits%\trecall_p50\trecall_p99\tafter_write_search_p50\tp99\tafter_write_recall_p50\tp99\tbytes/chunk\t")
 	for _, r := range res.Sizes {

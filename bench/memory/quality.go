@@ -214,7 +214,15 @@ func (b *bench) newProvider(ctx context.Context, dataDir string) (*memory.Provid
 		return nil, err
 	}
 	p := memory.New(&memory.Options{Logger: b.logger, Now: b.now})
-	if err := p.Configure(ctx, &sdk.ConfigureRequest{Config: json.RawMessage("{}"), DataDir: dataDir}); err != nil {
+	req := &sdk.ConfigureRequest{Config: json.RawMessage("{}"), DataDir: dataDir}
+	if b.pg != nil {
+		dsn, err := b.pg.newDatabase(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req.Secrets = map[string]string{memory.SecretStorageDriver: "postgres", memory.SecretStorageDSN: dsn}
+	}
+	if err := p.Configure(ctx, req); err != nil {
 		return nil, fmt.Errorf("configure the memory provider: %w", err)
 	}
 	return p, nil
@@ -258,6 +266,12 @@ func (b *bench) importReal(ctx context.Context, q *quality) (*memory.Provider, e
 		}
 		imports = append(imports, sum.Elapsed)
 
+		if b.pg != nil {
+			// The floor is a plain SQLite + FTS5 insert: no baseline
+			// for PostgreSQL.
+			b.logf("real corpus, round %d: import %d chunks in %s", round, sum.Chunks, sum.Elapsed.Round(time.Millisecond))
+			continue
+		}
 		fromStore := true
 		chunks, err := storedChunks(ctx, st.Path, q.corpus.Root, func() []floorChunk {
 			fromStore = false
@@ -517,6 +531,24 @@ func reportQuality(w io.Writer, r *qualityResults, qs *questionSet, detail bool)
 		}
 	}
 	iq := r.Import
+	if iq.FloorSeconds == 0 {
+		// PostgreSQL: no floor to compare with.
+		fmt.Fprintf(w, "\nImport of the real corpus into an empty store, median of %d: %d files, %s chunks, %s chunks/s, %s bytes/chunk (tables and indexes).\n",
+			iq.Rounds, iq.Files, thousands(int64(iq.Chunks)), thousands(int64(iq.ImportChunksPerSec)), thousands(int64(iq.BytesPerChunk)))
+	} else {
+		reportFloor(w, iq)
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "\nwarning: %s\n", warn)
+	}
+	if !detail || len(r.Stages) == 0 {
+		return
+	}
+	reportDetail(w, r, qs)
+}
+
+// reportFloor prints the import of the real corpus against the floor.
+func reportFloor(w io.Writer, iq importQuality) {
 	fmt.Fprintf(w, "\nImport of the real corpus into an empty store against the floor (plain SQLite table + external-content FTS5 index over it, "+
 		"the text stored once; same driver, WAL, %d chunks a transaction), median of %d:\n\n", floorBatch, iq.Rounds)
 	fmt.Fprintln(w, "| files | chunks | import chunks/s | floor chunks/s | import time / floor time | bytes/chunk | floor bytes/chunk |")
@@ -529,12 +561,11 @@ func reportQuality(w io.Writer, r *qualityResults, qs *questionSet, detail bool)
 	if !iq.FloorFromStore {
 		fmt.Fprintln(w, "\n(the floor inserted an approximation of the provider's chunks: they could not be read back)")
 	}
-	for _, warn := range r.Warnings {
-		fmt.Fprintf(w, "\nwarning: %s\n", warn)
-	}
-	if !detail || len(r.Stages) == 0 {
-		return
-	}
+}
+
+// reportDetail lists every question's reciprocal rank per method and
+// store.
+func reportDetail(w io.Writer, r *qualityResults, qs *questionSet) {
 	for _, st := range r.Stages {
 		fmt.Fprintf(w, "\nPer question, %s (%s chunks): reciprocal rank per method, and the first document when it is not relevant.\n\n",
 			st.Label, thousands(st.Chunks))

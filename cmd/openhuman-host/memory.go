@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/providers/memory"
 	"github.com/openhuman/openhuman-host/sdk"
@@ -107,6 +108,12 @@ type memorySetup struct {
 	dir      string
 	pc       config.ProviderConfig
 	settings []byte
+	// secrets are what Configure gets: the table's *_env values and, on
+	// PostgreSQL, the shared database's connection string.
+	secrets map[string]string
+	// postgres is set when [storage] driver = "postgres": memory lives in
+	// the shared database, not in memory.db.
+	postgres bool
 }
 
 // loadMemorySetup reads the config the server would use for the memory
@@ -132,7 +139,12 @@ func loadMemorySetup(g *globalFlags) (*memorySetup, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the memory data directory: %w", err)
 	}
-	return &memorySetup{log: log, dataDir: dataDir, dir: dir, pc: pc, settings: settings}, nil
+	secrets, err := host.MemoryStorageSecrets(cfg, pc.ResolveSecrets(os.Getenv))
+	if err != nil {
+		return nil, err
+	}
+	return &memorySetup{log: log, dataDir: dataDir, dir: dir, pc: pc, settings: settings, secrets: secrets,
+		postgres: cfg.Storage.Driver == config.StoragePostgres}, nil
 }
 
 // withMemory opens the memory provider in this process on the data
@@ -149,7 +161,7 @@ func withMemory(g *globalFlags, fn func(context.Context, *memory.Provider) error
 	err = p.Configure(ctx, &sdk.ConfigureRequest{
 		Config:  m.settings,
 		DataDir: m.dir,
-		Secrets: m.pc.ResolveSecrets(os.Getenv),
+		Secrets: m.secrets,
 	})
 	if err != nil {
 		return err
@@ -164,6 +176,10 @@ func runRecover(cmd *cobra.Command, g *globalFlags, force bool) error {
 	m, err := loadMemorySetup(g)
 	if err != nil {
 		return err
+	}
+	if m.postgres {
+		return errors.New(`memory recover rebuilds a damaged SQLite memory.db; with [storage] driver = "postgres" memory lives in ` +
+			`the shared PostgreSQL database: restore it from a pg_dump backup with pg_restore (or psql) instead`)
 	}
 	servers, err := readStatusReports(m.dataDir)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/internal/storage"
+	"github.com/openhuman/openhuman-host/providers/memory"
 )
 
 func newMigrateCmd(g *globalFlags) *cobra.Command {
@@ -81,7 +82,7 @@ func migratePostgres(ctx context.Context, dsn string, status bool, log hclog.Log
 	for _, c := range []struct {
 		name string
 		fsys fs.FS
-	}{{audit.Component, audit.Migrations}} {
+	}{{audit.Component, audit.Migrations}, {memory.Component, memory.Migrations}} {
 		if status {
 			current, latest, err := storage.Version(ctx, sqlDB, c.name, c.fsys)
 			if err != nil {

@@ -50,6 +50,9 @@ type PoolOptions struct {
 	MaxOpen int
 	// MaxIdle caps the idle connections kept; 0 means MaxOpen.
 	MaxIdle int
+	// Settings are run-time parameters set on every connection (such as
+	// plan_cache_mode), over those of the connection string.
+	Settings map[string]string
 }
 
 // connectTimeout bounds dialing and authenticating one connection when the
@@ -70,6 +73,9 @@ func OpenPostgres(ctx context.Context, dsn string, opts PoolOptions) (*gorm.DB, 
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = connectTimeout
+	}
+	for k, v := range opts.Settings {
+		cfg.RuntimeParams[k] = v
 	}
 	sqlDB := stdlib.OpenDB(*cfg)
 	maxOpen := opts.MaxOpen

@@ -35,6 +35,9 @@ func (p *Provider) Backup(ctx context.Context, path string) (err error) {
 	if err != nil {
 		return err
 	}
+	if st.postgres {
+		return ErrBackupPostgres
+	}
 	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("memory backup: %s exists; backup never overwrites a file, choose another name", path)
 	}

@@ -15,6 +15,7 @@ import (
 
 func TestBackupCopiesEverything(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	f := newExportFixture(t)
 	before := dumpAll(t, filepath.Join(f.dir, dbFileName))
 	dir := t.TempDir()
@@ -65,6 +66,7 @@ func TestBackupCopiesEverything(t *testing.T) {
 // whole and the full-text index in step.
 func TestBackupWhileWriting(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	p, _ := newProvider(t)
 	ctx := context.Background()
 	for i := range 20 {

@@ -30,4 +30,13 @@
 // schema_migrations table. FTS5 requires the sqlite_fts5 build tag; a binary
 // built without it refuses to configure the provider with a message that says
 // how to rebuild.
+//
+// With the host's [storage] driver = "postgres", memory lives instead in the
+// PostgreSQL database that every replica of the host shares (the host passes
+// the connection string as the secret [SecretStorageDSN]): the same tables,
+// created by the numbered SQL migrations of [Migrations] under PostgreSQL's
+// migration lock, a tsvector column with a GIN index in place of the FTS5
+// index, kept by triggers, and the same BM25 ranking, whose per-term counts
+// come from ts_rank_cd. Write transactions take an advisory lock first, so
+// replicas write one at a time.
 package memory

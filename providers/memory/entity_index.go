@@ -77,10 +77,14 @@ func recordEntities(tx *gorm.DB, chunks []chunkRow, found [][]entityCount) error
 			s := byID[id]
 			vars = append(vars, id, s.e.Kind, s.e.Surface, s.firstMS, s.lastMS)
 		}
+		greatest, least := "max", "min"
+		if onPostgres(tx) {
+			greatest, least = "GREATEST", "LEAST"
+		}
 		err := tx.Exec(`INSERT INTO entities (id, kind, surface, first_seen_ms, last_seen_ms) VALUES `+valueTuples(len(ids), 5)+`
 			ON CONFLICT (id) DO UPDATE SET
-			last_seen_ms = max(entities.last_seen_ms, excluded.last_seen_ms),
-			first_seen_ms = min(entities.first_seen_ms, excluded.first_seen_ms)`, vars...).Error
+			last_seen_ms = `+greatest+`(entities.last_seen_ms, excluded.last_seen_ms),
+			first_seen_ms = `+least+`(entities.first_seen_ms, excluded.first_seen_ms)`, vars...).Error
 		if err != nil {
 			return fmt.Errorf("upsert entities: %w", err)
 		}

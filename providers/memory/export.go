@@ -188,7 +188,10 @@ func (p *Provider) configuredStore() (*store, error) {
 // and no writer waits for it: in WAL mode a reader holds no lock writers
 // need. The store's pool cannot do this: its connections take the write
 // lock at BEGIN.
-func readSnapshot(ctx context.Context, st *store, fn func(tx *sql.Tx) error) error {
+func readSnapshot(ctx context.Context, st *store, fn func(tx *snapshot) error) error {
+	if st.postgres {
+		return readSnapshotPostgres(ctx, st, fn)
+	}
 	db, err := sql.Open("sqlite3", sqliteuri.File(st.path, fmt.Sprintf("mode=ro&_txlock=deferred&_busy_timeout=%d", busyTimeoutMS)))
 	if err != nil {
 		return fmt.Errorf("open %s for reading: %w", st.path, err)
@@ -200,7 +203,7 @@ func readSnapshot(ctx context.Context, st *store, fn func(tx *sql.Tx) error) err
 		return fmt.Errorf("begin a read transaction on %s: %w", st.path, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	return fn(tx)
+	return fn(&snapshot{Tx: tx})
 }
 
 // namespaceFilter returns an SQL condition on col restricting it to
@@ -218,7 +221,7 @@ func namespaceFilter(col string, namespaces []string) (string, []any) {
 
 // eachRow runs query in tx and calls fn on every row, stopping at the
 // first error; what names the rows in errors.
-func eachRow(ctx context.Context, tx *sql.Tx, what, query string, args []any, fn func(rows *sql.Rows) error) error {
+func eachRow(ctx context.Context, tx *snapshot, what, query string, args []any, fn func(rows *sql.Rows) error) error {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", what, err)
@@ -286,8 +289,11 @@ func (p *Provider) Export(ctx context.Context, w io.Writer, opts *ExportOptions)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	sum := ExportSummary{ExportedMS: p.now().UnixMilli()}
-	err = readSnapshot(ctx, st, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&sum.SchemaVersion); err != nil {
+	err = readSnapshot(ctx, st, func(tx *snapshot) error {
+		if st.postgres {
+			// The rows are those of memory.db's newest schema.
+			sum.SchemaVersion = schemaVersion()
+		} else if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&sum.SchemaVersion); err != nil {
 			return fmt.Errorf("read the schema version: %w", err)
 		}
 		put := func(v any) error {
@@ -321,7 +327,7 @@ func (p *Provider) Export(ctx context.Context, w io.Writer, opts *ExportOptions)
 
 // exportRecords writes every record of the snapshot tx that opts select
 // with put, counting them in counts.
-func exportRecords(ctx context.Context, tx *sql.Tx, o ExportOptions, counts *ExportCounts, put func(any) error) error {
+func exportRecords(ctx context.Context, tx *snapshot, o ExportOptions, counts *ExportCounts, put func(any) error) error {
 	docFilter, args := namespaceFilter("d.namespace", o.Namespaces)
 	srcFilter := "1 = 1"
 	if len(o.Namespaces) > 0 {

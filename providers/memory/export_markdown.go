@@ -80,7 +80,7 @@ func (p *Provider) ExportMarkdown(ctx context.Context, dir string, opts *Markdow
 		return sum, fmt.Errorf("memory export: %w", err)
 	}
 	w := &markdownWriter{dir: dir, overwrite: o.Overwrite, sum: &sum, folders: map[string]bool{}}
-	err = readSnapshot(ctx, st, func(tx *sql.Tx) error {
+	err = readSnapshot(ctx, st, func(tx *snapshot) error {
 		filter, args := namespaceFilter("d.namespace", o.Namespaces)
 		return eachRow(ctx, tx, "documents", `SELECT d.id, d.namespace, d.key, d.title, d.tags, d.source_id, d.note_chunk_id, d.updated_ms,
 			COALESCE(c.content, '') FROM documents d LEFT JOIN chunks c ON c.document_id = d.id

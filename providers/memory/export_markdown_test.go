@@ -55,10 +55,11 @@ func TestExportMarkdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var content string
-	if err := f.p.store.db.Raw(`SELECT group_concat(content, '') FROM (SELECT content FROM chunks WHERE document_id = ? ORDER BY seq)`, f.alpha.DocumentID).Scan(&content).Error; err != nil {
+	var pieces []string
+	if err := f.p.store.db.Raw(`SELECT content FROM chunks WHERE document_id = ? ORDER BY seq`, f.alpha.DocumentID).Scan(&pieces).Error; err != nil {
 		t.Fatal(err)
 	}
+	content := strings.Join(pieces, "")
 	want := "---\ntitle: \"Alpha <plan>\"\nid: \"mcp/mcp-store-alpha-plan\"\nsource: \"mcp:mcp\"\ntags: [\"plan\", \"alpha\"]\n" +
 		"updated: 2023-11-14T22:13:20.000Z\n---\n\n" + content
 	if !strings.HasSuffix(content, "\n") {

@@ -110,6 +110,7 @@ func exportBytes(t *testing.T, p *Provider, opts *ExportOptions) ([]byte, Export
 
 func TestExportImportRoundTrip(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	f := newExportFixture(t)
 	data, sum := exportBytes(t, f.p, &ExportOptions{Embeddings: true})
 	want := ExportCounts{Sources: 2, Documents: 4, Chunks: 3 + 3 + 1 + 1, ChunkTags: 2, Embeddings: 1, Entities: 4, Versions: 1}
@@ -220,6 +221,7 @@ func TestExportNamespacesAndNoEmbeddings(t *testing.T) {
 // nothing.
 func TestImportJSONLRefusesBadFiles(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	f := newExportFixture(t)
 	data, _ := exportBytes(t, f.p, &ExportOptions{Embeddings: true})
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")

@@ -17,6 +17,7 @@ import (
 
 func TestMemoryFilesArePrivate(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	if runtime.GOOS == "windows" {
 		t.Skip("Windows has no Unix file modes")
 	}
@@ -54,6 +55,7 @@ func TestMemoryFilesArePrivate(t *testing.T) {
 
 func TestMemoryDamagedDatabaseIsRefused(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	requireFTS5(t)
 	tests := map[string]func(t *testing.T, path string){
 		"not a database": func(t *testing.T, path string) {

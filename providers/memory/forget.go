@@ -22,8 +22,10 @@ type forgetSelector struct {
 	DocumentIDs []string
 	SourceIDs   []string
 	Namespaces  []string
-	// Match is an FTS5 expression, "" for none.
+	// Match is an FTS5 expression, "" for none; Terms are the query terms
+	// it was made of, from which PostgreSQL's tsquery is made.
 	Match string
+	Terms []queryTerm
 	// UpdatedBeforeMS selects chunks last changed before it (Unix ms).
 	UpdatedBeforeMS *int64
 	// Scope limits everything to the caller's namespaces.
@@ -72,7 +74,7 @@ func (s *store) forget(ctx context.Context, sel forgetSelector, dryRun bool) (fo
 		if err != nil {
 			return err
 		}
-		where, vars := sel.where()
+		where, vars := sel.where(s.postgres)
 		// The selection goes to a temporary table so every step below
 		// reads the same set, whatever the deletes do to the joins.
 		stmts := []string{
@@ -81,31 +83,41 @@ func (s *store) forget(ctx context.Context, sel forgetSelector, dryRun bool) (fo
 			`DELETE FROM temp.forget_docs`,
 			`DELETE FROM temp.forget_chunks`,
 		}
+		if s.postgres {
+			stmts[0] = `CREATE TEMP TABLE IF NOT EXISTS forget_docs (id TEXT PRIMARY KEY) ON COMMIT DELETE ROWS`
+			stmts[1] = `CREATE TEMP TABLE IF NOT EXISTS forget_chunks (pk BIGINT PRIMARY KEY) ON COMMIT DELETE ROWS`
+		}
 		for _, q := range stmts {
-			if err := tx.Exec(q).Error; err != nil {
+			if err := tx.Exec(s.tempTables(q)).Error; err != nil {
 				return fmt.Errorf("prepare forget: %w", err)
 			}
 		}
 		// Chunk-level selections name chunks; document-level ones name
 		// documents, whose chunks are listed too so notes about them go.
-		err = tx.Exec(`INSERT INTO temp.forget_chunks (pk) SELECT c.pk FROM chunks c `+refJoins+` WHERE `+where, vars...).Error
+		err = tx.Exec(s.tempTables(`INSERT INTO temp.forget_chunks (pk) SELECT c.pk FROM chunks c `+refJoins+` WHERE `+where), vars...).Error
 		if err == nil && !sel.chunkLevel() {
-			err = tx.Exec(`INSERT INTO temp.forget_docs (id) SELECT d.id FROM documents d JOIN sources s ON s.id = d.source_id WHERE `+where, vars...).Error
+			err = tx.Exec(s.tempTables(`INSERT INTO temp.forget_docs (id) SELECT d.id FROM documents d JOIN sources s ON s.id = d.source_id WHERE `+where), vars...).Error
 		}
 		if err != nil {
 			return fmt.Errorf("select what to forget: %w", err)
 		}
 		// Notes about a chunk that goes, go too.
-		err = tx.Exec(`INSERT OR IGNORE INTO temp.forget_docs (id)
+		notes := `INSERT OR IGNORE INTO temp.forget_docs (id)
 			SELECT d.id FROM documents d JOIN chunks c ON c.id = d.note_chunk_id
-			WHERE c.pk IN (SELECT pk FROM temp.forget_chunks)`).Error
+			WHERE c.pk IN (SELECT pk FROM temp.forget_chunks)`
+		if s.postgres {
+			notes = `INSERT INTO pg_temp.forget_docs (id)
+			SELECT d.id FROM documents d JOIN chunks c ON c.id = d.note_chunk_id
+			WHERE c.pk IN (SELECT pk FROM pg_temp.forget_chunks) ON CONFLICT DO NOTHING`
+		}
+		err = tx.Exec(notes).Error
 		if err != nil {
 			return fmt.Errorf("select notes to forget: %w", err)
 		}
 		var touched []string
-		err = tx.Raw(`SELECT id FROM temp.forget_docs
+		err = tx.Raw(s.tempTables(`SELECT id FROM temp.forget_docs
 			UNION SELECT c.document_id FROM chunks c WHERE c.pk IN (SELECT pk FROM temp.forget_chunks)
-			ORDER BY 1`).Scan(&touched).Error
+			ORDER BY 1`)).Scan(&touched).Error
 		if err != nil {
 			return fmt.Errorf("list documents to forget: %w", err)
 		}
@@ -133,7 +145,7 @@ func (s *store) forget(ctx context.Context, sel forgetSelector, dryRun bool) (fo
 			case strings.Contains(q, "FROM sources WHERE id IN ?"):
 				args = []any{nonEmpty(sources)}
 			}
-			if err := tx.Exec(q, args...).Error; err != nil {
+			if err := tx.Exec(s.tempTables(q), args...).Error; err != nil {
 				return fmt.Errorf("forget: %w", err)
 			}
 		}
@@ -163,6 +175,15 @@ func (s *store) forget(ctx context.Context, sel forgetSelector, dryRun bool) (fo
 	return res, err
 }
 
+// tempTables returns q with its temp. schema prefixes made pg_temp. on
+// PostgreSQL.
+func (s *store) tempTables(q string) string {
+	if s.postgres {
+		return strings.ReplaceAll(q, "temp.", "pg_temp.")
+	}
+	return q
+}
+
 // nonEmpty returns ids, or a list that matches nothing when it is empty:
 // "IN ()" is not valid SQL.
 func nonEmpty(ids []string) []string {
@@ -175,8 +196,8 @@ func nonEmpty(ids []string) []string {
 // where returns the selector's condition over chunks c, documents d and
 // sources s, with its variables; a document-level selector's names d
 // only.
-func (f *forgetSelector) where() (string, []any) {
-	var c conds
+func (f *forgetSelector) where(postgres bool) (string, []any) {
+	c := conds{postgres: postgres}
 	c.in("c.id IN ?", f.ChunkIDs)
 	c.in("d.id IN ?", f.DocumentIDs)
 	c.in("d.source_id IN ?", f.SourceIDs)
@@ -185,7 +206,11 @@ func (f *forgetSelector) where() (string, []any) {
 	if f.UpdatedBeforeMS != nil {
 		c.add("c.updated_ms < ?", *f.UpdatedBeforeMS)
 	}
-	c.match(f.Match)
+	if postgres {
+		c.match(tsqueryAll(f.Terms))
+	} else {
+		c.match(f.Match)
+	}
 	return c.sql(), c.vars
 }
 

@@ -174,7 +174,7 @@ func scopedProvider(t *testing.T) *Provider {
 	requireFTS5(t)
 	p := New(&Options{Now: newTestClock().Now})
 	cfg := `{"scopes":[{"clients":["work-client"],"namespaces":["work","file"]}]}`
-	if err := p.Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(cfg), DataDir: t.TempDir()}); err != nil {
+	if err := p.Configure(context.Background(), configureRequest(t, t.TempDir(), json.RawMessage(cfg), nil)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })

@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -39,6 +41,55 @@ func (c *testClock) Advance(d time.Duration) {
 // startMS is testClock's initial time in Unix milliseconds.
 const startMS = 1_700_000_000_000
 
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// envTestDriver names the environment variable that chooses the storage
+// driver of the driver-neutral tests: "postgres" runs them on a throwaway
+// PostgreSQL (pgtest), anything else on memory.db. `make test` runs the
+// package once with each.
+const envTestDriver = "OPENHUMAN_MEMORY_TEST_DRIVER"
+
+// onPostgresDriver reports whether the driver-neutral tests run on
+// PostgreSQL.
+func onPostgresDriver() bool { return os.Getenv(envTestDriver) == "postgres" }
+
+// sqliteOnly skips a test of memory.db itself (its files, FTS5 index,
+// schema steps, backup or recovery) when the tests run on PostgreSQL.
+func sqliteOnly(t testing.TB) {
+	t.Helper()
+	if onPostgresDriver() {
+		t.Skip("tests memory.db itself; runs with the SQLite driver")
+	}
+}
+
+// pgDatabases maps a test's data directory to the PostgreSQL database
+// that stands for it, so that a provider opened again on the same
+// directory finds the same memory.
+var pgDatabases sync.Map
+
+// configureRequest is the ConfigureRequest of a provider on dir with cfg
+// (nil means {}) and secrets: on PostgreSQL, with the storage secrets of
+// the database that stands for dir, created for t on first use.
+func configureRequest(t testing.TB, dir string, cfg json.RawMessage, secrets map[string]string) *sdk.ConfigureRequest {
+	t.Helper()
+	if cfg == nil {
+		cfg = json.RawMessage(`{}`)
+	}
+	req := &sdk.ConfigureRequest{Config: cfg, DataDir: dir, Secrets: secrets}
+	if !onPostgresDriver() {
+		return req
+	}
+	dsn, ok := pgDatabases.Load(dir)
+	if !ok {
+		dsn, _ = pgDatabases.LoadOrStore(dir, pgtest.NewDatabase(t))
+	}
+	req.Secrets = map[string]string{SecretStorageDriver: "postgres", SecretStorageDSN: dsn.(string)}
+	for k, v := range secrets {
+		req.Secrets[k] = v
+	}
+	return req
+}
+
 // openProvider configures a provider on dir and closes it at the end of the
 // test.
 func openProvider(t testing.TB, dir string, clock *testClock) *Provider {
@@ -49,7 +100,7 @@ func openProvider(t testing.TB, dir string, clock *testClock) *Provider {
 		opts.Now = clock.Now
 	}
 	p := New(opts)
-	if err := p.Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir}); err != nil {
+	if err := p.Configure(context.Background(), configureRequest(t, dir, nil, nil)); err != nil {
 		t.Fatalf("Configure: %v", err)
 	}
 	t.Cleanup(func() {

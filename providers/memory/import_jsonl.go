@@ -222,7 +222,11 @@ func (imp *jsonlImport) run(tx *gorm.DB) error {
 	imp.tx = tx
 	// Notes may annotate chunks further down the file: references are
 	// checked at commit, and note links with a line number before that.
-	if err := tx.Exec(`PRAGMA defer_foreign_keys = ON`).Error; err != nil {
+	deferFKs := `PRAGMA defer_foreign_keys = ON`
+	if onPostgres(tx) {
+		deferFKs = `SET CONSTRAINTS ALL DEFERRED`
+	}
+	if err := tx.Exec(deferFKs).Error; err != nil {
 		return fmt.Errorf("defer foreign keys: %w", err)
 	}
 	ended := false
@@ -399,8 +403,13 @@ func (imp *jsonlImport) chunk(rec *record) error {
 	if want := chunkID(c.DocumentID, c.Seq, c.Content); c.ID != want {
 		return rec.errorf("chunk id %s does not match its document, seq and content (their id is %s): the content was changed", c.ID, want)
 	}
-	err := imp.tx.Raw(`INSERT INTO chunks (id, document_id, seq, content, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?) RETURNING pk`,
-		c.ID, c.DocumentID, c.Seq, c.Content, c.CreatedMS, c.UpdatedMS).Scan(&c.PK).Error
+	insert := `INSERT INTO chunks (id, document_id, seq, content, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?) RETURNING pk`
+	if onPostgres(imp.tx) {
+		// The writer numbers chunks on PostgreSQL (see insertChunks).
+		insert = `INSERT INTO chunks (pk, id, document_id, seq, content, created_ms, updated_ms)
+			VALUES ((SELECT coalesce(max(pk), 0) + 1 FROM chunks), ?, ?, ?, ?, ?, ?) RETURNING pk`
+	}
+	err := imp.tx.Raw(insert, c.ID, c.DocumentID, c.Seq, c.Content, c.CreatedMS, c.UpdatedMS).Scan(&c.PK).Error
 	if err != nil {
 		return rec.errorf("write chunk %s: %w", c.ID, err)
 	}
@@ -525,11 +534,15 @@ func (imp *jsonlImport) entity(rec *record) error {
 	// An entity the chunks do not mention (this provider's extractors
 	// differ) has no mentions and goes at the end; the earliest sighting
 	// decides the surface form, as when chunks are written.
+	greatest, least := "max", "min"
+	if onPostgres(imp.tx) {
+		greatest, least = "GREATEST", "LEAST"
+	}
 	err := imp.tx.Exec(`INSERT INTO entities (id, kind, surface, first_seen_ms, last_seen_ms) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET
 		surface = CASE WHEN excluded.first_seen_ms <= entities.first_seen_ms THEN excluded.surface ELSE entities.surface END,
-		first_seen_ms = min(entities.first_seen_ms, excluded.first_seen_ms),
-		last_seen_ms = max(entities.last_seen_ms, excluded.last_seen_ms)`, id, kind, surface, first, last).Error
+		first_seen_ms = `+least+`(entities.first_seen_ms, excluded.first_seen_ms),
+		last_seen_ms = `+greatest+`(entities.last_seen_ms, excluded.last_seen_ms)`, id, kind, surface, first, last).Error
 	if err != nil {
 		return rec.errorf("write entity %s: %w", id, err)
 	}
@@ -602,6 +615,13 @@ func (imp *jsonlImport) finish() error {
 	}
 	if err := dropUnusedEntities(tx); err != nil {
 		return err
+	}
+	if onPostgres(tx) {
+		// PostgreSQL checks the deferred references now.
+		if err := tx.Exec(`SET CONSTRAINTS ALL IMMEDIATE`).Error; err != nil {
+			return fmt.Errorf("rows refer to rows that neither the file nor memory holds: %w", err)
+		}
+		return nil
 	}
 	var violations int64
 	if err := tx.Raw(`SELECT COUNT(*) FROM pragma_foreign_key_check`).Scan(&violations).Error; err != nil {

@@ -551,11 +551,14 @@ type Stats struct {
 	Sources, Documents, Chunks, Entities, ChunkTags, Notes int64
 	// Embeddings counts chunks with an embedding from any model.
 	Embeddings int64
-	// SchemaVersion is the database's schema version.
+	// SchemaVersion is the database's schema version (on PostgreSQL, its
+	// newest memory migration).
 	SchemaVersion int
-	// DBBytes is the size of memory.db with its write-ahead log, in bytes.
+	// DBBytes is the size of memory.db with its write-ahead log, in bytes;
+	// on PostgreSQL, of the memory tables with their indexes.
 	DBBytes int64
-	// Path is the database file.
+	// Path is the database file; on PostgreSQL, the server and database,
+	// without credentials.
 	Path string
 }
 
@@ -566,6 +569,9 @@ func (p *Provider) Stats(ctx context.Context) (Stats, error) {
 	p.mu.Unlock()
 	if st == nil {
 		return Stats{}, errors.New("memory provider is not configured")
+	}
+	if st.postgres {
+		return st.statsPostgres(ctx)
 	}
 	var s Stats
 	err := st.db.WithContext(ctx).Raw(`SELECT

@@ -69,7 +69,7 @@ func (a *forgetArgs) validate(sc scope) (forgetSelector, bool, *argError) {
 		if len(terms) == 0 {
 			return sel, false, argErrorf("argument \"query\" has no letters or digits to match")
 		}
-		sel.Match = matchAll(terms)
+		sel.Match, sel.Terms = matchAll(terms), terms
 	}
 	if sel.UpdatedBeforeMS, aerr = optionalInt64("updated_before_ms", a.UpdatedBeforeMS, 0, maxSafeInteger); aerr != nil {
 		return sel, false, aerr

@@ -66,7 +66,7 @@ func (s *store) versions(ctx context.Context, sc scope, id string, version int) 
 		content, where, args = "content", where+" AND version = ?", append(args, version)
 	}
 	rows := []versionView{}
-	err := db.Raw(`SELECT version, title, length(CAST(content AS BLOB)) AS bytes, content_sha256, updated_ms, replaced_ms, `+content+`
+	err := db.Raw(`SELECT version, title, `+byteLength(db, "content")+` AS bytes, content_sha256, updated_ms, replaced_ms, `+content+`
 		FROM document_versions WHERE `+where+` ORDER BY version DESC`, args...).Scan(&rows).Error
 	if err != nil {
 		return nil, false, fmt.Errorf("read versions: %w", err)

@@ -117,7 +117,7 @@ func runRecall(ctx context.Context, p *Provider, st *store, raw json.RawMessage)
 func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (recallResult, error) {
 	res := recallResult{Mode: recallKeyword, Chunks: []recallHit{}}
 	content := contentTerms(queryTerms(query))
-	match := matchAny(content)
+	match := st.matchAny(content)
 
 	var similar []rankedPK
 	if emb := p.embedder; emb != nil && p.endpointPaused() != "" {
@@ -163,7 +163,7 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 	var keyword []rankedPK
 	if len(content) > 0 {
 		var err error
-		if keyword, err = st.rankWords(ctx, termExprs(content), false, recallCandidates); err != nil {
+		if keyword, err = st.rankWords(ctx, st.termExprs(content), false, recallCandidates); err != nil {
 			return res, err
 		}
 	}

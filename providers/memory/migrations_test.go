@@ -21,6 +21,7 @@ import (
 // entities of existing chunks are extracted.
 func TestMigrateFromVersion1(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	requireFTS5(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, dbFileName)
@@ -93,6 +94,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 // TestMigrateNewer refuses a database written by a newer version.
 func TestMigrateNewer(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	requireFTS5(t)
 	dir := t.TempDir()
 	p := openProvider(t, dir, nil)
@@ -172,6 +174,7 @@ func buildVersion3(t *testing.T, dir string, paragraphs int) int {
 // it now reads.
 func TestMigrateFromVersion3(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	requireFTS5(t)
 	dir := t.TempDir()
 	buildVersion3(t, dir, 12)
@@ -241,6 +244,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 // about the text of its chunks, which only the chunks table holds now.
 func TestMigrationStoresTextOnce(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	requireFTS5(t)
 	dir := t.TempDir()
 	text := buildVersion3(t, dir, 200)

@@ -233,17 +233,28 @@ func checkTableKeys(name string, raw json.RawMessage, accepted []string) (map[st
 }
 
 // Configure checks the provider's config and opens memory.db in the data
-// directory, creating or upgrading its schema.
+// directory, creating or upgrading its schema; or, when the host passes
+// the secret [SecretStorageDriver] "postgres" ([storage] driver =
+// "postgres"), the PostgreSQL database of [SecretStorageDSN], which every
+// replica of the host shares, migrating it under PostgreSQL's migration
+// lock.
 func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) error {
-	if err := checkFTS5(fts5Compiled); err != nil {
-		return err
+	pg := req.Secrets[SecretStorageDriver] == "postgres"
+	if !pg {
+		if err := checkFTS5(fts5Compiled); err != nil {
+			return err
+		}
 	}
 	cfg, err := parseConfig(req.Config)
 	if err != nil {
 		return err
 	}
-	if req.DataDir == "" {
+	if req.DataDir == "" && !pg {
 		return errors.New("memory provider: the host gave no data directory")
+	}
+	dsn := req.Secrets[SecretStorageDSN]
+	if pg && dsn == "" {
+		return errors.New("memory provider: the host chose PostgreSQL storage but passed no connection string")
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -262,7 +273,13 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	if cfg.KeepVersionsDays != nil {
 		p.keepVersions = time.Duration(*cfg.KeepVersionsDays) * 24 * time.Hour
 	}
-	st, err := openStore(ctx, path, p.now, p.extractors, p.logger)
+	var st *store
+	if pg {
+		path = ""
+		st, err = openPostgresStore(ctx, dsn, p.now, p.extractors, p.logger)
+	} else {
+		st, err = openStore(ctx, path, p.now, p.extractors, p.logger)
+	}
 	if err != nil {
 		if errors.Is(err, ErrNoFTS5) {
 			return err
@@ -271,7 +288,11 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	}
 	st.keepVersions = p.keepVersions
 	p.store = st
-	p.logger.Debug("opened memory database", "path", path, "schema_version", schemaVersion())
+	if pg {
+		p.logger.Debug("opened memory database", "postgres", st.where)
+	} else {
+		p.logger.Debug("opened memory database", "path", path, "schema_version", schemaVersion())
+	}
 	if emb != nil {
 		p.embedder = emb
 		p.dims.Store(int64(cfg.Embeddings.Dimensions))

@@ -42,6 +42,7 @@ func TestCheckFTS5(t *testing.T) {
 
 func TestConfigure(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	requireFTS5(t)
 	tests := map[string]struct {
 		config  string
@@ -69,7 +70,7 @@ func TestConfigure(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			req := &sdk.ConfigureRequest{Config: json.RawMessage(tc.config), DataDir: dir}
+			req := configureRequest(t, dir, json.RawMessage(tc.config), nil)
 			if tc.noDir {
 				req.DataDir = ""
 			}
@@ -94,11 +95,12 @@ func TestConfigure(t *testing.T) {
 // Configure must refuse with the rebuild message and create nothing.
 func TestConfigureWithoutFTS5(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	if fts5Compiled {
 		t.Skip("built with FTS5; TestCheckFTS5 covers the message")
 	}
 	dir := t.TempDir()
-	err := New(nil).Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir})
+	err := New(nil).Configure(context.Background(), configureRequest(t, dir, nil, nil))
 	if !errors.Is(err, ErrNoFTS5) {
 		t.Fatalf("Configure error = %v, want ErrNoFTS5", err)
 	}
@@ -110,7 +112,7 @@ func TestConfigureWithoutFTS5(t *testing.T) {
 func TestConfigureTwice(t *testing.T) {
 	t.Parallel()
 	p, _ := newProvider(t)
-	err := p.Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: t.TempDir()})
+	err := p.Configure(context.Background(), configureRequest(t, t.TempDir(), nil, nil))
 	if err == nil {
 		t.Fatal("second Configure: want an error")
 	}
@@ -120,12 +122,13 @@ func TestConfigureTwice(t *testing.T) {
 // up-to-date database applies nothing.
 func TestMigrations(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	requireFTS5(t)
 	dir := t.TempDir()
 	clock := newTestClock()
 	for range 2 {
 		p := New(&Options{Now: clock.Now})
-		if err := p.Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir}); err != nil {
+		if err := p.Configure(context.Background(), configureRequest(t, dir, nil, nil)); err != nil {
 			t.Fatal(err)
 		}
 		type row struct {
@@ -155,6 +158,7 @@ func TestMigrations(t *testing.T) {
 // settings, not only the first.
 func TestPragmas(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	p, _ := newProvider(t)
 	sqlDB, err := p.store.db.DB()
 	if err != nil {
@@ -202,7 +206,7 @@ func TestReopen(t *testing.T) {
 	dir := t.TempDir()
 	clock := newTestClock()
 	first := New(&Options{Now: clock.Now})
-	if err := first.Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir}); err != nil {
+	if err := first.Configure(context.Background(), configureRequest(t, dir, nil, nil)); err != nil {
 		t.Fatal(err)
 	}
 	stored := put(t, first, map[string]any{"title": "Durable fact", "content": "The lighthouse keeper is named Ingrid.", "tags": []string{"people"}})
@@ -270,7 +274,7 @@ func TestConcurrentProviders(t *testing.T) {
 	for i := range providers {
 		providers[i] = New(nil)
 		wg.Go(func() {
-			if err := providers[i].Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir}); err != nil {
+			if err := providers[i].Configure(context.Background(), configureRequest(t, dir, nil, nil)); err != nil {
 				errs <- fmt.Errorf("provider %d: Configure: %w", i, err)
 			}
 		})
@@ -341,6 +345,7 @@ func TestConcurrentProviders(t *testing.T) {
 // child processes (re-runs of this test binary) that write at the same
 // time, the way a running server and one-shot CLI commands do.
 func TestCrossProcess(t *testing.T) {
+	sqliteOnly(t)
 	const (
 		dirEnv    = "OPENHUMAN_MEMORY_TEST_DIR"
 		writerEnv = "OPENHUMAN_MEMORY_TEST_WRITER"

@@ -122,11 +122,11 @@ type searchHit struct {
 // rankWords), a chunk whose text equals a better one's left out. Snippets,
 // the costly part, are made for the k chunks returned only.
 func (s *store) search(ctx context.Context, terms []queryTerm, k int) ([]searchHit, error) {
-	ranked, err := s.rankWords(ctx, termExprs(terms), true, k+dupSlack(k))
+	ranked, err := s.rankWords(ctx, s.termExprs(terms), true, k+dupSlack(k))
 	if err != nil || len(ranked) == 0 {
 		return []searchHit{}, err
 	}
-	match := matchAll(terms)
+	match := s.matchAll(terms)
 	pks := make([]int64, len(ranked))
 	for i, r := range ranked {
 		pks[i] = r.PK
@@ -219,6 +219,9 @@ func (s *store) refsByPK(ctx context.Context, pks []int64, match string) (map[in
 	if match == "" {
 		return out, nil
 	}
+	if s.postgres {
+		return out, s.markSnippetsPostgres(ctx, out, content, match)
+	}
 	var snippets []struct {
 		PK      int64  `gorm:"column:pk"`
 		Snippet string `gorm:"column:snippet"`
@@ -272,8 +275,10 @@ type browseFilter struct {
 	EntityIDs   []string
 	// SinceMS is inclusive, UntilMS exclusive; nil means unbounded.
 	SinceMS, UntilMS *int64
-	// Match is an FTS5 expression, "" for none.
+	// Match is an FTS5 expression, "" for none; Terms are the query terms
+	// it was made of, from which PostgreSQL's tsquery is made.
 	Match string
+	Terms []queryTerm
 }
 
 // browseHit is one chunk of tree_browse.
@@ -288,7 +293,7 @@ type browseHit struct {
 // then most recently inserted), offset and k applied, and how many pass
 // in all.
 func (s *store) browse(ctx context.Context, f browseFilter, k, offset int) ([]browseHit, int64, error) {
-	var c conds
+	c := conds{postgres: s.postgres}
 	c.in("s.kind IN ?", f.SourceKinds)
 	c.in("d.source_id IN ?", f.SourceIDs)
 	c.in("c.pk IN (SELECT chunk_pk FROM chunk_entities WHERE entity_id IN ?)", f.EntityIDs)
@@ -298,7 +303,11 @@ func (s *store) browse(ctx context.Context, f browseFilter, k, offset int) ([]br
 	if f.UntilMS != nil {
 		c.add("c.updated_ms < ?", *f.UntilMS)
 	}
-	c.match(f.Match)
+	match := f.Match
+	if s.postgres {
+		match = tsqueryAll(f.Terms)
+	}
+	c.match(match)
 	c.scope(scopeOf(ctx))
 	cond, vars := "WHERE "+c.sql(), c.vars
 	db := s.db.WithContext(ctx)
@@ -316,7 +325,7 @@ func (s *store) browse(ctx context.Context, f browseFilter, k, offset int) ([]br
 	if err != nil {
 		return nil, 0, fmt.Errorf("browse chunks: %w", err)
 	}
-	refs, err := s.refsByPK(ctx, pks, f.Match)
+	refs, err := s.refsByPK(ctx, pks, match)
 	if err != nil {
 		return nil, 0, err
 	}

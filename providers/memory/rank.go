@@ -204,6 +204,9 @@ func (c *postingCache) putCount(state, expr string, n int64) {
 // and tokens per column) and its structure record, whose cookie FTS5
 // increments on every change. nRow is the number of indexed chunks.
 func (s *store) ftsState(ctx context.Context) (state string, nRow int64, err error) {
+	if s.postgres {
+		return s.ftsStatePostgres(ctx)
+	}
 	var rows []struct {
 		ID    int64  `gorm:"column:id"`
 		Block []byte `gorm:"column:block"`
@@ -265,8 +268,12 @@ func (s *store) countChunks(ctx context.Context, state, expr string) (int64, err
 	if n, ok := s.postings.count(state, expr); ok {
 		return n, nil
 	}
+	q := `SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?`
+	if s.postgres {
+		q = `SELECT COUNT(*) FROM chunks WHERE tsv @@ to_tsquery('` + pgTextConfig + `', ?)`
+	}
 	var n int64
-	if err := s.db.WithContext(ctx).Raw(`SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?`, expr).Scan(&n).Error; err != nil {
+	if err := s.db.WithContext(ctx).Raw(q, expr).Scan(&n).Error; err != nil {
 		return 0, fmt.Errorf("count the chunks with %s: %w", expr, err)
 	}
 	s.postings.putCount(state, expr, n)
@@ -305,6 +312,9 @@ func (r *pkReader) add(pk int64) error {
 // loadPostings reads the posting list of expr, a single FTS5 phrase found
 // in n chunks, from the index whose state has nRow chunks.
 func (s *store) loadPostings(ctx context.Context, expr string, n, nRow int64) (*postingList, error) {
+	if s.postgres {
+		return s.loadPostingsPostgres(ctx, expr, n, nRow)
+	}
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return nil, err
@@ -551,6 +561,9 @@ func (s *store) readAll(ctx context.Context, state string, nRow int64, words []q
 // over "(read words) AND w" is, on each chunk, the read words' share,
 // known from their lists, plus w's, which gives w's tf.
 func (s *store) pairList(ctx context.Context, nRow int64, readExprs []string, read []*postingList, w queryWord) (*postingList, error) {
+	if s.postgres {
+		return s.pairListPostgres(ctx, readExprs, w)
+	}
 	match := "(" + strings.Join(readExprs, " OR ") + ") AND " + w.expr
 	if w.common {
 		l, err := s.matchList(ctx, match)
@@ -614,6 +627,9 @@ func (s *store) matchList(ctx context.Context, match string) (*postingList, erro
 	if err != nil {
 		return nil, err
 	}
+	if s.postgres {
+		return s.tfList(ctx, `c.tsv @@ to_tsquery('`+pgTextConfig+`', $1)`, match, false, 1)
+	}
 	rows, err := sqlDB.QueryContext(uninterrupted(ctx), `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid`, match)
 	if err != nil {
 		return nil, fmt.Errorf("match %s: %w", match, err)
@@ -642,6 +658,9 @@ func (s *store) matchList(ctx context.Context, match string) (*postingList, erro
 // newestMatches returns the n most recently inserted chunks matching every
 // word of exprs in the caller's scope, each scored constant.
 func (s *store) newestMatches(ctx context.Context, exprs []string, constant float64, n int) ([]rankedPK, error) {
+	if s.postgres {
+		return s.newestMatchesPostgres(ctx, exprs, constant, n)
+	}
 	cond, vars := scopeOf(ctx).cond("d.namespace")
 	if cond != "" {
 		cond = ` AND EXISTS (SELECT 1 FROM chunks c JOIN documents d ON d.id = c.document_id

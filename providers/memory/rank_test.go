@@ -61,9 +61,10 @@ func TestPostingCache(t *testing.T) {
 }
 
 // TestRankWordsMatchesBruteForce scores a random corpus by brute force,
-// one chunk and one word at a time with FTS5's bm25(), and checks that
-// rankWords returns exactly the best chunks with the same scores, for
-// queries that need every word and queries that need any.
+// one chunk and one word at a time with FTS5's bm25() (on PostgreSQL,
+// ts_rank_cd's weighted count of the word with BM25's saturation), and
+// checks that rankWords returns exactly the best chunks with the same
+// scores, for queries that need every word and queries that need any.
 func TestRankWordsMatchesBruteForce(t *testing.T) {
 	t.Parallel()
 	p, _ := newProvider(t)
@@ -90,10 +91,11 @@ func TestRankWordsMatchesBruteForce(t *testing.T) {
 	if _, err := st.putDocuments(t.Context(), docs, false); err != nil {
 		t.Fatal(err)
 	}
-	_, nRow, err := st.ftsState(t.Context())
+	state, nRow, err := st.ftsState(t.Context())
 	if err != nil || nRow != 200 {
 		t.Fatalf("index rows = %d, %v; want 200", nRow, err)
 	}
+	expr := func(w string) string { return st.termExprs(wordTerms([]string{w}))[0] }
 	// weight[w][pk] is idf·tf of word w in chunk pk, from bm25() alone.
 	weight := map[string]map[int64]float64{}
 	for _, w := range vocab {
@@ -101,7 +103,27 @@ func TestRankWordsMatchesBruteForce(t *testing.T) {
 			PK    int64   `gorm:"column:pk"`
 			Score float64 `gorm:"column:score"`
 		}
-		if err := st.db.Raw(`SELECT rowid AS pk, `+bm25Expr+` AS score FROM chunks_fts WHERE chunks_fts MATCH ?`, `"`+w+`"`).Scan(&rows).Error; err != nil {
+		if st.postgres {
+			var pg []struct {
+				PK     int64   `gorm:"column:pk"`
+				F      float64 `gorm:"column:f"`
+				Tokens int64   `gorm:"column:tokens"`
+			}
+			err := st.db.Raw(`SELECT c.pk, ts_rank_cd(`+pgRankWeights+`, c.tsv, to_tsquery('`+pgTextConfig+`', ?), 0) AS f, c.tokens
+				FROM chunks c WHERE c.tsv @@ to_tsquery('`+pgTextConfig+`', ?)`, expr(w), expr(w)).Scan(&pg).Error
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The same as FTS5's bm25() of one word: −idf·tf.
+			n := int64(len(pg))
+			for _, r := range pg {
+				score := -ftsIDFOf(n, nRow) * bm25TF(titleWeight*r.F, r.Tokens, avgTokensOf(state))
+				rows = append(rows, struct {
+					PK    int64   `gorm:"column:pk"`
+					Score float64 `gorm:"column:score"`
+				}{r.PK, score})
+			}
+		} else if err := st.db.Raw(`SELECT rowid AS pk, `+bm25Expr+` AS score FROM chunks_fts WHERE chunks_fts MATCH ?`, `"`+w+`"`).Scan(&rows).Error; err != nil {
 			t.Fatal(err)
 		}
 		n := int64(len(rows))
@@ -138,12 +160,8 @@ func TestRankWordsMatchesBruteForce(t *testing.T) {
 			st.postings.mu.Unlock()
 		}
 		if q == 200 {
-			state, nRow, err := st.ftsState(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
 			for _, w := range vocab {
-				if _, err := st.postingsOf(t.Context(), state, `"`+w+`"`, nRow); err != nil {
+				if _, err := st.postingsOf(t.Context(), state, expr(w), nRow); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -178,7 +196,7 @@ func TestRankWordsMatchesBruteForce(t *testing.T) {
 			return 1
 		})
 		want = want[:min(k, len(want))]
-		got, err := st.rankWords(t.Context(), termExprs(wordTerms(words)), all, k)
+		got, err := st.rankWords(t.Context(), st.termExprs(wordTerms(words)), all, k)
 		if err != nil {
 			t.Fatal(err)
 		}

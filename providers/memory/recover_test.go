@@ -102,6 +102,7 @@ func fillMemory(t *testing.T, n int) (dir string, clock *testClock) {
 
 func TestMemoryRecoverRebuildsEverythingReadable(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	dir, clock := fillMemory(t, 12)
 	path := filepath.Join(dir, dbFileName)
 	before := dumpMemory(t, path)
@@ -174,6 +175,7 @@ func damagePages(t *testing.T, path, marker string) {
 
 func TestMemoryRecoverDamagedPages(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	dir, clock := fillMemory(t, 60)
 	path := filepath.Join(dir, dbFileName)
 	before := dumpMemory(t, path)
@@ -250,6 +252,7 @@ func TestMemoryRecoverNotADatabase(t *testing.T) {
 
 func TestMemoryRecoverInterruptedLeavesDatabase(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	dir, clock := fillMemory(t, 5)
 	path := filepath.Join(dir, dbFileName)
 	damagePages(t, path, "ZQX-MARK-0002")
@@ -286,6 +289,7 @@ func (f extractorFunc) Extract(text string) []Mention { return f(text) }
 // Force, changing nothing.
 func TestMemoryRecoverIsAlone(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	dir, clock := fillMemory(t, 3)
 	path := filepath.Join(dir, dbFileName)
 	damagePages(t, path, "ZQX-MARK-0001")

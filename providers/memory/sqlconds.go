@@ -7,6 +7,9 @@ import "strings"
 type conds struct {
 	list []string
 	vars []any
+	// postgres makes the conditions PostgreSQL's: match is then a
+	// tsquery's text (see tsqueryOf).
+	postgres bool
 }
 
 // add appends cond, whose placeholders take vars.
@@ -30,17 +33,24 @@ func (c *conds) scope(sc scope) {
 	}
 }
 
-// match appends the condition that chunk c matches the FTS5 expression
-// match, unless it is "".
+// match appends the condition that chunk c matches match, an FTS5
+// expression (a tsquery's text on PostgreSQL), unless it is "".
 func (c *conds) match(match string) {
-	if match != "" {
+	switch {
+	case match == "":
+	case c.postgres:
+		c.add("c.tsv @@ to_tsquery('"+pgTextConfig+"', ?)", match)
+	default:
 		c.add("c.pk IN (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?)", match)
 	}
 }
 
-// sql returns the conditions joined with AND, "1" when there are none.
+// sql returns the conditions joined with AND, true when there are none.
 func (c *conds) sql() string {
 	if len(c.list) == 0 {
+		if c.postgres {
+			return "TRUE"
+		}
 		return "1"
 	}
 	return strings.Join(c.list, " AND ")

@@ -58,6 +58,11 @@ type store struct {
 	// postings keeps the posting lists of recent query words while the
 	// full-text index is unchanged (rank.go).
 	postings *postingCache
+	// postgres is set when the store is a PostgreSQL database shared by
+	// replicas ([storage] driver = "postgres") rather than memory.db; path
+	// is then empty and where names the database, without credentials.
+	postgres bool
+	where    string
 }
 
 // lockPath is the lock file of the database at path: every process with
@@ -223,6 +228,17 @@ func (s *store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 		return ctx.Err()
 	}
 	defer func() { <-s.writeSlot }()
+	if s.postgres {
+		// Replicas write one at a time, as SQLite's writers do: the
+		// transaction first takes the memory write lock.
+		inner := fn
+		fn = func(tx *gorm.DB) error {
+			if err := tx.Exec(`SELECT pg_advisory_xact_lock(?)`, pgWriteLock).Error; err != nil {
+				return fmt.Errorf("take the memory write lock: %w", err)
+			}
+			return inner(tx)
+		}
+	}
 	err := s.db.WithContext(ctx).Transaction(fn)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		// database/sql rolls the transaction back when ctx ends, and what

@@ -230,7 +230,7 @@ func (a *browseArgs) validate() (browseFilter, int, int, *argError) {
 		return f, 0, 0, aerr
 	}
 	if terms := queryTerms(query); len(terms) > 0 {
-		f.Match = matchAll(terms)
+		f.Match, f.Terms = matchAll(terms), terms
 	}
 	k, aerr := intInRange("k", a.K, minK, maxK, defaultK)
 	if aerr != nil {

@@ -391,7 +391,7 @@ func openWithConfig(t *testing.T, dir string, cfg map[string]any, secrets map[st
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Configure(t.Context(), &sdk.ConfigureRequest{Config: raw, DataDir: dir, Secrets: secrets}); err != nil {
+	if err := p.Configure(t.Context(), configureRequest(t, dir, raw, secrets)); err != nil {
 		t.Fatalf("Configure: %v", err)
 	}
 	t.Cleanup(func() { p.Close() })
@@ -524,7 +524,7 @@ func TestEmbeddingDimensionsChange(t *testing.T) {
 	p := New(&Options{Now: newTestClock().Now})
 	p.backfillDelay = time.Hour // run by hand below
 	raw, _ := json.Marshal(map[string]any{"embeddings": map[string]any{"base_url": fake.URL(), "model": "m", "dimensions": 8}})
-	if err := p.Configure(t.Context(), &sdk.ConfigureRequest{Config: raw, DataDir: dir}); err != nil {
+	if err := p.Configure(t.Context(), configureRequest(t, dir, raw, nil)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
@@ -576,7 +576,7 @@ func TestBackfillQuarantine(t *testing.T) {
 	p := New(&Options{Now: newTestClock().Now})
 	p.backfillDelay = time.Hour // driven by hand below
 	raw, _ := json.Marshal(map[string]any{"embeddings": map[string]any{"base_url": fake.URL(), "model": "m"}})
-	if err := p.Configure(t.Context(), &sdk.ConfigureRequest{Config: raw, DataDir: dir}); err != nil {
+	if err := p.Configure(t.Context(), configureRequest(t, dir, raw, nil)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })

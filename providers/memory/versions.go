@@ -38,7 +38,7 @@ func (s *store) keepPrevious(tx *gorm.DB, existing *documentRow, doc document, n
 			N     int   `gorm:"column:n"`
 			Bytes int64 `gorm:"column:bytes"`
 		}
-		err := tx.Raw(`SELECT COUNT(*) AS n, COALESCE(SUM(length(CAST(content AS BLOB))), 0) AS bytes
+		err := tx.Raw(`SELECT COUNT(*) AS n, COALESCE(SUM(`+byteLength(tx, "content")+`), 0) AS bytes
 			FROM chunks WHERE document_id = ?`, existing.ID).Scan(&m).Error
 		if err != nil {
 			return nil, fmt.Errorf("measure document %s: %w", existing.ID, err)

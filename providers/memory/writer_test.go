@@ -72,6 +72,7 @@ func TestPutDocumentsBatch(t *testing.T) {
 // chunks get the free ones it picks.
 func TestPutDocumentsAtTheLastPK(t *testing.T) {
 	t.Parallel()
+	sqliteOnly(t)
 	p, _ := newProvider(t)
 	st, err := p.configuredStore()
 	if err != nil {

@@ -74,15 +74,16 @@ func TestExampleStickiness(t *testing.T) {
 		name := fmt.Sprintf("s%d", i)
 		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Openhuman-Replica", name)
-			if r.URL.Path == "/healthz" {
-				return
-			}
-			hits[i].Add(1)
-			// The example names a replica by its loopback address.
+			// As a replica on loopback, refuse other Host headers; the
+			// example names a replica by its loopback address.
 			if r.Host != "127.0.0.1" {
 				http.Error(w, "Host "+r.Host, http.StatusForbidden)
 				return
 			}
+			if r.URL.Path == "/healthz" {
+				return
+			}
+			hits[i].Add(1)
 			if r.Header.Get("Mcp-Session-Id") == "" {
 				w.Header().Set("Mcp-Session-Id", name+"-"+fmt.Sprint(time.Now().UnixNano()))
 			}

@@ -109,6 +109,14 @@ func (c *Client) Call(ctx context.Context, tool string, seq int) (*mcp.CallToolR
 	return res, c.seen.take(), err
 }
 
+// CallArgs calls tool with args and returns its result, the replica that
+// answered and the error.
+func (c *Client) CallArgs(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, string, error) {
+	_ = c.seen.take()
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	return res, c.seen.take(), err
+}
+
 // Close ends the client's session.
 func (c *Client) Close() {
 	if c.cs != nil {

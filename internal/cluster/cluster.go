@@ -43,8 +43,15 @@ type Options struct {
 	Bin string
 	// Provider is the built provider ([BuildProvider]).
 	Provider string
-	// DSN is the PostgreSQL database the replicas share.
+	// DSN is the PostgreSQL database the replicas share, as the role
+	// they connect as.
 	DSN string
+	// MigrateDSN, when set, is the same database as the role that owns
+	// the schema, which `openhuman-host migrate` connects as; else DSN.
+	MigrateDSN string
+	// AfterMigrate, when set, runs after the migration and before the
+	// replicas start (to grant the replicas' role its rights).
+	AfterMigrate func(context.Context) error
 	// Dir holds the config file and each replica's data directory.
 	Dir string
 	// MaxActionsPerHour is [autonomy] max_actions_per_hour; nil for no
@@ -54,6 +61,9 @@ type Options struct {
 	LogLevel string
 	// ExtraConfig is appended to the config file.
 	ExtraConfig string
+	// Memory leaves the memory provider enabled (in each replica's data
+	// directory); by default it is off.
+	Memory bool
 }
 
 // BuildProvider builds [ProviderPackage] into dir with the go command and
@@ -87,7 +97,9 @@ func WriteConfig(o Options) (string, error) {
 	if o.MaxActionsPerHour != nil {
 		fmt.Fprintf(&b, "[autonomy]\nmax_actions_per_hour = %d\n\n", *o.MaxActionsPerHour)
 	}
-	b.WriteString("[providers.memory]\nenabled = false\n\n")
+	if !o.Memory {
+		b.WriteString("[providers.memory]\nenabled = false\n\n")
+	}
 	fmt.Fprintf(&b, "[providers.rep]\ncommand = %q\nsha256 = %q\n\n", o.Provider, sum)
 	b.WriteString(o.ExtraConfig)
 	path := filepath.Join(o.Dir, "config.toml")
@@ -98,15 +110,15 @@ func WriteConfig(o Options) (string, error) {
 }
 
 // environ is the environment of the binary's processes: PATH and the
-// sandbox's directories, the DSN, and extra.
-func environ(o Options, extra ...string) []string {
+// sandbox's directories, the DSN dsn, and extra.
+func environ(o Options, dsn string, extra ...string) []string {
 	home := filepath.Join(o.Dir, "home")
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + home,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
-		"OPENHUMAN_POSTGRES_DSN=" + o.DSN,
+		"OPENHUMAN_POSTGRES_DSN=" + dsn,
 	}
 	return append(env, extra...)
 }
@@ -115,7 +127,11 @@ func environ(o Options, extra ...string) []string {
 // operator does before starting replicas.
 func Migrate(ctx context.Context, o Options, cfg string) error {
 	cmd := exec.CommandContext(ctx, o.Bin, "--config", cfg, "--data-dir", filepath.Join(o.Dir, "migrate"), "migrate")
-	cmd.Env = environ(o)
+	dsn := o.MigrateDSN
+	if dsn == "" {
+		dsn = o.DSN
+	}
+	cmd.Env = environ(o, dsn)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("cluster: openhuman-host migrate: %w\n%s", err, out)
@@ -163,7 +179,7 @@ func startReplica(ctx context.Context, o Options, cfg, name string) (*Replica, e
 	r := &Replica{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		DataDir: filepath.Join(o.Dir, "data-"+name), done: make(chan struct{})}
 	r.cmd = exec.Command(o.Bin, "--config", cfg, "--data-dir", r.DataDir, "serve", "--transport", "http", "--port", strconv.Itoa(port))
-	r.cmd.Env = environ(o, "OPENHUMAN_REPLICA="+name)
+	r.cmd.Env = environ(o, o.DSN, "OPENHUMAN_REPLICA="+name)
 	r.cmd.Stderr = &r.stderr
 	if err := r.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cluster: start replica %s: %w", name, err)
@@ -263,8 +279,8 @@ type Cluster struct {
 	Proxy *haproxytest.Proxy
 }
 
-// Start writes the config, migrates the database, starts n replicas and
-// then the proxy in front of them. On error, what started is stopped.
+// Start writes the config, migrates the database (then runs
+// o.AfterMigrate), starts n replicas and then the proxy in front of them. On error, what started is stopped.
 func Start(ctx context.Context, o Options, n int) (*Cluster, error) {
 	cfg, err := WriteConfig(o)
 	if err != nil {
@@ -272,6 +288,11 @@ func Start(ctx context.Context, o Options, n int) (*Cluster, error) {
 	}
 	if err := Migrate(ctx, o, cfg); err != nil {
 		return nil, err
+	}
+	if o.AfterMigrate != nil {
+		if err := o.AfterMigrate(ctx); err != nil {
+			return nil, fmt.Errorf("cluster: after the migration: %w", err)
+		}
 	}
 	c := &Cluster{}
 	addrs := make([]string, 0, n)

@@ -18,10 +18,13 @@ package replicas_test
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,7 +80,7 @@ func provider(t *testing.T) string {
 // startCluster starts n replicas sharing a fresh database behind HAProxy
 // and returns them with the database; everything stops when t ends, and
 // a failed test logs what the replicas printed.
-func startCluster(t *testing.T, n int, maxActs *int) (*cluster.Cluster, *sql.DB) {
+func startCluster(t *testing.T, n int, maxActs *int, opts ...func(*cluster.Options)) (*cluster.Cluster, *sql.DB) {
 	t.Helper()
 	bin := os.Getenv("OPENHUMAN_HOST_BIN")
 	if bin == "" {
@@ -96,8 +99,13 @@ func startCluster(t *testing.T, n int, maxActs *int) (*cluster.Cluster, *sql.DB)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	o := cluster.Options{Bin: bin, Provider: provider(t), DSN: dsn, Dir: t.TempDir(), MaxActionsPerHour: maxActs}
 	ctx := testwait.Context(t)
+	ownerDSN, appDSN := roles(t, ctx, db, dsn)
+	o := cluster.Options{Bin: bin, Provider: provider(t), DSN: appDSN, MigrateDSN: ownerDSN, Dir: t.TempDir(), MaxActionsPerHour: maxActs,
+		AfterMigrate: func(ctx context.Context) error { return grant(ctx, ownerDSN) }}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	c, err := cluster.Start(ctx, o, n)
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +125,74 @@ func startCluster(t *testing.T, n int, maxActs *int) (*cluster.Cluster, *sql.DB)
 		t.Fatal(err)
 	}
 	return c, db
+}
+
+// Roles of docs/deploy.md: the owner of the database, which migrates,
+// and the role replicas connect as, with examples/postgres/grants.sql.
+const (
+	ownerRole = "openhuman_owner"
+	appRole   = "openhuman_app"
+)
+
+// roles makes the database of dsn (whose superuser db is connected as)
+// owned by ownerRole, connectable by appRole and nobody else, as
+// docs/deploy.md does, and returns the database's URLs for both roles.
+func roles(t *testing.T, ctx context.Context, db *sql.DB, dsn string) (ownerDSN, appDSN string) {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	dsnFor := func(role, password string) string {
+		v := *u
+		v.User = url.UserPassword(role, password)
+		return v.String()
+	}
+	ownerPW, appPW := rand.Text(), rand.Text()
+	for _, stmt := range []string{
+		// Roles belong to the server, which other tests of this package
+		// share: made once, given new passwords each time.
+		`DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '` + ownerRole + `') THEN CREATE ROLE ` + ownerRole + ` LOGIN; END IF; END $$`,
+		`DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '` + appRole + `') THEN CREATE ROLE ` + appRole + ` LOGIN; END IF; END $$`,
+		`ALTER ROLE ` + ownerRole + ` PASSWORD '` + ownerPW + `'`,
+		`ALTER ROLE ` + appRole + ` PASSWORD '` + appPW + `'`,
+		`ALTER DATABASE "` + name + `" OWNER TO ` + ownerRole,
+		`REVOKE ALL ON DATABASE "` + name + `" FROM PUBLIC`,
+		`GRANT CONNECT ON DATABASE "` + name + `" TO ` + appRole,
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	return dsnFor(ownerRole, ownerPW), dsnFor(appRole, appPW)
+}
+
+// grant runs examples/postgres/grants.sql as the owner.
+func grant(ctx context.Context, ownerDSN string) error {
+	script, err := os.ReadFile(filepath.Join("..", "..", "examples", "postgres", "grants.sql"))
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("pgx", ownerDSN)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var stmt strings.Builder
+	for line := range strings.Lines(string(script)) {
+		if strings.HasPrefix(strings.TrimSpace(line), "--") {
+			continue
+		}
+		stmt.WriteString(line)
+		if strings.HasSuffix(strings.TrimSpace(line), ";") {
+			if _, err := db.ExecContext(ctx, stmt.String()); err != nil {
+				return fmt.Errorf("grants.sql: %s: %w", strings.TrimSpace(stmt.String()), err)
+			}
+			stmt.Reset()
+		}
+	}
+	return nil
 }
 
 // outcome is one call's result as its client saw it.

@@ -61,6 +61,8 @@ type Options struct {
 	LogLevel string
 	// ExtraConfig is appended to the config file.
 	ExtraConfig string
+	// ConfirmActs is [autonomy] confirm_acts; empty keeps the default.
+	ConfirmActs string
 	// Memory leaves the memory provider enabled (in each replica's data
 	// directory); by default it is off.
 	Memory bool
@@ -94,9 +96,14 @@ func WriteConfig(o Options) (string, error) {
 	// A burst of reads from many clients must not overflow the queue of
 	// audit rows waiting for the database.
 	b.WriteString("[audit]\nqueue_size = 65536\n\n")
+	b.WriteString("[autonomy]\n")
 	if o.MaxActionsPerHour != nil {
-		fmt.Fprintf(&b, "[autonomy]\nmax_actions_per_hour = %d\n\n", *o.MaxActionsPerHour)
+		fmt.Fprintf(&b, "max_actions_per_hour = %d\n", *o.MaxActionsPerHour)
 	}
+	if o.ConfirmActs != "" {
+		fmt.Fprintf(&b, "confirm_acts = %q\n", o.ConfirmActs)
+	}
+	b.WriteString("\n")
 	if !o.Memory {
 		b.WriteString("[providers.memory]\nenabled = false\n\n")
 	}

@@ -391,7 +391,17 @@ func TestKillReplicaMidLoad(t *testing.T) {
 	}
 
 	var inFlight, sessionLost int
+	examples := map[string]string{}
 	for _, o := range outcomes {
+		if o.err != nil {
+			kind := "2026-07-28 in flight"
+			if o.version == cluster.Sessions {
+				kind = "session on the killed replica"
+			}
+			if _, ok := examples[kind]; !ok {
+				examples[kind] = o.err.Error()
+			}
+		}
 		ok := o.err == nil && !o.isError
 		if ok {
 			if o.afterKill && o.replica == victim.Name {
@@ -449,4 +459,7 @@ func TestKillReplicaMidLoad(t *testing.T) {
 	t.Logf("killed %s (holding %d rep_block calls) after %d calls; %d calls in all (by replica %v); %d 2026-07-28 calls in flight failed, "+
 		"%d calls of sessions on %s failed; %d acknowledged acts all in PostgreSQL, %d of them left pending by the kill",
 		victim.Name, len(killedBlocks), 300, len(outcomes), byReplica, inFlight, sessionLost, victim.Name, acked, pending)
+	for kind, msg := range examples {
+		t.Logf("a failed call (%s): %s", kind, msg)
+	}
 }

@@ -175,8 +175,12 @@ func only(ctx context.Context, c *cluster.Cluster, n int) error {
 		if i >= n {
 			state = "maint"
 		}
-		if out, err := c.Proxy.Command(ctx, "set server openhuman/"+r.Name+" state "+state); err != nil || strings.TrimSpace(out) != "" {
-			return fmt.Errorf("set %s %s: %q, %v", r.Name, state, out, err)
+		out, err := c.Proxy.Command(ctx, "set server openhuman/"+r.Name+" state "+state)
+		if err != nil {
+			return fmt.Errorf("set %s %s: %w", r.Name, state, err)
+		}
+		if strings.TrimSpace(out) != "" {
+			return fmt.Errorf("set %s %s: haproxy answered %q", r.Name, state, out)
 		}
 	}
 	return nil
@@ -188,6 +192,13 @@ func only(ctx context.Context, c *cluster.Cluster, n int) error {
 // when unknown).
 func measure(ctx context.Context, url string, clients int, warmup, d time.Duration) (float64, []time.Duration, int, float64, error) {
 	cls := make([]*cluster.Client, clients)
+	defer func() {
+		for _, c := range cls {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
 	for i := range clients {
 		version := cluster.Stateless
 		if i >= clients/2 {
@@ -199,11 +210,6 @@ func measure(ctx context.Context, url string, clients int, warmup, d time.Durati
 		}
 		cls[i] = c
 	}
-	defer func() {
-		for _, c := range cls {
-			c.Close()
-		}
-	}()
 	var measuring atomic.Bool
 	var calls, failed atomic.Int64
 	stop := make(chan struct{})

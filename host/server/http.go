@@ -58,11 +58,12 @@ const (
 // §Streamable HTTP) at path "/" (other paths get 404). It serves MCP
 // 2026-07-28 statelessly and the earlier revisions (2024-11-05 to
 // 2025-11-25) with sessions, on the same endpoint ([routeProtocol]).
-// GET /healthz answers a load balancer's health check ([Health]) without
-// authentication, and a named server ([Options.Replica]) adds
-// [ReplicaHeader] to every response. Requests pass, in order:
-// DNS-rebinding (Host header) protection and Origin validation, bearer authentication, the body cap and routing by
-// protocol revision, then the go-sdk's handler and the MCP server.
+// A named server ([Options.Replica]) adds [ReplicaHeader] to every
+// response. Requests pass, in order: DNS-rebinding (Host header)
+// protection, the health check (GET /healthz, answered without
+// authentication: [Health]), Origin validation, bearer authentication,
+// the body cap and routing by protocol revision, then the go-sdk's
+// handler and the MCP server.
 func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
@@ -140,8 +141,9 @@ func (s *Server) replicaHeader(next http.Handler) http.Handler {
 
 // healthz answers GET and HEAD of [HealthPath] with 200 and a [Health]
 // body, without authentication, so that a load balancer can tell a
-// serving replica from a dead one; it says nothing a client could not
-// learn from the headers of any answer. Every other request goes to next.
+// serving replica from a dead one. It tells an unauthenticated caller the
+// replica's name, which every answer's header carries, and how many tools
+// it serves; nothing else. Every other request goes to next.
 func (s *Server) healthz(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != HealthPath {

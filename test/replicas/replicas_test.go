@@ -45,14 +45,16 @@ func dialAll(t *testing.T, ctx context.Context, url string, first, n, stateless 
 	}
 	wg.Wait()
 	close(errs)
+	t.Cleanup(func() {
+		for _, c := range out {
+			if c != nil {
+				c.Close()
+			}
+		}
+	})
 	for err := range errs {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, c := range out {
-			c.Close()
-		}
-	})
 	return out
 }
 

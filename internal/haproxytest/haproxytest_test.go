@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,5 +161,21 @@ func waitStates(t *testing.T, p *Proxy, want map[string]string) {
 			t.Fatalf("server states = %v, %v; want %v", got, err, want)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestExampleIsValid: the example, unchanged (with its global section for
+// Debian's packaged service), passes haproxy's own check.
+func TestExampleIsValid(t *testing.T) {
+	bin, err := Binary()
+	if err != nil {
+		if os.Getenv(EnvRequire) != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	out, err := exec.Command(bin, "-c", "-f", ExampleConfig()).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Configuration file is valid") {
+		t.Errorf("haproxy -c -f %s: %v\n%s", ExampleConfig(), err, out)
 	}
 }

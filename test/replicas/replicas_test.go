@@ -256,7 +256,10 @@ func TestKillReplicaMidLoad(t *testing.T) {
 	ctx := testwait.Context(t)
 	cls := dialAll(t, ctx, c.Proxy.URL, 0, clients, clients/2)
 
-	var killed atomic.Bool
+	// killing is set as the kill is sent, killed once the replica has
+	// exited: a call that fails must have ended after the first and, on
+	// 2026-07-28, started before the second.
+	var killing, killed atomic.Bool
 	var successes atomic.Int64
 	postKill := make([]atomic.Int64, clients)
 	stop := make(chan struct{})
@@ -284,7 +287,7 @@ func TestKillReplicaMidLoad(t *testing.T) {
 				callCtx, cancel := context.WithTimeout(ctx, callGuard)
 				res, replica, err := cl.Call(callCtx, tool, seq)
 				cancel()
-				o.replica, o.err = replica, err
+				o.replica, o.err, o.endedAfterKilling = replica, err, killing.Load()
 				if res != nil {
 					o.isError, o.text = res.IsError, cluster.Text(res)
 				}
@@ -304,9 +307,12 @@ func TestKillReplicaMidLoad(t *testing.T) {
 						if err == nil {
 							break
 						}
-						record(outcome{client: cl.ID, version: cl.Version, seq: seq, tool: "initialize", err: err, afterKill: killed.Load()})
-						if ctx.Err() != nil {
+						record(outcome{client: cl.ID, version: cl.Version, seq: seq, tool: "initialize", err: err,
+							afterKill: killed.Load(), endedAfterKilling: killing.Load()})
+						select {
+						case <-ctx.Done():
 							return
+						case <-time.After(100 * time.Millisecond):
 						}
 					}
 				}
@@ -350,6 +356,7 @@ func TestKillReplicaMidLoad(t *testing.T) {
 			victim = r
 		}
 	}
+	killing.Store(true)
 	if err := victim.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -417,6 +424,8 @@ func TestKillReplicaMidLoad(t *testing.T) {
 		switch {
 		case errors.Is(o.err, context.DeadlineExceeded):
 			t.Errorf("call hung for %s: %s", callGuard, o)
+		case !o.endedAfterKilling:
+			t.Errorf("a call failed before any replica was killed: %s", o)
 		case o.err == nil:
 			t.Errorf("a call failed as a tool error: %s", o)
 		case o.version == cluster.Sessions && o.pinned == victim.Name:

@@ -207,6 +207,8 @@ type outcome struct {
 	text    string
 	// afterKill: the call started after the killed replica had exited.
 	afterKill bool
+	// endedAfterKilling: the call ended after the kill was sent.
+	endedAfterKilling bool
 	// pinned is the replica owning the client's session when the call
 	// started (2025-11-25).
 	pinned string

@@ -2,10 +2,13 @@
 #
 #   make run     serve MCP on stdio with the embedded default config
 #   make test    the whole suite (fetches Go modules, npm packages and, as
-#                root, Debian's MinGW-w64 and Wine first)
+#                root, Debian's MinGW-w64, Wine, PostgreSQL and HAProxy first)
 #   make bench   throughput/latency/RSS of the host against the go-sdk floor,
 #                how soon a killed provider answers again, then the memory
 #                provider at 1k, 10k and 100k chunks
+#   make bench-replicas  throughput of 1, 2 and 3 replicas behind HAProxy
+#                on one PostgreSQL; make soak-replicas: the replica load
+#                test for 60 s
 #   make release versioned archives and SHA256SUMS in dist/ (VERSION=v1.2.3)
 
 GO       ?= go

@@ -2,10 +2,13 @@
 #
 #   make run     serve MCP on stdio with the embedded default config
 #   make test    the whole suite (fetches Go modules, npm packages and, as
-#                root, Debian's MinGW-w64 and Wine first)
+#                root, Debian's MinGW-w64, Wine, PostgreSQL and HAProxy first)
 #   make bench   throughput/latency/RSS of the host against the go-sdk floor,
 #                how soon a killed provider answers again, then the memory
 #                provider at 1k, 10k and 100k chunks
+#   make bench-replicas  throughput of 1, 2 and 3 replicas behind HAProxy
+#                on one PostgreSQL; make soak-replicas: the replica load
+#                test for 60 s
 #   make release versioned archives and SHA256SUMS in dist/ (VERSION=v1.2.3)
 
 GO       ?= go
@@ -32,7 +35,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 STATICCHECK_VERSION        := v0.8.2
 TOOLS := $(CACHE)/tools
 
-.PHONY: all build run run-http test test-go fuzz interop-deps postgres-deps windows-deps windows-exe vet-platforms bench bench-memory bench-discovery lint proto inspect release release-deps clean
+.PHONY: all build run run-http test test-go fuzz interop-deps postgres-deps haproxy-deps windows-deps windows-exe vet-platforms bench bench-memory bench-discovery bench-replicas soak-replicas lint proto inspect release release-deps clean
 
 all: build
 
@@ -49,9 +52,11 @@ run-http: build
 # The whole suite: go vet for the other platforms, then unit, integration
 # and interop tests (the TypeScript SDK client over stdio and HTTP, the MCP
 # conformance suite over HTTP, the Windows build under Wine, the storage
-# tests on a throwaway PostgreSQL), with the race detector.
-test: build interop-deps windows-exe postgres-deps vet-platforms
+# tests on a throwaway PostgreSQL, replicas behind a throwaway HAProxy),
+# with the race detector.
+test: build interop-deps windows-exe postgres-deps haproxy-deps vet-platforms
 	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 OPENHUMAN_REQUIRE_POSTGRES=1 \
+		OPENHUMAN_REQUIRE_HAPROXY=1 \
 		$(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 -timeout 20m ./...
 	@# The memory provider's driver-neutral tests again, on PostgreSQL.
 	OPENHUMAN_MEMORY_TEST_DRIVER=postgres OPENHUMAN_REQUIRE_POSTGRES=1 \
@@ -88,6 +93,12 @@ interop-deps:
 # OPENHUMAN_TEST_POSTGRES_DSN to use an existing server instead.
 postgres-deps:
 	@./scripts/debian-packages.sh postgresql
+
+# HAProxy for the replica tests (test/replicas), which start one of their
+# own in a temporary directory on a loopback port with
+# examples/haproxy/haproxy.cfg.
+haproxy-deps:
+	@./scripts/debian-packages.sh haproxy
 
 # MinGW-w64 and Wine for the Windows test (Debian packages; installed when
 # run as root, else the script prints the command).
@@ -128,6 +139,18 @@ bench-discovery: build interop-deps
 	$(GO) run -tags $(TAGS) ./bench/discovery -host $(CURDIR)/$(BIN) \
 		-everything $(INTEROP_HOME)/node_modules/@modelcontextprotocol/server-everything \
 		-node $(INTEROP_HOME)/node_modules/.bin/node
+
+# Throughput of 1, 2 and 3 replicas behind HAProxy on one PostgreSQL
+# (docs/performance.md#replicas): make bench-replicas ARGS="-duration 20s"
+bench-replicas: build postgres-deps haproxy-deps
+	$(GO) run -tags $(TAGS) ./bench/replicas -host $(CURDIR)/$(BIN) $(ARGS)
+
+# The replica load test (three replicas, HAProxy, PostgreSQL, 100 clients)
+# for SOAK of calling instead of 10 calls per client.
+SOAK ?= 60s
+soak-replicas: build postgres-deps haproxy-deps
+	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_REQUIRE_POSTGRES=1 OPENHUMAN_REQUIRE_HAPROXY=1 OPENHUMAN_REPLICAS_SOAK=$(SOAK) \
+		$(GO) test -tags $(TAGS) -count=1 -timeout 30m -run TestLoadAcrossReplicas -v ./test/replicas/
 
 # The memory provider's benchmark alone, in-process: import throughput,
 # memory_search and memory_recall latency and bytes per chunk as a generated

@@ -269,6 +269,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		ToolOverrides:        toolOverrides(cfg),
 
 		StructuredContentClients: cfg.Server.StructuredContentClients,
+		Replica:                  cfg.Server.Replica,
 	})
 	if err != nil {
 		h.changeMu.Unlock()
@@ -363,6 +364,10 @@ func (h *Host) providerChanged(p *plugins.Provider, catalogChanged bool) {
 type StatusReport struct {
 	// Pid is the host's process id.
 	Pid int `json:"pid"`
+	// Replica is the server's name among replicas ([server] replica, or
+	// the host name and port); absent in reports written before it was
+	// added.
+	Replica string `json:"replica,omitempty"`
 	// Started is when the host started.
 	Started time.Time `json:"started"`
 	// Updated is when the report was written.
@@ -455,7 +460,11 @@ func (h *Host) writeStatus() {
 	if h.statusFile == "" {
 		return
 	}
-	report := StatusReport{Pid: os.Getpid(), Started: h.started, Updated: time.Now(), Providers: h.Status(), Audit: h.auditStatus(),
+	var replica string
+	if h.Server != nil {
+		replica = h.Server.Replica()
+	}
+	report := StatusReport{Pid: os.Getpid(), Replica: replica, Started: h.started, Updated: time.Now(), Providers: h.Status(), Audit: h.auditStatus(),
 		Upstream: h.lastUpstream}
 	if err := writeJSONFile(h.statusFile, report); err != nil {
 		h.log.Warn("provider status file not written", "path", h.statusFile, "error", err)

@@ -60,7 +60,8 @@ func newProvidersStatusCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the state of every provider of the running servers",
-		Long: "status shows, for every openhuman-host server running on this data directory, each enabled\n" +
+		Long: "status shows, for every openhuman-host server running on this data directory (headed by its\n" +
+			"replica name, [server] replica, and pid), each enabled\n" +
 			"provider's state (running, restarting, failed), process id, restarts, tool count and last error.\n" +
 			"With no server running it starts the configured providers once and reports whether they load.\n" +
 			"Below each table it lists every upstream server's state (connected, connecting, failed) and error.\n" +
@@ -141,7 +142,11 @@ func printStatus(out io.Writer, reports []host.StatusReport, live bool) {
 			if i > 0 {
 				fmt.Fprintln(out)
 			}
-			fmt.Fprintf(out, "server pid %d, up %s\n", r.Pid, time.Since(r.Started).Round(time.Second))
+			replica := ""
+			if r.Replica != "" {
+				replica = "replica " + oneLine(r.Replica, 64) + ", "
+			}
+			fmt.Fprintf(out, "server %spid %d, up %s\n", replica, r.Pid, time.Since(r.Started).Round(time.Second))
 		}
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "PROVIDER\tSTATE\tPID\tRESTARTS\tTOOLS\tSINCE\tLAST ERROR")

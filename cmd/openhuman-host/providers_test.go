@@ -271,7 +271,7 @@ func TestProvidersStatusOfARunningServer(t *testing.T) {
 		t.Fatalf("providers add: %v\n%s", err, out)
 	}
 	serve := exec.Command(exe, "serve")
-	serve.Env = env
+	serve.Env = append(env, "OPENHUMAN_REPLICA=web-7")
 	stdin, err := serve.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +289,7 @@ func TestProvidersStatusOfARunningServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("providers status: %v\n%s", err, out)
 	}
-	if !regexpMatch(t, `^server pid `+itoa(serve.Process.Pid)+`, up `, string(out)) || !regexpMatch(t, `(?m)^kit\s+running\s+\d+\s+0\s+12\s`, string(out)) {
+	if !regexpMatch(t, `^server replica web-7, pid `+itoa(serve.Process.Pid)+`, up `, string(out)) || !regexpMatch(t, `(?m)^kit\s+running\s+\d+\s+0\s+12\s`, string(out)) {
 		t.Errorf("status of a running server:\n%s", out)
 	}
 	_ = stdin.Close()

@@ -99,8 +99,10 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 		if err := server.CheckBind(listenHost, token, f.insecureBind); err != nil {
 			return err
 		}
+		cfg.Server.Replica = cfg.Server.ReplicaName(port)
 	} else {
 		tuneGCForStdio()
+		cfg.Server.Replica = cfg.Server.ReplicaName(0)
 	}
 
 	dataDir, err := cfg.DataDir()
@@ -114,7 +116,7 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 		configFile, _ = config.DefaultPath()
 		configFile += " (missing: embedded defaults)"
 	}
-	log.Info("config and data paths", "config_file", configFile, "data_dir", dataDir)
+	log.Info("config and data paths", "config_file", configFile, "data_dir", dataDir, "replica", cfg.Server.Replica)
 	// Registered before the providers start: SIGHUP's default action
 	// would end the process.
 	hup, stopHup := reloadSignals()

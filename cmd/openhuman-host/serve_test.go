@@ -197,3 +197,60 @@ func TestListenCapsConnections(t *testing.T) {
 		t.Fatalf("a connection once one closed: %v", err)
 	}
 }
+
+// TestServeNamesReplica: over http a server without [server] replica is
+// named by the host name and the port it serves, in its /healthz answer
+// and the Openhuman-Replica header, and in its status file.
+func TestServeNamesReplica(t *testing.T) {
+	t.Parallel()
+	exe := testExe(t)
+	dataDir := t.TempDir()
+	cfgPath := serveConfig(t, dataDir)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	cmd := exec.Command(exe, "--config", cfgPath, "serve", "--transport", "http", "--port", fmt.Sprint(port))
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	var stderr testwait.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	hostname, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%s:%d", hostname, port)
+	var body []byte
+	var header string
+	testwait.Until(t, "the server's /healthz", func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ = io.ReadAll(resp.Body)
+		header = resp.Header.Get("Openhuman-Replica")
+		return resp.StatusCode == http.StatusOK
+	})
+	var h struct {
+		Status, Replica string
+	}
+	if err := json.Unmarshal(body, &h); err != nil || h.Status != "ok" || h.Replica != want || header != want {
+		t.Errorf("/healthz = %s with Openhuman-Replica %q, %v; want replica %q\n%s", body, header, err, want, stderr.String())
+	}
+	status := statusFile(dataDir, cmd.Process.Pid)
+	testwait.Until(t, "the status file", func() bool { _, err := os.Stat(status); return err == nil })
+	b, err := os.ReadFile(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct{ Replica string }
+	if err := json.Unmarshal(b, &report); err != nil || report.Replica != want {
+		t.Errorf("status file %s: replica %q, %v; want %q", b, report.Replica, err, want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -27,6 +28,8 @@ const (
 	EnvLogLevel = "OPENHUMAN_LOG_LEVEL"
 	// EnvDataDir overrides server.data_dir.
 	EnvDataDir = "OPENHUMAN_DATA_DIR"
+	// EnvReplica overrides server.replica.
+	EnvReplica = "OPENHUMAN_REPLICA"
 	// EnvSearXNGEnabled overrides providers.searxng.enabled: "true" or
 	// "false" (also 1/0, yes/no, on/off).
 	EnvSearXNGEnabled = "OPENHUMAN_SEARXNG_ENABLED"
@@ -145,6 +148,30 @@ type ServerConfig struct {
 	// instead of their text. Default empty: every client gets the full
 	// text, which is what a client that reads only text needs.
 	StructuredContentClients []string `toml:"structured_content_clients"`
+	// Replica names this server among the replicas that share one
+	// PostgreSQL database ([storage] driver = "postgres") behind a load
+	// balancer: `providers status`, the http transport's /healthz answer
+	// and its Openhuman-Replica response header show it. 1 to 64 of
+	// [A-Za-z0-9._:@-]. Empty (default): [ServerConfig.ReplicaName]
+	// makes one from the host name and the port.
+	Replica string `toml:"replica"`
+}
+
+// ReplicaName returns the name of this server among replicas:
+// [ServerConfig.Replica] when set, else the machine's host name and port
+// (listening on port, "web1:9300"; port 0 or below, the host name alone).
+func (s ServerConfig) ReplicaName(port int) string {
+	if s.Replica != "" {
+		return s.Replica
+	}
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		name = "localhost"
+	}
+	if port <= 0 {
+		return name
+	}
+	return name + ":" + strconv.Itoa(port)
 }
 
 // ToolTimeout returns ToolTimeoutSecs as a duration.
@@ -269,9 +296,9 @@ const (
 	// StorageSQLite keeps the audit log, the act budget and provider data
 	// in SQLite files in the data directory: one machine.
 	StorageSQLite = "sqlite"
-	// StoragePostgres keeps the audit log, the act budget and the
-	// single-use state records in one PostgreSQL database that several
-	// replicas share.
+	// StoragePostgres keeps the audit log, the act budget, the
+	// single-use state records and the memory provider's data in one
+	// PostgreSQL database that several replicas share.
 	StoragePostgres = "postgres"
 )
 

@@ -332,7 +332,7 @@ func TestProviderMergesOverDefaultEntry(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
-	const serverKeys = "allowed_origins, data_dir, host, log_level, max_connections, max_request_body_bytes, max_sessions, port, provider_start_timeout_secs, session_idle_timeout_secs, structured_content_clients, tool_timeout_secs, transport"
+	const serverKeys = "allowed_origins, data_dir, host, log_level, max_connections, max_request_body_bytes, max_sessions, port, provider_start_timeout_secs, replica, session_idle_timeout_secs, structured_content_clients, tool_timeout_secs, transport"
 	tests := map[string]struct {
 		doc  string
 		want []string
@@ -733,6 +733,23 @@ func TestEnvOverrides(t *testing.T) {
 			env:  map[string]string{EnvLogLevel: "", EnvDataDir: ""},
 			doc:  lines("[server]", `log_level = "info"`),
 			want: func(c *Config) { c.Server.LogLevel = "info" },
+		},
+		"replica from the file, then the environment": {
+			env:  map[string]string{EnvReplica: "web2@eu-1"},
+			doc:  lines("[server]", `replica = "web1"`),
+			want: func(c *Config) { c.Server.Replica = "web2@eu-1" },
+		},
+		"invalid replica name in the file": {
+			doc: lines("[server]", `replica = "web/1"`),
+			wantErr: []string{
+				`config.toml:2: server.replica: must be 1 to 64 letters, digits and . _ : @ -, such as "web1:9300"; got "web/1"`,
+			},
+		},
+		"invalid replica name in the environment": {
+			env: map[string]string{EnvReplica: "two words"},
+			wantErr: []string{
+				`environment variable OPENHUMAN_REPLICA: server.replica: must be 1 to 64 letters, digits and . _ : @ -, such as "web1:9300"; got "two words"`,
+			},
 		},
 		"searxng overrides": {
 			env: map[string]string{EnvSearXNGEnabled: "yes", EnvSearXNGURL: "http://127.0.0.1:8888"},
@@ -1293,6 +1310,7 @@ max_sessions = 256
 max_connections = 1024
 allowed_origins = []
 structured_content_clients = []
+replica = ''
 
 [autonomy]
 level = 'supervised'
@@ -1703,5 +1721,25 @@ description = "bell\u0007"
 	}
 	if diff := cmp.Diff(wantErrs, got); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+func TestReplicaName(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	for _, tt := range []struct {
+		set  string
+		port int
+		want string
+	}{
+		{"web1", 9300, "web1"},
+		{"", 9301, host + ":9301"},
+		{"", 0, host},
+	} {
+		if got := (ServerConfig{Replica: tt.set}).ReplicaName(tt.port); got != tt.want {
+			t.Errorf("ReplicaName(%q, %d) = %q, want %q", tt.set, tt.port, got, tt.want)
+		}
 	}
 }

@@ -37,6 +37,9 @@ func (d *decoder) validate(c *Config) {
 	for i, o := range s.AllowedOrigins {
 		d.check(index("server.allowed_origins", i), checkOrigin(o))
 	}
+	if s.Replica != "" {
+		d.check("server.replica", checkReplica(s.Replica))
+	}
 	for i, msg := range checkClientNames(s.StructuredContentClients) {
 		d.check(index("server.structured_content_clients", i), msg)
 	}
@@ -72,6 +75,17 @@ func (d *decoder) validate(c *Config) {
 	c.Upstream.Checked = d.upstreamServers(c.Upstream.Servers)
 }
 
+// replicaName is what server.replica may hold.
+var replicaName = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,64}$`)
+
+// checkReplica checks a server.replica value.
+func checkReplica(v string) string {
+	if !replicaName.MatchString(v) {
+		return fmt.Sprintf("must be 1 to 64 letters, digits and . _ : @ -, such as \"web1:9300\"; got %q", v)
+	}
+	return ""
+}
+
 // check records msg, when not empty, as an error about path.
 func (d *decoder) check(path, msg string) {
 	if msg != "" {
@@ -98,6 +112,8 @@ func applyEnv(c *Config, env environ) []*Error {
 		func(v string) { c.Server.LogLevel = v })
 	override(EnvDataDir, "server.data_dir", checkDataDir,
 		func(v string) { c.Server.DataDir = v })
+	override(EnvReplica, "server.replica", checkReplica,
+		func(v string) { c.Server.Replica = v })
 	searxng := func(set func(p *ProviderConfig)) {
 		p := c.Providers["searxng"]
 		p.Name = "searxng"

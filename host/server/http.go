@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -57,9 +58,12 @@ const (
 // §Streamable HTTP) at path "/" (other paths get 404). It serves MCP
 // 2026-07-28 statelessly and the earlier revisions (2024-11-05 to
 // 2025-11-25) with sessions, on the same endpoint ([routeProtocol]).
-// Requests pass, in order: DNS-rebinding (Host header) protection and
-// Origin validation, bearer authentication, the body cap and routing by
-// protocol revision, then the go-sdk's handler and the MCP server.
+// A named server ([Options.Replica]) adds [ReplicaHeader] to every
+// response. Requests pass, in order: DNS-rebinding (Host header)
+// protection, the health check (GET /healthz, answered without
+// authentication: [Health]), Origin validation, bearer authentication,
+// the body cap and routing by protocol revision, then the go-sdk's
+// handler and the MCP server.
 func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	var o HTTPOptions
 	if opts != nil {
@@ -104,7 +108,61 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		h = bearerChallenge(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h))
 		h = newAuthBackoff(s.log.Named("http")).wrap(h)
 	}
-	return bodyDeadline(o.BodyTimeout, s.routeProfile(rebindingCheck(originCheck(o.AllowedOrigins, h))))
+	return bodyDeadline(o.BodyTimeout, s.replicaHeader(rebindingCheck(s.healthz(s.routeProfile(originCheck(o.AllowedOrigins, h))))))
+}
+
+// ReplicaHeader is the response header that names the replica which
+// answered ([Options.Replica]), on every HTTP response of a named server.
+const ReplicaHeader = "Openhuman-Replica"
+
+// HealthPath is the path of the health check a load balancer polls.
+const HealthPath = "/healthz"
+
+// Health is the JSON body of GET /healthz.
+type Health struct {
+	// Status is "ok" while the server serves.
+	Status string `json:"status"`
+	// Replica is [Options.Replica]; absent when unnamed.
+	Replica string `json:"replica,omitempty"`
+	// Tools is how many tools the server serves now.
+	Tools int `json:"tools"`
+}
+
+// replicaHeader names the replica on every response.
+func (s *Server) replicaHeader(next http.Handler) http.Handler {
+	if s.opts.Replica == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(ReplicaHeader, s.opts.Replica)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// healthz answers GET and HEAD of [HealthPath] with 200 and a [Health]
+// body, without authentication, so that a load balancer can tell a
+// serving replica from a dead one. It tells an unauthenticated caller the
+// replica's name, which every answer's header carries, and how many tools
+// it serves; nothing else. Every other request goes to next.
+func (s *Server) healthz(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != HealthPath {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "Method Not Allowed: "+HealthPath+" answers GET and HEAD", http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := json.Marshal(Health{Status: "ok", Replica: s.opts.Replica, Tools: len(s.view.Load().catalog.Tools())})
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(append(body, '\n'))
+		}
+	})
 }
 
 // rebindingCheck answers 403 to a request that arrived on a loopback

@@ -45,6 +45,15 @@ import (
 // A state that fails its seal, has expired, was spent, or names another
 // tool, other arguments or another client is refused with JSON-RPC
 // -32602 and an audit row "denied:bad_confirmation".
+//
+// Replicas that share a database share the state key, so a confirmation
+// or relayed state issued by one is accepted by every other (and spent
+// once, in the database). A continuation is not: its call is parked in
+// the process that issued it. A retry carrying one that reaches another
+// replica is refused at once, naming both replicas ("elsewhere"); it
+// never waits. The parked call is cancelled when its questions go
+// unanswered for parkTTL, and a call on a replica that died ended with
+// it.
 
 // Limits of multi-round-trip calls.
 const (
@@ -85,6 +94,8 @@ type requestState struct {
 	Call   string `json:"p,omitempty"` // parked call id ("resume")
 	Round  int    `json:"r,omitempty"` // the parked call's round ("resume")
 	Inner  string `json:"i,omitempty"` // the provider's own requestState ("relay")
+	// Replica is the replica the parked call runs on ("resume").
+	Replica string `json:"rp,omitempty"`
 }
 
 // Kinds of requestState.
@@ -404,6 +415,14 @@ func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name st
 			}
 		case stateResume:
 			p := s.parked.get(st.Call)
+			if p == nil && st.Replica != s.opts.Replica {
+				// The call waits in another process: replicas share the
+				// key that seals states, not the calls themselves.
+				return nil, s.refuseState(ctx, t.Name, call, "elsewhere", fmt.Sprintf(
+					"the call it continues runs on replica %q, not on this one (%q): the answers to a running call's questions "+
+						"must reach the replica that asked them, and that call is cancelled once they are %s overdue",
+					st.Replica, s.opts.Replica, parkTTL))
+			}
 			if p == nil {
 				return nil, s.refuseState(ctx, t.Name, call, "expired", "the call it continues has ended or timed out; call the tool again")
 			}
@@ -627,7 +646,7 @@ func (s *Server) await(ctx context.Context, p *parkedCall, call Call) (*mcp.Call
 	}
 	state := s.states.seal(requestState{
 		Kind: stateResume, Tool: p.tool, Args: p.args, Client: p.client,
-		Exp: s.now().Add(parkTTL).UnixMilli(), Nonce: rand.Text(), Call: p.id, Round: p.round,
+		Exp: s.now().Add(parkTTL).UnixMilli(), Nonce: rand.Text(), Call: p.id, Round: p.round, Replica: s.opts.Replica,
 	})
 	return &mcp.CallToolResult{InputRequests: requests, RequestState: state}, nil
 }
@@ -681,7 +700,7 @@ func (s *Server) relayInput(p *parkedCall, call Call, res *sdk.CallToolResult) (
 // refuseState records a refused requestState (decision
 // "denied:bad_confirmation") and returns the JSON-RPC -32602 error for
 // it; how says what was wrong ("forged", "expired", "replayed",
-// "mismatched") and why explains it.
+// "mismatched", "elsewhere") and why explains it.
 func (s *Server) refuseState(ctx context.Context, tool string, call Call, how, why string) error {
 	s.log.Warn("requestState refused", "tool", tool, "client", call.Caller.SourceType, "reason", how)
 	if s.opts.Audit != nil {

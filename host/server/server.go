@@ -133,7 +133,17 @@ type Options struct {
 	Profiles map[string]*Profile
 	// ToolOverrides are the initial [Settings].ToolOverrides.
 	ToolOverrides map[string]ToolOverride
+	// Replica names this server among replicas that share one database
+	// behind a load balancer ([server] replica): GET /healthz and the
+	// Openhuman-Replica header of every HTTP response carry it, and a
+	// multi-round-trip retry that reaches another replica is told which
+	// one holds its call. Empty: unnamed.
+	Replica string
 }
+
+// Replica returns the name of this server among replicas
+// ([Options.Replica]); empty when unnamed.
+func (s *Server) Replica() string { return s.opts.Replica }
 
 // Values of [Options.ConfirmActs], as in [autonomy] confirm_acts.
 const (

@@ -3,6 +3,7 @@ package replicas_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,9 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/openhuman/openhuman-host/internal/cluster"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 )
+
+// toolStore is the memory provider's store tool: an act, which the act
+// budget counts like any other.
+const toolStore = "memory_store"
 
 // callGuard bounds one call: a call still unanswered after it has hung,
 // which the tests count as a failure of its own. It is a guard against a
@@ -77,11 +84,13 @@ func soak(t *testing.T) time.Duration {
 // every other one an act. No call fails; exactly 37 acts run across all
 // replicas and the others are refused by the budget; the database holds
 // one audit row per call; every session stays on one replica and both
-// kinds of client reach every replica.
+// kinds of client reach every replica. Every fourth call is a
+// memory_store: each one acknowledged is then found through every
+// replica.
 func TestLoadAcrossReplicas(t *testing.T) {
 	const clients, maxActs, callsPerClient = 100, 37, 10
 	budget := maxActs
-	c, db := startCluster(t, 3, &budget)
+	c, db := startCluster(t, 3, &budget, func(o *cluster.Options) { o.Memory = true })
 	ctx := testwait.Context(t)
 	cls := dialAll(t, ctx, c.Proxy.URL, 0, clients, clients/2)
 	soakFor := soak(t)
@@ -103,9 +112,21 @@ func TestLoadAcrossReplicas(t *testing.T) {
 					tool = cluster.ToolWrite
 				}
 				callCtx, cancel := context.WithTimeout(ctx, callGuard)
-				res, replica, err := cl.Call(callCtx, tool, seq)
+				var (
+					res     *mcp.CallToolResult
+					replica string
+					err     error
+					word    string
+				)
+				if seq%4 == 0 {
+					tool, word = toolStore, fmt.Sprintf("loadword%dx%d", cl.ID, seq)
+					res, replica, err = cl.CallArgs(callCtx, toolStore, map[string]any{
+						"title": "Load note " + word, "content": "Written under load: " + word + "."})
+				} else {
+					res, replica, err = cl.Call(callCtx, tool, seq)
+				}
 				cancel()
-				o := outcome{client: cl.ID, version: cl.Version, seq: seq, tool: tool, replica: replica, err: err, pinned: cl.Pinned()}
+				o := outcome{client: cl.ID, version: cl.Version, seq: seq, tool: tool, replica: replica, err: err, pinned: cl.Pinned(), word: word}
 				if res != nil {
 					o.isError, o.text = res.IsError, cluster.Text(res)
 				}
@@ -121,12 +142,35 @@ func TestLoadAcrossReplicas(t *testing.T) {
 	for _, cl := range cls {
 		cl.Close()
 	}
+	// Every acknowledged store is found through every replica.
+	var stored []outcome
+	for _, o := range outcomes {
+		if o.tool == toolStore && o.err == nil && !o.isError {
+			stored = append(stored, o)
+		}
+	}
+	if len(stored) == 0 {
+		t.Error("no memory_store was allowed under load")
+	}
+	for i, r := range c.Replicas {
+		direct, err := cluster.Dial(ctx, "http://"+r.Addr+"/", 5000+i, cluster.Stateless)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range stored {
+			res, _, err := direct.CallArgs(ctx, "memory_search", map[string]any{"query": o.word})
+			if err != nil || res.IsError || !strings.Contains(cluster.Text(res), "Load note "+o.word) {
+				t.Errorf("memory stored through %s (acknowledged) not found through %s: %v\n%s", o.replica, r.Name, err, cluster.Text(res))
+			}
+		}
+		direct.Close()
+	}
 	// A graceful stop writes every queued audit row.
 	if err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	var failed, reads, writes, allowed, refused int
+	var failed, reads, writes, allowed, refused, stores int
 	stateless := map[string]int{}
 	legacy := map[string]int{}
 	sessionReplicas := map[int]map[string]bool{}
@@ -148,6 +192,10 @@ func TestLoadAcrossReplicas(t *testing.T) {
 			sessionReplicas[o.client][o.replica] = true
 		}
 		switch {
+		case o.tool == toolStore && !o.isError:
+			writes++
+			allowed++
+			stores++
 		case o.tool == cluster.ToolRead:
 			reads++
 			if o.isError || o.text != cluster.Want(o.client, o.seq) {
@@ -162,6 +210,9 @@ func TestLoadAcrossReplicas(t *testing.T) {
 		default:
 			writes++
 			refused++
+			if o.tool == toolStore {
+				stores++
+			}
 			if !strings.Contains(o.text, "max_actions_per_hour = 37") {
 				t.Errorf("act refused other than by the budget: %s", o)
 			}
@@ -191,9 +242,10 @@ func TestLoadAcrossReplicas(t *testing.T) {
 	}
 
 	// The database holds one row per call: reads, allowed acts (none
-	// left pending after a graceful stop) and acts the budget refused.
+	// left pending after a graceful stop) and acts the budget refused;
+	// the searches made after the load are left out.
 	var total int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM mcp_audit").Scan(&total); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM mcp_audit WHERE tool <> 'memory_search'").Scan(&total); err != nil {
 		t.Fatal(err)
 	}
 	if total != len(outcomes) {
@@ -201,10 +253,31 @@ func TestLoadAcrossReplicas(t *testing.T) {
 	}
 	readRows := auditRows(t, db, cluster.ToolRead)
 	writeRows := auditRows(t, db, cluster.ToolWrite)
-	if len(readRows) != reads || len(writeRows) != writes {
-		t.Errorf("audit rows: %d reads, %d acts; want %d and %d", len(readRows), len(writeRows), reads, writes)
+	if len(readRows) != reads || len(writeRows) != writes-stores {
+		t.Errorf("audit rows: %d reads, %d acts of %s; want %d and %d", len(readRows), len(writeRows), cluster.ToolWrite, reads, writes-stores)
 	}
 	decisions := map[string]int{}
+	storeRows, err := db.QueryContext(ctx, "SELECT decision, pending FROM mcp_audit WHERE tool = $1", toolStore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for storeRows.Next() {
+		var r struct {
+			decision string
+			pending  bool
+		}
+		if err := storeRows.Scan(&r.decision, &r.pending); err != nil {
+			t.Fatal(err)
+		}
+		decisions[r.decision]++
+		if r.pending {
+			t.Errorf("a memory_store row is still pending after a graceful stop: %+v", r)
+		}
+	}
+	if err := storeRows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	storeRows.Close()
 	for _, r := range writeRows {
 		decisions[r.decision]++
 		if r.pending {

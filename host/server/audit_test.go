@@ -156,3 +156,25 @@ func TestAuditSharedActBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditFailureOnPostgresSaysSo: when the shared database does not
+// take an act's row, the refusal points at the database, not the disk.
+func TestAuditFailureOnPostgresSaysSo(t *testing.T) {
+	t.Parallel()
+	a := &memAudit{beginErr: errors.New("audit: write the row of fake_store before it runs in PostgreSQL 127.0.0.1:5432/team: unexpected EOF")}
+	pol, err := policy.New(policy.Options{SharedBudget: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Call(t.Context(), Call{Tool: "fake_store", Arguments: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := resultText(res); !res.IsError || !strings.Contains(text, "shared PostgreSQL database did not take the row") || strings.Contains(text, "disk space") {
+		t.Errorf("act while PostgreSQL is down = %q", text)
+	}
+}

@@ -815,6 +815,8 @@ func (s *Server) begin(ctx context.Context, set *Settings, t *catalog.Tool, rec 
 		rec.Decision = audit.DecisionDenied(AuditFailure)
 		hint := "free disk space in the data directory (`openhuman-host config paths` shows it) or fix its permissions; acts run again as soon as their row can be written"
 		switch {
+		case strings.Contains(err.Error(), "in PostgreSQL "):
+			hint = "the shared PostgreSQL database did not take the row (it is down, unreachable or refuses this role); acts run again as soon as it does: `openhuman-host config check` names the database in use"
 		case audit.Damaged(err):
 			hint = "the audit database is damaged: restart openhuman-host, which moves it aside and starts a fresh one"
 		case strings.Contains(err.Error(), "database is locked"):

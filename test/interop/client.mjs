@@ -6,8 +6,9 @@
 //
 // Environment:
 //   EXPECT_READONLY=1    the server runs with [autonomy] level = "readonly":
-//                        memory_store must be refused (and the round trip
-//                        through memory_store is not attempted)
+//                        act tools must not be listed and memory_store must
+//                        be refused (the round trip through memory_store is
+//                        not attempted)
 //   CLIENT_DEADLINE_MS   whole-run deadline (default 60000)
 //   CLIENT_REQUEST_MS    per-request timeout (default 20000)
 //   EXTRA_CALLS          a JSON array of {"name", "arguments", "text"}: each
@@ -185,9 +186,15 @@ await check("tools/list and prompts/list: every name matches ^[a-zA-Z0-9_-]{1,64
 });
 
 await check("tools/list: memory tools and their annotations", () => {
-  const memoryTools = ["memory_store", "memory_note", "tree_tag", "memory_search", "memory_recall", "tree_read_chunk", "tree_browse", "tree_top_entities", "tree_list_sources"];
-  for (const name of memoryTools) expect(tool(name), `${name} is not listed`);
-  for (const name of ["memory_store", "memory_note", "tree_tag"]) {
+  const readTools = ["memory_search", "memory_recall", "tree_read_chunk", "tree_browse", "tree_top_entities", "tree_list_sources"];
+  const actTools = ["memory_store", "memory_note", "tree_tag"];
+  for (const name of readTools) expect(tool(name), `${name} is not listed`);
+  if (readonly) {
+    // At level readonly every act is refused, so none is listed.
+    for (const name of actTools) expect(!tool(name), `${name} is listed though level readonly refuses it`);
+  }
+  for (const name of readonly ? [] : actTools) {
+    expect(tool(name), `${name} is not listed`);
     const a = tool(name).annotations || {};
     expect(a.readOnlyHint !== true && a.destructiveHint === true && a.idempotentHint === true, `${name} annotations ${JSON.stringify(a)}`);
   }
@@ -195,9 +202,11 @@ await check("tools/list: memory tools and their annotations", () => {
     expect(tool(name).annotations?.readOnlyHint === true, `${name} readOnlyHint is not true`);
   expect(tool("memory_search").annotations?.readOnlyHint === true, "memory_search readOnlyHint is not true");
   expect(tool("tree_read_chunk").annotations?.readOnlyHint === true, "tree_read_chunk readOnlyHint is not true");
-  const store = tool("memory_store").annotations || {};
-  expect(store.readOnlyHint !== true, "memory_store claims to be read-only");
-  expect(store.destructiveHint === true, "memory_store destructiveHint is not true");
+  if (!readonly) {
+    const store = tool("memory_store").annotations || {};
+    expect(store.readOnlyHint !== true, "memory_store claims to be read-only");
+    expect(store.destructiveHint === true, "memory_store destructiveHint is not true");
+  }
 });
 
 const nonce = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;

@@ -68,9 +68,9 @@ func TestClientSafeNames(t *testing.T) {
 
 // TestDottedNamesKeepWorking: with a config written for the old dotted
 // names (denied_tools = ["memory.*"]), the go-sdk client over stdio sees
-// only client-safe names, memory tools are still denied, a call by a
-// dotted name runs, and the audit log records the advertised names, also
-// when filtered by the old ones.
+// only client-safe names, memory tools are still denied (and so not
+// listed), a call by a dotted name runs, and the audit log records the
+// advertised names, also when filtered by the old ones.
 func TestDottedNamesKeepWorking(t *testing.T) {
 	p := requireServer(t)
 	t.Parallel()
@@ -105,10 +105,17 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 			t.Errorf("tools/list has %q, which does not match %s", tool.Name, clientSafe)
 		}
 	}
-	for _, want := range []string{"memory_store", "tree_read_chunk", "agent_run_subagent", "core_list_tools", "searxng_search",
+	for _, want := range []string{"tree_read_chunk", "agent_run_subagent", "core_list_tools", "searxng_search",
 		"kit_ping", "notes__notes_find", "notes__notes_archive_all"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools/list lacks %s: %v", want, names)
+		}
+	}
+	// The old dotted pattern still denies the memory tools, which are
+	// therefore not listed; a call by name is refused below.
+	for _, denied := range []string{"memory_store", "memory_search"} {
+		if slices.Contains(names, denied) {
+			t.Errorf("tools/list shows %s, which denied_tools = [\"memory.*\"] refuses: %v", denied, names)
 		}
 	}
 	for prompt, err := range cs.Prompts(ctx, nil) {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"gorm.io/gorm"
@@ -23,13 +22,7 @@ var migrationFiles embed.FS
 // Migrations are the audit log's numbered PostgreSQL migrations
 // (NNNNN_what.sql in goose's format), for [storage.Migrate]. On SQLite the
 // tables follow Record and SpentState instead.
-var Migrations = func() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err)
-	}
-	return sub
-}()
+var Migrations = storage.MigrationsDir(migrationFiles, "migrations")
 
 // poolSize caps the log's connections to PostgreSQL: the writer, Begin
 // and Spend on the request path, and the query methods.

@@ -243,3 +243,15 @@ type quiet struct{}
 
 func (quiet) Fatalf(string, ...any) {}
 func (quiet) Printf(string, ...any) {}
+
+// MigrationsDir returns the directory dir of fsys, a component's embedded
+// migrations (//go:embed dir/*.sql), as the fs.FS [Migrate] reads. It
+// panics when dir is not a valid path, which only a wrong constant in the
+// caller can cause.
+func MigrationsDir(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(fmt.Sprintf("storage: migrations directory %q: %v", dir, err))
+	}
+	return sub
+}

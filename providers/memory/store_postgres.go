@@ -6,7 +6,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 	"strings"
 	"time"
@@ -29,13 +28,7 @@ var migrationFiles embed.FS
 // Migrations are the memory provider's numbered PostgreSQL migrations
 // (NNNNN_what.sql in goose's format), for [storage.Migrate]. On SQLite the
 // schema follows the steps of migrations.go instead.
-var Migrations = func() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err)
-	}
-	return sub
-}()
+var Migrations = storage.MigrationsDir(migrationFiles, "migrations")
 
 // Secrets the host passes the built-in memory provider when [storage]
 // driver = "postgres": the driver, and the connection string of the

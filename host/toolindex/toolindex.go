@@ -46,8 +46,8 @@ type Index struct {
 	db *sql.DB
 }
 
-// Column weights of bm25(): name, title, description, arguments.
-const weights = "8.0, 4.0, 1.0, 2.0"
+// Column weights of bm25(): name, title, summary, description, arguments.
+const weights = "8.0, 4.0, 3.0, 1.0, 2.0"
 
 // New indexes tools. It fails when SQLite lacks FTS5.
 func New(ctx context.Context, tools []Tool) (*Index, error) {
@@ -63,20 +63,20 @@ func New(ctx context.Context, tools []Tool) (*Index, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	if _, err := db.ExecContext(ctx, `CREATE VIRTUAL TABLE tools USING fts5(name, title, description, args, tokenize = 'porter unicode61 remove_diacritics 2')`); err != nil {
+	if _, err := db.ExecContext(ctx, `CREATE VIRTUAL TABLE tools USING fts5(name, title, summary, description, args, tokenize = 'porter unicode61 remove_diacritics 2')`); err != nil {
 		return fail(fmt.Errorf("toolindex: create the index (SQLite must be built with FTS5, the sqlite_fts5 tag): %w", err))
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fail(fmt.Errorf("toolindex: %w", err))
 	}
-	stmt, err := tx.PrepareContext(ctx, "INSERT INTO tools (name, title, description, args) VALUES (?, ?, ?, ?)")
+	stmt, err := tx.PrepareContext(ctx, "INSERT INTO tools (name, title, summary, description, args) VALUES (?, ?, ?, ?, ?)")
 	if err != nil {
 		_ = tx.Rollback()
 		return fail(fmt.Errorf("toolindex: %w", err))
 	}
 	for _, t := range tools {
-		if _, err := stmt.ExecContext(ctx, t.Name, t.Title, t.Description, argumentText(t.InputSchema)); err != nil {
+		if _, err := stmt.ExecContext(ctx, t.Name, t.Title, summaryOf(t.Description), t.Description, argumentText(t.InputSchema)); err != nil {
 			_ = tx.Rollback()
 			return fail(fmt.Errorf("toolindex: index %s: %w", t.Name, err))
 		}
@@ -85,6 +85,22 @@ func New(ctx context.Context, tools []Tool) (*Index, error) {
 		return fail(fmt.Errorf("toolindex: %w", err))
 	}
 	return &Index{db: db}, nil
+}
+
+// summaryOf is a description's first sentence, which says what the tool
+// does: the text up to the first full stop, question or exclamation mark
+// followed by a space, or the first line break, whichever comes first.
+func summaryOf(description string) string {
+	end := len(description)
+	if i := strings.IndexAny(description, "\n"); i >= 0 {
+		end = i
+	}
+	for _, stop := range []string{". ", "? ", "! "} {
+		if i := strings.Index(description[:end], stop); i >= 0 {
+			end = i + 1
+		}
+	}
+	return description[:end]
 }
 
 // argumentText is the names and descriptions of a schema's top-level
@@ -206,7 +222,7 @@ func Words(query string) []string {
 // a task says "open a bug report" or "schedule a meeting", a tool is named
 // create_issue or create_event.
 var verbs = map[string][]string{
-	"create": {"add", "new", "make", "open", "start", "schedule", "book", "post", "write", "send", "file", "register", "upload", "submit", "save", "store", "remember", "record"},
+	"create": {"add", "new", "make", "open", "start", "schedule", "book", "post", "write", "send", "file", "register", "upload", "submit", "save", "store", "remember", "record", "share"},
 	"get":    {"show", "read", "fetch", "download", "view", "display", "check", "see", "retrieve", "inspect"},
 	"list":   {"all", "every", "enumerate", "browse"},
 	"update": {"edit", "change", "modify", "rename", "move", "reply", "set", "scale", "assign", "close", "resolve"},

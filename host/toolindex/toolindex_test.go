@@ -14,6 +14,8 @@ func TestSearch(t *testing.T) {
 		{Name: "web_search", Description: "Search the web through SearXNG.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"description":"what to look for online"}}}`)},
 		{Name: "github__create_issue", Description: "Open an issue in a GitHub repository."},
+		{Name: "drive__create_permission", Description: "Let someone view or edit a document in Drive."},
+		{Name: "drive__list_permission", Description: "List who may edit a document."},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +39,7 @@ func TestSearch(t *testing.T) {
 		{"look for something online", 5, nil, []string{"web_search"}},
 		{"open a github issue", 5, nil, []string{"github__create_issue"}},
 		{"file a bug", 1, nil, []string{"github__create_issue"}},
+		{"share the report with finance so they can edit it", 2, nil, []string{"drive__create_permission"}},
 		{"search", 5, func(n string) bool { return n != "web_search" }, []string{"memory_search"}},
 		{"the a of", 5, nil, nil},
 		{`"quotes" OR (parens) NEAR* -x`, 5, nil, nil},
@@ -57,5 +60,42 @@ func TestSearch(t *testing.T) {
 	}
 	if got := Words("Tools to Search the WEB, search!"); !slices.Equal(got, []string{"search", "web"}) {
 		t.Errorf("Words() = %v", got)
+	}
+}
+
+func TestSummaryOf(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"Send an SMS.", "Send an SMS."},
+		{"Send an SMS. It costs money.", "Send an SMS."},
+		{"Is it up? Ask the server.", "Is it up?"},
+		{"Stop now! Really.", "Stop now!"},
+		{"First line\nSecond. line", "First line"},
+		{"Use v1.2 of the API. Then more.", "Use v1.2 of the API."},
+	} {
+		if got := summaryOf(tc.in); got != tc.want {
+			t.Errorf("summaryOf(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// A word in a tool's first sentence, which says what it does, outweighs
+// the same word among the details of a longer description.
+func TestSummaryWeighsMore(t *testing.T) {
+	ix, err := New(t.Context(), []Tool{
+		{Name: "notes_read", Description: "Read a note. The note's attached comments come with it."},
+		{Name: "notes_label", Description: "Attach labels to a note, replacing the labels it had before and merging " +
+			"duplicates that differ only in case, up to fifty labels in one call."},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	hits, err := ix.Search(t.Context(), "attach something to a note", 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 2 || hits[0].Name != "notes_label" {
+		t.Fatalf("Search = %v, want notes_label first", hits)
 	}
 }

@@ -176,7 +176,8 @@ var forgetTool = tool{
 	spec: sdk.Tool{
 		Name:  ToolForget,
 		Title: "Forget from memory",
-		Description: "Delete from memory, for good: one or more chunks, whole documents, everything of a source " +
+		Description: "Forget what was stored: delete from memory, for good, chunks, whole documents or everything " +
+			"stored about a topic. It removes one or more chunks, whole documents, everything of a source " +
 			"or namespace, or the chunks that contain every word of a query or were last changed before a time. " +
 			"The selectors combine with AND (the values inside one list are alternatives); give at least one. " +
 			"With chunk_ids, query or updated_before_ms chunks are removed, and a document whose chunks are all " +

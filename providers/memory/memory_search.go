@@ -146,7 +146,8 @@ var searchTool = tool{
 	spec: sdk.Tool{
 		Name:  ToolSearch,
 		Title: "Search memory",
-		Description: "Keyword search over everything stored in memory. Returns up to k chunks, best first, " +
+		Description: "Keyword search over everything stored in memory: the notes, documents and files saved, written " +
+			"down or imported earlier. Returns up to k chunks, best first, " +
 			"ranked by BM25 over every match, with matches in a document's title counting more than matches in its body. " +
 			"Every word of the query must appear in a chunk (its text, its document's title or its tags), except " +
 			"common English function words (the, how, do, I, ...), which are ignored unless the query has nothing else; matching " +

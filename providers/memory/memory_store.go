@@ -136,9 +136,10 @@ var storeTool = tool{
 	spec: sdk.Tool{
 		Name:  ToolStore,
 		Title: "Store in memory",
-		Description: "Save a titled note or document to long-term memory so it can be found again later, " +
-			"in this or any future conversation, with memory_search or memory_recall. Use it for facts, " +
-			"decisions, summaries or reference text worth keeping. The content is split into chunks of about 512 " +
+		Description: "Remember something for later: save a titled note or document to long-term memory. It can be " +
+			"found again, in this or any future conversation, with memory_search or memory_recall. Use it for " +
+			"facts, decisions, plans, summaries or reference text worth keeping, and whenever the user asks to " +
+			"remember, note or write down something. The content is split into chunks of about 512 " +
 			"tokens and is searchable as soon as the call returns. Storing again with the same title " +
 			"in the same namespace replaces that document's content (and its tags, when tags are given); a " +
 			"different title never " +

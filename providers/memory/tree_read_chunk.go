@@ -98,9 +98,9 @@ var readChunkTool = tool{
 	spec: sdk.Tool{
 		Name:  ToolReadChunk,
 		Title: "Read a memory chunk",
-		Description: "Read the full text of one memory chunk by its chunk_id (as returned by memory_search), " +
-			"with its document's title, namespace and tags, the chunk's own tags, the notes attached to it, and " +
-			"its position (seq) in the document. " +
+		Description: "Read the full text of one memory chunk by its chunk_id (as returned by memory_search). " +
+			"The result also gives its document's title, namespace and tags, the chunk's own tags, the notes " +
+			"attached to it, and its position (seq) in the document. " +
 			"Use it when a search snippet is not enough. Returns chunk: null when no chunk has that id.",
 		InputSchema: mustJSON(objectSchema([]string{"chunk_id"}, map[string]any{
 			"chunk_id":   chunkIDSchema(),

@@ -55,7 +55,7 @@ var tagTool = tool{
 	spec: sdk.Tool{
 		Name:  ToolTag,
 		Title: "Tag a memory chunk",
-		Description: "Set the tags of one memory chunk, replacing the tags it had. Tags are short labels " +
+		Description: "Tag a stored memory chunk: set its tags, replacing those it had. Tags are short labels " +
 			"(1 to 50 per call, at most 128 bytes each; duplicates that differ only in case are merged) " +
 			"that memory_search and memory_recall match like words. Get chunk ids from memory_search, " +
 			"memory_recall or tree_browse. An unknown chunk_id is an error.",

@@ -831,13 +831,16 @@ func (s *hostService) CallTool(ctx context.Context, req *sdk.HostCallToolRequest
 	return res, err
 }
 
-// ListTools returns every tool the server serves now.
+// ListTools returns the tools the server lists now, as clients are told
+// about them ([server.Server.Tools]): a sub-agent's model reads the same
+// curated descriptions and is not offered tools the policy always
+// refuses.
 func (s *hostService) ListTools(context.Context) ([]sdk.Tool, error) {
 	srv := s.srv.Load()
 	if srv == nil {
 		return nil, errors.New("host is still starting")
 	}
-	tools := srv.Catalog().Tools()
+	tools := srv.Tools()
 	out := make([]sdk.Tool, 0, len(tools))
 	for _, t := range tools {
 		out = append(out, t.Tool)

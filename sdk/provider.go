@@ -108,7 +108,9 @@ type Host interface {
 	CallTool(ctx context.Context, req *HostCallToolRequest) (*CallToolResult, error)
 
 	// ListTools returns the tools of the host's catalog, every provider's,
-	// in catalog order.
+	// in catalog order, as MCP clients are told about them: with the
+	// host's description, title and annotation overrides applied, and
+	// without the tools its security policy refuses to every caller.
 	ListTools(ctx context.Context) ([]Tool, error)
 
 	// CreateMessage asks the model of the MCP client whose call req.Caller

@@ -67,7 +67,8 @@ const (
 	ConfirmOff = "off"
 	// ConfirmWhenSupported asks when the client can ask the user.
 	ConfirmWhenSupported = "when_supported"
-	// ConfirmRequired refuses acts the client cannot ask the user about.
+	// ConfirmRequired refuses acts the client cannot ask the user about,
+	// and leaves them out of that client's tools/list and tool_search.
 	ConfirmRequired = "required"
 )
 

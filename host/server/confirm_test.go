@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -100,6 +101,18 @@ func TestConfirmActs(t *testing.T) {
 				version = "2025-11-25"
 			}
 			cs := connectVersion(t, s, "Claude Desktop", opts, version)
+			// A client that cannot confirm is not shown the acts that
+			// confirm_acts = "required" refuses it; calling one anyway is
+			// refused and audited below.
+			lt, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := slices.ContainsFunc(lt.Tools, func(x *mcp.Tool) bool { return x.Name == "fake_store" })
+			wantListed := level != policy.ReadOnly && (tc.mode != ConfirmRequired || tc.client != nil || level != policy.Supervised)
+			if listed != wantListed || !slices.ContainsFunc(lt.Tools, func(x *mcp.Tool) bool { return x.Name == "fake_search" }) {
+				t.Errorf("tools/list lists fake_store: %v, want %v (and fake_search always); got %d tools", listed, wantListed, len(lt.Tools))
+			}
 			args := map[string]any{"title": "Launch plan"}
 			if tc.tool == "fake.search" {
 				args = map[string]any{"query": "x"}

@@ -141,10 +141,15 @@ func (s *Server) discoveryClient(req *mcp.CallToolRequest) (*Settings, sdk.Calle
 	return set, caller, profile, err
 }
 
-// callable reports whether a client under set may call t: it is served,
-// not a meta-tool, and not refused by the policy whatever the call.
-func callable(set *Settings, t *catalog.Tool) bool {
-	return !isMetaTool(t.Name) && (set.Policy == nil || set.Policy.Refusal(t.Name, policy.Class(t.Class)) == nil)
+// callable reports whether a client under set, which can or cannot be
+// asked to confirm an act, may call t: it is served, not a meta-tool, not
+// refused by the policy whatever the call, and not an act that
+// confirm_acts = "required" refuses to a client that cannot confirm.
+func callable(set *Settings, t *catalog.Tool, canConfirm bool) bool {
+	if isMetaTool(t.Name) || set.Policy != nil && set.Policy.Refusal(t.Name, policy.Class(t.Class)) != nil {
+		return false
+	}
+	return canConfirm || !set.confirmRequired() || t.Class != sdk.ClassAct
 }
 
 // recordMeta writes a meta-tool's audit row, as a read of the host.
@@ -218,7 +223,7 @@ func (s *Server) toolSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		v := s.view.Load()
 		hits, err := ix.Search(ctx, in.Query, k, func(name string) bool {
 			t, ok := v.tools[name]
-			return ok && callable(set, t)
+			return ok && callable(set, t, clientCanConfirm(req))
 		})
 		if err != nil {
 			return metaError("%s failed: %v", ToolSearch, err)
@@ -270,7 +275,7 @@ func (s *Server) toolDescribe(ctx context.Context, req *mcp.CallToolRequest) (*m
 		}
 		v := s.view.Load()
 		t, ok := v.tool(in.Name)
-		if !ok || !callable(set, t) || v.hidden[t.Name] != nil {
+		if !ok || !callable(set, t, clientCanConfirm(req)) || v.hidden[t.Name] != nil {
 			return metaError("%s: no tool named %q is available to this client; find one with %s", ToolDescribe, in.Name, ToolSearch)
 		}
 		def := map[string]any{

@@ -159,3 +159,51 @@ func TestDiscoveryConfirms(t *testing.T) {
 		})
 	}
 }
+
+// TestDiscoveryHidesUnconfirmableActs: under confirm_acts = "required",
+// tool_search and tool_describe do not offer an act to a client that
+// cannot be asked to confirm it, and tool_call is refused with the
+// confirmation's own reason; a client that can confirm finds it.
+func TestDiscoveryHidesUnconfirmableActs(t *testing.T) {
+	t.Parallel()
+	pol, err := policy.New(policy.Options{Level: policy.Supervised})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean, err := pol.ForProfile(policy.Profile{Name: "lean"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{
+		Policy: pol, Audit: &memAudit{}, ConfirmActs: ConfirmRequired, Profile: "lean",
+		Profiles: map[string]*Profile{"lean": {Policy: lean, Discovery: true}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"2026-07-28", "2025-11-25"} {
+		mute := connectVersion(t, s, "plain client", &mcp.ClientOptions{}, v)
+		asking := connectVersion(t, s, "asking client", &mcp.ClientOptions{
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+			},
+		}, v)
+		search := map[string]any{"query": "store", "k": 20}
+		res, err := mute.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolSearch, Arguments: search})
+		if err != nil || res.IsError || strings.Contains(textOf(res), "fake_store") {
+			t.Errorf("%s: tool_search of a client that cannot confirm = %+v, %v; want no act tool", v, res, err)
+		}
+		res, err = mute.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolDescribe, Arguments: map[string]any{"name": "fake_store"}})
+		if err != nil || !res.IsError {
+			t.Errorf("%s: tool_describe fake_store of a client that cannot confirm = %+v, %v; want an error", v, res, err)
+		}
+		res, err = mute.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolCall, Arguments: map[string]any{"name": "fake_store", "arguments": map[string]any{"title": "t"}}})
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), `confirm_acts = "required" needs a client that can ask you`) {
+			t.Errorf("%s: tool_call fake_store of a client that cannot confirm = %+v, %v; want the confirmation refusal", v, res, err)
+		}
+		res, err = asking.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolSearch, Arguments: search})
+		if err != nil || res.IsError || !strings.Contains(textOf(res), "fake_store") {
+			t.Errorf("%s: tool_search of a client that can confirm = %+v, %v; want fake_store", v, res, err)
+		}
+	}
+}

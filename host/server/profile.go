@@ -11,6 +11,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/host/policy"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // ProfilePathPrefix is the path under which the HTTP transport serves each
@@ -181,6 +182,13 @@ func (set *Settings) forProfile(name string) (*Settings, error) {
 	return &eff, nil
 }
 
+// confirmRequired reports whether set refuses act tools to a client that
+// cannot be asked to confirm them: confirm_acts = "required" under the
+// supervised level.
+func (set *Settings) confirmRequired() bool {
+	return set.ConfirmActs == ConfirmRequired && set.Policy != nil && set.Policy.Level() == policy.Supervised
+}
+
 // profileNames lists the configured profiles, sorted; "(none)" when there
 // are none.
 func (set *Settings) profileNames() []string {
@@ -198,8 +206,10 @@ func (set *Settings) profileNames() []string {
 // listing reports, for a client of the named profile under the settings
 // in force, which registered tools of v its tools/list shows: those its
 // policy allows, and in discovery mode only the pinned ones and the
-// meta-tools, which other clients do not see.
-func listing(all *Settings, profile string, v *view) (func(name string) bool, error) {
+// meta-tools, which other clients do not see. A client that cannot be
+// asked to confirm (canConfirm false) is not shown the act tools that
+// confirm_acts = "required" would refuse it.
+func listing(all *Settings, profile string, v *view, canConfirm bool) (func(name string) bool, error) {
 	set, err := all.forProfile(profile)
 	if err != nil {
 		return nil, err
@@ -220,21 +230,24 @@ func listing(all *Settings, profile string, v *view) (func(name string) bool, er
 		if profile != "" && set.Policy != nil && set.Policy.Refusal(t.Name, policy.Class(t.Class)) != nil {
 			return false
 		}
+		if !canConfirm && set.confirmRequired() && t.Class == sdk.ClassAct {
+			return false
+		}
 		return !discovery || pinned(p.Pinned, name)
 	}, nil
 }
 
 // listedFor narrows a tools/list result to what a client of the named
-// profile sees ([listing]). The tools every client is refused were never
-// registered.
-func (s *Server) listedFor(res mcp.Result, profile string) mcp.Result {
+// profile, which can or cannot be asked to confirm an act, sees
+// ([listing]). The tools every client is refused were never registered.
+func (s *Server) listedFor(res mcp.Result, profile string, canConfirm bool) mcp.Result {
 	r, ok := res.(*mcp.ListToolsResult)
 	if !ok || r == nil {
 		return res
 	}
 	out := *r
 	out.Tools = make([]*mcp.Tool, 0, len(r.Tools))
-	show, err := listing(s.settings.Load(), profile, s.view.Load())
+	show, err := listing(s.settings.Load(), profile, s.view.Load(), canConfirm)
 	if err != nil {
 		return &out
 	}
@@ -246,31 +259,47 @@ func (s *Server) listedFor(res mcp.Result, profile string) mcp.Result {
 	return &out
 }
 
-// profileViews is, per profile (and "" for none), the sorted names of the
-// tools of v its clients see in tools/list under set.
+// profileViews is, per profile (and "" for none) and for clients that
+// can and cannot be asked to confirm, the sorted names of the tools of v
+// they see in tools/list under set; keys are the profile's name followed
+// by "+confirm" or "-confirm".
 func profileViews(set *Settings, v *view) map[string][]string {
 	out := map[string][]string{}
 	names := append([]string{""}, set.profileNames()...)
-	for _, name := range names {
-		show, err := listing(set, name, v)
-		if err != nil {
-			continue
-		}
-		var list []string
-		for n := range v.tools {
-			if show(n) {
-				list = append(list, n)
+	for _, view := range []struct {
+		suffix     string
+		canConfirm bool
+	}{{"+confirm", true}, {"-confirm", false}} {
+		for _, name := range names {
+			if list, ok := profileView(set, v, name, view.canConfirm); ok {
+				out[name+view.suffix] = list
 			}
 		}
-		for _, n := range metaTools {
-			if show(n) {
-				list = append(list, n)
-			}
-		}
-		sort.Strings(list)
-		out[name] = list
 	}
 	return out
+}
+
+// profileView is the sorted names of the tools of v that a client of the
+// named profile sees in tools/list under set; false when the profile is
+// not configured.
+func profileView(set *Settings, v *view, name string, canConfirm bool) ([]string, bool) {
+	show, err := listing(set, name, v, canConfirm)
+	if err != nil {
+		return nil, false
+	}
+	var list []string
+	for n := range v.tools {
+		if show(n) {
+			list = append(list, n)
+		}
+	}
+	for _, n := range metaTools {
+		if show(n) {
+			list = append(list, n)
+		}
+	}
+	sort.Strings(list)
+	return list, true
 }
 
 // announceToolsChanged sends notifications/tools/list_changed to every

@@ -426,7 +426,7 @@ func (s *Server) namesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if cr, ok := req.(clientRequest); ok {
 				profile := s.profileOf(req, s.clientCaller(cr).ClientName)
 				if method == "tools/list" {
-					res = s.listedFor(res, profile)
+					res = s.listedFor(res, profile, clientCanConfirm(cr))
 				} else {
 					res = s.resourcesFor(res, profile)
 				}
@@ -655,6 +655,21 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Catalog returns the catalog the server serves now.
 func (s *Server) Catalog() *catalog.Catalog { return s.view.Load().catalog }
+
+// Tools returns the tools a client of no profile may list, in the
+// catalog's order, as clients are told about them: with the [tools.<name>]
+// overrides applied and without those the policy refuses whatever the
+// call ([policy.Policy.Refusal]).
+func (s *Server) Tools() []*catalog.Tool {
+	v := s.view.Load()
+	out := make([]*catalog.Tool, 0, len(v.tools))
+	for _, t := range v.catalog.Tools() {
+		if c, ok := v.tools[t.Name]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // addTool registers one tool with the go-sdk. AddTool panics on schemas it
 // cannot use; the catalog already checked them, the recover is a last
@@ -1275,6 +1290,19 @@ const firstMultiRoundTrip = "2026-07-28"
 // inRequestInputAllowed reports whether a session that asked for protocol
 // version v may be sent elicitation or sampling requests during a call.
 func inRequestInputAllowed(v string) bool { return v != "" && v < firstMultiRoundTrip }
+
+// clientCanConfirm reports whether the client that sent req can be asked
+// to confirm an act tool's call: through multi-round-trip results
+// (protocol 2026-07-28 and later) or elicitation during the call.
+func clientCanConfirm(req clientRequest) bool {
+	if mrtrClient(req) {
+		return canConfirmMRTR(req.ClientCapabilities())
+	}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+		return canConfirm(ss.InitializeParams())
+	}
+	return false
+}
 
 // canConfirm reports whether a session's client can be asked to confirm a
 // call: it declared form elicitation and speaks a protocol version that

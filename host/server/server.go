@@ -28,6 +28,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/catalog"
@@ -139,6 +141,15 @@ type Options struct {
 	// multi-round-trip retry that reaches another replica is told which
 	// one holds its call. Empty: unnamed.
 	Replica string
+	// TracerProvider, when set, records a span per MCP request and per
+	// tools/call pipeline run, continuing the W3C trace context a client
+	// sends in params._meta or HTTP headers. Default nil: no spans.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, records mcp.server.operation.duration,
+	// mcp.server.session.duration, openhuman.tool.calls,
+	// openhuman.tool.call.duration and openhuman.sessions. Default nil:
+	// no metrics.
+	MeterProvider metric.MeterProvider
 }
 
 // Replica returns the name of this server among replicas
@@ -188,6 +199,8 @@ type Server struct {
 	// with it.
 	stopCtx   context.Context
 	stopCalls context.CancelFunc
+	// tel is nil unless Options.Traces or Options.Metrics is set.
+	tel *serverTelemetry
 }
 
 // Settings are the options a running server can change
@@ -374,7 +387,17 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 			return s.subscribe(ctx, req.Session, req.Params.URI, false)
 		},
 	})
-	s.mcp.AddReceivingMiddleware(s.namesMiddleware, s.sessionMiddleware)
+	tel, err := newServerTelemetry(s.opts.TracerProvider, s.opts.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry instruments: %w", err)
+	}
+	s.tel = tel
+	// The first is outermost: the span covers the whole request.
+	middleware := []mcp.Middleware{s.namesMiddleware, s.sessionMiddleware}
+	if tel != nil {
+		middleware = append([]mcp.Middleware{s.telemetryMiddleware}, middleware...)
+	}
+	s.mcp.AddReceivingMiddleware(middleware...)
 	s.view.Store(&view{})
 	s.Update(cat, providers, s.opts.NotLoaded)
 	s.addMetaTools()
@@ -774,12 +797,15 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 		ArgsSummary:   audit.SummarizeArgs(c.Arguments),
 		Profile:       c.Profile,
 	}
+	ctx, endSpan := s.startCall(ctx, t.Name, t.Provider)
 	res, protoErr := s.run(ctx, t, d, c, &rec)
 	if rec.Decision == decisionAsking {
 		// Nothing ran: the client is asked first, and its retry is the
 		// attempt that is recorded.
+		endSpan(&callOutcome{decision: rec.Decision, profile: c.Profile})
 		return res, nil
 	}
+	endSpan(&callOutcome{decision: rec.Decision, profile: c.Profile, isError: res == nil || res.IsError})
 	rec.DurationUs = time.Since(start).Microseconds()
 	rec.Success = !res.IsError
 	if res.IsError {

@@ -245,8 +245,11 @@ func (s *Server) session(ss *mcp.ServerSession) *sessionInfo {
 		return v.(*sessionInfo)
 	}
 	s.tokens.Store(info.token, ss)
+	s.sessionOpened()
+	opened := time.Now()
 	go func() {
 		_ = ss.Wait()
+		s.sessionEnded(opened, info.protocolVersion, sessionTransport(ss))
 		info.closed.Store(true)
 		s.cancelCalls(ss)
 		s.sessions.Delete(ss)

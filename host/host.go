@@ -27,6 +27,7 @@ import (
 	"github.com/openhuman/openhuman-host/providers/upstream"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/catalog"
@@ -34,6 +35,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/host/policy"
 	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/telemetry"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -65,6 +67,10 @@ type Options struct {
 	// such profile. Default "": each client's profile comes from the HTTP
 	// path or its name.
 	Profile string
+	// Telemetry, when tracing or measuring, traces MCP requests and tool
+	// calls into the providers (which it configures through their
+	// environment) and records the host's metrics. Default nil: off.
+	Telemetry *telemetry.Telemetry
 }
 
 // Host is a running host.
@@ -105,6 +111,9 @@ type Host struct {
 	// stopWatch ends watchAudit, which closes watchDone; nil without a
 	// status file.
 	stopWatch, watchDone chan struct{}
+	// metrics is the registration of the host's observable metrics; nil
+	// while metrics are off.
+	metrics metric.Registration
 	// closeOnce makes Close run once; later calls return closeErr.
 	closeOnce sync.Once
 	closeErr  error
@@ -221,6 +230,9 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		StartTimeout: cfg.Server.ProviderStartTimeout(),
 		Restart:      o.Restart,
 		OnChange:     h.providerChanged,
+
+		ExtraEnv:        o.Telemetry.ProviderEnv(),
+		GRPCDialOptions: providerDialOptions(o.Telemetry),
 	})
 	specs, err := providerSpecs(cfg, dataDir, o, &h.Failed)
 	if err != nil {
@@ -270,6 +282,8 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 
 		StructuredContentClients: cfg.Server.StructuredContentClients,
 		Replica:                  cfg.Server.Replica,
+		TracerProvider:           tracerProvider(o.Telemetry),
+		MeterProvider:            meterProvider(o.Telemetry),
 	})
 	if err != nil {
 		h.changeMu.Unlock()
@@ -281,6 +295,9 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	srv.Reconfigure(h.serverSettings(cfg, pol))
 	hostService.srv.Store(srv)
 	h.changeMu.Unlock()
+	if h.metrics, err = h.registerMetrics(o.Telemetry); err != nil {
+		o.Logger.Warn("the host's metrics are not recorded", "error", err)
+	}
 	warnUnmatchedPatterns(o.Logger, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)
 	warnUnmatchedPatterns(o.Logger, cat, "autonomy.denied_tools", cfg.Autonomy.DeniedTools)
 	warnUnmatchedPatterns(o.Logger, cat, "tools", slices.Sorted(maps.Keys(cfg.Tools)))
@@ -780,6 +797,9 @@ func (h *Host) Close(ctx context.Context) error {
 }
 
 func (h *Host) close(ctx context.Context) error {
+	if h.metrics != nil {
+		_ = h.metrics.Unregister()
+	}
 	if h.stopWatch != nil {
 		close(h.stopWatch)
 		<-h.watchDone

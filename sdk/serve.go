@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -98,7 +99,7 @@ func Serve(p Provider, opts ...ServeOption) {
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: plugins,
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return plugin.DefaultGRPCServer(append(opts, GRPCServerOptions()...))
+			return plugin.DefaultGRPCServer(slices.Concat(opts, GRPCServerOptions(), tracingServerOptions()))
 		},
 		Logger: cfg.logger,
 	})

@@ -124,6 +124,7 @@ type Log struct {
 	dropped  atomic.Uint64           // records and outcomes not queued because the queue was full
 	warnedAt atomic.Int64            // UnixNano of the last dropped-row warning, to log at most one per dropWarnEvery
 	failing  atomic.Pointer[failure] // set while the writer's writes fail, nil once one succeeds
+	failures atomic.Uint64           // the writer's failed writes since Open
 }
 
 // failure is a run of failed writes.
@@ -483,6 +484,21 @@ func (l *Log) Begin(ctx context.Context, r Record, limit, profileLimit int) (uin
 	return id, nil
 }
 
+// ActsInWindow returns how many acts were allowed in the sliding hour ([BudgetWindow]) before now, of
+// every profile: what max_actions_per_hour counts against.
+func (l *Log) ActsInWindow(ctx context.Context) (int64, error) {
+	if err := l.isOpen(); err != nil {
+		return 0, err
+	}
+	var n int64
+	since := time.Now().Add(-BudgetWindow).UnixMilli()
+	if err := l.db.WithContext(ctx).Raw("SELECT count(*) FROM "+Table+" WHERE class = ? AND decision = ? AND time_ms > ?",
+		ClassAct, DecisionAllowed, since).Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("audit: count the acts of the last hour in %s: %w", l.where, err)
+	}
+	return n, nil
+}
+
 // budget returns a *BudgetError when the hour before nowMs holds limit or more allowed acts, of the
 // profile *profile only when profile is not nil.
 func budget(tx *gorm.DB, nowMs int64, limit int, profile *string) error {
@@ -539,11 +555,13 @@ type Status struct {
 	FailingSince time.Time
 	// LastError is the error of the writer's last failed write while it is failing; "" otherwise.
 	LastError string
+	// WriteFailures counts the writer's failed writes since Open (each retry counts).
+	WriteFailures uint64
 }
 
 // Status reports the queue and the writer's health. It is cheap and safe to call at any time.
 func (l *Log) Status() Status {
-	st := Status{Queued: len(l.queue), Dropped: l.dropped.Load()}
+	st := Status{Queued: len(l.queue), Dropped: l.dropped.Load(), WriteFailures: l.failures.Load()}
 	if f := l.failing.Load(); f != nil {
 		st.FailingSince, st.LastError = f.since, f.err.Error()
 	}
@@ -835,6 +853,7 @@ func (l *Log) write(ctx context.Context, batch []Record) error {
 			return gaveUp()
 		}
 		dbErr = err
+		l.failures.Add(1)
 		since := time.Now()
 		if f := l.failing.Load(); f != nil { // only the writer stores it
 			since = f.since

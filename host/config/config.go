@@ -84,6 +84,8 @@ type Config struct {
 	Audit AuditConfig
 	// Storage holds the [storage] table: where the shared state lives.
 	Storage StorageConfig
+	// Telemetry holds the [telemetry] table: traces and metrics.
+	Telemetry TelemetryConfig
 	// Profiles holds every [profiles.<name>] table, keyed by name. Default
 	// none: every client gets the [autonomy] policy and every tool.
 	Profiles map[string]ProfileConfig
@@ -335,6 +337,49 @@ func (s StorageConfig) DSN(getenv func(string) string) (string, error) {
 			StoragePostgres, name)
 	}
 	return v, nil
+}
+
+// Values of telemetry.otlp_protocol.
+const (
+	// OTLPHTTP is OTLP over HTTP with protobuf bodies (port 4318).
+	OTLPHTTP = "http/protobuf"
+	// OTLPGRPC is OTLP over gRPC (port 4317).
+	OTLPGRPC = "grpc"
+)
+
+// TelemetryConfig is the [telemetry] table: OpenTelemetry traces and
+// metrics, all off by default. Spans and metrics never carry tool
+// arguments, results or secrets. Changes take effect at the next start.
+type TelemetryConfig struct {
+	// Traces exports a span per MCP request and per tool call, continued
+	// into provider processes and upstream servers, over OTLP. Default
+	// false.
+	Traces bool `toml:"traces"`
+	// Metrics exports metrics over OTLP every MetricIntervalSecs. Default
+	// false.
+	Metrics bool `toml:"metrics"`
+	// Prometheus serves the metrics in Prometheus's text format at
+	// GET /metrics on the http transport, behind the same authentication
+	// as MCP. Default false.
+	Prometheus bool `toml:"prometheus"`
+	// PrometheusListen, when set, serves GET /metrics on a listener of
+	// its own instead, at a loopback address such as "127.0.0.1:9464"
+	// (also for stdio servers), without authentication. Default "".
+	PrometheusListen string `toml:"prometheus_listen"`
+	// OTLPEndpoint is the OTLP receiver's base URL, such as
+	// "http://127.0.0.1:4318"; "" (default) leaves it to
+	// OTEL_EXPORTER_OTLP_ENDPOINT and the exporters' default. Headers
+	// such as an API key come only from OTEL_EXPORTER_OTLP_HEADERS.
+	OTLPEndpoint string `toml:"otlp_endpoint"`
+	// OTLPProtocol is OTLPHTTP (default) or OTLPGRPC.
+	OTLPProtocol string `toml:"otlp_protocol"`
+	// SampleRatio is the fraction of traces starting here that are
+	// recorded, 0 to 1; a client's sampled trace is always continued.
+	// Default 1.
+	SampleRatio float64 `toml:"sample_ratio"`
+	// MetricIntervalSecs is how often metrics are exported over OTLP,
+	// 1 to 3600 seconds. Default 60.
+	MetricIntervalSecs int `toml:"metric_interval_secs"`
 }
 
 // UpstreamConfig is the [upstream] table.

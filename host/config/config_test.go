@@ -50,8 +50,9 @@ func wantDefault() *Config {
 			DeniedTools:       []string{},
 			ConfirmActs:       "off",
 		},
-		Audit:   AuditConfig{RecordReads: true, RetainDays: 0, QueueSize: 1024},
-		Storage: StorageConfig{Driver: StorageSQLite, DSNEnv: DefaultDSNEnv},
+		Audit:     AuditConfig{RecordReads: true, RetainDays: 0, QueueSize: 1024},
+		Storage:   StorageConfig{Driver: StorageSQLite, DSNEnv: DefaultDSNEnv},
+		Telemetry: TelemetryConfig{OTLPProtocol: OTLPHTTP, SampleRatio: 1, MetricIntervalSecs: 60},
 		Providers: map[string]ProviderConfig{
 			"memory":  {Name: "memory", Enabled: true},
 			"agent":   {Name: "agent", Enabled: true},
@@ -339,7 +340,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		"unknown top-level key": {
 			doc:  lines(`log_level = "debug"`),
-			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, tools, upstream"},
+			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, telemetry, tools, upstream"},
 		},
 		"durations that would overflow": {
 			doc: lines("[server]", "tool_timeout_secs = 18446744074", "provider_start_timeout_secs = 601", "session_idle_timeout_secs = 2592001"),
@@ -355,7 +356,7 @@ func TestParseErrors(t *testing.T) {
 		},
 		"unknown top-level table": {
 			doc:  lines("[server]", "port = 9301", "", "[logging]", `level = "debug"`),
-			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, tools, upstream"},
+			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, telemetry, tools, upstream"},
 		},
 		"unknown nested key": {
 			doc:  lines("[autonomy]", `level = "full"`, "max_actions = 5"),
@@ -1328,6 +1329,16 @@ queue_size = 1024
 driver = 'sqlite'
 dsn_env = 'OPENHUMAN_POSTGRES_DSN'
 
+[telemetry]
+traces = false
+metrics = false
+prometheus = false
+prometheus_listen = ''
+otlp_endpoint = ''
+otlp_protocol = 'http/protobuf'
+sample_ratio = 1.0
+metric_interval_secs = 60
+
 [providers]
 [providers.agent]
 enabled = true
@@ -1624,6 +1635,41 @@ func TestStorage(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+func TestTelemetry(t *testing.T) {
+	c, err := Parse([]byte("[telemetry]\ntraces = true\nprometheus_listen = \"127.0.0.1:9464\"\notlp_endpoint = \"http://collector:4318\"\notlp_protocol = \"grpc\"\nsample_ratio = 0.25\n"), "config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TelemetryConfig{Traces: true, PrometheusListen: "127.0.0.1:9464", OTLPEndpoint: "http://collector:4318", OTLPProtocol: OTLPGRPC, SampleRatio: 0.25, MetricIntervalSecs: 60}
+	if c.Telemetry != want {
+		t.Errorf("Telemetry = %+v, want %+v", c.Telemetry, want)
+	}
+	_, err = Parse([]byte(`[telemetry]
+otlp_endpoint = "http://user:hunter2@collector:4318"
+otlp_protocol = "zipkin"
+sample_ratio = 1.5
+metric_interval_secs = 0
+prometheus_listen = "0.0.0.0:9464"
+`), "config.toml")
+	wantErrs := []string{
+		`config.toml:2: telemetry.otlp_endpoint: must not contain a user name or password; put credentials in the OTEL_EXPORTER_OTLP_HEADERS environment variable`,
+		`config.toml:3: telemetry.otlp_protocol: must be one of http/protobuf, grpc; got "zipkin"`,
+		`config.toml:4: telemetry.sample_ratio: must be between 0 and 1; got 1.5`,
+		`config.toml:5: telemetry.metric_interval_secs: must be between 1 and 3600; got 0`,
+		`config.toml:6: telemetry.prometheus_listen: must be a loopback address (127.0.0.1, ::1 or localhost), as it has no authentication; to scrape from another machine, set prometheus = true and scrape /metrics on the http transport with its token; got "0.0.0.0:9464"`,
+	}
+	var got []string
+	if err != nil {
+		got = strings.Split(err.Error(), "\n")
+	}
+	if diff := cmp.Diff(wantErrs, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	if err != nil && strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("an error repeats the password: %v", err)
 	}
 }
 

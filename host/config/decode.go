@@ -19,6 +19,7 @@ type document struct {
 	Autonomy  *AutonomyConfig           `toml:"autonomy"`
 	Audit     *AuditConfig              `toml:"audit"`
 	Storage   *StorageConfig            `toml:"storage"`
+	Telemetry *TelemetryConfig          `toml:"telemetry"`
 	Profiles  map[string]ProfileConfig  `toml:"profiles"`
 	Tools     map[string]ToolOverride   `toml:"tools"`
 	Providers map[string]map[string]any `toml:"providers"`
@@ -32,7 +33,7 @@ var documentType = reflect.TypeFor[document]()
 func decodeInto(c *Config, data []byte, source string) error {
 	ix := indexPositions(data)
 	d := &decoder{source: source, data: data, ix: ix}
-	doc := document{Server: &c.Server, Autonomy: &c.Autonomy, Audit: &c.Audit, Storage: &c.Storage, Upstream: &c.Upstream}
+	doc := document{Server: &c.Server, Autonomy: &c.Autonomy, Audit: &c.Audit, Storage: &c.Storage, Telemetry: &c.Telemetry, Upstream: &c.Upstream}
 	err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&doc)
 	var strict *toml.StrictMissingError
 	var de *toml.DecodeError

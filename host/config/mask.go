@@ -40,6 +40,7 @@ type maskedDoc struct {
 	Autonomy  AutonomyConfig            `toml:"autonomy"`
 	Audit     AuditConfig               `toml:"audit"`
 	Storage   StorageConfig             `toml:"storage"`
+	Telemetry TelemetryConfig           `toml:"telemetry"`
 	Profiles  map[string]ProfileConfig  `toml:"profiles,omitempty"`
 	Tools     map[string]ToolOverride   `toml:"tools,omitempty"`
 	Providers map[string]map[string]any `toml:"providers"`
@@ -58,6 +59,7 @@ func (c *Config) Masked() (string, error) {
 		Autonomy:  c.Autonomy,
 		Audit:     c.Audit,
 		Storage:   c.Storage,
+		Telemetry: c.Telemetry,
 		Profiles:  c.Profiles,
 		Tools:     c.Tools,
 		Providers: map[string]map[string]any{},

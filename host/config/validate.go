@@ -68,11 +68,57 @@ func (d *decoder) validate(c *Config) {
 		d.fail("storage.dsn_env", "%q is not an environment variable name: use letters, digits and underscores, not starting with a digit", c.Storage.DSNEnv)
 	}
 
+	t := &c.Telemetry
+	d.check("telemetry.otlp_protocol", oneOf(t.OTLPProtocol, OTLPHTTP, OTLPGRPC))
+	if t.OTLPEndpoint != "" {
+		d.check("telemetry.otlp_endpoint", checkOTLPEndpoint(t.OTLPEndpoint))
+	}
+	if t.SampleRatio < 0 || t.SampleRatio > 1 {
+		d.fail("telemetry.sample_ratio", "must be between 0 and 1; got %g", t.SampleRatio)
+	}
+	d.check("telemetry.metric_interval_secs", between(int64(t.MetricIntervalSecs), 1, 3600))
+	if t.PrometheusListen != "" {
+		d.check("telemetry.prometheus_listen", checkLoopbackListen(t.PrometheusListen))
+	}
+
 	for _, name := range sortedProviderNames(c.Providers) {
 		d.validateProvider(c.Providers[name])
 	}
 
 	c.Upstream.Checked = d.upstreamServers(c.Upstream.Servers)
+}
+
+// checkOTLPEndpoint checks telemetry.otlp_endpoint: an http or https URL
+// with a host and nothing a secret could hide in.
+func checkOTLPEndpoint(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "must be an http or https URL such as \"http://127.0.0.1:4318\""
+	}
+	if u.User != nil {
+		return "must not contain a user name or password; put credentials in the OTEL_EXPORTER_OTLP_HEADERS environment variable"
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "must not have a query or fragment"
+	}
+	return ""
+}
+
+// checkLoopbackListen checks a host:port listen address that must be on a
+// loopback interface.
+func checkLoopbackListen(v string) string {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return fmt.Sprintf("must be a loopback host:port such as \"127.0.0.1:9464\"; got %q", v)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Sprintf("port must be between 1 and 65535; got %q", port)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Sprintf("must be a loopback address (127.0.0.1, ::1 or localhost), as it has no authentication; "+
+			"to scrape from another machine, set prometheus = true and scrape /metrics on the http transport with its token; got %q", v)
+	}
+	return ""
 }
 
 // replicaName is what server.replica may hold.

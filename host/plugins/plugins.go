@@ -166,6 +166,13 @@ type Options struct {
 	// (values from the host's environment, when set). Default
 	// [DefaultEnv].
 	Env []string
+	// ExtraEnv are KEY=VALUE entries every provider gets on top of Env,
+	// such as the OpenTelemetry settings of telemetry.ProviderEnv.
+	ExtraEnv []string
+	// GRPCDialOptions are added to the connection to every provider,
+	// such as OpenTelemetry's stats handler that carries the trace
+	// context into the provider.
+	GRPCDialOptions []grpc.DialOption
 	// Restart says how crashed providers are restarted.
 	Restart RestartPolicy
 	// HealthInterval is how often a running provider's gRPC health service
@@ -394,7 +401,7 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		Stderr:           &stderrLog{log: log},
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
-		GRPCDialOptions:  append(sdk.GRPCDialOptions(), answeredCounter(answered)...),
+		GRPCDialOptions:  slices.Concat(sdk.GRPCDialOptions(), answeredCounter(answered), m.opts.GRPCDialOptions),
 	})
 	rpc, err := handshake(ctx, client, &started)
 	inst := &instance{client: client, run: started.Load(), answered: answered}
@@ -601,7 +608,7 @@ func (m *Manager) environment(extra []string) []string {
 			env = append(env, k+"="+v)
 		}
 	}
-	return env
+	return append(env, m.opts.ExtraEnv...)
 }
 
 // Providers returns the loaded providers, whatever their state.

@@ -33,6 +33,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // OTLP protocols, as OTEL_EXPORTER_OTLP_PROTOCOL names them.
@@ -46,7 +48,7 @@ const (
 // Environment variables a provider process reads in [FromEnv].
 const (
 	// EnvTraces is "1" when the host traces and the provider should too.
-	EnvTraces = "OPENHUMAN_OTEL_TRACES"
+	EnvTraces = sdk.EnvTraces
 	// EnvSampleRatio is the sampling ratio of spans that start a trace
 	// in the provider (rare: a provider's spans have the host's as
 	// parent, whose sampling decision they follow).

@@ -1,0 +1,141 @@
+package host
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+
+	"github.com/openhuman/openhuman-host/internal/telemetry"
+)
+
+// Attributes of the host's own metrics.
+const (
+	attrProvider = attribute.Key("openhuman.provider")
+	attrState    = attribute.Key("openhuman.state")
+	attrUpstream = attribute.Key("openhuman.upstream.server")
+)
+
+// metricsReadTimeout bounds what one collection of the host's observable
+// metrics may wait for (the upstream provider's state, a count of acts).
+const metricsReadTimeout = 2 * time.Second
+
+// providerDialOptions are the gRPC options that carry a call's trace
+// context into provider processes: nil while tracing is off.
+func providerDialOptions(t *telemetry.Telemetry) []grpc.DialOption {
+	if !t.Tracing() {
+		return nil
+	}
+	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+		otelgrpc.WithTracerProvider(otel.GetTracerProvider()),
+		otelgrpc.WithPropagators(telemetry.Propagator),
+		// The host's own metrics count calls; gRPC's would repeat them.
+		otelgrpc.WithMeterProvider(noop.NewMeterProvider()),
+	))}
+}
+
+// registerMetrics reports, at each collection, the state of every
+// provider (openhuman.provider.state, 1 for the state it is in) and its
+// restarts (openhuman.provider.restarts), the state of every upstream
+// server (openhuman.upstream.server.state), the audit writer's queue
+// (openhuman.audit.queue.depth), dropped rows (openhuman.audit.dropped)
+// and failed writes (openhuman.audit.write.failures), and the acts of
+// the sliding hour against max_actions_per_hour
+// (openhuman.act_budget.used and openhuman.act_budget.limit). It returns
+// nil while metrics are off.
+func (h *Host) registerMetrics(t *telemetry.Telemetry) (metric.Registration, error) {
+	if !t.Measuring() {
+		return nil, nil
+	}
+	m := otel.Meter("github.com/openhuman/openhuman-host/host")
+	state, err := m.Int64ObservableGauge("openhuman.provider.state", metric.WithUnit("1"),
+		metric.WithDescription("1 for the state each provider is in (starting, running, restarting, failed, stopped)."))
+	if err != nil {
+		return nil, err
+	}
+	restarts, err := m.Int64ObservableCounter("openhuman.provider.restarts", metric.WithUnit("{restart}"),
+		metric.WithDescription("Provider restarts since the host started."))
+	if err != nil {
+		return nil, err
+	}
+	upstreamState, err := m.Int64ObservableGauge("openhuman.upstream.server.state", metric.WithUnit("1"),
+		metric.WithDescription("1 for the state each upstream MCP server is in, as the upstream provider reports it."))
+	if err != nil {
+		return nil, err
+	}
+	queue, err := m.Int64ObservableGauge("openhuman.audit.queue.depth", metric.WithUnit("{row}"),
+		metric.WithDescription("Audit rows and outcomes waiting for the writer."))
+	if err != nil {
+		return nil, err
+	}
+	dropped, err := m.Int64ObservableCounter("openhuman.audit.dropped", metric.WithUnit("{row}"),
+		metric.WithDescription("Audit rows of reads and outcomes dropped because the queue was full."))
+	if err != nil {
+		return nil, err
+	}
+	failures, err := m.Int64ObservableCounter("openhuman.audit.write.failures", metric.WithUnit("{write}"),
+		metric.WithDescription("Failed writes of the audit writer (each retry counts)."))
+	if err != nil {
+		return nil, err
+	}
+	used, err := m.Int64ObservableGauge("openhuman.act_budget.used", metric.WithUnit("{act}"),
+		metric.WithDescription("Acts allowed in the sliding hour, across every process on the audit log."))
+	if err != nil {
+		return nil, err
+	}
+	limit, err := m.Int64ObservableGauge("openhuman.act_budget.limit", metric.WithUnit("{act}"),
+		metric.WithDescription("[autonomy] max_actions_per_hour; absent when unlimited."))
+	if err != nil {
+		return nil, err
+	}
+	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ctx, cancel := context.WithTimeout(ctx, metricsReadTimeout)
+		defer cancel()
+		h.changeMu.Lock()
+		statuses, maxActs := h.Status(), h.Config.Autonomy.MaxActionsPerHour
+		h.changeMu.Unlock()
+		for _, st := range statuses {
+			p := attrProvider.String(st.Name)
+			o.ObserveInt64(state, 1, metric.WithAttributes(p, attrState.String(string(st.State))))
+			o.ObserveInt64(restarts, int64(st.Restarts), metric.WithAttributes(p))
+		}
+		for _, s := range h.upstreamServers() {
+			o.ObserveInt64(upstreamState, 1, metric.WithAttributes(attrUpstream.String(s.Name), attrState.String(s.State)))
+		}
+		if h.audit != nil {
+			st := h.audit.Status()
+			o.ObserveInt64(queue, int64(st.Queued))
+			o.ObserveInt64(dropped, int64(st.Dropped))
+			o.ObserveInt64(failures, int64(st.WriteFailures))
+			if n, err := h.audit.ActsInWindow(ctx); err == nil {
+				o.ObserveInt64(used, n)
+			}
+		}
+		if maxActs != nil {
+			o.ObserveInt64(limit, int64(*maxActs))
+		}
+		return nil
+	}, state, restarts, upstreamState, queue, dropped, failures, used, limit)
+}
+
+// tracerProvider is the global tracer provider while t traces, else nil.
+func tracerProvider(t *telemetry.Telemetry) trace.TracerProvider {
+	if !t.Tracing() {
+		return nil
+	}
+	return otel.GetTracerProvider()
+}
+
+// meterProvider is the global meter provider while t measures, else nil.
+func meterProvider(t *telemetry.Telemetry) metric.MeterProvider {
+	if !t.Measuring() {
+		return nil
+	}
+	return otel.GetMeterProvider()
+}

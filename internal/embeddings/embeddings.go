@@ -1,10 +1,10 @@
 // Package embeddings is a client for OpenAI-compatible /embeddings
-// endpoints (OpenAI, Azure-style proxies, Ollama, vLLM, LM Studio), shared
-// by the memory provider (memory_recall) and the host (tool_search in
-// progressive discovery). It validates the config table both use, sends
-// texts in batches through the official openai-go client, returns
-// L2-normalised vectors, and explains failures in words a user can act on
-// without ever repeating the API key or the texts.
+// endpoints (OpenAI's API and servers that mimic it, such as Ollama's
+// /v1), shared by the memory provider (memory_recall) and the host
+// (tool_search in progressive discovery). It validates the config table
+// both use, sends texts in batches through the official openai-go client,
+// returns L2-normalised vectors, and explains failures in words a user can
+// act on without ever repeating the API key or the texts.
 //
 // The client never reads the environment: callers resolve api_key_env and
 // pass the key's value to [New].

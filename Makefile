@@ -134,11 +134,13 @@ bench: build
 # Progressive discovery on a catalog of 250+ tools (built-ins, the
 # reference "everything" server, generated upstream servers): tools/list
 # bytes in discovery and full mode, and tool_search's top-3 hit rate on
-# the committed tasks (bench/discovery/testdata/tasks.json).
+# the committed tasks (bench/discovery/testdata/tasks.json). To rank with
+# embeddings too: make bench-discovery DISCOVERY_ARGS="-embed-url
+# http://127.0.0.1:11434/v1 -embed-model nomic-embed-text".
 bench-discovery: build interop-deps
 	$(GO) run -tags $(TAGS) ./bench/discovery -host $(CURDIR)/$(BIN) \
 		-everything $(INTEROP_HOME)/node_modules/@modelcontextprotocol/server-everything \
-		-node $(INTEROP_HOME)/node_modules/.bin/node
+		-node $(INTEROP_HOME)/node_modules/.bin/node $(DISCOVERY_ARGS)
 
 # Throughput of 1, 2 and 3 replicas behind HAProxy on one PostgreSQL
 # (docs/performance.md#replicas): make bench-replicas ARGS="-duration 20s"

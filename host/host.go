@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/openhuman/openhuman-host/internal/embeddings"
 	"github.com/openhuman/openhuman-host/internal/platform"
 	"github.com/openhuman/openhuman-host/providers/upstream"
 
@@ -71,6 +72,14 @@ type Options struct {
 	// calls into the providers (which it configures through their
 	// environment) and records the host's metrics. Default nil: off.
 	Telemetry *telemetry.Telemetry
+	// DiscoveryEmbeddings lets tool_search fuse its keyword ranking with
+	// embeddings when the config has a [discovery.embeddings] table and a
+	// profile with discovery = true: the served tools are then embedded
+	// in the background, and again when the catalog changes. Only a
+	// serving host sets it; one-shot commands never search, and would
+	// send every tool to the endpoint for nothing. Default false: keyword
+	// ranking only.
+	DiscoveryEmbeddings bool
 }
 
 // Host is a running host.
@@ -117,6 +126,12 @@ type Host struct {
 	// closeOnce makes Close run once; later calls return closeErr.
 	closeOnce sync.Once
 	closeErr  error
+	// embeddings is what tool_search fuses with, built from
+	// embeddingsCfg and embeddingsKey and kept across reloads that change
+	// neither, so the tools' vectors survive them; guarded by changeMu.
+	embeddings    *server.Embeddings
+	embeddingsCfg embeddings.Config
+	embeddingsKey string
 }
 
 // builtinNamespaces are the advertised tool and prompt name prefixes of
@@ -573,9 +588,46 @@ func (h *Host) serverSettings(cfg *config.Config, pol *policy.Policy) server.Set
 		DisabledHint:         h.unknownHint(cfg),
 		Profiles:             profiles(cfg, pol, h.log),
 		ToolOverrides:        toolOverrides(cfg),
+		Embeddings:           h.discoveryEmbeddings(cfg),
 
 		StructuredContentClients: cfg.Server.StructuredContentClients,
 	}
+}
+
+// discoveryEmbeddings returns what tool_search fuses with under cfg: nil
+// unless Options.DiscoveryEmbeddings is set, cfg has [discovery.embeddings]
+// and some profile uses discovery. The same value is returned while the
+// table and the API key stay the same. An unset api_key_env variable is
+// logged and requests go without a key, as for the memory provider; the
+// endpoint's refusal then shows in tool_search's fallback reason. The
+// caller holds changeMu.
+func (h *Host) discoveryEmbeddings(cfg *config.Config) *server.Embeddings {
+	e := cfg.Discovery.Embeddings
+	discovery := false
+	for _, p := range cfg.Profiles {
+		discovery = discovery || p.Discovery
+	}
+	if !h.opts.DiscoveryEmbeddings || e == nil || !discovery {
+		h.embeddings, h.embeddingsCfg, h.embeddingsKey = nil, embeddings.Config{}, ""
+		return nil
+	}
+	key, err := cfg.Discovery.EmbeddingsAPIKey(os.Getenv)
+	if err != nil {
+		h.log.Warn("tool_search embeddings will be requested without an API key", "error", err)
+	}
+	if h.embeddings != nil && h.embeddingsCfg == *e && h.embeddingsKey == key {
+		return h.embeddings
+	}
+	client, err := embeddings.New(*e, config.DiscoveryEmbeddingsTable, key, nil)
+	if err != nil {
+		// The config was validated; this is a bug, not a user error.
+		h.log.Error("tool_search ranks by keywords only: the embeddings client could not be built", "error", err)
+		h.embeddings, h.embeddingsCfg, h.embeddingsKey = nil, embeddings.Config{}, ""
+		return nil
+	}
+	h.embeddings = &server.Embeddings{Embedder: client, QueryTimeout: client.Config().Timeout()}
+	h.embeddingsCfg, h.embeddingsKey = *e, key
+	return h.embeddings
 }
 
 // toolOverrides are cfg's [tools.<name>] tables as the server applies

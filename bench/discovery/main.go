@@ -15,7 +15,14 @@
 //	make bench-discovery
 //
 // -everything is the @modelcontextprotocol/server-everything package
-// directory (make interop-deps installs it under .cache/interop). Targets,
+// directory (make interop-deps installs it under .cache/interop).
+//
+// -embed-url and -embed-model point tool_search at an OpenAI-compatible
+// embeddings endpoint ([discovery.embeddings]; -embed-key-env names the
+// variable holding its key, which the host reads from this process's
+// environment): the bench then waits until every tool is embedded and
+// reports how many searches ran in hybrid mode. Without them tool_search
+// ranks by keywords, as make bench-discovery measures it. Targets,
 // printed and never asserted: at least 10x fewer tools/list bytes in
 // discovery mode, and the right tool in the top 3 for at least 90 % of the
 // tasks.
@@ -60,18 +67,46 @@ func main() {
 	hostBin := flag.String("host", "", "the openhuman-host binary (required)")
 	everything := flag.String("everything", "", "the @modelcontextprotocol/server-everything package directory; empty leaves that server out")
 	node := flag.String("node", "node", "the Node.js runtime that runs the everything server")
+	var emb embedFlags
+	flag.StringVar(&emb.url, "embed-url", "", "base_url of an OpenAI-compatible embeddings endpoint for tool_search, such as http://127.0.0.1:11434/v1; empty ranks by keywords only")
+	flag.StringVar(&emb.model, "embed-model", "", "the embedding model (required with -embed-url)")
+	flag.StringVar(&emb.keyEnv, "embed-key-env", "", "the environment variable holding the endpoint's API key; empty sends none")
+	flag.IntVar(&emb.dimensions, "embed-dimensions", 0, "the dimensions parameter; 0 keeps the model's default")
 	flag.Parse()
 	if *hostBin == "" {
 		fmt.Fprintln(os.Stderr, "discovery: -host is required")
 		os.Exit(2)
 	}
-	if err := run(*hostBin, *everything, *node); err != nil {
+	if (emb.url == "") != (emb.model == "") {
+		fmt.Fprintln(os.Stderr, "discovery: -embed-url and -embed-model go together")
+		os.Exit(2)
+	}
+	if err := run(*hostBin, *everything, *node, emb); err != nil {
 		fmt.Fprintln(os.Stderr, "discovery:", err)
 		os.Exit(1)
 	}
 }
 
-func run(hostBin, everything, node string) error {
+// embedFlags are the [discovery.embeddings] settings from the command
+// line; url "" leaves the table out.
+type embedFlags struct {
+	url, model, keyEnv string
+	dimensions         int
+}
+
+// toml returns the [discovery.embeddings] table, or "" without a url.
+func (e embedFlags) toml() string {
+	if e.url == "" {
+		return ""
+	}
+	s := fmt.Sprintf("[discovery.embeddings]\nbase_url = %q\nmodel = %q\ndimensions = %d\n", e.url, e.model, e.dimensions)
+	if e.keyEnv != "" {
+		s += fmt.Sprintf("api_key_env = %q\n", e.keyEnv)
+	}
+	return s + "\n"
+}
+
+func run(hostBin, everything, node string, emb embedFlags) error {
 	var tasks []task
 	if err := json.Unmarshal(tasksJSON, &tasks); err != nil {
 		return fmt.Errorf("read the tasks: %w", err)
@@ -89,6 +124,7 @@ func run(hostBin, everything, node string) error {
 	var cfg strings.Builder
 	cfg.WriteString("[providers.searxng]\nenabled = true\nbase_url = \"http://127.0.0.1:9\"\n\n")
 	cfg.WriteString("[profiles.full]\n\n[profiles.lean]\ndiscovery = true\npinned_tools = [\"memory_search\", \"memory_store\"]\n\n")
+	cfg.WriteString(emb.toml())
 	if everything != "" {
 		fmt.Fprintf(&cfg, "[[upstream.servers]]\nname = \"everything\"\ncommand = %q\nargs = [%q, \"stdio\"]\n\n", node, filepath.Join(everything, "dist", "index.js"))
 	}
@@ -145,6 +181,26 @@ func run(hostBin, everything, node string) error {
 		return err
 	}
 	defer cs.Close()
+	if emb.url != "" {
+		// The tools are embedded in the background: wait until a search
+		// fuses with every tool's vector.
+		deadline := time.Now().Add(10 * time.Minute)
+		for {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tool_search", Arguments: map[string]any{"query": tasks[0].Task, "k": 3}})
+			if err != nil {
+				return fmt.Errorf("tool_search: %w", err)
+			}
+			mode, reason, without := searchMode(res)
+			if mode == "hybrid" && without == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the tools were not embedded within 10 minutes (mode %s, %d without embedding, %s)", mode, without, reason)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	modes := map[string]int{}
 	var (
 		top1, top3 int
 		rr         float64
@@ -161,6 +217,8 @@ func run(hostBin, everything, node string) error {
 		if res.IsError {
 			return fmt.Errorf("tool_search %q: %v", tk.Task, res.Content)
 		}
+		mode, _, _ := searchMode(res)
+		modes[mode]++
 		names := foundNames(res)
 		rank := slices.Index(names, tk.Tool) + 1
 		switch {
@@ -189,6 +247,10 @@ func run(hostBin, everything, node string) error {
 	fmt.Printf("tool_search over %d tasks: top-1 %.0f%%, top-3 %.0f%% (target >= 90%%: %s), MRR@3 %.3f, p50 %s, max %s\n",
 		len(tasks), 100*float64(top1)/n, 100*float64(top3)/n, verdict(float64(top3)/n >= 0.9), rr/n,
 		latencies[len(latencies)/2].Round(10*time.Microsecond), latencies[len(latencies)-1].Round(10*time.Microsecond))
+	if emb.url != "" {
+		fmt.Printf("ranked with embeddings from %s, model %s: %d searches hybrid, %d keyword\n",
+			emb.url, emb.model, modes["hybrid"], modes["keyword"])
+	}
 	if len(misses) > 0 {
 		fmt.Printf("\nnot in the top 3:\n")
 		for _, m := range misses {
@@ -262,6 +324,19 @@ func foundNames(res *mcp.CallToolResult) []string {
 		names = append(names, t.Name)
 	}
 	return names
+}
+
+// searchMode returns tool_search's mode, its fallback reason and how many
+// tools it ranked without an embedding.
+func searchMode(res *mcp.CallToolResult) (mode, reason string, without int) {
+	b, _ := json.Marshal(res.StructuredContent)
+	var out struct {
+		Mode             string `json:"mode"`
+		FallbackReason   string `json:"fallback_reason"`
+		WithoutEmbedding int    `json:"without_embedding"`
+	}
+	_ = json.Unmarshal(b, &out)
+	return out.Mode, out.FallbackReason, out.WithoutEmbedding
 }
 
 func freePort() (int, error) {

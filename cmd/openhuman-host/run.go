@@ -64,6 +64,9 @@ type runOptions struct {
 	statusFile string
 	// profile is the profile every client gets (serve --profile).
 	profile string
+	// serving is set by serve: only a server embeds its tools for
+	// tool_search ([discovery.embeddings]).
+	serving bool
 }
 
 // startHost starts the host with o.
@@ -79,6 +82,8 @@ func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger, o runO
 		Logger:     log,
 		StatusFile: o.statusFile,
 		Profile:    o.profile,
+
+		DiscoveryEmbeddings: o.serving,
 	})
 }
 

@@ -121,7 +121,7 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	// would end the process.
 	hup, stopHup := reloadSignals()
 	defer stopHup()
-	return runHost(cfg, log, runOptions{statusFile: statusFile(dataDir, os.Getpid()), profile: f.profile}, func(ctx context.Context, stdin *os.File, h *host.Host) error {
+	return runHost(cfg, log, runOptions{statusFile: statusFile(dataDir, os.Getpid()), profile: f.profile, serving: true}, func(ctx context.Context, stdin *os.File, h *host.Host) error {
 		if err := reloadOnSignals(ctx, h, log, g.load, g.configPath, f.watch, hup, stopHup); err != nil {
 			return err
 		}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/openhuman/openhuman-host/internal/embeddings"
 )
 
 // defaultTOML is the documented default configuration; Default parses it.
@@ -97,6 +99,9 @@ type Config struct {
 	Providers map[string]ProviderConfig
 	// Upstream holds the [upstream] table.
 	Upstream UpstreamConfig
+	// Discovery holds the [discovery] table: how tool_search ranks for
+	// profiles with discovery = true.
+	Discovery DiscoveryConfig
 	// Source is the path of the file the config was loaded from, or
 	// DefaultSource when no file was read.
 	Source string
@@ -269,6 +274,46 @@ type ProfileConfig struct {
 	// PinnedTools are tool names or globs a Discovery profile still
 	// lists, as in [autonomy] allowed_tools. Default none.
 	PinnedTools []string `toml:"pinned_tools"`
+}
+
+// DiscoveryEmbeddingsTable names [DiscoveryConfig].Embeddings in
+// messages.
+const DiscoveryEmbeddingsTable = "[discovery.embeddings]"
+
+// DiscoveryConfig is the [discovery] table: settings of progressive
+// discovery shared by every profile with discovery = true.
+type DiscoveryConfig struct {
+	// Embeddings points tool_search at an OpenAI-compatible embeddings
+	// endpoint: each served tool's name, title and description is
+	// embedded in the background and each query when it is searched,
+	// and the cosine ranking is fused with the keyword (BM25) ranking.
+	// Its keys and bounds are those of [providers.memory.embeddings]
+	// (base_url and model required; api_key_env names the variable
+	// holding the key, which never goes in the file; batch_size 1..2048,
+	// default 64; timeout_secs 1..600, default 30, also bounds embedding
+	// one query; dimensions 0..16384, 0 the model's default); validation
+	// applies the defaults. Nil (default): keyword ranking only.
+	Embeddings *embeddings.Config `toml:"embeddings"`
+}
+
+// EmbeddingsAPIKey returns the value of the environment variable that
+// [DiscoveryConfig].Embeddings api_key_env names, read with getenv (nil
+// means os.Getenv): "" when no table, no api_key_env or an empty
+// variable. It fails, naming the variable and never a value, when
+// api_key_env is set but the variable is unset or empty.
+func (d DiscoveryConfig) EmbeddingsAPIKey(getenv func(string) string) (string, error) {
+	if d.Embeddings == nil || d.Embeddings.APIKeyEnv == "" {
+		return "", nil
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	name := d.Embeddings.APIKeyEnv
+	if v := getenv(name); v != "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("%s api_key_env names the environment variable %s, which is unset or empty: set it to the API key, "+
+		"or remove api_key_env for an endpoint that needs none", DiscoveryEmbeddingsTable, name)
 }
 
 // ToolOverride is one [tools.<name>] table: what clients are told about

@@ -340,7 +340,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		"unknown top-level key": {
 			doc:  lines(`log_level = "debug"`),
-			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, telemetry, tools, upstream"},
+			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, discovery, profiles, providers, server, storage, telemetry, tools, upstream"},
 		},
 		"durations that would overflow": {
 			doc: lines("[server]", "tool_timeout_secs = 18446744074", "provider_start_timeout_secs = 601", "session_idle_timeout_secs = 2592001"),
@@ -356,7 +356,32 @@ func TestParseErrors(t *testing.T) {
 		},
 		"unknown top-level table": {
 			doc:  lines("[server]", "port = 9301", "", "[logging]", `level = "debug"`),
-			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, profiles, providers, server, storage, telemetry, tools, upstream"},
+			want: []string{"config.toml:4: logging: unknown key; valid top-level tables are audit, autonomy, discovery, profiles, providers, server, storage, telemetry, tools, upstream"},
+		},
+		"discovery embeddings without base_url": {
+			doc:  lines("[discovery.embeddings]", `model = "text-embedding-3-small"`),
+			want: []string{`config.toml:1: discovery.embeddings.base_url: is required, e.g. base_url = "https://api.openai.com/v1"`},
+		},
+		"discovery embeddings with a key in api_key_env": {
+			doc: lines("[discovery.embeddings]", `base_url = "https://api.openai.com/v1"`, `model = "m"`, `api_key_env = "sk-proj-abc123"`),
+			want: []string{"config.toml:4: discovery.embeddings.api_key_env: must be the name of an environment variable holding the key " +
+				"(letters, digits and _, not starting with a digit, e.g. OPENAI_API_KEY), not the key itself"},
+		},
+		"discovery embeddings out of range": {
+			doc:  lines("[discovery]", "embeddings = { base_url = \"http://127.0.0.1:11434/v1\", model = \"m\", timeout_secs = 601 }"),
+			want: []string{"config.toml:2: discovery.embeddings.timeout_secs: must be between 1 and 600, got 601"},
+		},
+		"discovery embeddings with a password in base_url": {
+			doc:  lines("[discovery.embeddings]", `base_url = "https://u:sk-pass@api.example.com/v1"`, `model = "m"`),
+			want: []string{"config.toml:2: discovery.embeddings.base_url: must not contain a user name or password; name the environment variable holding the API key in api_key_env"},
+		},
+		"discovery embeddings with a wrong type": {
+			doc:  lines("[discovery.embeddings]", `base_url = "https://api.openai.com/v1"`, `model = "m"`, `batch_size = "64"`),
+			want: []string{"config.toml:4: discovery.embeddings.batch_size: must be an integer; got a string"},
+		},
+		"unknown key in discovery embeddings": {
+			doc:  lines("[discovery.embeddings]", `base_url = "https://api.openai.com/v1"`, `model = "m"`, `api_key = "sk-live"`),
+			want: []string{"config.toml:4: discovery.embeddings.api_key: unknown key; valid keys in [discovery.embeddings] are api_key_env, base_url, batch_size, dimensions, model, timeout_secs"},
 		},
 		"unknown nested key": {
 			doc:  lines("[autonomy]", `level = "full"`, "max_actions = 5"),
@@ -1409,6 +1434,11 @@ func TestMaskedRoundTrip(t *testing.T) {
 			"[providers.weather.geo]",
 			`api_key_env = "GEO_KEY"`,
 			"radius = 2.5",
+			"[discovery.embeddings]",
+			`base_url = "http://127.0.0.1:11434/v1"`,
+			`model = "nomic-embed-text"`,
+			`api_key_env = "EMBED_KEY"`,
+			"dimensions = 256",
 		)},
 	}
 	for name, tt := range tests {

@@ -24,6 +24,7 @@ type document struct {
 	Tools     map[string]ToolOverride   `toml:"tools"`
 	Providers map[string]map[string]any `toml:"providers"`
 	Upstream  *UpstreamConfig           `toml:"upstream"`
+	Discovery *DiscoveryConfig          `toml:"discovery"`
 }
 
 var documentType = reflect.TypeFor[document]()
@@ -33,7 +34,7 @@ var documentType = reflect.TypeFor[document]()
 func decodeInto(c *Config, data []byte, source string) error {
 	ix := indexPositions(data)
 	d := &decoder{source: source, data: data, ix: ix}
-	doc := document{Server: &c.Server, Autonomy: &c.Autonomy, Audit: &c.Audit, Storage: &c.Storage, Telemetry: &c.Telemetry, Upstream: &c.Upstream}
+	doc := document{Server: &c.Server, Autonomy: &c.Autonomy, Audit: &c.Audit, Storage: &c.Storage, Telemetry: &c.Telemetry, Upstream: &c.Upstream, Discovery: &c.Discovery}
 	err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&doc)
 	var strict *toml.StrictMissingError
 	var de *toml.DecodeError

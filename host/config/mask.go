@@ -45,6 +45,7 @@ type maskedDoc struct {
 	Tools     map[string]ToolOverride   `toml:"tools,omitempty"`
 	Providers map[string]map[string]any `toml:"providers"`
 	Upstream  *UpstreamConfig           `toml:"upstream,omitempty"`
+	Discovery *DiscoveryConfig          `toml:"discovery,omitempty"`
 }
 
 // Masked renders the effective configuration as a TOML document that Parse
@@ -96,6 +97,14 @@ func (c *Config) Masked() (string, error) {
 			u.Servers = append(u.Servers, t)
 		}
 		doc.Upstream = u
+	}
+	if e := c.Discovery.Embeddings; e != nil {
+		// api_key_env only names the variable; the key is never in the
+		// config. base_url was checked to hold no credentials, masked
+		// still for a Config built by hand.
+		masked := *e
+		masked.BaseURL = maskURL(masked.BaseURL)
+		doc.Discovery = &DiscoveryConfig{Embeddings: &masked}
 	}
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# Effective configuration from %q; secret values are masked.\n\n", c.Source)

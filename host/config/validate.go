@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/openhuman/openhuman-host/internal/embeddings"
 )
 
 // logLevels are the accepted server.log_level values, quietest last.
@@ -86,6 +89,17 @@ func (d *decoder) validate(c *Config) {
 	}
 
 	c.Upstream.Checked = d.upstreamServers(c.Upstream.Servers)
+
+	if e := c.Discovery.Embeddings; e != nil {
+		// Validate applies the defaults; its messages never repeat a
+		// value that may be a secret.
+		var ce *embeddings.ConfigError
+		if err := e.Validate(DiscoveryEmbeddingsTable); errors.As(err, &ce) {
+			d.fail("discovery.embeddings."+ce.Key, "%s", ce.Msg)
+		} else if err != nil {
+			d.fail("discovery.embeddings", "%v", err)
+		}
+	}
 }
 
 // checkOTLPEndpoint checks telemetry.otlp_endpoint: an http or https URL

@@ -184,10 +184,21 @@ func metaError(format string, args ...any) *mcp.CallToolResult {
 
 // FoundTool is one entry of tool_search's structured result.
 type FoundTool struct {
-	Name        string  `json:"name"`
-	Title       string  `json:"title,omitempty"`
-	Description string  `json:"description"`
-	Score       float64 `json:"score"`
+	// Name is the tool's name, to pass to tool_describe and tool_call.
+	Name string `json:"name"`
+	// Title is the tool's title; empty when it has none.
+	Title string `json:"title,omitempty"`
+	// Description is the first line of the tool's description, at most
+	// 240 characters.
+	Description string `json:"description"`
+	// Score is the tool's relevance, higher is better, meaningful only
+	// within one search: BM25 in keyword mode, reciprocal rank fusion
+	// (at most 2/61) in hybrid mode.
+	Score float64 `json:"score"`
+	// Similarity is, in hybrid mode, the cosine similarity (0..1] of the
+	// tool's embedding to the query's; nil for a tool without one, or
+	// whose similarity is 0 or less (then ranked by keywords only).
+	Similarity *float64 `json:"similarity,omitempty"`
 }
 
 func (s *Server) toolSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -221,29 +232,71 @@ func (s *Server) toolSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			return metaError("%s is unavailable: the tool index could not be built (%v)", ToolSearch, err)
 		}
 		v := s.view.Load()
-		hits, err := ix.Search(ctx, in.Query, k, func(name string) bool {
+		keep := func(name string) bool {
 			t, ok := v.tools[name]
 			return ok && callable(set, t, clientCanConfirm(req))
-		})
+		}
+		semantic, fallback, err := s.rankByMeaning(ctx, in.Query, keep)
+		if err != nil {
+			return metaError("%s was cancelled: %v", ToolSearch, err)
+		}
+		n := k
+		if semantic != nil {
+			n = max(k, fusionCandidates)
+		}
+		hits, err := ix.Search(ctx, in.Query, n, keep)
 		if err != nil {
 			return metaError("%s failed: %v", ToolSearch, err)
 		}
-		found := make([]FoundTool, 0, len(hits))
-		var text strings.Builder
-		for _, h := range hits {
-			t := v.tools[h.Name]
-			if t == nil {
-				continue
+		found := make([]FoundTool, 0, k)
+		if semantic == nil {
+			for _, h := range hits {
+				if t := v.tools[h.Name]; t != nil {
+					found = append(found, FoundTool{Name: t.Name, Title: t.Title, Description: summary(t.Description), Score: h.Score})
+				}
 			}
-			f := FoundTool{Name: t.Name, Title: t.Title, Description: summary(t.Description), Score: h.Score}
-			found = append(found, f)
+		} else {
+			keyword := make([]string, len(hits))
+			for i, h := range hits {
+				keyword[i] = h.Name
+			}
+			for _, h := range fuse(k, semantic.names, keyword) {
+				t := v.tools[h.name]
+				if t == nil {
+					continue
+				}
+				f := FoundTool{Name: t.Name, Title: t.Title, Description: summary(t.Description), Score: h.score}
+				if sim, ok := semantic.similarity[h.name]; ok {
+					f.Similarity = &sim
+				}
+				found = append(found, f)
+			}
+		}
+		var text strings.Builder
+		for _, f := range found {
 			fmt.Fprintf(&text, "%s: %s\n", f.Name, f.Description)
 		}
 		if len(found) == 0 {
-			text.WriteString("No tool matches; try other words for the task.")
+			text.WriteString("No tool matches; try other words for the task.\n")
+		}
+		structured := map[string]any{"tools": found, "mode": SearchKeyword}
+		switch {
+		case semantic != nil:
+			structured["mode"] = SearchHybrid
+			if semantic.without > 0 {
+				structured["without_embedding"] = semantic.without
+				if semantic.without == 1 {
+					text.WriteString("(1 tool has no embedding yet and was ranked by keywords only.)")
+				} else {
+					fmt.Fprintf(&text, "(%d tools have no embedding yet and were ranked by keywords only.)", semantic.without)
+				}
+			}
+		case fallback != "":
+			structured["fallback_reason"] = fallback
+			fmt.Fprintf(&text, "(Ranked by keywords only: %s.)", fallback)
 		}
 		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimRight(text.String(), "\n")}}}
-		out.StructuredContent = map[string]any{"tools": found}
+		out.StructuredContent = structured
 		return out
 	}()
 	s.recordMeta(ctx, ToolSearch, caller, profile, req.Params.Arguments, start, res)

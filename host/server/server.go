@@ -135,6 +135,8 @@ type Options struct {
 	Profiles map[string]*Profile
 	// ToolOverrides are the initial [Settings].ToolOverrides.
 	ToolOverrides map[string]ToolOverride
+	// Embeddings are the initial [Settings].Embeddings.
+	Embeddings *Embeddings
 	// Replica names this server among replicas that share one database
 	// behind a load balancer ([server] replica): GET /healthz and the
 	// Openhuman-Replica header of every HTTP response carry it, and a
@@ -177,8 +179,10 @@ type Server struct {
 	updateMu sync.Mutex // serialises Update
 	sessions sync.Map   // *mcp.ServerSession → *sessionInfo
 	calls    sync.Map   // call token → *callEntry, while the call runs
-	// discovery is the tool index tool_search ranks with.
+	// discovery is the tool index tool_search ranks with; vectors are
+	// the tools' embeddings it fuses with it.
 	discovery discoveryIndex
+	vectors   toolVectors
 	tokens    sync.Map // session token → *mcp.ServerSession, while it is connected
 	// clients are the clients of protocol 2026-07-28 and later seen
 	// lately, by subject, name and version ([Server.client]).
@@ -233,6 +237,12 @@ type Settings struct {
 	// tools ([tools.<name>]); a change is announced with
 	// notifications/tools/list_changed.
 	ToolOverrides map[string]ToolOverride
+	// Embeddings, when set, make tool_search fuse its keyword ranking
+	// with embeddings ([discovery.embeddings]); nil ranks by keywords
+	// only. Another pointer than the current one drops every tool vector
+	// and embeds the tools again in the background, so pass the same
+	// value while the endpoint's settings do not change.
+	Embeddings *Embeddings
 }
 
 // Reconfigure replaces the server's settings; calls already running keep
@@ -258,6 +268,11 @@ func (s *Server) Reconfigure(set Settings) {
 		// A profile's clients see other tools now, which the go-sdk's
 		// registrations do not show.
 		s.announceToolsChanged(v)
+	}
+	if set.Embeddings != old.Embeddings {
+		s.updateMu.Lock()
+		s.refreshVectors(s.view.Load(), s.settings.Load().Embeddings)
+		s.updateMu.Unlock()
 	}
 }
 
@@ -366,6 +381,7 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 		StructuredContentClients: s.opts.StructuredContentClients,
 		Profiles:                 s.opts.Profiles,
 		ToolOverrides:            s.opts.ToolOverrides,
+		Embeddings:               s.opts.Embeddings,
 	})
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "OpenHuman host", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.opts.Instructions,
@@ -634,6 +650,7 @@ func (s *Server) Update(cat *catalog.Catalog, providers map[string]Dispatcher, n
 		s.mcp.AddPrompt(mcpPrompt(p), s.promptHandler(p.Name))
 	}
 	s.view.Store(next)
+	s.refreshVectors(next, set.Embeddings)
 	if gone := removed(old.prompts, next.prompts); len(gone) > 0 {
 		s.mcp.RemovePrompts(gone...)
 	}

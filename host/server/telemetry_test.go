@@ -80,7 +80,7 @@ func TestTelemetry(t *testing.T) {
 			}
 			call, ok := byName["tools/call fake_search"]
 			if !ok {
-				t.Fatalf("no tools/call fake_search span among %v", names(spans.Ended()))
+				t.Fatalf("no tools/call fake_search span among %v", spanNames(spans.Ended()))
 			}
 			if got := call.SpanContext().TraceID().String(); got != traceID || call.Parent().SpanID().String() != "00f067aa0ba902b7" || call.SpanKind() != trace.SpanKindServer {
 				t.Errorf("tools/call span: trace %s, parent %s, kind %v; want the client's trace and span, kind server", got, call.Parent().SpanID(), call.SpanKind())
@@ -89,7 +89,7 @@ func TestTelemetry(t *testing.T) {
 				"gen_ai.operation.name": "execute_tool", "network.transport": "pipe", "mcp.protocol.version": v})
 			exec, ok := byName["execute_tool fake_search"]
 			if !ok {
-				t.Fatalf("no execute_tool fake_search span among %v", names(spans.Ended()))
+				t.Fatalf("no execute_tool fake_search span among %v", spanNames(spans.Ended()))
 			}
 			if exec.Parent().SpanID() != call.SpanContext().SpanID() {
 				t.Errorf("execute_tool's parent = %s, want the tools/call span %s", exec.Parent().SpanID(), call.SpanContext().SpanID())
@@ -102,7 +102,7 @@ func TestTelemetry(t *testing.T) {
 			mu.Unlock()
 			refused, ok := byName["execute_tool fake_store"]
 			if !ok {
-				t.Fatalf("no execute_tool fake_store span among %v", names(spans.Ended()))
+				t.Fatalf("no execute_tool fake_store span among %v", spanNames(spans.Ended()))
 			}
 			wantAttrs(t, refused, map[string]string{"openhuman.decision": "denied:readonly", "error.type": "tool_error"})
 			wantAttrs(t, byName["tools/call fake_store"], map[string]string{"error.type": "tool_error"})
@@ -170,7 +170,7 @@ func wantAttrs(t *testing.T, sp sdktrace.ReadOnlySpan, want map[string]string) {
 	}
 }
 
-func names(spans []sdktrace.ReadOnlySpan) []string {
+func spanNames(spans []sdktrace.ReadOnlySpan) []string {
 	var out []string
 	for _, s := range spans {
 		out = append(out, s.Name())

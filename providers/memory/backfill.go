@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"time"
+
+	"github.com/openhuman/openhuman-host/internal/embeddings"
 )
 
 const (
@@ -79,7 +81,7 @@ func (p *Provider) afterWrite(ctx context.Context, fresh []chunkRow) {
 		if ctx.Err() != nil {
 			return // the call itself ended; the backfill will embed them
 		}
-		if !isTextRefusal(err) {
+		if !embeddings.IsTextRefusal(err) {
 			// A refused text says nothing about the endpoint; the
 			// backfill sets it aside and embeds the rest.
 			p.endpointFailed(err)
@@ -170,7 +172,7 @@ func (p *Provider) backfillOnce(ctx context.Context, st *store) (int, error) {
 		p.logger.Debug("backfilled embeddings", "chunks", len(chunks))
 		return len(chunks), nil
 	}
-	if len(chunks) == 1 || ctx.Err() != nil || !isTextRefusal(err) {
+	if len(chunks) == 1 || ctx.Err() != nil || !embeddings.IsTextRefusal(err) {
 		return 0, err
 	}
 	// One text the endpoint refuses (too long for the model, say: a 400,

@@ -21,6 +21,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/openhuman/openhuman-host/internal/embeddings"
 )
 
 // testAPIKey is the key the tests configure; no error may contain it.
@@ -55,100 +57,6 @@ func checkNoSecrets(t *testing.T, err error) {
 	}
 	if msg := err.Error(); strings.Contains(msg, testAPIKey) || strings.Contains(msg, "confidential") {
 		t.Errorf("error leaks the key or a text: %s", msg)
-	}
-}
-
-func TestEmbeddingsConfigValidate(t *testing.T) {
-	const (
-		url   = "https://api.openai.com/v1"
-		model = "text-embedding-3-small"
-		tbl   = "[providers.memory.embeddings] "
-	)
-	defaults := func(c embeddingsConfig) embeddingsConfig {
-		if c.BatchSize == 0 {
-			c.BatchSize = 64
-		}
-		if c.TimeoutSecs == 0 {
-			c.TimeoutSecs = 30
-		}
-		return c
-	}
-	tests := map[string]struct {
-		cfg     embeddingsConfig
-		want    embeddingsConfig // when wantErr is ""
-		wantErr string
-	}{
-		"defaults": {
-			cfg:  embeddingsConfig{BaseURL: url, Model: model},
-			want: embeddingsConfig{BaseURL: url, Model: model, BatchSize: 64, TimeoutSecs: 30},
-		},
-		"lower bounds": {
-			cfg:  embeddingsConfig{BaseURL: url, Model: model, APIKeyEnv: "OPENAI_API_KEY", BatchSize: 1, TimeoutSecs: 1, Dimensions: 1},
-			want: embeddingsConfig{BaseURL: url, Model: model, APIKeyEnv: "OPENAI_API_KEY", BatchSize: 1, TimeoutSecs: 1, Dimensions: 1},
-		},
-		"upper bounds": {
-			cfg:  embeddingsConfig{BaseURL: url, Model: model, BatchSize: 2048, TimeoutSecs: 600, Dimensions: 16384},
-			want: embeddingsConfig{BaseURL: url, Model: model, BatchSize: 2048, TimeoutSecs: 600, Dimensions: 16384},
-		},
-		"local http root":      {cfg: embeddingsConfig{BaseURL: "http://127.0.0.1:11434/v1", Model: "nomic-embed-text"}},
-		"trailing slash":       {cfg: embeddingsConfig{BaseURL: "https://api.openai.com/v1/", Model: model}},
-		"upper-case scheme":    {cfg: embeddingsConfig{BaseURL: "HTTPS://api.openai.com/v1", Model: model}},
-		"host only":            {cfg: embeddingsConfig{BaseURL: "http://localhost:8080", Model: model}},
-		"api_key_env _ first":  {cfg: embeddingsConfig{BaseURL: url, Model: model, APIKeyEnv: "_KEY_2"}},
-		"api_key_env lower":    {cfg: embeddingsConfig{BaseURL: url, Model: model, APIKeyEnv: "my_key"}},
-		"base_url missing":     {cfg: embeddingsConfig{Model: model}, wantErr: tbl + `base_url is required, e.g. base_url = "https://api.openai.com/v1"`},
-		"base_url ftp":         {cfg: embeddingsConfig{BaseURL: "ftp://x", Model: model}, wantErr: tbl + `base_url must be an http or https URL, got "ftp://x"`},
-		"base_url no scheme":   {cfg: embeddingsConfig{BaseURL: "api.openai.com/v1", Model: model}, wantErr: tbl + `base_url must be an http or https URL, got "api.openai.com/v1"`},
-		"base_url no host":     {cfg: embeddingsConfig{BaseURL: "http:///v1", Model: model}, wantErr: tbl + `base_url must be an http or https URL, got "http:///v1"`},
-		"base_url opaque":      {cfg: embeddingsConfig{BaseURL: "http:api.openai.com", Model: model}, wantErr: tbl + `base_url must be an http or https URL, got "http:api.openai.com"`},
-		"base_url unparsable":  {cfg: embeddingsConfig{BaseURL: "http://[::1", Model: model}, wantErr: tbl + `base_url must be an http or https URL, got "http://[::1"`},
-		"base_url password":    {cfg: embeddingsConfig{BaseURL: "https://user:sk-pass@api.example.com/v1", Model: model}, wantErr: tbl + "base_url must not contain a user name or password; name the environment variable holding the API key in api_key_env"},
-		"base_url bad with @":  {cfg: embeddingsConfig{BaseURL: "ftp://user:sk-pass@x", Model: model}, wantErr: tbl + "base_url must be an http or https URL"},
-		"base_url query":       {cfg: embeddingsConfig{BaseURL: url + "?api-version=1", Model: model}, wantErr: tbl + `base_url must not have a query or fragment, got "https://api.openai.com/v1?api-version=1"`},
-		"base_url empty query": {cfg: embeddingsConfig{BaseURL: url + "?", Model: model}, wantErr: tbl + `base_url must not have a query or fragment, got "https://api.openai.com/v1?"`},
-		"base_url fragment":    {cfg: embeddingsConfig{BaseURL: url + "#x", Model: model}, wantErr: tbl + `base_url must not have a query or fragment, got "https://api.openai.com/v1#x"`},
-		"base_url endpoint":    {cfg: embeddingsConfig{BaseURL: url + "/embeddings", Model: model}, wantErr: tbl + `base_url is the API root, requests go to <base_url>/embeddings; drop the trailing /embeddings from "https://api.openai.com/v1/embeddings"`},
-		"base_url endpoint/":   {cfg: embeddingsConfig{BaseURL: url + "/embeddings/", Model: model}, wantErr: tbl + `base_url is the API root, requests go to <base_url>/embeddings; drop the trailing /embeddings from "https://api.openai.com/v1/embeddings/"`},
-		"model missing":        {cfg: embeddingsConfig{BaseURL: url}, wantErr: tbl + `model is required, e.g. model = "text-embedding-3-small"`},
-		"model blank":          {cfg: embeddingsConfig{BaseURL: url, Model: " \t"}, wantErr: tbl + `model is required, e.g. model = "text-embedding-3-small"`},
-		"api_key_env is a key": {cfg: embeddingsConfig{BaseURL: url, Model: model, APIKeyEnv: "sk-proj-abc123"}, wantErr: tbl + "api_key_env must be the name of an environment variable holding the key (letters, digits and _, not starting with a digit, e.g. OPENAI_API_KEY), not the key itself"},
-		"api_key_env digit":    {cfg: embeddingsConfig{BaseURL: url, Model: model, APIKeyEnv: "1KEY"}, wantErr: tbl + "api_key_env must be the name of an environment variable holding the key (letters, digits and _, not starting with a digit, e.g. OPENAI_API_KEY), not the key itself"},
-		"batch_size negative":  {cfg: embeddingsConfig{BaseURL: url, Model: model, BatchSize: -1}, wantErr: tbl + "batch_size must be between 1 and 2048, got -1"},
-		"batch_size too big":   {cfg: embeddingsConfig{BaseURL: url, Model: model, BatchSize: 2049}, wantErr: tbl + "batch_size must be between 1 and 2048, got 2049"},
-		"timeout negative":     {cfg: embeddingsConfig{BaseURL: url, Model: model, TimeoutSecs: -1}, wantErr: tbl + "timeout_secs must be between 1 and 600, got -1"},
-		"timeout too big":      {cfg: embeddingsConfig{BaseURL: url, Model: model, TimeoutSecs: 601}, wantErr: tbl + "timeout_secs must be between 1 and 600, got 601"},
-		"dimensions negative":  {cfg: embeddingsConfig{BaseURL: url, Model: model, Dimensions: -1}, wantErr: tbl + "dimensions must be 0 (the model's default) or between 1 and 16384, got -1"},
-		"dimensions too big":   {cfg: embeddingsConfig{BaseURL: url, Model: model, Dimensions: 16385}, wantErr: tbl + "dimensions must be 0 (the model's default) or between 1 and 16384, got 16385"},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			cfg := tt.cfg
-			err := cfg.validate()
-			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr {
-					t.Fatalf("validate() = %v, want %s", err, tt.wantErr)
-				}
-				if strings.Contains(err.Error(), "sk-") {
-					t.Errorf("error repeats a secret: %v", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("validate() = %v", err)
-			}
-			want := tt.want
-			if want == (embeddingsConfig{}) {
-				want = defaults(tt.cfg)
-			}
-			if cfg != want {
-				t.Errorf("after validate: %+v, want %+v", cfg, want)
-			}
-			// validate is idempotent.
-			again := cfg
-			if err := again.validate(); err != nil || again != cfg {
-				t.Errorf("second validate() = %v, %+v", err, again)
-			}
-		})
 	}
 }
 
@@ -196,7 +104,7 @@ func TestEmbedBatching(t *testing.T) {
 			}
 			for i, text := range texts {
 				want := f.vector(text, dims)
-				normalize(want)
+				embeddings.Normalize(want)
 				if !slices.Equal(got[i], want) {
 					t.Fatalf("vector %d = %v, want %v", i, got[i], want)
 				}
@@ -221,12 +129,12 @@ func TestEmbedNormalises(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, v := range got {
-		if n := math.Sqrt(float64(dot(v, v))); math.Abs(n-1) > 1e-6 {
+		if n := math.Sqrt(float64(embeddings.Dot(v, v))); math.Abs(n-1) > 1e-6 {
 			t.Errorf("vector %d has length %v, want 1", i, n)
 		}
 	}
 	// "word" and "word word word word" point the same way.
-	if d := dot(got[0], got[1]); math.Abs(float64(d)-1) > 1e-6 {
+	if d := embeddings.Dot(got[0], got[1]); math.Abs(float64(d)-1) > 1e-6 {
 		t.Errorf("dot of same-direction vectors = %v, want 1", d)
 	}
 }
@@ -316,7 +224,7 @@ func TestEmbedShuffledIndicesArePlaced(t *testing.T) {
 	}
 	for i, text := range texts {
 		want := f.vector(text, dims)
-		normalize(want)
+		embeddings.Normalize(want)
 		if !slices.Equal(got[i], want) {
 			t.Errorf("vector %d = %v, want %v", i, got[i], want)
 		}
@@ -805,61 +713,6 @@ func TestVectorDecodeBadLengths(t *testing.T) {
 	}
 }
 
-func TestVectorDotNormalize(t *testing.T) {
-	s := float32(math.Sqrt2 / 2)
-	normTests := []struct {
-		name   string
-		v      []float32
-		want   []float32
-		wantOK bool
-	}{
-		{name: "3-4-5", v: []float32{3, 4}, want: []float32{0.6, 0.8}, wantOK: true},
-		{name: "unit", v: []float32{0, -1, 0}, want: []float32{0, -1, 0}, wantOK: true},
-		{name: "huge", v: []float32{1e30, 1e30}, want: []float32{s, s}, wantOK: true},
-		{name: "tiny", v: []float32{1e-30, -1e-30}, want: []float32{s, -s}, wantOK: true},
-		{name: "zero", v: []float32{0, 0}, want: []float32{0, 0}},
-		{name: "empty", v: []float32{}, want: []float32{}},
-		{name: "NaN", v: []float32{1, float32(math.NaN())}},
-		{name: "Inf", v: []float32{1, float32(math.Inf(1))}, want: []float32{1, float32(math.Inf(1))}},
-	}
-	for _, tt := range normTests {
-		t.Run(tt.name, func(t *testing.T) {
-			v := slices.Clone(tt.v)
-			if ok := normalize(v); ok != tt.wantOK {
-				t.Fatalf("normalize(%v) = %v, want %v", tt.v, ok, tt.wantOK)
-			}
-			if tt.want == nil {
-				return
-			}
-			for i := range v {
-				if math.Abs(float64(v[i]-tt.want[i])) > 1e-6 && !(math.IsInf(float64(v[i]), 1) && math.IsInf(float64(tt.want[i]), 1)) {
-					t.Fatalf("normalize(%v) left %v, want %v", tt.v, v, tt.want)
-				}
-			}
-		})
-	}
-
-	u := []float32{1, 2, 3, 4}
-	normalize(u)
-	dotTests := []struct {
-		name string
-		a, b []float32
-		want float32
-	}{
-		{name: "identical unit vectors", a: u, b: u, want: 1},
-		{name: "opposite", a: []float32{0.6, 0.8}, b: []float32{-0.6, -0.8}, want: -1},
-		{name: "orthogonal", a: []float32{1, 0}, b: []float32{0, 1}, want: 0},
-		{name: "45 degrees", a: []float32{1, 0}, b: []float32{s, s}, want: s},
-		{name: "different lengths", a: []float32{1, 0}, b: []float32{1, 0, 0}, want: 0},
-		{name: "empty", a: nil, b: nil, want: 0},
-	}
-	for _, tt := range dotTests {
-		if got := dot(tt.a, tt.b); math.Abs(float64(got-tt.want)) > 1e-6 {
-			t.Errorf("%s: dot = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestFakeEmbeddingsSynonyms(t *testing.T) {
 	const dims = 4096
 	f := newFakeEmbeddings(t, dims)
@@ -879,8 +732,8 @@ func TestFakeEmbeddingsSynonyms(t *testing.T) {
 		{a: 4, b: 4, want: 1},   // no words is still a unit vector
 	}
 	for _, tt := range tests {
-		if got := dot(v[tt.a], v[tt.b]); math.Abs(float64(got-tt.want)) > 1e-6 {
-			t.Errorf("dot(%d, %d) = %v, want %v", tt.a, tt.b, got, tt.want)
+		if got := embeddings.Dot(v[tt.a], v[tt.b]); math.Abs(float64(got-tt.want)) > 1e-6 {
+			t.Errorf("embeddings.Dot(%d, %d) = %v, want %v", tt.a, tt.b, got, tt.want)
 		}
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/openhuman/openhuman-host/internal/embeddings"
 )
 
 // fakeMode makes a fakeEmbeddings answer wrongly, for the error paths of
@@ -364,8 +366,8 @@ func fakeInputs(raw json.RawMessage) ([]string, string) {
 	} else if err := json.Unmarshal(raw, &inputs); err != nil {
 		return nil, "input must be a string or an array of strings"
 	}
-	if len(inputs) == 0 || len(inputs) > maxEmbedBatchSize {
-		return nil, fmt.Sprintf("input must hold 1 to %d strings, got %d", maxEmbedBatchSize, len(inputs))
+	if len(inputs) == 0 || len(inputs) > embeddings.MaxBatchSize {
+		return nil, fmt.Sprintf("input must hold 1 to %d strings, got %d", embeddings.MaxBatchSize, len(inputs))
 	}
 	for i, s := range inputs {
 		if s == "" {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/openhuman/openhuman-host/internal/embeddings"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -131,7 +132,7 @@ func (p *Provider) recall(ctx context.Context, st *store, query string, k int) (
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
-			if !isTextRefusal(err) {
+			if !embeddings.IsTextRefusal(err) {
 				p.endpointFailed(err)
 			}
 			p.logger.Warn("embedding the recall query failed; ranking by keywords", "error", err)

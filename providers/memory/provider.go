@@ -172,7 +172,7 @@ func parseConfig(raw json.RawMessage) (config, error) {
 		return cfg, fmt.Errorf("memory provider: [providers.memory]: %w", err)
 	}
 	if cfg.Embeddings != nil {
-		if err := cfg.Embeddings.validate(); err != nil {
+		if err := cfg.Embeddings.Validate(embeddingsTable); err != nil {
 			return cfg, fmt.Errorf("memory provider: %w", err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+
+	"github.com/openhuman/openhuman-host/internal/embeddings"
 )
 
 // chunkText is a chunk to embed.
@@ -93,7 +95,7 @@ func (s *store) nearest(ctx context.Context, model string, q []float32, n int) (
 		if err != nil || len(v) != len(q) {
 			continue // written by a broken client; the backfill does not touch it
 		}
-		score := float64(dot(q, v))
+		score := float64(embeddings.Dot(q, v))
 		if best.Len() < n {
 			heap.Push(best, rankedPK{PK: pk, Score: score})
 		} else if score > (*best)[0].Score {

@@ -150,6 +150,8 @@ func runProvider(name string) error {
 		return fmt.Errorf("\"provider %s\" is started by the host itself; run \"openhuman-host serve\" instead", name)
 	}
 	log := sdk.Logger("provider." + name)
+	stop := startProviderTelemetry(name, log)
+	defer stop()
 	sdk.Serve(mk(log), sdk.WithLogger(log))
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/internal/telemetry"
 )
 
 // load loads the effective config: the file (--config, or the default),
@@ -67,6 +68,8 @@ type runOptions struct {
 	// serving is set by serve: only a server embeds its tools for
 	// tool_search ([discovery.embeddings]).
 	serving bool
+	// telemetry is the server's OpenTelemetry set-up; nil when off.
+	telemetry *telemetry.Telemetry
 }
 
 // startHost starts the host with o.
@@ -84,6 +87,7 @@ func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger, o runO
 		Profile:    o.profile,
 
 		DiscoveryEmbeddings: o.serving,
+		Telemetry:           o.telemetry,
 	})
 }
 

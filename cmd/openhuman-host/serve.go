@@ -121,15 +121,33 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	// would end the process.
 	hup, stopHup := reloadSignals()
 	defer stopHup()
-	return runHost(cfg, log, runOptions{statusFile: statusFile(dataDir, os.Getpid()), profile: f.profile, serving: true}, func(ctx context.Context, stdin *os.File, h *host.Host) error {
+	tel, stopTelemetry, err := startTelemetry(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
+	if cfg.Telemetry.Prometheus && cfg.Telemetry.PrometheusListen == "" && transport != "http" {
+		log.Warn("[telemetry] prometheus = true serves /metrics on the http transport only; set prometheus_listen = \"127.0.0.1:9464\" to scrape a stdio server")
+	}
+	opts := runOptions{statusFile: statusFile(dataDir, os.Getpid()), profile: f.profile, serving: true, telemetry: tel}
+	return runHost(cfg, log, opts, func(ctx context.Context, stdin *os.File, h *host.Host) error {
 		if err := reloadOnSignals(ctx, h, log, g.load, g.configPath, f.watch, hup, stopHup); err != nil {
 			return err
 		}
-		return serveTransport(ctx, h, log, stdin, transport, net.JoinHostPort(listenHost, strconv.Itoa(port)), token)
+		if addr := cfg.Telemetry.PrometheusListen; addr != "" {
+			if err := serveMetrics(ctx, log, addr, tel.PrometheusHandler()); err != nil {
+				return err
+			}
+		}
+		var metrics http.Handler
+		if cfg.Telemetry.Prometheus && cfg.Telemetry.PrometheusListen == "" {
+			metrics = tel.PrometheusHandler()
+		}
+		return serveTransport(ctx, h, log, stdin, transport, net.JoinHostPort(listenHost, strconv.Itoa(port)), token, metrics)
 	})
 }
 
-func serveTransport(ctx context.Context, h *host.Host, log hclog.Logger, stdin *os.File, transport, addr, token string) error {
+func serveTransport(ctx context.Context, h *host.Host, log hclog.Logger, stdin *os.File, transport, addr, token string, metrics http.Handler) error {
 	if transport == "stdio" {
 		if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			fmt.Fprintf(os.Stderr, "openhuman-host: serving MCP on stdio and waiting for a client's JSON-RPC messages (%s stops);\n"+
@@ -152,7 +170,7 @@ func serveTransport(ctx context.Context, h *host.Host, log hclog.Logger, stdin *
 		}
 		return nil
 	}
-	return serveHTTP(ctx, h, log, addr, token)
+	return serveHTTP(ctx, h, log, addr, token, metrics)
 }
 
 // listen listens on the TCP address addr, holding at most max connections
@@ -165,7 +183,7 @@ func listen(addr string, max int) (net.Listener, error) {
 	return netutil.LimitListener(ln, max), nil
 }
 
-func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token string) error {
+func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token string, metrics http.Handler) error {
 	ln, err := listen(addr, h.Config.Server.MaxConnections)
 	if err != nil {
 		return err
@@ -177,6 +195,7 @@ func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token 
 			MaxBodyBytes:       h.Config.Server.MaxRequestBodyBytes,
 			SessionIdleTimeout: h.Config.Server.SessionIdleTimeout(),
 			MaxSessions:        h.Config.Server.MaxSessions,
+			Metrics:            metrics,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Keep-alive connections with no request in flight.

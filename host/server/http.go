@@ -46,7 +46,14 @@ type HTTPOptions struct {
 	// when the handler sees the request; a client that sends it slower has
 	// its connection closed, authenticated or not. Default 30 s.
 	BodyTimeout time.Duration
+	// Metrics, when set, is served at GET [MetricsPath] behind the same
+	// Host, Origin and bearer checks as MCP (a Prometheus scrape:
+	// telemetry.Telemetry.PrometheusHandler). Default nil: 404.
+	Metrics http.Handler
 }
+
+// MetricsPath is where [HTTPOptions].Metrics is served.
+const MetricsPath = "/metrics"
 
 // Defaults of [HTTPOptions].
 const (
@@ -94,6 +101,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	h := routeProtocol(o.MaxBodyBytes, s.sessionCap(o.MaxSessions, s.cancelOnDelete(stateful)), stateless)
+	protect := func(h http.Handler) http.Handler { return h }
 	if o.Token != "" {
 		want := sha256.Sum256([]byte(o.Token))
 		verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -105,10 +113,48 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 			}
 			return &auth.TokenInfo{UserID: "token"}, nil
 		}
-		h = bearerChallenge(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h))
-		h = newAuthBackoff(s.log.Named("http")).wrap(h)
+		backoff := newAuthBackoff(s.log.Named("http"))
+		protect = func(h http.Handler) http.Handler {
+			return backoff.wrap(bearerChallenge(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)))
+		}
 	}
-	return bodyDeadline(o.BodyTimeout, s.replicaHeader(rebindingCheck(s.healthz(s.routeProfile(originCheck(o.AllowedOrigins, h))))))
+	routed := s.routeProfile(originCheck(o.AllowedOrigins, protect(h)))
+	if o.Metrics != nil {
+		routed = metricsRoute(originCheck(o.AllowedOrigins, protect(getOnly(o.Metrics))), routed)
+	}
+	return bodyDeadline(o.BodyTimeout, s.replicaHeader(rebindingCheck(s.healthz(routed))))
+}
+
+// metricsRoute serves [MetricsPath] with metrics and every other path
+// with next.
+func metricsRoute(metrics, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == MetricsPath {
+			metrics.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// getOnly answers methods other than GET and HEAD with 405.
+func getOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "Method Not Allowed: "+MetricsPath+" answers GET", http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// MetricsHandler serves metrics at [MetricsPath] alone (404 elsewhere,
+// 405 for methods other than GET and HEAD), with DNS-rebinding (Host
+// header) protection and no authentication: for a listener of its own
+// on a loopback address.
+func MetricsHandler(metrics http.Handler) http.Handler {
+	return rebindingCheck(metricsRoute(getOnly(metrics), http.NotFoundHandler()))
 }
 
 // ReplicaHeader is the response header that names the replica which

@@ -2,6 +2,10 @@ package telemetry
 
 import (
 	"context"
+	"net/http"
+	"os"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -62,4 +66,17 @@ func InjectMeta(ctx context.Context, meta map[string]any) map[string]any {
 		meta[k] = v
 	}
 	return meta
+}
+
+// TraceHTTP wraps base so that each request gets a CLIENT span and carries
+// its trace context in the traceparent header, when this process was
+// asked to trace ([EnvTraces], which [FromEnv] reads); else it returns
+// base. Provider processes use it for their outgoing HTTP (upstream MCP
+// servers, model APIs).
+func TraceHTTP(base http.RoundTripper) http.RoundTripper {
+	if os.Getenv(EnvTraces) != "1" {
+		return base
+	}
+	return otelhttp.NewTransport(base, otelhttp.WithPropagators(Propagator),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "HTTP " + r.Method }))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/openhuman/openhuman-host/internal/telemetry"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -92,7 +93,7 @@ func NewOpenAIModel(cfg OpenAIConfig) (*OpenAIModel, error) {
 	}
 	httpClient := cfg.HTTPClient
 	if httpClient == nil {
-		httpClient = &http.Client{Transport: directTransport()}
+		httpClient = &http.Client{Transport: telemetry.TraceHTTP(directTransport())}
 	}
 	// openai.NewClient would start from openai.DefaultClientOptions, which
 	// read OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_ADMIN_KEY, OPENAI_ORG_ID,

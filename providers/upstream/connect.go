@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openhuman/openhuman-host/internal/telemetry"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -135,8 +136,11 @@ func connectAt(ctx context.Context, log hclog.Logger, s *server, r *relay, opts 
 	if r != nil {
 		client.AddReceivingMiddleware(r.passThroughElicitation)
 	}
+	if tracing {
+		client.AddSendingMiddleware(traceRequests(s.name))
+	}
 	if s.endpoint != nil {
-		ht := &headerTransport{base: http.DefaultTransport, headers: s.headers}
+		ht := &headerTransport{base: telemetry.TraceHTTP(http.DefaultTransport), headers: s.headers}
 		t := &mcp.StreamableClientTransport{
 			Endpoint:     s.endpoint.String(),
 			HTTPClient:   &http.Client{Transport: ht},

@@ -231,7 +231,7 @@ func TestStats(t *testing.T) {
 	wantVersion, wantFile := 4, "memory.db"
 	if p.store.postgres {
 		// The newest PostgreSQL migration; the path names the database.
-		wantVersion, wantFile = 1, filepath.Base(p.store.where)
+		wantVersion, wantFile = 3, filepath.Base(p.store.where)
 	}
 	if s.Sources != 1 || s.Documents != 2 || s.Chunks != 2 || s.Entities != 1 || s.ChunkTags != 2 || s.Notes != 1 ||
 		s.Embeddings != 0 || s.SchemaVersion != wantVersion || s.DBBytes <= 0 || filepath.Base(s.Path) != wantFile {

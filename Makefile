@@ -35,7 +35,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 STATICCHECK_VERSION        := v0.8.2
 TOOLS := $(CACHE)/tools
 
-.PHONY: all build run run-http test test-go fuzz interop-deps postgres-deps haproxy-deps windows-deps windows-exe vet-platforms bench bench-memory bench-discovery bench-replicas soak-replicas lint proto inspect release release-deps clean
+.PHONY: all build run run-http test test-go fuzz interop-deps postgres-deps haproxy-deps prometheus-deps windows-deps windows-exe vet-platforms bench bench-memory bench-discovery bench-replicas soak-replicas lint proto inspect release release-deps clean
 
 all: build
 
@@ -54,9 +54,9 @@ run-http: build
 # conformance suite over HTTP, the Windows build under Wine, the storage
 # tests on a throwaway PostgreSQL, replicas behind a throwaway HAProxy),
 # with the race detector.
-test: build interop-deps windows-exe postgres-deps haproxy-deps vet-platforms
+test: build interop-deps windows-exe postgres-deps haproxy-deps prometheus-deps vet-platforms
 	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 OPENHUMAN_REQUIRE_POSTGRES=1 \
-		OPENHUMAN_REQUIRE_HAPROXY=1 \
+		OPENHUMAN_REQUIRE_HAPROXY=1 OPENHUMAN_REQUIRE_PROMETHEUS=1 \
 		$(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 -timeout 20m ./...
 	@# The memory provider's driver-neutral tests again, on PostgreSQL.
 	OPENHUMAN_MEMORY_TEST_DRIVER=postgres OPENHUMAN_REQUIRE_POSTGRES=1 \
@@ -99,6 +99,11 @@ postgres-deps:
 # examples/haproxy/haproxy.cfg.
 haproxy-deps:
 	@./scripts/debian-packages.sh haproxy
+
+# Prometheus for the telemetry test (test/telemetry), which starts one of
+# its own in a temporary directory to scrape the built binary's /metrics.
+prometheus-deps:
+	@./scripts/debian-packages.sh prometheus
 
 # MinGW-w64 and Wine for the Windows test (Debian packages; installed when
 # run as root, else the script prints the command).

@@ -54,7 +54,7 @@ func (h *Host) registerMetrics(t *telemetry.Telemetry) (metric.Registration, err
 		return nil, nil
 	}
 	m := otel.Meter("github.com/openhuman/openhuman-host/host")
-	state, err := m.Int64ObservableGauge("openhuman.provider.state", metric.WithUnit("1"),
+	state, err := m.Int64ObservableGauge("openhuman.provider.state",
 		metric.WithDescription("1 for the state each provider is in (starting, running, restarting, failed, stopped)."))
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func (h *Host) registerMetrics(t *telemetry.Telemetry) (metric.Registration, err
 	if err != nil {
 		return nil, err
 	}
-	upstreamState, err := m.Int64ObservableGauge("openhuman.upstream.server.state", metric.WithUnit("1"),
+	upstreamState, err := m.Int64ObservableGauge("openhuman.upstream.server.state",
 		metric.WithDescription("1 for the state each upstream MCP server is in, as the upstream provider reports it."))
 	if err != nil {
 		return nil, err

@@ -117,7 +117,9 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewWithAttributes(semconv.SchemaURL,
+	// Schemaless: resource.Default carries the SDK's own schema URL,
+	// which a different one would conflict with.
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
 		semconv.ServiceName(cfg.ServiceName), semconv.ServiceVersion(cfg.ServiceVersion), semconv.ProcessPID(os.Getpid())))
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)

@@ -296,10 +296,10 @@ type receiver struct {
 }
 
 type span struct {
-	service, name          string
+	service, name           string
 	traceID, spanID, parent string
-	kind                   string
-	attrs                  map[string]string
+	kind                    string
+	attrs                   map[string]string
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {

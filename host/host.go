@@ -905,6 +905,10 @@ type ReloadResult struct {
 	// address, data directory, audit, log level); they take effect when
 	// the server restarts.
 	Ignored []string
+	// Changed names every setting whose value differs from the running
+	// config's ([ChangedKeys]), Ignored ones included; empty when the
+	// file says what the running config says.
+	Changed []string
 }
 
 // Reload makes the running host match cfg, which the caller has already
@@ -932,6 +936,7 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 		return res, fmt.Errorf("security policy: %w", err)
 	}
 	res.Ignored = ignoredChanges(h.Config, cfg)
+	res.Changed = ChangedKeys(h.Config, cfg)
 	var failed []plugins.Failure
 	specs, err := providerSpecs(cfg, h.dataDir, h.opts, &failed)
 	if err != nil {

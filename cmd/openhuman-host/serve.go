@@ -19,6 +19,7 @@ import (
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/logonce"
 )
 
 type serveFlags struct {
@@ -95,6 +96,10 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 		}
 		port = f.port
 	}
+	// A reload reads the file again: what serve derived at start (the
+	// replica's name, --verbose's level) is carried over, so that it does
+	// not show as a change.
+	configured := cfg.Server.Replica
 	if transport == "http" {
 		if err := server.CheckBind(listenHost, token, f.insecureBind); err != nil {
 			return err
@@ -121,8 +126,24 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	// would end the process.
 	hup, stopHup := reloadSignals()
 	defer stopHup()
+	reloadConfig := func() (*config.Config, error) {
+		next, err := g.load()
+		if err != nil {
+			return nil, err
+		}
+		if g.verbose && os.Getenv(config.EnvLogLevel) == "" {
+			next.Server.LogLevel = "debug"
+		}
+		if next.Server.Replica == configured {
+			next.Server.Replica = cfg.Server.Replica
+		}
+		return next, nil
+	}
+	// Warnings that every reload or provider restart repeats are written
+	// once per window, then with how often they were held back.
+	log = logonce.Wrap(log, nil)
 	return runHost(cfg, log, runOptions{statusFile: statusFile(dataDir, os.Getpid()), profile: f.profile}, func(ctx context.Context, stdin *os.File, h *host.Host) error {
-		if err := reloadOnSignals(ctx, h, log, g.load, g.configPath, f.watch, hup, stopHup); err != nil {
+		if err := reloadOnSignals(ctx, h, log, reloadConfig, g.configPath, f.watch, hup, stopHup); err != nil {
 			return err
 		}
 		return serveTransport(ctx, h, log, stdin, transport, net.JoinHostPort(listenHost, strconv.Itoa(port)), token)

@@ -198,6 +198,7 @@ func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token 
 			MaxBodyBytes:       h.Config.Server.MaxRequestBodyBytes,
 			SessionIdleTimeout: h.Config.Server.SessionIdleTimeout(),
 			MaxSessions:        h.Config.Server.MaxSessions,
+			Ready:              h.Ready,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Keep-alive connections with no request in flight.

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,4 +150,48 @@ func TestFollowOptions(t *testing.T) {
 	if _, err := l.LastID(t.Context()); !errors.Is(err, ErrClosed) {
 		t.Errorf("LastID() after Close = %v, want ErrClosed", err)
 	}
+}
+
+// TestCheck: a working log passes on both drivers; a closed one does not;
+// a SQLite file whose write lock another process holds fails.
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	eachDriver(t, func(t *testing.T, driver string) {
+		l, target := openLog(t, driver, nil)
+		if err := l.Check(t.Context()); err != nil {
+			t.Fatalf("Check() = %v", err)
+		}
+		if driver == storage.DriverSQLite {
+			if l.Where() != target {
+				t.Errorf("Where() = %q, want %q", l.Where(), target)
+			}
+			side := sideDB(t, target)
+			conn, err := side.Conn(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+				t.Fatal(err)
+			}
+			// The check waits for the lock until ctx ends.
+			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+			err = l.Check(ctx)
+			cancel()
+			if err == nil {
+				t.Error("Check() passed while another connection holds the write lock")
+			}
+			if _, err := conn.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+				t.Fatal(err)
+			}
+		} else if !strings.HasPrefix(l.Where(), "PostgreSQL ") || strings.Contains(l.Where(), "@") {
+			t.Errorf("Where() = %q", l.Where())
+		}
+		if err := l.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Check(t.Context()); !errors.Is(err, ErrClosed) {
+			t.Errorf("Check() after Close = %v, want ErrClosed", err)
+		}
+	})
 }

@@ -46,6 +46,14 @@ type HTTPOptions struct {
 	// when the handler sees the request; a client that sends it slower has
 	// its connection closed, authenticated or not. Default 30 s.
 	BodyTimeout time.Duration
+	// Ready, when set, answers GET /readyz ([ReadyPath]) with its checks:
+	// 200 when all pass, 503 otherwise, without authentication; details
+	// only with the token, when there is one. Default nil: no readiness
+	// path (404).
+	Ready Ready
+	// ReadyTimeout bounds one run of Ready. Default 0 means
+	// [DefaultReadyTimeout] (3 s).
+	ReadyTimeout time.Duration
 }
 
 // Defaults of [HTTPOptions].
@@ -61,7 +69,8 @@ const (
 // A named server ([Options.Replica]) adds [ReplicaHeader] to every
 // response. Requests pass, in order: DNS-rebinding (Host header)
 // protection, the health check (GET /healthz, answered without
-// authentication: [Health]), Origin validation, bearer authentication,
+// authentication: [Health]), the readiness check (GET /readyz, with
+// [HTTPOptions.Ready]: [Readiness]), Origin validation, bearer authentication,
 // the body cap and routing by protocol revision, then the go-sdk's
 // handler and the MCP server.
 func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
@@ -108,7 +117,8 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		h = bearerChallenge(auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h))
 		h = newAuthBackoff(s.log.Named("http")).wrap(h)
 	}
-	return bodyDeadline(o.BodyTimeout, s.replicaHeader(rebindingCheck(s.healthz(s.routeProfile(originCheck(o.AllowedOrigins, h))))))
+	h = s.routeProfile(originCheck(o.AllowedOrigins, h))
+	return bodyDeadline(o.BodyTimeout, s.replicaHeader(rebindingCheck(s.healthz(s.readyz(o.Ready, o.Token, o.ReadyTimeout, h)))))
 }
 
 // ReplicaHeader is the response header that names the replica which

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/server"
@@ -191,5 +194,71 @@ func TestStatusStdio(t *testing.T) {
 	var got statusOutput
 	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 || !got.OK || got.Transport != "stdio" {
 		t.Errorf("status --json of a clean home: exit %d, %v\n%s", code, err, out)
+	}
+}
+
+// TestUpstreamDownIsReported: with a server running, providers status and
+// upstream list show an upstream HTTP server that never answered, and one
+// that went away after connecting, as failed with their errors, and
+// providers status exits 1.
+func TestUpstreamDownIsReported(t *testing.T) {
+	t.Parallel()
+	s := mcp.NewServer(&mcp.Implementation{Name: "flaky", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo"}}}, nil, nil
+	})
+	flaky := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer flaky.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	_ = l.Close()
+
+	dataDir := t.TempDir()
+	cfgPath := serveConfig(t, dataDir)
+	f, err := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "[[upstream.servers]]\nname = \"flaky\"\nendpoint = %q\n[[upstream.servers]]\nname = \"dead\"\nendpoint = %q\n",
+		flaky.URL+"/mcp", "http://"+dead+"/mcp")
+	_ = f.Close()
+	serveHTTPForTest(t, cfgPath)
+
+	states := func() (map[string]string, string, error) {
+		out, err := runCLI(t, "--config", cfgPath, "providers", "status", "--json")
+		var reports []host.StatusReport
+		if jerr := json.Unmarshal([]byte(out), &reports); jerr != nil || len(reports) != 1 {
+			return nil, out, err
+		}
+		m := map[string]string{}
+		for _, u := range reports[0].Upstream {
+			m[u.Name] = u.State + ": " + u.Error
+		}
+		return m, out, err
+	}
+	testwait.Until(t, "flaky connected and dead failed", func() bool {
+		m, _, _ := states()
+		return strings.HasPrefix(m["flaky"], "connected") && strings.HasPrefix(m["dead"], "failed: ") && strings.Contains(m["dead"], dead)
+	})
+	flaky.CloseClientConnections()
+	flaky.Close()
+	testwait.Until(t, "flaky reported failed once it went away", func() bool {
+		m, _, _ := states()
+		return strings.HasPrefix(m["flaky"], "failed: ") && len(m["flaky"]) > len("failed: ")
+	})
+	if _, out, err := states(); exitCode(err) != 1 {
+		t.Errorf("providers status with upstream servers down: %v\n%s", err, out)
+	}
+	out, err := runCLI(t, "--config", cfgPath, "upstream", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`(?m)^flaky\s+http\s+failed\s`, `(?m)^dead\s+http\s+failed\s`, `(?m)^flaky: \S`, `(?m)^dead: \S`} {
+		if !regexpMatch(t, re, out) {
+			t.Errorf("upstream list lacks %s:\n%s", re, out)
+		}
 	}
 }

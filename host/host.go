@@ -903,10 +903,11 @@ func (s *hostService) CallTool(ctx context.Context, req *sdk.HostCallToolRequest
 	return res, err
 }
 
-// ListTools returns the tools the server lists now, as clients are told
+// ListTools returns the tools the server serves now, as clients are told
 // about them ([server.Server.Tools]): a sub-agent's model reads the same
-// curated descriptions and is not offered tools the policy always
-// refuses.
+// curated descriptions. Tools the policy always refuses stay in the list,
+// so that a sub-agent's attempt at one is refused with the policy's reason
+// and audited rather than taken for a typo.
 func (s *hostService) ListTools(context.Context) ([]sdk.Tool, error) {
 	srv := s.srv.Load()
 	if srv == nil {
@@ -977,6 +978,10 @@ type ReloadResult struct {
 	// address, data directory, audit, log level); they take effect when
 	// the server restarts.
 	Ignored []string
+	// Changed names every setting whose value differs from the running
+	// config's ([ChangedKeys]), Ignored ones included; empty when the
+	// file says what the running config says.
+	Changed []string
 }
 
 // Reload makes the running host match cfg, which the caller has already
@@ -1004,6 +1009,7 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 		return res, fmt.Errorf("security policy: %w", err)
 	}
 	res.Ignored = ignoredChanges(h.Config, cfg)
+	res.Changed = ChangedKeys(h.Config, cfg)
 	var failed []plugins.Failure
 	specs, err := providerSpecs(cfg, h.dataDir, h.opts, &failed)
 	if err != nil {

@@ -51,8 +51,9 @@ func TestHostServiceCallIsNotToldStructured(t *testing.T) {
 }
 
 // A provider listing the host's tools (a sub-agent's model) reads what
-// clients read: [tools.<name>] overrides applied, and no tool the policy
-// refuses to every caller.
+// clients read, [tools.<name>] overrides applied; a tool the policy
+// refuses to every caller stays listed, so that calling it is refused
+// and audited.
 func TestHostServiceListsCuratedTools(t *testing.T) {
 	t.Parallel()
 	cat := catalog.Build(nil, []catalog.Source{{Provider: "rec", Catalog: &sdk.Catalog{Name: "rec", Tools: []sdk.Tool{
@@ -81,7 +82,7 @@ func TestHostServiceListsCuratedTools(t *testing.T) {
 	for _, tl := range tools {
 		got = append(got, tl.Name+": "+tl.Description)
 	}
-	if want := []string{"rec_read: Reads a record.", "rec_other: other"}; !slices.Equal(got, want) {
+	if want := []string{"rec_read: Reads a record.", "rec_write: writes", "rec_other: other"}; !slices.Equal(got, want) {
 		t.Errorf("ListTools = %q, want %q", got, want)
 	}
 }

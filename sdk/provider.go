@@ -109,8 +109,7 @@ type Host interface {
 
 	// ListTools returns the tools of the host's catalog, every provider's,
 	// in catalog order, as MCP clients are told about them: with the
-	// host's description, title and annotation overrides applied, and
-	// without the tools its security policy refuses to every caller.
+	// host's description, title and annotation overrides applied.
 	ListTools(ctx context.Context) ([]Tool, error)
 
 	// CreateMessage asks the model of the MCP client whose call req.Caller

@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -30,15 +35,23 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 		since, tool, client string
 		failed, asJSON      bool
 		limit               int
+		followOn            bool
+		every               time.Duration
 	)
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List audit records, newest first",
 		Long: "list prints one line per tool call, newest first: time (UTC), source, tool, decision,\n" +
 			"outcome, duration and error. Arguments are stored summarised (bodies as lengths), never raw;\n" +
-			"--json prints whole records, one JSON object per line.",
+			"--json prints whole records, one JSON object per line.\n\n" +
+			"--follow prints the newest --limit records oldest first, then every record committed after them\n" +
+			"as it arrives (the database is polled every --interval), until Ctrl-C. The row of an act is\n" +
+			"written before the act runs: it is printed as pending, and again once its outcome is written.\n" +
+			"Filters apply to what follows as to what is listed (with --failed, an act is printed once it has\n" +
+			"failed). It works on SQLite and PostgreSQL alike, and sees the rows of every server on the database.",
 		Example: "  openhuman-host audit list --since 24h --failed\n" +
-			"  openhuman-host audit list --tool memory_store --client mcp:claude-desktop --json",
+			"  openhuman-host audit list --tool memory_store --client mcp:claude-desktop --json\n" +
+			"  openhuman-host audit list --follow --limit 10",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 || limit > maxAuditLimit {
@@ -48,8 +61,15 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if followOn && (every < audit.MinFollowEvery || every > audit.MaxFollowEvery) {
+				return fmt.Errorf("--interval must be from %s to %s, got %s", audit.MinFollowEvery, audit.MaxFollowEvery, every)
+			}
+			q := audit.Query{Since: from, Tool: tool, Client: client, FailedOnly: failed, Limit: limit}
 			return withAudit(g, func(ctx context.Context, log *audit.Log) error {
-				rows, err := log.List(ctx, audit.Query{Since: from, Tool: tool, Client: client, FailedOnly: failed, Limit: limit})
+				if followOn {
+					return followAudit(cmd.Context(), cmd.OutOrStdout(), log, q, every, asJSON)
+				}
+				rows, err := log.List(ctx, q)
 				if err != nil {
 					return err
 				}
@@ -66,6 +86,8 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 	list.Flags().BoolVar(&failed, "failed", false, "only calls that failed or were denied")
 	list.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("at most this many records, 1 to %d", maxAuditLimit))
 	list.Flags().BoolVar(&asJSON, "json", false, "print whole records as JSON, one per line")
+	list.Flags().BoolVarP(&followOn, "follow", "f", false, "keep printing records as they are committed, until Ctrl-C")
+	list.Flags().DurationVar(&every, "interval", audit.DefaultFollowEvery, fmt.Sprintf("with --follow, how often to poll the database (%s to %s)", audit.MinFollowEvery, audit.MaxFollowEvery))
 
 	var statsSince string
 	stats := &cobra.Command{
@@ -117,6 +139,86 @@ func withAudit(g *globalFlags, fn func(context.Context, *audit.Log) error) error
 	return fn(ctx, log)
 }
 
+// followAudit prints the newest records q selects, oldest first, then
+// every record committed after them as it is committed, until ctx ends
+// or SIGINT/SIGTERM arrives (which is not an error). Text output repeats
+// the header line only once; --json prints one object per line.
+func followAudit(ctx context.Context, out io.Writer, log *audit.Log, q audit.Query, every time.Duration, asJSON bool) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// Taken before listing: a row committed in between is followed, not
+	// lost.
+	last, err := log.LastID(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err := log.List(ctx, q)
+	if err != nil {
+		return err
+	}
+	var shown []audit.Record
+	var pending []uint64
+	for _, r := range slices.Backward(rows) {
+		if r.ID > last {
+			continue
+		}
+		shown = append(shown, r)
+		if r.Pending {
+			pending = append(pending, r.ID)
+		}
+	}
+	var w *recordWriter
+	if !asJSON {
+		w = newRecordWriter(out)
+	}
+	emit := func(rs ...audit.Record) error {
+		if asJSON {
+			return writeRecordsJSON(out, rs)
+		}
+		return w.write(rs...)
+	}
+	if err := emit(shown...); err != nil {
+		return err
+	}
+	err = log.Follow(ctx, q, audit.FollowOptions{After: last, Pending: pending, Every: every}, func(r audit.Record) error { return emit(r) })
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// recordWriter prints records as writeRecords does, one line at a time
+// with fixed column widths, for a stream whose rows are not known in
+// advance.
+type recordWriter struct {
+	out    io.Writer
+	header bool
+}
+
+func newRecordWriter(out io.Writer) *recordWriter { return &recordWriter{out: out} }
+
+// recordColumns are the widths of the first columns of a followed record.
+const recordColumns = "%-19s  %-20s  %-24s  %-24s  %-7s  %-10s  %s\n"
+
+func (w *recordWriter) write(rows ...audit.Record) error {
+	if !w.header {
+		w.header = true
+		if _, err := fmt.Fprintf(w.out, recordColumns, "TIME (UTC)", "SOURCE", "TOOL", "DECISION", "OUTCOME", "DURATION", "ERROR"); err != nil {
+			return err
+		}
+	}
+	for _, r := range rows {
+		f := recordFields(r)
+		if _, err := fmt.Fprintf(w.out, recordColumns, f[0], f[1], f[2], f[3], f[4], f[5], f[6]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // parseTimeAgo reads a time flag such as --since: "" (no bound), a
 // duration before now such as 90m, 24h or 7d (days are 24 h), an RFC 3339
 // time, or a date (midnight UTC). Negative durations and times in the
@@ -153,22 +255,29 @@ func writeRecords(out io.Writer, rows []audit.Record) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TIME (UTC)\tSOURCE\tTOOL\tDECISION\tOUTCOME\tDURATION\tERROR")
 	for _, r := range rows {
-		outcome := "ok"
-		switch {
-		case r.Pending:
-			// Written before the act ran; no outcome came back.
-			outcome = "pending"
-		case !r.Success:
-			outcome = "failed"
-		}
-		errText := strings.Join(strings.Fields(r.Error), " ")
-		if len(errText) > 120 {
-			errText = strings.ToValidUTF8(errText[:120], "") + "…"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", time.UnixMilli(r.TimeMs).UTC().Format("2006-01-02 15:04:05"),
-			r.SourceType, r.Tool, r.Decision, outcome, time.Duration(r.DurationUs)*time.Microsecond, errText)
+		f := recordFields(r)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f[0], f[1], f[2], f[3], f[4], f[5], f[6])
 	}
 	return w.Flush()
+}
+
+// recordFields are the columns writeRecords prints for r: time (UTC),
+// source, tool, decision, outcome, duration and error.
+func recordFields(r audit.Record) [7]string {
+	outcome := "ok"
+	switch {
+	case r.Pending:
+		// Written before the act ran; no outcome came back.
+		outcome = "pending"
+	case !r.Success:
+		outcome = "failed"
+	}
+	errText := strings.Join(strings.Fields(r.Error), " ")
+	if len(errText) > 120 {
+		errText = strings.ToValidUTF8(errText[:120], "") + "…"
+	}
+	return [7]string{time.UnixMilli(r.TimeMs).UTC().Format("2006-01-02 15:04:05"), r.SourceType, r.Tool, r.Decision, outcome,
+		(time.Duration(r.DurationUs) * time.Microsecond).String(), errText}
 }
 
 // writeRecordsJSON prints records as JSON lines.

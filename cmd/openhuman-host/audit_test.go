@@ -2,10 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 func TestParseSince(t *testing.T) {
@@ -107,5 +114,90 @@ func TestCLIAuditListAndStats(t *testing.T) {
 	}
 	if strings.Join(fields["memory_search"], " ") != "1 0 0 1" || strings.Join(fields["memory_store"], " ") != "1 0 0 0" {
 		t.Errorf("audit stats:\n%s", out)
+	}
+}
+
+// TestCLIAuditFollow: audit list --follow prints the newest records, then
+// those committed while it runs, with filters and --json, until its
+// context ends.
+func TestCLIAuditFollow(t *testing.T) {
+	cliHome(t, "")
+	cfg, err := (&globalFlags{}).load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir, err := cfg.DataDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := host.OpenAudit(t.Context(), cfg, dataDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close(context.Background())
+	record := func(tool string, success bool) {
+		t.Helper()
+		if err := log.Record(t.Context(), audit.Record{Tool: tool, SourceType: "cli", Decision: audit.DecisionAllowed, Success: success, ArgsSummary: "{}"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := log.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record("before_one", true)
+	record("before_two", false)
+
+	follow := func(args ...string) (*testwait.Buffer, func() error) {
+		ctx, cancel := context.WithCancel(t.Context())
+		out := &testwait.Buffer{}
+		cmd := newRootCmd()
+		cmd.SetArgs(append([]string{"audit", "list", "--follow", "--interval", "10ms"}, args...))
+		cmd.SetOut(out)
+		cmd.SetErr(io.Discard)
+		done := make(chan error, 1)
+		go func() { done <- cmd.ExecuteContext(ctx) }()
+		return out, sync.OnceValue(func() error {
+			cancel()
+			return testwait.Recv(t, done, "audit list --follow to end")
+		})
+	}
+	text, stopText := follow("--limit", "1")
+	failedJSON, stopJSON := follow("--failed", "--json")
+	testwait.Until(t, "the newest record listed", func() bool { return strings.Contains(text.String(), "before_two") })
+	testwait.Until(t, "the failed record listed as JSON", func() bool { return strings.Contains(failedJSON.String(), "before_two") })
+	record("after_ok", true)
+	record("after_failed", false)
+	testwait.Until(t, "the new records followed", func() bool { return strings.Contains(text.String(), "after_failed") })
+	testwait.Until(t, "the new failed record followed", func() bool { return strings.Contains(failedJSON.String(), "after_failed") })
+	if err := stopText(); err != nil {
+		t.Errorf("audit list --follow after cancel: %v", err)
+	}
+	if err := stopJSON(); err != nil {
+		t.Errorf("audit list --follow --json after cancel: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
+	var tools []string
+	for _, l := range lines[1:] {
+		tools = append(tools, strings.Fields(l)[3])
+	}
+	if !strings.HasPrefix(lines[0], "TIME (UTC)") || strings.Join(tools, " ") != "before_two after_ok after_failed" {
+		t.Errorf("audit list --follow --limit 1 printed:\n%s", text)
+	}
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(failedJSON.String()), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("not JSON: %q", l)
+		}
+		names = append(names, r["tool"].(string))
+	}
+	if strings.Join(names, " ") != "before_two after_failed" {
+		t.Errorf("audit list --follow --failed --json printed tools %v", names)
+	}
+	cmd := newRootCmd()
+	cmd.SetArgs([]string{"audit", "list", "--follow", "--interval", "1ms"})
+	cmd.SetOut(io.Discard)
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--interval must be from") {
+		t.Errorf("--interval 1ms: %v", err)
 	}
 }

@@ -111,7 +111,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.configPath, "config", "", "config file (default: config.toml in the system's config directory, else embedded defaults; see config paths)")
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default: $"+config.EnvDataDir+", else [server] data_dir, else the system's data directory; see config paths)")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log at debug level (OPENHUMAN_LOG_LEVEL wins)")
-	root.AddCommand(newServeCmd(g), newToolsCmd(g), newConfigCmd(g), newMemoryCmd(g), newAuditCmd(g), newMigrateCmd(g), newProvidersCmd(g), newUpstreamCmd(g), newVersionCmd(), newProviderCmd())
+	root.AddCommand(newServeCmd(g), newToolsCmd(g), newConfigCmd(g), newMemoryCmd(g), newAuditCmd(g), newMigrateCmd(g), newProvidersCmd(g), newUpstreamCmd(g), newStatusCmd(g), newVersionCmd(), newProviderCmd())
 	return root
 }
 

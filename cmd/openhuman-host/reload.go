@@ -75,13 +75,59 @@ func reload(ctx context.Context, h *host.Host, log hclog.Logger, load func() (*c
 		log.Error("config reload failed", "reason", why, "error", err)
 		return
 	}
-	log.Info("config reloaded", "reason", why, "started", strings.Join(res.Started, ","), "stopped", strings.Join(res.Stopped, ","))
+	// What changed, key by key, at info level; values stay out, as
+	// settings may hold secrets.
+	for _, k := range res.Changed {
+		log.Info("config reload: setting changed", "key", k)
+	}
+	for _, p := range res.Started {
+		log.Info("config reload: provider started", "provider", p)
+	}
+	for _, p := range res.Stopped {
+		log.Info("config reload: provider stopped", "provider", p)
+	}
 	for _, f := range res.Failed {
 		log.Error("provider did not load after the reload", "provider", f.Name, "error", f.Err)
 	}
 	if len(res.Ignored) > 0 {
 		log.Warn("these settings take effect only when openhuman-host restarts", "keys", strings.Join(res.Ignored, ", "))
 	}
+	// One line at the default level (warn), so that every reload shows in
+	// a log kept at the default.
+	log.Warn("config reloaded", reloadSummary(why, res)...)
+}
+
+// reloadSummaryKeys is how many changed keys the summary line names.
+const reloadSummaryKeys = 5
+
+// reloadSummary is the arguments of the one-line summary of a reload:
+// why, how many settings changed (naming the first few), and the
+// providers started, stopped and failed.
+func reloadSummary(why string, res host.ReloadResult) []any {
+	changed := "none"
+	if n := len(res.Changed); n > 0 {
+		changed = strings.Join(res.Changed[:min(n, reloadSummaryKeys)], ", ")
+		if n > reloadSummaryKeys {
+			changed += fmt.Sprintf(" and %d more", n-reloadSummaryKeys)
+		}
+	}
+	args := []any{"reason", why, "changed", changed}
+	list := func(key string, names []string) {
+		if len(names) > 0 {
+			args = append(args, key, strings.Join(names, ","))
+		}
+	}
+	list("started", res.Started)
+	list("stopped", res.Stopped)
+	var failed []string
+	for _, f := range res.Failed {
+		failed = append(failed, f.Name)
+	}
+	list("failed", failed)
+	if len(res.Ignored) > 0 {
+		args = append(args, "restart_needed", strings.Join(res.Ignored, ","))
+	}
+	return args
 }
 
 // watchFile reports changes to path (including its creation, removal and

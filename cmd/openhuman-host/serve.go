@@ -19,6 +19,7 @@ import (
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/logonce"
 )
 
 type serveFlags struct {
@@ -95,6 +96,10 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 		}
 		port = f.port
 	}
+	// A reload reads the file again: what serve derived at start (the
+	// replica's name, --verbose's level) is carried over, so that it does
+	// not show as a change.
+	configured := cfg.Server.Replica
 	if transport == "http" {
 		if err := server.CheckBind(listenHost, token, f.insecureBind); err != nil {
 			return err
@@ -121,6 +126,22 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	// would end the process.
 	hup, stopHup := reloadSignals()
 	defer stopHup()
+	reloadConfig := func() (*config.Config, error) {
+		next, err := g.load()
+		if err != nil {
+			return nil, err
+		}
+		if g.verbose && os.Getenv(config.EnvLogLevel) == "" {
+			next.Server.LogLevel = "debug"
+		}
+		if next.Server.Replica == configured {
+			next.Server.Replica = cfg.Server.Replica
+		}
+		return next, nil
+	}
+	// Warnings that every reload or provider restart repeats are written
+	// once per window, then with how often they were held back.
+	log = logonce.Wrap(log, nil)
 	tel, stopTelemetry, err := startTelemetry(cfg, log)
 	if err != nil {
 		return err
@@ -131,7 +152,7 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 	}
 	opts := runOptions{statusFile: statusFile(dataDir, os.Getpid()), profile: f.profile, serving: true, telemetry: tel}
 	return runHost(cfg, log, opts, func(ctx context.Context, stdin *os.File, h *host.Host) error {
-		if err := reloadOnSignals(ctx, h, log, g.load, g.configPath, f.watch, hup, stopHup); err != nil {
+		if err := reloadOnSignals(ctx, h, log, reloadConfig, g.configPath, f.watch, hup, stopHup); err != nil {
 			return err
 		}
 		if addr := cfg.Telemetry.PrometheusListen; addr != "" {
@@ -196,6 +217,7 @@ func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token 
 			SessionIdleTimeout: h.Config.Server.SessionIdleTimeout(),
 			MaxSessions:        h.Config.Server.MaxSessions,
 			Metrics:            metrics,
+			Ready:              h.Ready,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Keep-alive connections with no request in flight.

@@ -50,6 +50,14 @@ type HTTPOptions struct {
 	// Host, Origin and bearer checks as MCP (a Prometheus scrape:
 	// telemetry.Telemetry.PrometheusHandler). Default nil: 404.
 	Metrics http.Handler
+	// Ready, when set, answers GET /readyz ([ReadyPath]) with its checks:
+	// 200 when all pass, 503 otherwise, without authentication; details
+	// only with the token, when there is one. Default nil: no readiness
+	// path (404).
+	Ready Ready
+	// ReadyTimeout bounds one run of Ready. Default 0 means
+	// [DefaultReadyTimeout] (3 s).
+	ReadyTimeout time.Duration
 }
 
 // MetricsPath is where [HTTPOptions].Metrics is served.
@@ -68,7 +76,8 @@ const (
 // A named server ([Options.Replica]) adds [ReplicaHeader] to every
 // response. Requests pass, in order: DNS-rebinding (Host header)
 // protection, the health check (GET /healthz, answered without
-// authentication: [Health]), Origin validation, bearer authentication,
+// authentication: [Health]), the readiness check (GET /readyz, with
+// [HTTPOptions.Ready]: [Readiness]), Origin validation, bearer authentication,
 // the body cap and routing by protocol revision, then the go-sdk's
 // handler and the MCP server.
 func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
@@ -122,7 +131,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.Metrics != nil {
 		routed = metricsRoute(originCheck(o.AllowedOrigins, protect(getOnly(o.Metrics))), routed)
 	}
-	return bodyDeadline(o.BodyTimeout, s.replicaHeader(rebindingCheck(s.healthz(routed))))
+	return bodyDeadline(o.BodyTimeout, s.replicaHeader(rebindingCheck(s.healthz(s.readyz(o.Ready, o.Token, o.ReadyTimeout, routed)))))
 }
 
 // metricsRoute serves [MetricsPath] with metrics and every other path

@@ -696,15 +696,18 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // Catalog returns the catalog the server serves now.
 func (s *Server) Catalog() *catalog.Catalog { return s.view.Load().catalog }
 
-// Tools returns the tools a client of no profile may list, in the
-// catalog's order, as clients are told about them: with the [tools.<name>]
-// overrides applied and without those the policy refuses whatever the
-// call ([policy.Policy.Refusal]).
+// Tools returns every tool the server serves, in the catalog's order, as
+// clients are told about them: with the [tools.<name>] overrides applied.
+// Unlike tools/list it keeps the tools the policy refuses whatever the
+// call ([policy.Policy.Refusal]): a call to one is refused with the
+// policy's reason and audited.
 func (s *Server) Tools() []*catalog.Tool {
 	v := s.view.Load()
-	out := make([]*catalog.Tool, 0, len(v.tools))
+	out := make([]*catalog.Tool, 0, len(v.tools)+len(v.hidden))
 	for _, t := range v.catalog.Tools() {
 		if c, ok := v.tools[t.Name]; ok {
+			out = append(out, c)
+		} else if c, ok := v.hidden[t.Name]; ok {
 			out = append(out, c)
 		}
 	}

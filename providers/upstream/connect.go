@@ -32,6 +32,8 @@ type conn struct {
 	session *mcp.ClientSession
 	cmd     *exec.Cmd     // nil for HTTP servers
 	done    chan struct{} // closed when the session has ended
+	// endErr is why the session ended; set before done is closed.
+	endErr error
 	// relay routes the session's server requests and notifications; nil
 	// for sessions that relay nothing (upstream check).
 	relay *relay
@@ -48,7 +50,7 @@ type conn struct {
 func (c *conn) watch() *conn {
 	c.done = make(chan struct{})
 	go func() {
-		_ = c.session.Wait()
+		c.endErr = c.session.Wait()
 		close(c.done)
 	}()
 	return c

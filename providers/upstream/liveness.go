@@ -162,6 +162,7 @@ func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, fir
 			p.health[s.name] = &health{state: StateConnected}
 			announce := p.configured
 			p.mu.Unlock()
+			go p.watchShared(bg, gen, s, c)
 			transport, where := "stdio", s.command
 			if s.endpoint != nil {
 				transport, where = "http", redactURL(s.endpoint)
@@ -203,6 +204,64 @@ func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, fir
 			p.health[s.name].state = StateConnecting
 		}
 		p.mu.Unlock()
+	}
+}
+
+// Pinging of the shared sessions: every keepAliveEvery (Options.KeepAlive),
+// each given half of it to answer; keepAliveFailures failures in a row end
+// the session (and watchShared reconnects it).
+const (
+	keepAliveEvery    = 30 * time.Second
+	keepAliveFailures = 2
+)
+
+// watchShared waits for the shared session c of s, of generation gen, to
+// end, then reports s failed with why it ended and reconnects it in the
+// background with backoff (sharedSession), until it is up, another
+// session has replaced c, or bg ends: a server that went away is shown
+// as down with its error, not as connected, and is back without waiting
+// for a call.
+func (p *Provider) watchShared(bg context.Context, gen uint64, s *server, c *conn) {
+	select {
+	case <-c.done:
+	case <-bg.Done():
+		return
+	}
+	p.mu.Lock()
+	if p.gen != gen || p.conns[s.name] != c || p.health[s.name] == nil {
+		p.mu.Unlock()
+		return
+	}
+	why := "the session ended"
+	if c.endErr != nil {
+		why += ": " + redactText(c.endErr.Error())
+	}
+	p.health[s.name] = &health{state: StateFailed, err: fmt.Sprintf("%s: %s", s.where(), why), next: time.Now()}
+	p.mu.Unlock()
+	p.log.Warn("upstream session ended; reconnecting in the background", "server", s.name, "error", why)
+	for {
+		ctx, cancel := context.WithTimeout(bg, attemptTimeout(s))
+		_, err := p.sharedSession(ctx, s)
+		cancel()
+		if err == nil || bg.Err() != nil {
+			return
+		}
+		p.retryMu.Lock()
+		wait := time.Until(p.retries[s.name].next)
+		p.retryMu.Unlock()
+		t := time.NewTimer(max(wait, firstConnectRetry))
+		select {
+		case <-t.C:
+		case <-bg.Done():
+			t.Stop()
+			return
+		}
+		p.mu.RLock()
+		current := p.gen == gen
+		p.mu.RUnlock()
+		if !current {
+			return
+		}
 	}
 }
 

@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/sdktest"
 )
 
 // TestOneBadServerNeverHidesTheOthers configures a dead HTTP server, one
@@ -131,4 +133,53 @@ func TestServerThatDiesIsReportedDown(t *testing.T) {
 	if st := p.Servers(); len(st) != 1 || st[0].State != StateFailed || !strings.Contains(st[0].Error, "refusing to start again") {
 		t.Errorf("Servers() = %+v, want once failed with its stderr", st)
 	}
+}
+
+// TestHTTPServerDownIsReported: a connected HTTP server that goes away is
+// reported failed with why, not connected, without a call; once it is
+// back the provider reconnects it by itself.
+func TestHTTPServerDownIsReported(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "flaky", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "http:" + in.Text}}}, nil, nil
+		})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	serve := func(addr string) *http.Server {
+		t.Helper()
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: handler}
+		go func() { _ = srv.Serve(l) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		return srv
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	srv := serve(addr)
+	// Pinged often, so that the test need not wait 30 s for it.
+	p := New(&Options{KeepAlive: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = p.Close() })
+	sdktest.Start(t, p, &sdktest.Options{Config: map[string]any{"servers": []map[string]any{{"name": "web", "endpoint": "http://" + addr + "/mcp"}}}})
+	state := func() ServerStatus {
+		st := p.Servers()
+		if len(st) != 1 {
+			t.Fatalf("Servers() = %+v", st)
+		}
+		return st[0]
+	}
+	testwait.Until(t, "the server connected", func() bool { return state().State == StateConnected })
+	_ = srv.Close()
+	testwait.Until(t, "the server reported down", func() bool { return state().State == StateFailed })
+	if st := state(); !strings.Contains(st.Error, "127.0.0.1") || st.Error == "" {
+		t.Errorf("a server that went away: %+v, want its address and why", st)
+	}
+	serve(addr)
+	testwait.Until(t, "the server reconnected by itself", func() bool { return state().State == StateConnected })
 }

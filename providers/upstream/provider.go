@@ -70,6 +70,11 @@ type Options struct {
 	// HTTPClient makes the OAuth requests (metadata, registration,
 	// tokens). Nil uses http.DefaultClient.
 	HTTPClient *http.Client
+	// KeepAlive is how often each server's shared session is pinged; two
+	// pings in a row that get no answer within half of it end the
+	// session, and the server is reported failed and reconnected in the
+	// background. Default 0 means 30 s; a negative value disables it.
+	KeepAlive time.Duration
 }
 
 // Provider re-exposes the tools, prompts and resources of upstream MCP
@@ -79,6 +84,8 @@ type Options struct {
 // [sdk.Subscriber] and [sdk.SessionObserver].
 type Provider struct {
 	log hclog.Logger
+	// keepAlive is Options.KeepAlive with its default applied; 0 disables.
+	keepAlive time.Duration
 
 	// closing tracks sessions being closed in the background (evicted
 	// ones); Close waits for them.
@@ -98,7 +105,10 @@ type Provider struct {
 	configured bool
 	// stopConnect ends the background connects of the configuration.
 	stopConnect context.CancelFunc
-	routes      map[string]route // by exposed tool name, from the last Describe
+	// bg is the context stopConnect cancels: that of the configuration's
+	// background connects and shared sessions' watchers.
+	bg     context.Context
+	routes map[string]route // by exposed tool name, from the last Describe
 	// promptRoutes routes prompts by exposed name, from the last Describe.
 	promptRoutes map[string]route
 	// resourceRoutes and templateRoutes route resource reads, from the
@@ -152,9 +162,15 @@ type retryState struct {
 
 // New returns an unconfigured upstream provider.
 func New(opts *Options) *Provider {
-	p := &Provider{log: hclog.NewNullLogger(), retries: map[string]retryState{}}
+	p := &Provider{log: hclog.NewNullLogger(), retries: map[string]retryState{}, keepAlive: keepAliveEvery}
 	open := openBrowser
 	if opts != nil {
+		switch {
+		case opts.KeepAlive < 0:
+			p.keepAlive = 0
+		case opts.KeepAlive > 0:
+			p.keepAlive = opts.KeepAlive
+		}
 		if opts.Logger != nil {
 			p.log = opts.Logger
 		}
@@ -223,7 +239,7 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	p.gen++
 	gen := p.gen
 	p.servers, p.conns, p.routes, p.promptRoutes, p.clients = servers, map[string]*conn{}, nil, nil, nil
-	p.health, p.configured, p.stopConnect = map[string]*health{}, false, stop
+	p.health, p.configured, p.stopConnect, p.bg = map[string]*health{}, false, stop, bg
 	for _, s := range servers {
 		if s.enabled && s.unavailable != "" {
 			p.health[s.name] = &health{state: StateFailed, err: s.unavailable}

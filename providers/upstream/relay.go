@@ -111,6 +111,11 @@ func clientOptions(r *relay) *mcp.ClientOptions {
 			}
 		}
 	}
+	if r.owner == nil && r.p.keepAlive > 0 {
+		// The shared session is pinged, so that a server that went away
+		// is seen as down (and reconnected) before a call finds out.
+		opts.KeepAlive, opts.KeepAliveFailureThreshold = r.p.keepAlive, keepAliveFailures
+	}
 	opts.ProgressNotificationHandler = r.progress
 	opts.LoggingMessageHandler = r.logMessage
 	opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) {

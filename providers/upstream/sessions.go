@@ -306,7 +306,11 @@ func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) 
 	if p.health[s.name] != nil {
 		p.health[s.name] = &health{state: StateConnected}
 	}
+	gen, bg := p.gen, p.bg
 	p.mu.Unlock()
+	if bg != nil {
+		go p.watchShared(bg, gen, s, nc)
+	}
 	if c != nil {
 		c.close()
 	}

@@ -55,6 +55,13 @@
 //	-variant gogc400:GOGC=400:-gogc=400
 //	-variant limit:GOGC=off,GOMEMLIMIT=32MiB:-gogc=-1 -memlimit=16777216
 //
+// Two more hosts run in the same rounds unless turned off: host/no-audit
+// (-audit-cost; reads not audited) and host/telemetry (-telemetry; every
+// [telemetry] signal on, spans and metrics exported every second to an
+// OTLP/HTTP receiver in the bench that drops them, the Prometheus
+// registry kept), whose throughput against host's is the cost of
+// auditing and of telemetry.
+//
 // -cpuprofile FILE adds a pass after the measurement: the host pipeline is
 // run by bench/profhost (the same packages `serve` uses, with
 // runtime/pprof) under load at the highest concurrency, and its CPU profile
@@ -101,6 +108,7 @@ type options struct {
 	memoryDocs   int
 	recordReads  bool
 	auditCost    bool
+	telemetry    bool
 	cpuProfile   string
 	memProfile   string
 	jsonOut      string
@@ -216,6 +224,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.memoryDocs, "memory-docs", 200, "documents stored before memory_search is measured")
 	fs.BoolVar(&o.recordReads, "record-reads", true, "the host's [audit] record_reads (its default is true)")
 	fs.BoolVar(&o.auditCost, "audit-cost", true, "also measure host/no-audit (record_reads = false) in the same rounds, for the audit's cost")
+	fs.BoolVar(&o.telemetry, "telemetry", true, "also measure host/telemetry (traces and metrics exported over OTLP to a sink in the bench, and kept for Prometheus) in the same rounds, for telemetry's cost")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the host pipeline under load to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the host pipeline to this file")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")

@@ -285,7 +285,7 @@ func reportHosts(w io.Writer, r *results) {
 	fmt.Fprintf(tw, "\tcalls/s host/floor c=8\tp50 host/floor c=1\tserver CPU/call c=1\tc=8\tcold start\tpeak RSS\t\n")
 	fmt.Fprintf(tw, "(target)\t≥ %.1f\t≤ %.1f\t\t\t≤ %d ms\t≤ %d MiB\t\n", targetThroughputRatio, targetP50Ratio,
 		targetColdStart.Milliseconds(), targetPeakRSSKiB>>10)
-	var withAudit, withoutAudit float64
+	var withAudit, withoutAudit, withTelemetry float64
 	for _, h := range r.Hosts {
 		fmt.Fprintf(tw, "%s\t%.2f×\t%.2f×\t%.0fµs\t%.0fµs\t%.0f ms\t%.1f MiB\t\n", h.Target, h.ThroughputRatio, h.P50Ratio,
 			h.CPUPerCallC1, h.CPUPerCallC8, h.ColdStartMs, h.PeakRSSMiB)
@@ -294,6 +294,8 @@ func reportHosts(w io.Writer, r *results) {
 			withAudit = h.ThroughputRatio
 		case noAuditTarget:
 			withoutAudit = h.ThroughputRatio
+		case telemetryTarget:
+			withTelemetry = h.ThroughputRatio
 		}
 	}
 	tw.Flush()
@@ -306,7 +308,20 @@ func reportHosts(w io.Writer, r *results) {
 		fmt.Fprintf(w, "audit cost at c=8: throughput %.1f%% below %s (target ≤ %.0f%%): %s\n",
 			100*cost, noAuditTarget, 100*targetAuditCost, verdict)
 	}
+	if withAudit > 0 && withTelemetry > 0 {
+		cost := 1 - withTelemetry/withAudit
+		verdict := "met"
+		if cost > targetTelemetryCost {
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(w, "telemetry cost at c=8: %s throughput %.1f%% below host (target ≤ %.0f%%): %s\n",
+			telemetryTarget, 100*cost, 100*targetTelemetryCost, verdict)
+	}
 }
+
+// targetTelemetryCost is the most throughput telemetry (traces, metrics
+// and their export) may cost at c=8.
+const targetTelemetryCost = 0.05
 
 // targetAuditCost is the most throughput the audit may cost at c=8.
 const targetAuditCost = 0.05

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/bench/internal/noop"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // target is one server the bench drives.
@@ -63,8 +66,15 @@ outer:
 	return append(env, extra...)
 }
 
+// hostTool is the no-op provider's tool as the host advertises it: the
+// provider declares bench.noop, clients call bench_noop.
+var hostTool = sdk.ClientName(noop.ProviderTool)
+
 // noAuditTarget is the host without audit rows for its (read) tool.
 const noAuditTarget = "host/no-audit"
+
+// telemetryTarget is the host with every [telemetry] signal on.
+const telemetryTarget = "host/telemetry"
 
 // setupTargets writes the host configs and returns floor, host, one
 // host/NAME per -variant, with -audit-cost host/no-audit, and with -memory
@@ -108,7 +118,7 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target
 	if err != nil {
 		return nil, err
 	}
-	host.tool, host.args, host.listed = noop.ProviderTool, map[string]any{}, noop.ProviderTool
+	host.tool, host.args, host.listed = hostTool, map[string]any{}, hostTool
 	targets := []*target{floor, host}
 
 	for _, v := range o.variants {
@@ -116,7 +126,7 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target
 		if err != nil {
 			return nil, err
 		}
-		t.tool, t.args, t.listed = noop.ProviderTool, map[string]any{}, noop.ProviderTool
+		t.tool, t.args, t.listed = hostTool, map[string]any{}, hostTool
 		targets = append(targets, t)
 	}
 
@@ -128,7 +138,22 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target
 		if err != nil {
 			return nil, err
 		}
-		t.tool, t.args, t.listed = noop.ProviderTool, map[string]any{}, noop.ProviderTool
+		t.tool, t.args, t.listed = hostTool, map[string]any{}, hostTool
+		targets = append(targets, t)
+	}
+
+	if o.telemetry {
+		// The same host tracing every call into its provider and
+		// exporting spans and metrics over OTLP, to a sink that takes
+		// them, every second; telemetry's cost is the difference.
+		sink := otlpSink()
+		tel := noopConfig(strings.Fields(o.providerArgs)) + "\n[telemetry]\ntraces = true\nmetrics = true\nprometheus = true\n" +
+			"metric_interval_secs = 1\notlp_endpoint = " + tomlString(sink) + "\n"
+		t, err := hostTarget(o, dir(), telemetryTarget, tel, nil)
+		if err != nil {
+			return nil, err
+		}
+		t.tool, t.args, t.listed = hostTool, map[string]any{}, hostTool
 		targets = append(targets, t)
 	}
 
@@ -379,4 +404,15 @@ func (b *tailBuffer) suffix() string {
 		return ""
 	}
 	return "\nserver stderr:\n" + s
+}
+
+// otlpSink starts, for the run, an OTLP/HTTP receiver on loopback that
+// reads and drops what it is sent, and returns its base URL.
+func otlpSink() string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	return srv.URL
 }

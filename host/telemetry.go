@@ -4,13 +4,12 @@ import (
 	"context"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/openhuman/openhuman-host/internal/telemetry"
 )
@@ -27,17 +26,57 @@ const (
 const metricsReadTimeout = 2 * time.Second
 
 // providerDialOptions are the gRPC options that carry a call's trace
-// context into provider processes: nil while tracing is off.
+// context into provider processes, in the gRPC metadata where the SDK's
+// stats handler finds it: nil while tracing is off. They record no span
+// of their own: the execute_tool span already covers the call.
 func providerDialOptions(t *telemetry.Telemetry) []grpc.DialOption {
 	if !t.Tracing() {
 		return nil
 	}
-	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(
-		otelgrpc.WithTracerProvider(otel.GetTracerProvider()),
-		otelgrpc.WithPropagators(telemetry.Propagator),
-		// The host's own metrics count calls; gRPC's would repeat them.
-		otelgrpc.WithMeterProvider(noop.NewMeterProvider()),
-	))}
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return invoker(withTraceMetadata(ctx), method, req, reply, cc, opts...)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			return streamer(withTraceMetadata(ctx), desc, cc, method, opts...)
+		}),
+	}
+}
+
+// withTraceMetadata adds ctx's span context to its outgoing gRPC
+// metadata (traceparent, tracestate, baggage).
+func withTraceMetadata(ctx context.Context) context.Context {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx
+	}
+	md, ok := metadata.FromOutgoingContext(ctx)
+	if ok {
+		md = md.Copy()
+	} else {
+		md = metadata.MD{}
+	}
+	telemetry.Propagator.Inject(ctx, metadataCarrier(md))
+	return metadata.NewOutgoingContext(ctx, md)
+}
+
+// metadataCarrier writes trace context into gRPC metadata.
+type metadataCarrier metadata.MD
+
+func (m metadataCarrier) Get(key string) string {
+	if v := metadata.MD(m).Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (m metadataCarrier) Set(key, value string) { metadata.MD(m).Set(key, value) }
+
+func (m metadataCarrier) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 // registerMetrics reports, at each collection, the state of every

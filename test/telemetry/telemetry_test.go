@@ -476,7 +476,6 @@ endpoint = %q
 	want := []string{
 		"openhuman-host.upstream: tools/call echo",
 		"openhuman-host.upstream: openhuman.provider.v1.Provider/CallTool",
-		"openhuman-host: openhuman.provider.v1.Provider/CallTool",
 		"openhuman-host: execute_tool up__echo",
 		"openhuman-host: tools/call up__echo",
 	}

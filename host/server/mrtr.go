@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/sdk"
@@ -436,6 +437,9 @@ func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name st
 	}
 	p := &parkedCall{id: rand.Text(), tool: t.Name, args: args, client: client, asks: make(chan *ask), done: make(chan parkedOutcome, 1), pending: map[string]*ask{}}
 	pctx, cancel := context.WithCancel(s.stopCtx)
+	// The call outlives this request, but its spans belong to the trace
+	// of the request that started it.
+	pctx = trace.ContextWithSpanContext(pctx, trace.SpanContextFromContext(ctx))
 	p.cancel = cancel
 	p.busy = true
 	callCtx := parkedCtx{Context: pctx, p: p}

@@ -168,7 +168,7 @@ func TestConfirmActsCLI(t *testing.T) {
 
 // connectVersion runs s over in-memory transports and returns a client
 // session speaking protocol version ("" for the client's latest).
-func connectVersion(t *testing.T, s *Server, clientName string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+func connectVersion(t testing.TB, s *Server, clientName string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()

@@ -161,7 +161,7 @@ func wantAttrs(t *testing.T, sp sdktrace.ReadOnlySpan, want map[string]string) {
 	}
 	got := map[string]string{}
 	for _, kv := range sp.Attributes() {
-		got[string(kv.Key)] = kv.Value.Emit()
+		got[string(kv.Key)] = kv.Value.String()
 	}
 	for k, v := range want {
 		if got[k] != v {

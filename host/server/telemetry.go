@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,7 +50,27 @@ type serverTelemetry struct {
 	callDuration metric.Float64Histogram
 	// live is the number of open sessions (openhuman.sessions).
 	live atomic.Int64
+	// sets caches the attribute sets of the metrics by what they are
+	// made of; every part comes from a bounded set (served tool names,
+	// decisions, known methods and protocol versions), so it stays small.
+	sets sync.Map // string → metric.MeasurementOption
 }
+
+// measurement returns the cached option of the attribute set attrs, which
+// key identifies.
+func (t *serverTelemetry) measurement(key string, attrs func() []attribute.KeyValue) metric.MeasurementOption {
+	if o, ok := t.sets.Load(key); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(attrs()...))
+	t.sets.Store(key, o)
+	return o
+}
+
+// knownVersions are the MCP protocol versions recorded as they are; a
+// client that names another is recorded as "_OTHER", so that what a
+// client sends cannot grow the number of series.
+var knownVersions = map[string]bool{"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true, "2026-07-28": true}
 
 // newServerTelemetry builds the server's tracer and instruments; nil
 // providers turn their signal off.
@@ -126,6 +147,14 @@ func (s *Server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if cr, ok := req.(clientRequest); ok {
 			version = cr.ProtocolVersion()
 		}
+		if version != "" && !knownVersions[version] {
+			version = "_OTHER"
+		}
+		if target != "" && !s.knownTarget(method, target) {
+			// A name the server does not serve is the client's own
+			// text: it names neither the span nor a series.
+			target, isCall = "", false
+		}
 		attrs := []attribute.KeyValue{semconv.McpMethodNameKey.String(method), transport}
 		if version != "" {
 			attrs = append(attrs, semconv.McpProtocolVersion(version))
@@ -186,10 +215,26 @@ func (s *Server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			span.End()
 		}
 		if t.operation != nil {
-			t.operation.Inst().Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+			key := method + "\x00" + target + "\x00" + version + "\x00" + errType + "\x00" + transport.Value.AsString()
+			t.operation.Inst().Record(ctx, time.Since(start).Seconds(), t.measurement(key, func() []attribute.KeyValue { return attrs }))
 		}
 		return res, err
 	}
+}
+
+// knownTarget reports whether name is a tool (or, for prompts/ methods, a
+// prompt) the server serves, under its advertised or declared name.
+func (s *Server) knownTarget(method, name string) bool {
+	v := s.view.Load()
+	if strings.HasPrefix(method, "prompts/") {
+		_, ok := v.prompt(name)
+		return ok
+	}
+	if isMetaTool(name) {
+		return true
+	}
+	_, ok := v.tool(name)
+	return ok
 }
 
 // headerCarrier reads trace context from HTTP headers.
@@ -229,10 +274,6 @@ func (s *Server) startCall(ctx context.Context, tool, provider string) (context.
 			trace.WithAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(tool), attrProvider.String(provider)))
 	}
 	return ctx, func(o *callOutcome) {
-		attrs := []attribute.KeyValue{semconv.GenAIToolName(tool), attrProvider.String(provider), attrDecision.String(o.decision)}
-		if o.isError {
-			attrs = append(attrs, semconv.ErrorTypeKey.String("tool_error"))
-		}
 		if span != nil {
 			span.SetAttributes(attrDecision.String(o.decision))
 			if o.profile != "" {
@@ -245,7 +286,14 @@ func (s *Server) startCall(ctx context.Context, tool, provider string) (context.
 			span.End()
 		}
 		if t.calls != nil {
-			opt := metric.WithAttributes(attrs...)
+			key := "call\x00" + tool + "\x00" + provider + "\x00" + o.decision + "\x00" + strconv.FormatBool(o.isError)
+			opt := t.measurement(key, func() []attribute.KeyValue {
+				attrs := []attribute.KeyValue{semconv.GenAIToolName(tool), attrProvider.String(provider), attrDecision.String(o.decision)}
+				if o.isError {
+					attrs = append(attrs, semconv.ErrorTypeKey.String("tool_error"))
+				}
+				return attrs
+			})
 			t.calls.Add(ctx, 1, opt)
 			t.callDuration.Record(ctx, time.Since(start).Seconds(), opt)
 		}
@@ -275,6 +323,9 @@ func (s *Server) sessionEnded(opened time.Time, version string, transport attrib
 	t.live.Add(-1)
 	if t.session != nil {
 		attrs := []attribute.KeyValue{transport}
+		if version != "" && !knownVersions[version] {
+			version = "_OTHER"
+		}
 		if version != "" {
 			attrs = append(attrs, semconv.McpProtocolVersion(version))
 		}

@@ -68,6 +68,11 @@ func TestTelemetry(t *testing.T) {
 			if err != nil || !res.IsError {
 				t.Fatalf("fake_store under readonly = %+v, %v; want a refusal", res, err)
 			}
+			// A name the server does not serve names neither a span nor
+			// a series: it is the client's own text.
+			if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "no_such_tool_4711", Arguments: map[string]any{}}); err == nil {
+				t.Fatalf("an unknown tool was called")
+			}
 
 			byName := map[string]sdktrace.ReadOnlySpan{}
 			for _, sp := range spans.Ended() {
@@ -124,6 +129,9 @@ func TestTelemetry(t *testing.T) {
 						}
 					case "mcp.server.operation.duration":
 						for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+							if tool, _ := dp.Attributes.Value("gen_ai.tool.name"); strings.Contains(tool.AsString(), "4711") {
+								t.Errorf("a series is labelled with an unknown tool: %v", dp.Attributes)
+							}
 							if method, _ := dp.Attributes.Value("mcp.method.name"); method.AsString() == "tools/call" {
 								ops += dp.Count
 							}
@@ -134,8 +142,16 @@ func TestTelemetry(t *testing.T) {
 			if calls["fake_search allowed"] != 1 || calls["fake_store denied:readonly"] != 1 || len(calls) != 2 {
 				t.Errorf("openhuman.tool.calls = %v, want one allowed fake_search and one denied:readonly fake_store", calls)
 			}
-			if ops != 2 {
-				t.Errorf("mcp.server.operation.duration counts %d tools/call, want 2", ops)
+			if ops != 3 {
+				t.Errorf("mcp.server.operation.duration counts %d tools/call, want 3", ops)
+			}
+			for _, sp := range spans.Ended() {
+				if strings.Contains(sp.Name(), "4711") {
+					t.Errorf("a span is named after an unknown tool: %s", sp.Name())
+				}
+			}
+			if _, ok := byName["tools/call"]; !ok {
+				t.Errorf("no span named tools/call for the unknown tool among %v", spanNames(spans.Ended()))
 			}
 		})
 	}

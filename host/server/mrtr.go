@@ -440,6 +440,9 @@ func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name st
 	// The call outlives this request, but its spans belong to the trace
 	// of the request that started it.
 	pctx = trace.ContextWithSpanContext(pctx, trace.SpanContextFromContext(ctx))
+	if rs, ok := ctx.Value(requestSpanKey{}).(requestSpan); ok {
+		pctx = context.WithValue(pctx, requestSpanKey{}, rs)
+	}
 	p.cancel = cancel
 	p.busy = true
 	callCtx := parkedCtx{Context: pctx, p: p}

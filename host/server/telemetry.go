@@ -183,6 +183,9 @@ func (s *Server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				name += " " + target
 			}
 			ctx, span = t.tracer.Start(parent, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+			if isCall {
+				ctx = context.WithValue(ctx, requestSpanKey{}, requestSpan{span: span, tool: target})
+			}
 		}
 		res, err := next(ctx, method, req)
 		errType := ""
@@ -259,9 +262,22 @@ func (h headerCarrier) Keys() []string {
 	return keys
 }
 
-// startCall opens the INTERNAL span of one run of the tools/call pipeline
-// (the GenAI "execute_tool {tool}" span), a client's call or one a
-// provider makes through the host; end closes it and counts the call.
+// requestSpanKey marks the context of a tools/call request with the
+// request's SERVER span and the tool it names.
+type requestSpanKey struct{}
+
+// requestSpan is the value under requestSpanKey.
+type requestSpan struct {
+	span trace.Span
+	tool string
+}
+
+// startCall traces one run of the tools/call pipeline; end closes it and
+// counts the call. A client's tools/call already has its SERVER span,
+// which the semantic conventions make the tool's execute_tool span too:
+// it gets the provider and the decision. Any other run (a call a provider
+// makes through the host, a tool called through tool_call) gets an
+// INTERNAL span "execute_tool {tool}" of its own.
 func (s *Server) startCall(ctx context.Context, tool, provider string) (context.Context, func(rec *callOutcome)) {
 	t := s.tel
 	if t == nil {
@@ -269,9 +285,16 @@ func (s *Server) startCall(ctx context.Context, tool, provider string) (context.
 	}
 	start := time.Now()
 	var span trace.Span
-	if t.tracer != nil {
+	owned := false
+	if rs, ok := ctx.Value(requestSpanKey{}).(requestSpan); ok && rs.span != nil && rs.tool == tool {
+		span = rs.span
+		span.SetAttributes(attrProvider.String(provider))
+		// Calls the provider makes within this one are not this request.
+		ctx = context.WithValue(ctx, requestSpanKey{}, requestSpan{})
+	} else if t.tracer != nil {
 		ctx, span = t.tracer.Start(ctx, "execute_tool "+tool, trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(tool), attrProvider.String(provider)))
+		owned = true
 	}
 	return ctx, func(o *callOutcome) {
 		if span != nil {
@@ -279,11 +302,13 @@ func (s *Server) startCall(ctx context.Context, tool, provider string) (context.
 			if o.profile != "" {
 				span.SetAttributes(attrProfile.String(o.profile))
 			}
-			if o.isError {
-				span.SetAttributes(semconv.ErrorTypeKey.String("tool_error"))
-				span.SetStatus(codes.Error, o.decision)
+			if owned {
+				if o.isError {
+					span.SetAttributes(semconv.ErrorTypeKey.String("tool_error"))
+					span.SetStatus(codes.Error, o.decision)
+				}
+				span.End()
 			}
-			span.End()
 		}
 		if t.calls != nil {
 			key := "call\x00" + tool + "\x00" + provider + "\x00" + o.decision + "\x00" + strconv.FormatBool(o.isError)

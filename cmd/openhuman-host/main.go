@@ -8,7 +8,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -154,4 +156,12 @@ func runProvider(name string) error {
 	defer stop()
 	sdk.Serve(mk(log), sdk.WithLogger(log))
 	return nil
+}
+
+// writeJSON writes v to w as JSON indented by two spaces, followed by a
+// newline: the output of every --json flag.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

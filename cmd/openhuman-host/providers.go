@@ -106,9 +106,7 @@ func runProvidersStatus(cmd *cobra.Command, g *globalFlags, asJSON bool) error {
 	}
 	out := cmd.OutOrStdout()
 	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
+		if err := writeJSON(out, reports); err != nil {
 			return err
 		}
 	} else {

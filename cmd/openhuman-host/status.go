@@ -96,9 +96,7 @@ func newStatusCmd(g *globalFlags) *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(out); err != nil {
+				if err := writeJSON(w, out); err != nil {
 					return err
 				}
 			} else {

@@ -114,9 +114,7 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 func printResult(stdout, stderr io.Writer, res *sdk.CallToolResult, asJSON bool) error {
 	if asJSON {
 		out := server.MCPResult(res)
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {
@@ -274,7 +272,5 @@ func writeToolsJSON(w io.Writer, h *host.Host) error {
 		}
 		list = append(list, entry)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(list)
+	return writeJSON(w, list)
 }

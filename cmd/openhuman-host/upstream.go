@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -209,9 +208,7 @@ func newUpstreamListCmd(g *globalFlags) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(entries)
+				return writeJSON(out, entries)
 			}
 			if len(entries) == 0 {
 				_, err := fmt.Fprintf(out, "No upstream servers are configured; add [[upstream.servers]] entries to %s.\n", configName(cfg))
@@ -332,9 +329,7 @@ func runUpstreamCheck(cmd *cobra.Command, g *globalFlags, name string, asJSON bo
 		if r.Err != nil {
 			o.Error = r.Err.Error()
 		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(o); err != nil {
+		if err := writeJSON(out, o); err != nil {
 			return err
 		}
 	} else {

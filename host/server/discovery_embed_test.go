@@ -20,6 +20,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/host/policy"
 	"github.com/openhuman/openhuman-host/internal/embeddings"
+	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -195,27 +196,9 @@ func kitCatalog(tools ...sdk.Tool) *catalog.Catalog {
 // tool's.
 var kitSynonyms = map[string]string{"ping": "sms", "mobile": "phone"}
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // embedServer serves cat to discovery clients (every client gets the
 // profile "lean") with emb, logging at warn into the returned buffer.
-func embedServer(t *testing.T, cat *catalog.Catalog, emb *Embeddings) (*Server, *syncBuffer) {
+func embedServer(t *testing.T, cat *catalog.Catalog, emb *Embeddings) (*Server, *testwait.Buffer) {
 	t.Helper()
 	pol, err := policy.New(policy.Options{})
 	if err != nil {
@@ -225,7 +208,7 @@ func embedServer(t *testing.T, cat *catalog.Catalog, emb *Embeddings) (*Server, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testwait.Buffer{}
 	s, err := New(cat, map[string]Dispatcher{"kit": defaultProvider()}, &Options{
 		Policy: pol, Profile: "lean", Embeddings: emb,
 		Profiles: map[string]*Profile{"lean": {Policy: lean, Discovery: true}},

@@ -65,7 +65,9 @@
 // -cpuprofile FILE adds a pass after the measurement: the host pipeline is
 // run by bench/profhost (the same packages `serve` uses, with
 // runtime/pprof) under load at the highest concurrency, and its CPU profile
-// is written to FILE; -memprofile FILE writes its heap profile on exit.
+// is written to FILE; -memprofile FILE writes its heap profile on exit;
+// -profile-target picks another host's config (host/telemetry,
+// host/no-audit, a variant).
 // Inspect them with `go tool pprof -top FILE`. -json FILE writes the results
 // as JSON.
 //
@@ -85,6 +87,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -111,6 +114,7 @@ type options struct {
 	telemetry    bool
 	cpuProfile   string
 	memProfile   string
+	profTarget   string
 	jsonOut      string
 }
 
@@ -227,6 +231,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.telemetry, "telemetry", true, "also measure host/telemetry (traces and metrics exported over OTLP to a sink in the bench, and kept for Prometheus) in the same rounds, for telemetry's cost")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the host pipeline under load to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the host pipeline to this file")
+	fs.StringVar(&o.profTarget, "profile-target", "host", "the host whose config the profile pass runs: host, host/no-audit, host/telemetry or host/NAME of a -variant")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -415,7 +420,11 @@ func run(o *options) error {
 	report(os.Stdout, res)
 
 	if o.cpuProfile != "" || o.memProfile != "" {
-		if err := profilePass(ctx, o, modDir, tmp, targets[1]); err != nil {
+		i := slices.IndexFunc(targets, func(t *target) bool { return t.name == o.profTarget && t.configPath != "" })
+		if i < 0 {
+			return fmt.Errorf("-profile-target %q: no such host among this run's targets", o.profTarget)
+		}
+		if err := profilePass(ctx, o, modDir, tmp, targets[i]); err != nil {
 			return fmt.Errorf("profile pass: %w", err)
 		}
 	}

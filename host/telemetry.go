@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/internal/telemetry"
 )
 
@@ -20,6 +21,23 @@ const (
 	attrState    = attribute.Key("openhuman.state")
 	attrUpstream = attribute.Key("openhuman.upstream.server")
 )
+
+// TelemetrySettings is the telemetry set-up that c ([telemetry]) asks
+// for, for the process named service (OpenTelemetry's service.name) at
+// version. prometheus_listen implies the Prometheus registry.
+func TelemetrySettings(c config.TelemetryConfig, service, version string) telemetry.Config {
+	return telemetry.Config{
+		Traces:         c.Traces,
+		Metrics:        c.Metrics,
+		Prometheus:     c.Prometheus || c.PrometheusListen != "",
+		Endpoint:       c.OTLPEndpoint,
+		Protocol:       c.OTLPProtocol,
+		SampleRatio:    c.SampleRatio,
+		MetricInterval: time.Duration(c.MetricIntervalSecs) * time.Second,
+		ServiceName:    service,
+		ServiceVersion: version,
+	}
+}
 
 // metricsReadTimeout bounds what one collection of the host's observable
 // metrics may wait for (the upstream provider's state, a count of acts).

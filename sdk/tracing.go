@@ -1,13 +1,18 @@
 package sdk
 
 import (
+	"context"
 	"os"
+	"strings"
 
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // EnvTraces is the environment variable the host sets to "1" in a
@@ -17,23 +22,95 @@ import (
 // (and passes OTEL_EXPORTER_OTLP_HEADERS on when it has it).
 //
 // While it is "1", [Serve] continues the host's W3C trace context: the
-// ctx of every [Provider] method carries the span of the host's gRPC
-// call, recorded with OpenTelemetry's global tracer provider. A provider
-// that installs one (otel.SetTracerProvider, with an OTLP exporter that
-// reads those variables) before calling Serve exports its spans into the
-// host's traces; without one, nothing is recorded and the context still
-// reaches outgoing requests that propagate it.
+// ctx of every [Provider] method carries a SERVER span of the host's gRPC
+// call (named by the gRPC method, with rpc.system.name and rpc.method),
+// recorded with OpenTelemetry's global tracer provider. A provider that
+// installs one (otel.SetTracerProvider, with an OTLP exporter that reads
+// those variables) before calling Serve exports its spans into the host's
+// traces; without one, nothing is recorded and the context still reaches
+// outgoing requests that propagate it.
 const EnvTraces = "OPENHUMAN_OTEL_TRACES"
 
+// tracingName names the SDK's tracer.
+const tracingName = "github.com/openhuman/openhuman-host/sdk"
+
+// tracePropagator reads the W3C trace context and baggage the host puts
+// in each call's gRPC metadata.
+var tracePropagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
 // tracingServerOptions are the gRPC server options that continue the
-// host's trace context: none unless the host traces ([EnvTraces]).
+// host's trace context: none unless the host traces ([EnvTraces]). They
+// are interceptors rather than a stats handler: one span per call and
+// nothing per message, which is all a provider's calls need.
 func tracingServerOptions() []grpc.ServerOption {
 	if os.Getenv(EnvTraces) != "1" {
 		return nil
 	}
-	return []grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(
-		otelgrpc.WithTracerProvider(otel.GetTracerProvider()),
-		otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
-		otelgrpc.WithMeterProvider(noop.NewMeterProvider()),
-	))}
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(traceUnary), grpc.ChainStreamInterceptor(traceStream)}
+}
+
+// traceUnary runs a unary call inside its SERVER span.
+func traceUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	ctx, span := startCallSpan(ctx, info.FullMethod)
+	resp, err := handler(ctx, req)
+	endCallSpan(span, err)
+	return resp, err
+}
+
+// traceStream runs a streaming call inside its SERVER span.
+func traceStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx, span := startCallSpan(ss.Context(), info.FullMethod)
+	err := handler(srv, &tracedStream{ServerStream: ss, ctx: ctx})
+	endCallSpan(span, err)
+	return err
+}
+
+// startCallSpan starts the SERVER span of one gRPC call, the child of the
+// trace context in the call's incoming metadata.
+func startCallSpan(ctx context.Context, fullMethod string) (context.Context, trace.Span) {
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		ctx = tracePropagator.Extract(ctx, metadataCarrier(md))
+	}
+	method := strings.TrimPrefix(fullMethod, "/")
+	return otel.Tracer(tracingName).Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(semconv.RPCSystemNameGRPC, semconv.RPCMethod(method)))
+}
+
+// endCallSpan ends span with the call's gRPC status.
+func endCallSpan(span trace.Span, err error) {
+	if err != nil && span.IsRecording() {
+		s := status.Convert(err)
+		span.SetAttributes(semconv.RPCResponseStatusCode(s.Code().String()))
+		span.SetStatus(codes.Error, s.Message())
+	}
+	span.End()
+}
+
+// tracedStream is a server stream whose context carries the call's span.
+type tracedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *tracedStream) Context() context.Context { return s.ctx }
+
+// metadataCarrier reads trace context from gRPC metadata, whose keys are
+// lower case.
+type metadataCarrier metadata.MD
+
+func (m metadataCarrier) Get(key string) string {
+	if v := metadata.MD(m).Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func (m metadataCarrier) Set(key, value string) { metadata.MD(m).Set(key, value) }
+
+func (m metadataCarrier) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
 }

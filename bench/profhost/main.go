@@ -2,7 +2,8 @@
 // (same config loading, provider launch, pipeline and stdio transport) while
 // recording a CPU profile and, on exit, a heap profile. The benchmark uses it
 // for its -cpuprofile pass; built-in providers are not part of it, so give it
-// a config with only third-party providers enabled.
+// a config with only third-party providers enabled. [telemetry] is set up as
+// serve sets it up.
 //
 //	profhost -config FILE -cpuprofile cpu.pprof [-memprofile heap.pprof]
 package main
@@ -24,6 +25,7 @@ import (
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/telemetry"
 )
 
 func main() {
@@ -67,7 +69,19 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	h, err := host.Start(ctx, cfg, &host.Options{Version: "bench", Logger: log})
+	// As in serve: [telemetry] traces and measures the pipeline.
+	var tel *telemetry.Telemetry
+	if tc := host.TelemetrySettings(cfg.Telemetry, "openhuman-host", "bench"); tc.Enabled() {
+		if tel, err = telemetry.Setup(ctx, tc); err != nil {
+			return fmt.Errorf("[telemetry]: %w", err)
+		}
+		defer func() {
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tel.Shutdown(shutdownCtx)
+		}()
+	}
+	h, err := host.Start(ctx, cfg, &host.Options{Version: "bench", Logger: log, Telemetry: tel})
 	if err != nil {
 		return err
 	}

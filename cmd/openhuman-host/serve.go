@@ -106,7 +106,7 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 		}
 		cfg.Server.Replica = cfg.Server.ReplicaName(port)
 	} else {
-		tuneGCForStdio()
+		tuneGCForStdio(host.TelemetrySettings(cfg.Telemetry, "", "").Enabled())
 		cfg.Server.Replica = cfg.Server.ReplicaName(0)
 	}
 
@@ -284,16 +284,29 @@ func forceExit(h *host.Host, log hclog.Logger, d time.Duration, cause string) {
 // soft 24 MiB limit keeps memory bounded while GC runs a quarter as often.
 // docs/performance.md has the measurements behind the numbers. HTTP
 // servers, whose heap grows with their sessions, keep Go's defaults.
+//
+// Telemetry keeps state of its own on the heap (the span queue, export
+// buffers, the aggregations of each metric reader), a few MiB under load.
+// Taken from a fixed limit, that would shrink the room the calls' garbage
+// has between collections and make every call pay for more GC; so with
+// [telemetry] on, the limit grows by stdioTelemetryMemory instead.
 const (
-	stdioGCPercent   = 400
-	stdioMemoryLimit = 24 << 20
+	stdioGCPercent       = 400
+	stdioMemoryLimit     = 24 << 20
+	stdioTelemetryMemory = 6 << 20
 )
 
-func tuneGCForStdio() {
+// tuneGCForStdio applies the stdio server's GC settings; telemetry says
+// whether [telemetry] turns any signal on.
+func tuneGCForStdio(telemetry bool) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(stdioGCPercent)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(stdioMemoryLimit)
+		limit := int64(stdioMemoryLimit)
+		if telemetry {
+			limit += stdioTelemetryMemory
+		}
+		debug.SetMemoryLimit(limit)
 	}
 }

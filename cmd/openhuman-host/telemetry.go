@@ -13,25 +13,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel"
 
+	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
 	"github.com/openhuman/openhuman-host/internal/telemetry"
 )
-
-// telemetryConfig is the telemetry set-up [telemetry] asks for.
-func telemetryConfig(c config.TelemetryConfig, service string) telemetry.Config {
-	return telemetry.Config{
-		Traces:         c.Traces,
-		Metrics:        c.Metrics,
-		Prometheus:     c.Prometheus || c.PrometheusListen != "",
-		Endpoint:       c.OTLPEndpoint,
-		Protocol:       c.OTLPProtocol,
-		SampleRatio:    c.SampleRatio,
-		MetricInterval: time.Duration(c.MetricIntervalSecs) * time.Second,
-		ServiceName:    service,
-		ServiceVersion: hostVersion(),
-	}
-}
 
 // telemetryWarnEvery is the least time between two log lines about
 // failed exports: a receiver that is down fails every batch.
@@ -61,7 +47,7 @@ func logTelemetryErrors(log hclog.Logger) {
 // startTelemetry sets up what [telemetry] asks for in this process; the
 // returned stop flushes and ends it within 5 s.
 func startTelemetry(cfg *config.Config, log hclog.Logger) (*telemetry.Telemetry, func(), error) {
-	tc := telemetryConfig(cfg.Telemetry, "openhuman-host")
+	tc := host.TelemetrySettings(cfg.Telemetry, "openhuman-host", hostVersion())
 	if !tc.Enabled() {
 		return nil, func() {}, nil
 	}

@@ -53,17 +53,30 @@ type serverTelemetry struct {
 	// sets caches the attribute sets of the metrics by what they are
 	// made of; every part comes from a bounded set (served tool names,
 	// decisions, known methods and protocol versions), so it stays small.
-	sets sync.Map // string → metric.MeasurementOption
+	setsMu sync.RWMutex
+	sets   map[seriesKey]metric.MeasurementOption
+}
+
+// seriesKey identifies one attribute set of the server's metrics: the
+// instrument's kind and the values the set is made of.
+type seriesKey struct {
+	kind               byte // 'o' for mcp.server.operation.duration, 'c' for the tool call metrics
+	v1, v2, v3, v4, v5 string
 }
 
 // measurement returns the cached option of the attribute set attrs, which
 // key identifies.
-func (t *serverTelemetry) measurement(key string, attrs func() []attribute.KeyValue) metric.MeasurementOption {
-	if o, ok := t.sets.Load(key); ok {
-		return o.(metric.MeasurementOption)
+func (t *serverTelemetry) measurement(key seriesKey, attrs func() []attribute.KeyValue) metric.MeasurementOption {
+	t.setsMu.RLock()
+	o, ok := t.sets[key]
+	t.setsMu.RUnlock()
+	if ok {
+		return o
 	}
-	o := metric.WithAttributeSet(attribute.NewSet(attrs()...))
-	t.sets.Store(key, o)
+	o = metric.WithAttributeSet(attribute.NewSet(attrs()...))
+	t.setsMu.Lock()
+	t.sets[key] = o
+	t.setsMu.Unlock()
 	return o
 }
 
@@ -78,7 +91,7 @@ func newServerTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*serv
 	if tp == nil && mp == nil {
 		return nil, nil
 	}
-	t := &serverTelemetry{}
+	t := &serverTelemetry{sets: map[seriesKey]metric.MeasurementOption{}}
 	if tp != nil {
 		t.tracer = tp.Tracer(instrumentationName)
 	}
@@ -205,20 +218,21 @@ func (s *Server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		if span != nil {
 			if errType != "" {
-				span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+				if rpcErr != nil {
+					span.SetAttributes(semconv.ErrorTypeKey.String(errType), semconv.RPCResponseStatusCode(errType))
+				} else {
+					span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+				}
 				msg := errType
 				if err != nil {
 					msg = err.Error()
 				}
 				span.SetStatus(codes.Error, msg)
 			}
-			if rpcErr != nil {
-				span.SetAttributes(semconv.RPCResponseStatusCode(strconv.FormatInt(rpcErr.Code, 10)))
-			}
 			span.End()
 		}
 		if t.operation != nil {
-			key := method + "\x00" + target + "\x00" + version + "\x00" + errType + "\x00" + transport.Value.AsString()
+			key := seriesKey{'o', method, target, version, errType, transport.Value.AsString()}
 			t.operation.Inst().Record(ctx, time.Since(start).Seconds(), t.measurement(key, func() []attribute.KeyValue { return attrs }))
 		}
 		return res, err
@@ -288,19 +302,19 @@ func (s *Server) startCall(ctx context.Context, tool, provider string) (context.
 	owned := false
 	if rs, ok := ctx.Value(requestSpanKey{}).(requestSpan); ok && rs.span != nil && rs.tool == tool {
 		span = rs.span
-		span.SetAttributes(attrProvider.String(provider))
 		// Calls the provider makes within this one are not this request.
 		ctx = context.WithValue(ctx, requestSpanKey{}, requestSpan{})
 	} else if t.tracer != nil {
 		ctx, span = t.tracer.Start(ctx, "execute_tool "+tool, trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(tool), attrProvider.String(provider)))
+			trace.WithAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(tool)))
 		owned = true
 	}
 	return ctx, func(o *callOutcome) {
 		if span != nil {
-			span.SetAttributes(attrDecision.String(o.decision))
 			if o.profile != "" {
-				span.SetAttributes(attrProfile.String(o.profile))
+				span.SetAttributes(attrProvider.String(provider), attrDecision.String(o.decision), attrProfile.String(o.profile))
+			} else {
+				span.SetAttributes(attrProvider.String(provider), attrDecision.String(o.decision))
 			}
 			if owned {
 				if o.isError {
@@ -311,7 +325,7 @@ func (s *Server) startCall(ctx context.Context, tool, provider string) (context.
 			}
 		}
 		if t.calls != nil {
-			key := "call\x00" + tool + "\x00" + provider + "\x00" + o.decision + "\x00" + strconv.FormatBool(o.isError)
+			key := seriesKey{'c', tool, provider, o.decision, strconv.FormatBool(o.isError), ""}
 			opt := t.measurement(key, func() []attribute.KeyValue {
 				attrs := []attribute.KeyValue{semconv.GenAIToolName(tool), attrProvider.String(provider), attrDecision.String(o.decision)}
 				if o.isError {

@@ -30,6 +30,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -56,6 +57,9 @@ const (
 	envEndpoint    = "OTEL_EXPORTER_OTLP_ENDPOINT"
 	envProtocol    = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	envHeaders     = "OTEL_EXPORTER_OTLP_HEADERS"
+	// envExemplarFilter is the standard variable that turns metric
+	// exemplars on (trace_based, always_on); they are off otherwise.
+	envExemplarFilter = "OTEL_METRICS_EXEMPLAR_FILTER"
 )
 
 // Config says what to export and where.
@@ -165,7 +169,14 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		t.prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	}
 	if len(readers) > 0 {
-		t.mp = sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
+		opts := append(readers, sdkmetric.WithResource(res))
+		if _, set := os.LookupEnv(envExemplarFilter); !set {
+			// Exemplars cost every measurement a reservoir offer and
+			// Prometheus' classic format drops them: off unless asked
+			// for with OTEL_METRICS_EXEMPLAR_FILTER.
+			opts = append(opts, sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
+		}
+		t.mp = sdkmetric.NewMeterProvider(opts...)
 		otel.SetMeterProvider(t.mp)
 	}
 	return t, nil

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+func TestTuneGCForStdio(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	prevPercent := debug.SetGCPercent(100)
+	prevLimit := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() {
+		debug.SetGCPercent(prevPercent)
+		debug.SetMemoryLimit(prevLimit)
+	})
+	for _, tc := range []struct {
+		telemetry bool
+		limit     int64
+	}{{false, 24 << 20}, {true, 30 << 20}} {
+		tuneGCForStdio(tc.telemetry)
+		if got := debug.SetMemoryLimit(-1); got != tc.limit {
+			t.Errorf("telemetry %v: memory limit %d, want %d", tc.telemetry, got, tc.limit)
+		}
+		if got := debug.SetGCPercent(-1); got != stdioGCPercent {
+			t.Errorf("telemetry %v: GOGC %d, want %d", tc.telemetry, got, stdioGCPercent)
+		}
+		debug.SetGCPercent(100)
+	}
+	// Set by the user, the limit is theirs.
+	t.Setenv("GOMEMLIMIT", "64MiB")
+	debug.SetMemoryLimit(prevLimit)
+	tuneGCForStdio(true)
+	if got := debug.SetMemoryLimit(-1); got != prevLimit {
+		t.Errorf("with GOMEMLIMIT set: memory limit %d, want it untouched (%d)", got, prevLimit)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
@@ -33,6 +34,10 @@ const EnvTraces = "OPENHUMAN_OTEL_TRACES"
 
 // tracingName names the SDK's tracer.
 const tracingName = "github.com/openhuman/openhuman-host/sdk"
+
+// callTracer is the SDK's tracer from OpenTelemetry's global tracer
+// provider, which forwards to the provider a program installs later.
+var callTracer = sync.OnceValue(func() trace.Tracer { return otel.Tracer(tracingName) })
 
 // tracePropagator reads the W3C trace context and baggage the host puts
 // in each call's gRPC metadata.
@@ -72,7 +77,7 @@ func startCallSpan(ctx context.Context, fullMethod string) (context.Context, tra
 		ctx = tracePropagator.Extract(ctx, metadataCarrier(md))
 	}
 	method := strings.TrimPrefix(fullMethod, "/")
-	return otel.Tracer(tracingName).Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer),
+	return callTracer().Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(semconv.RPCSystemNameGRPC, semconv.RPCMethod(method)))
 }
 

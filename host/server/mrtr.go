@@ -370,7 +370,7 @@ func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name st
 	}
 	client := clientDigest(authSubject(req.Extra), call.Caller)
 	args := argsDigest(call.Arguments)
-	caps := req.ClientCapabilities()
+	caps := requestClientCapabilities(req)
 	if canConfirmMRTR(caps) {
 		call.confirmation = &confirmation{}
 	}

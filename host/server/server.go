@@ -1342,7 +1342,7 @@ func inRequestInputAllowed(v string) bool { return v != "" && v < firstMultiRoun
 // (protocol 2026-07-28 and later) or elicitation during the call.
 func clientCanConfirm(req clientRequest) bool {
 	if mrtrClient(req) {
-		return canConfirmMRTR(req.ClientCapabilities())
+		return canConfirmMRTR(requestClientCapabilities(req))
 	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 		return canConfirm(ss.InitializeParams())

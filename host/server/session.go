@@ -74,13 +74,13 @@ func (s *Server) caller(ss *mcp.ServerSession) sdk.Caller {
 
 // clientRequest is what every request a client sends tells about it: on
 // protocol 2026-07-28 and later from the request's own _meta (SEP-2575),
-// before that from the session's initialize.
+// before that from the session's initialize ([requestClientInfo],
+// [requestClientCapabilities]).
 type clientRequest interface {
 	GetSession() mcp.Session
+	GetParams() mcp.Params
 	GetExtra() *mcp.RequestExtra
 	ProtocolVersion() string
-	ClientInfo() *mcp.Implementation
-	ClientCapabilities() *mcp.ClientCapabilities
 }
 
 // callerOf is the sdk.Caller of req without call-specific fields. A
@@ -106,14 +106,14 @@ func (s *Server) clientCaller(req clientRequest) sdk.Caller {
 	}
 	var info *sessionInfo
 	if extra := req.GetExtra(); extra != nil && extra.Header != nil && ss != nil && ss.ID() == "" {
-		info = s.client(authSubject(extra), req.ClientInfo(), req.ClientCapabilities())
+		info = s.client(authSubject(extra), requestClientInfo(req), requestClientCapabilities(req))
 	} else {
 		info = s.session(ss)
 	}
 	c := info.caller()
 	c.ProtocolVersion = cleanClientText(version)
 	c.ClientCapabilities = nil
-	if caps := req.ClientCapabilities(); caps != nil {
+	if caps := requestClientCapabilities(req); caps != nil {
 		c.ClientCapabilities, _ = json.Marshal(caps)
 	}
 	return c

@@ -120,9 +120,9 @@ func (c *lineConn) readLoop(in io.Reader) {
 		if tooLong {
 			tooLong = false
 			c.writeError(nil, -32600, fmt.Sprintf("message larger than %d bytes; it was skipped", MaxLineBytes))
-		} else if msg, ok := c.decode(line); ok {
+		} else if msg, raw, ok := c.decode(line); ok {
 			req, isReq := msg.(*jsonrpc.Request)
-			if isReq && req.ID.IsValid() && !c.admit(req, line) {
+			if isReq && req.ID.IsValid() && !c.admit(req, bytes.TrimSpace(raw)) {
 				goto next
 			}
 			if isReq && !req.ID.IsValid() && req.Method == "notifications/cancelled" {
@@ -159,50 +159,99 @@ func (c *lineConn) readLoop(in io.Reader) {
 	}
 }
 
-// decode returns the message on line, or answers the line with an error
-// and reports false. Blank lines are skipped silently.
-func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
+// decode returns the message on line and its id as the client wrote it,
+// or answers the line with an error and reports false. Blank lines are
+// skipped silently. The line is parsed once, with encoding/json: the
+// go-sdk's jsonrpc.DecodeMessage would parse it twice through a decoder
+// that allocates 32 KiB each time. Keys match exactly, as the go-sdk's
+// decoder matches them.
+func (c *lineConn) decode(line []byte) (jsonrpc.Message, json.RawMessage, bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return nil, false
-	}
-	if !json.Valid(line) {
-		c.writeError(nil, -32700, "parse error: the line is not valid JSON; send one JSON-RPC message per line")
-		return nil, false
+		return nil, nil, false
 	}
 	if line[0] == '[' {
-		c.writeError(nil, -32600, "invalid request: batches are not supported; send one JSON-RPC message per line")
-		return nil, false
-	}
-	if hasNullID(line) {
-		c.writeError(nil, -32600, "invalid request: the id must be a string or a number, not null")
-		return nil, false
-	}
-	msg, err := jsonrpc.DecodeMessage(line)
-	if err != nil {
-		var probe struct {
-			ID json.RawMessage `json:"id"`
+		if !json.Valid(line) {
+			c.writeError(nil, -32700, parseError)
+		} else {
+			c.writeError(nil, -32600, "invalid request: batches are not supported; send one JSON-RPC message per line")
 		}
-		_ = json.Unmarshal(line, &probe)
-		c.writeError(probe.ID, -32600, fmt.Sprintf("invalid request: %v", err))
-		return nil, false
+		return nil, nil, false
 	}
-	return msg, true
+	var wire map[string]json.RawMessage
+	if err := json.Unmarshal(line, &wire); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			c.writeError(nil, -32700, parseError)
+		} else {
+			c.writeError(nil, -32600, "invalid request: a JSON-RPC message is a JSON object")
+		}
+		return nil, nil, false
+	}
+	id := wire["id"]
+	msg, err := messageOf(wire)
+	if err != nil {
+		c.writeError(id, -32600, "invalid request: "+err.Error())
+		return nil, nil, false
+	}
+	return msg, id, true
 }
 
-// hasNullID reports whether line is an object with "id": null, which the
-// JSON-RPC decoder would take for a notification. The full parse runs only
-// for lines that could have one.
-func hasNullID(line []byte) bool {
-	if !bytes.Contains(line, []byte("null")) || !bytes.Contains(line, []byte(`"id"`)) {
-		return false
+// parseError is the message of the -32700 answer to a line that is not
+// JSON.
+const parseError = "parse error: the line is not valid JSON; send one JSON-RPC message per line"
+
+// messageOf is the JSON-RPC 2.0 message whose top-level members are wire:
+// a request (or notification) when it has a method, else a response,
+// which needs an id. Ids are strings or numbers (a number is taken as
+// the go-sdk takes it; [lineConn.admit] keeps the client's own), never
+// null.
+func messageOf(wire map[string]json.RawMessage) (jsonrpc.Message, error) {
+	var version string
+	if err := json.Unmarshal(wire["jsonrpc"], &version); err != nil || version != "2.0" {
+		return nil, fmt.Errorf(`"jsonrpc" must be "2.0", got %s`, orAbsent(wire["jsonrpc"]))
 	}
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(line, &probe) != nil {
-		return false
+	var id jsonrpc.ID
+	if raw, ok := wire["id"]; ok {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("id: %w", err)
+		}
+		if v == nil {
+			return nil, errors.New("the id must be a string or a number, not null")
+		}
+		var err error
+		if id, err = jsonrpc.MakeID(v); err != nil {
+			return nil, fmt.Errorf("the id must be a string or a number, got %s", raw)
+		}
 	}
-	id, ok := probe["id"]
-	return ok && string(id) == "null"
+	if raw, ok := wire["method"]; ok {
+		var method string
+		if err := json.Unmarshal(raw, &method); err != nil {
+			return nil, fmt.Errorf(`"method" must be a string, got %s`, raw)
+		}
+		return &jsonrpc.Request{Method: method, ID: id, Params: wire["params"]}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New(`a message needs a "method" (a request or notification) or an "id" (a response)`)
+	}
+	resp := &jsonrpc.Response{ID: id, Result: wire["result"]}
+	if raw, ok := wire["error"]; ok && string(raw) != "null" {
+		var e jsonrpc.Error
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf(`"error" must be a JSON-RPC error object: %w`, err)
+		}
+		resp.Error = &e
+	}
+	return resp, nil
+}
+
+// orAbsent is raw, or "nothing" when it is empty.
+func orAbsent(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	return string(raw)
 }
 
 // writeError writes a JSON-RPC error response with the given id (null
@@ -276,13 +325,12 @@ func (c *lineConn) waitDrained() {
 // the client wrote it.
 func idKey(raw json.RawMessage) string { return string(raw) }
 
-// admit registers the id of req, read from line, as in flight. A second
+// admit registers the id of req, raw as the client wrote it, as in flight. A second
 // request with the id of one still running is answered with -32600 and
 // refused (false). An id the go-sdk would not send back exactly (a
 // fraction, or an integer beyond what a float64 holds) is replaced, for
 // the server, by one it does, and restored in the answer.
-func (c *lineConn) admit(req *jsonrpc.Request, line []byte) bool {
-	raw := rawID(req.ID, line)
+func (c *lineConn) admit(req *jsonrpc.Request, raw json.RawMessage) bool {
 	key := idKey(raw)
 	c.idsMu.Lock()
 	defer c.idsMu.Unlock()
@@ -339,25 +387,6 @@ func (c *lineConn) answeredID(id jsonrpc.ID) (json.RawMessage, bool) {
 func encodedID(id jsonrpc.ID) json.RawMessage {
 	b, _ := json.Marshal(id.Raw())
 	return b
-}
-
-// rawID is the id of a request as it appears on line. The compact form
-// the go-sdk writes is looked for first, which is what clients send; only
-// when it is absent is the line parsed for it.
-func rawID(id jsonrpc.ID, line []byte) json.RawMessage {
-	enc := encodedID(id)
-	for _, end := range []string{",", "}"} {
-		if bytes.Contains(line, []byte(`"id":`+string(enc)+end)) {
-			return enc
-		}
-	}
-	var probe struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(line, &probe) != nil || len(probe.ID) == 0 {
-		return enc
-	}
-	return bytes.TrimSpace(probe.ID)
 }
 
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {

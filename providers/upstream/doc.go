@@ -1,7 +1,7 @@
 // Package upstream is the built-in provider that re-exposes the tools,
 // prompts and resources of other MCP servers ("upstreams") through the
-// host, so that the host's policy and audit apply to them (DESIGN §9,
-// issue 8).
+// host, so that the host's policy and audit apply to them
+// (docs/upstream.md is the operator's guide).
 //
 // Its settings are a list of servers, [[upstream.servers]], each reached
 // over stdio (command, args, env, cwd) or Streamable HTTP (endpoint,

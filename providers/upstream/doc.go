@@ -29,7 +29,7 @@
 // (before 2026-07-28 it may sample and elicit during a call).
 //
 // The provider aims to be transparent, relaying through the host's
-// protocol 2 service ([sdk.Host]):
+// provider protocol 2 service ([sdk.Host]):
 //
 //   - Prompts are listed as <prefix><prompt> (allowed_tools and
 //     disallowed_tools do not apply to them) and filled in by GetPrompt;

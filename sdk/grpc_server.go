@@ -207,7 +207,10 @@ func fromStatusNotFound(what string, err error, notFound error) error {
 
 // ErrUnavailable is wrapped by errors from a [Provider] or [Host] returned by
 // this package when the other process cannot be reached, for example
-// because it exited.
+// because it exited: the gRPC connection itself failed (codes.Unavailable).
+// The host's own plugins.ErrUnavailable is a different error: the host
+// wraps it when it does not even try, because the provider is not running
+// (restarting, failed or stopped).
 var ErrUnavailable = errors.New("plugin connection unavailable")
 
 // ErrPanicked is wrapped by the error of a call whose implementation

@@ -11,13 +11,15 @@ import (
 	"github.com/openhuman/openhuman-host/sdk/internal/providerv1"
 )
 
-// This file carries the protocol 2 RPCs: on the provider side they
-// dispatch to the optional interfaces of session.go, on the host side they
-// are the methods host/plugins calls.
+// This file carries the RPCs that provider protocol 2 added (see
+// [ProtocolVersion]): on the provider side they dispatch to the optional
+// interfaces of session.go, on the host side they are the methods
+// host/plugins calls.
 
-// ErrNotImplemented is wrapped by the errors of protocol 2 methods called
-// on a provider that does not implement the interface they belong to, or
-// that speaks protocol 1; the host treats it as "nothing to do".
+// ErrNotImplemented is wrapped by the errors of provider protocol 2
+// methods called on a provider that does not implement the interface they
+// belong to, or that speaks provider protocol 1; the host treats it as
+// "nothing to do".
 var ErrNotImplemented = errors.New("not implemented by the provider")
 
 // optional returns impl as T, looking through wrappers that have an
@@ -130,9 +132,10 @@ func (s *grpcProviderServer) SessionClosed(ctx context.Context, req *providerv1.
 	return &providerv1.SessionClosedResponse{}, nil
 }
 
-// protocol2Error turns a gRPC error of a protocol 2 RPC into the sdk's:
+// providerV2Error turns a gRPC error of an RPC that provider protocol 2
+// added (not an MCP revision; see [ProtocolVersion]) into the sdk's:
 // UNIMPLEMENTED wraps [ErrNotImplemented].
-func protocol2Error(what string, err error, notFound error) error {
+func providerV2Error(what string, err error, notFound error) error {
 	if status.Code(err) == codes.Unimplemented {
 		return fmt.Errorf("%s: %w", what, ErrNotImplemented)
 	}
@@ -145,7 +148,7 @@ func (c *grpcProviderClient) GetPrompt(ctx context.Context, req *GetPromptReques
 	res, err := c.client.GetPrompt(ctx, &providerv1.GetPromptRequest{Name: req.Name, Arguments: req.Arguments, Caller: callerToProto(req.Caller),
 		InputResponsesJson: req.InputResponses, RequestState: req.RequestState})
 	if err != nil {
-		return nil, protocol2Error("get prompt "+req.Name, err, ErrPromptNotFound)
+		return nil, providerV2Error("get prompt "+req.Name, err, ErrPromptNotFound)
 	}
 	out := &GetPromptResult{Description: res.GetDescription(), InputRequests: rawOrNil(res.GetInputRequestsJson()), RequestState: res.GetRequestState()}
 	for _, m := range res.GetMessages() {
@@ -162,7 +165,7 @@ func (c *grpcProviderClient) Complete(ctx context.Context, req *CompleteRequest)
 		Context: req.Context, Caller: callerToProto(req.Caller),
 	})
 	if err != nil {
-		return nil, protocol2Error("complete", err, ErrPromptNotFound)
+		return nil, providerV2Error("complete", err, ErrPromptNotFound)
 	}
 	return &CompleteResult{Values: res.GetValues(), Total: int(res.GetTotal()), HasMore: res.GetHasMore()}, nil
 }
@@ -171,7 +174,7 @@ func (c *grpcProviderClient) Complete(ctx context.Context, req *CompleteRequest)
 func (c *grpcProviderClient) Subscribe(ctx context.Context, req *SubscribeRequest) error {
 	_, err := c.client.Subscribe(ctx, &providerv1.SubscribeRequest{Uri: req.URI, Caller: callerToProto(req.Caller)})
 	if err != nil {
-		return protocol2Error("subscribe "+req.URI, err, ErrResourceNotFound)
+		return providerV2Error("subscribe "+req.URI, err, ErrResourceNotFound)
 	}
 	return nil
 }
@@ -180,7 +183,7 @@ func (c *grpcProviderClient) Subscribe(ctx context.Context, req *SubscribeReques
 func (c *grpcProviderClient) Unsubscribe(ctx context.Context, req *SubscribeRequest) error {
 	_, err := c.client.Unsubscribe(ctx, &providerv1.UnsubscribeRequest{Uri: req.URI, Caller: callerToProto(req.Caller)})
 	if err != nil {
-		return protocol2Error("unsubscribe "+req.URI, err, ErrResourceNotFound)
+		return providerV2Error("unsubscribe "+req.URI, err, ErrResourceNotFound)
 	}
 	return nil
 }
@@ -189,7 +192,7 @@ func (c *grpcProviderClient) Unsubscribe(ctx context.Context, req *SubscribeRequ
 func (c *grpcProviderClient) SetLoggingLevel(ctx context.Context, req *SetLoggingLevelRequest) error {
 	_, err := c.client.SetLoggingLevel(ctx, &providerv1.SetLoggingLevelRequest{Level: req.Level, Caller: callerToProto(req.Caller)})
 	if err != nil {
-		return protocol2Error("set logging level", err, ErrResourceNotFound)
+		return providerV2Error("set logging level", err, ErrResourceNotFound)
 	}
 	return nil
 }
@@ -198,7 +201,7 @@ func (c *grpcProviderClient) SetLoggingLevel(ctx context.Context, req *SetLoggin
 func (c *grpcProviderClient) SessionClosed(ctx context.Context, caller Caller) error {
 	_, err := c.client.SessionClosed(ctx, &providerv1.SessionClosedRequest{Caller: callerToProto(caller)})
 	if err != nil {
-		return protocol2Error("session closed", err, ErrResourceNotFound)
+		return providerV2Error("session closed", err, ErrResourceNotFound)
 	}
 	return nil
 }
@@ -234,8 +237,8 @@ func (s *grpcHostServer) Notify(ctx context.Context, req *providerv1.HostNotifyR
 	return &providerv1.HostNotifyResponse{}, nil
 }
 
-// hostError turns a gRPC error of a protocol 2 host RPC into the sdk's;
-// a host that speaks protocol 1 cannot take the request.
+// hostError turns a gRPC error of a provider protocol 2 host RPC into the
+// sdk's; a host that speaks provider protocol 1 cannot take the request.
 func hostError(what string, err error) error {
 	if status.Code(err) == codes.Unimplemented {
 		return fmt.Errorf("%s: %w: the host speaks provider protocol 1", what, ErrClientUnavailable)

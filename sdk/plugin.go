@@ -13,6 +13,14 @@ import (
 
 // ProtocolVersion is the newest provider protocol version this package
 // speaks; it also speaks every earlier one (see [VersionedPlugins]).
+//
+// The provider protocol is the gRPC contract between the host and its
+// providers (sdk/proto), numbered 1, 2, ...; go-plugin's handshake settles
+// on a version (the handshake line's second field, see
+// docs/provider-protocol.md). It is unrelated to the MCP protocol revision
+// a client speaks ("2025-11-25", "2026-07-28"), which a provider sees as
+// [Caller.ProtocolVersion]. Comments in this module say "provider protocol
+// 2" for the former and name MCP revisions by their date.
 const ProtocolVersion = 2
 
 // PluginName is the key of the provider plugin in go-plugin's plugin set.

@@ -389,9 +389,13 @@ type PromptArgument struct {
 
 // Caller says on whose behalf a call is made.
 type Caller struct {
-	// SourceType is "mcp:<client>" for MCP clients, "cli" for one-shot
-	// commands, and "<source>/agent:<id>" for calls made by a provider
-	// through [Host].
+	// SourceType says who is calling: "mcp:<client>" for MCP clients
+	// ("mcp:claude-desktop"), "cli" for one-shot commands, and
+	// "<source>/agent:<id>" for calls made by a provider through [Host].
+	// The host records it in the audit log's source_type column. It names
+	// the caller, not where data came from: it is unrelated to the memory
+	// provider's sources (mcp:<namespace>, file:<folder>, what
+	// tree_list_sources lists), although both may start with "mcp:".
 	SourceType string
 	// SessionHash is "sha256:" and 8 hex digits of the MCP session id;
 	// never the id itself. Empty outside sessions.
@@ -412,21 +416,25 @@ type Caller struct {
 	// session; empty outside MCP sessions. Pass the Caller on unchanged.
 	CallToken string
 	// SessionToken is an opaque token that identifies the client's MCP
-	// session while it is connected (protocol 2): [Host.RequestClient]
+	// session while it is connected (provider protocol 2 and later): [Host.RequestClient]
 	// and [Host.NotifyLog] reach the session by it outside a call, and
 	// [SessionObserver.SessionClosed] carries it once the session ends.
 	// Empty outside MCP sessions.
 	SessionToken string
-	// ProtocolVersion is the MCP protocol version the client asked for in
-	// initialize, such as "2025-11-25" (protocol 2); a provider that
-	// opens sessions of its own for the client (the upstream provider)
-	// asks for the same. Empty outside MCP sessions.
+	// ProtocolVersion is the MCP protocol revision the client speaks, such
+	// as "2025-11-25": the one it asked for in initialize, or, from
+	// 2026-07-28 on, the one each request names in its _meta. A provider
+	// that opens sessions of its own for the client (the upstream
+	// provider) asks for the same. Empty for calls from no MCP client (the
+	// command line). Sent from provider protocol 2 on; not to be confused
+	// with the package's [ProtocolVersion], the provider protocol's own
+	// version number.
 	ProtocolVersion string
 	// ClientCapabilities is what the client declared in initialize, a
 	// JSON object in the MCP ClientCapabilities schema (sampling,
-	// elicitation, roots, ...) (protocol 2); a provider that opens
-	// sessions of its own for the client declares no more than this. Nil
-	// outside MCP sessions.
+	// elicitation, roots, ...) (provider protocol 2 and later); a provider
+	// that opens sessions of its own for the client declares no more than
+	// this. Nil outside MCP sessions.
 	ClientCapabilities json.RawMessage
 	// ReadsStructuredContent is true when the host's config ([server]
 	// structured_content_clients) says the client hands a tool result's

@@ -1,5 +1,5 @@
-// Package audit keeps the host's audit log (DESIGN §11): one row in the SQLite table mcp_audit for every
-// attempt to call a tool, allowed or denied.
+// Package audit keeps the host's audit log: one row in the table mcp_audit (SQLite, or PostgreSQL shared by
+// replicas) for every attempt to call a tool, allowed or denied.
 //
 // [Open] opens (and migrates) the database and starts one background writer. The rule that keeps the log
 // complete without ever hanging a call:

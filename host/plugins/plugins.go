@@ -199,7 +199,9 @@ var DefaultEnv = defaultEnv()
 var baseEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR"}
 
 // ErrUnavailable is wrapped by errors of calls to a provider that is not
-// running: restarting after a crash, failed, or stopped.
+// running: restarting after a crash, failed, or stopped. The call was not
+// sent. It is not [sdk.ErrUnavailable], which the sdk wraps when a call
+// that was sent finds the connection broken.
 var ErrUnavailable = errors.New("provider is not running")
 
 // ErrChecksum is wrapped by the error of a provider whose executable's

@@ -35,8 +35,8 @@ type subEvent struct {
 	sdk.Caller
 }
 
-// relayFake is a dispatcher with every protocol 2 interface; it records
-// what it receives and answers from overridable hooks.
+// relayFake is a dispatcher with every provider protocol 2 interface; it
+// records what it receives and answers from overridable hooks.
 type relayFake struct {
 	name string
 

@@ -224,7 +224,7 @@ type Settings struct {
 	// DisabledHint, when set, says for a tool name that is not served
 	// whether it belongs to a disabled provider and which config key
 	// enables it ("" when it does not); an unknown tool's -32602 then
-	// carries that hint (DESIGN §4).
+	// carries that hint.
 	DisabledHint func(tool string) string
 	// StructuredContentClients is as in [Options]; a call takes the
 	// list in force when it starts.
@@ -780,9 +780,9 @@ type Call struct {
 	confirmation *confirmation
 }
 
-// Call runs the tools/call pipeline of DESIGN §4 for c: lookup, argument
-// validation, SecurityPolicy, dispatch with the tool's deadline and ctx's
-// cancellation, and one audit row. Validation failures, policy denials and
+// Call runs the tools/call pipeline (docs/architecture.md) for c: lookup,
+// argument validation, SecurityPolicy, dispatch with the tool's deadline
+// and ctx's cancellation, and one audit row. Validation failures, policy denials and
 // provider failures (including a provider that is not running) are results
 // with IsError set and an actionable message. The error is non-nil only for
 // an unknown tool ([ErrUnknownTool]) and host faults.

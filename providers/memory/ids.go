@@ -77,7 +77,10 @@ func disambiguatedKeyN(key, title string, n int) string {
 	return key + "-" + hex.EncodeToString(sum[:n])
 }
 
-// sourceIDForNamespace is the source that memory_store writes into.
+// sourceIDForNamespace is the source that memory_store writes into:
+// "mcp:<namespace>", where the memory came from. It is not the caller's
+// sdk.Caller.SourceType ("mcp:<client>", who called), though both start
+// with "mcp:".
 func sourceIDForNamespace(namespace string) string {
 	return "mcp:" + namespace
 }

@@ -1,7 +1,7 @@
 // Package upstream is the built-in provider that re-exposes the tools,
 // prompts and resources of other MCP servers ("upstreams") through the
-// host, so that the host's policy and audit apply to them (DESIGN §9,
-// issue 8).
+// host, so that the host's policy and audit apply to them
+// (docs/upstream.md is the operator's guide).
 //
 // Its settings are a list of servers, [[upstream.servers]], each reached
 // over stdio (command, args, env, cwd) or Streamable HTTP (endpoint,
@@ -29,7 +29,7 @@
 // (before 2026-07-28 it may sample and elicit during a call).
 //
 // The provider aims to be transparent, relaying through the host's
-// protocol 2 service ([sdk.Host]):
+// provider protocol 2 service ([sdk.Host]):
 //
 //   - Prompts are listed as <prefix><prompt> (allowed_tools and
 //     disallowed_tools do not apply to them) and filled in by GetPrompt;

@@ -46,8 +46,9 @@ type clientState struct {
 }
 
 // clientKey tells host sessions apart: the session token when the host
-// sends one (protocol 2), else the session hash; "" for calls from no MCP
-// session, which share one upstream session per server.
+// sends one (provider protocol 2 and later), else the session hash; ""
+// for calls from no MCP session, which share one upstream session per
+// server.
 func clientKey(c sdk.Caller) string {
 	if c.SessionToken != "" {
 		return c.SessionToken

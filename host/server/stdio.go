@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/internal/mcpwire"
 )
 
 // MaxLineBytes bounds one inbound JSON-RPC message on stdio (16 MiB). A
@@ -161,97 +163,20 @@ func (c *lineConn) readLoop(in io.Reader) {
 
 // decode returns the message on line and its id as the client wrote it,
 // or answers the line with an error and reports false. Blank lines are
-// skipped silently. The line is parsed once, with encoding/json: the
-// go-sdk's jsonrpc.DecodeMessage would parse it twice through a decoder
-// that allocates 32 KiB each time. Keys match exactly, as the go-sdk's
-// decoder matches them.
+// skipped silently. The line is parsed once ([mcpwire.Decode]).
 func (c *lineConn) decode(line []byte) (jsonrpc.Message, json.RawMessage, bool) {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 {
+	if len(bytes.TrimSpace(line)) == 0 {
 		return nil, nil, false
 	}
-	if line[0] == '[' {
-		if !json.Valid(line) {
-			c.writeError(nil, -32700, parseError)
-		} else {
-			c.writeError(nil, -32600, "invalid request: batches are not supported; send one JSON-RPC message per line")
-		}
-		return nil, nil, false
-	}
-	var wire map[string]json.RawMessage
-	if err := json.Unmarshal(line, &wire); err != nil {
-		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) {
-			c.writeError(nil, -32700, parseError)
-		} else {
-			c.writeError(nil, -32600, "invalid request: a JSON-RPC message is a JSON object")
-		}
-		return nil, nil, false
-	}
-	id := wire["id"]
-	msg, err := messageOf(wire)
+	msg, id, err := mcpwire.Decode(line)
 	if err != nil {
-		c.writeError(id, -32600, "invalid request: "+err.Error())
+		var we *mcpwire.Error
+		if errors.As(err, &we) {
+			c.writeError(id, we.Code, we.Message)
+		}
 		return nil, nil, false
 	}
 	return msg, id, true
-}
-
-// parseError is the message of the -32700 answer to a line that is not
-// JSON.
-const parseError = "parse error: the line is not valid JSON; send one JSON-RPC message per line"
-
-// messageOf is the JSON-RPC 2.0 message whose top-level members are wire:
-// a request (or notification) when it has a method, else a response,
-// which needs an id. Ids are strings or numbers (a number is taken as
-// the go-sdk takes it; [lineConn.admit] keeps the client's own), never
-// null.
-func messageOf(wire map[string]json.RawMessage) (jsonrpc.Message, error) {
-	var version string
-	if err := json.Unmarshal(wire["jsonrpc"], &version); err != nil || version != "2.0" {
-		return nil, fmt.Errorf(`"jsonrpc" must be "2.0", got %s`, orAbsent(wire["jsonrpc"]))
-	}
-	var id jsonrpc.ID
-	if raw, ok := wire["id"]; ok {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, fmt.Errorf("id: %w", err)
-		}
-		if v == nil {
-			return nil, errors.New("the id must be a string or a number, not null")
-		}
-		var err error
-		if id, err = jsonrpc.MakeID(v); err != nil {
-			return nil, fmt.Errorf("the id must be a string or a number, got %s", raw)
-		}
-	}
-	if raw, ok := wire["method"]; ok {
-		var method string
-		if err := json.Unmarshal(raw, &method); err != nil {
-			return nil, fmt.Errorf(`"method" must be a string, got %s`, raw)
-		}
-		return &jsonrpc.Request{Method: method, ID: id, Params: wire["params"]}, nil
-	}
-	if !id.IsValid() {
-		return nil, errors.New(`a message needs a "method" (a request or notification) or an "id" (a response)`)
-	}
-	resp := &jsonrpc.Response{ID: id, Result: wire["result"]}
-	if raw, ok := wire["error"]; ok && string(raw) != "null" {
-		var e jsonrpc.Error
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, fmt.Errorf(`"error" must be a JSON-RPC error object: %w`, err)
-		}
-		resp.Error = &e
-	}
-	return resp, nil
-}
-
-// orAbsent is raw, or "nothing" when it is empty.
-func orAbsent(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	return string(raw)
 }
 
 // writeError writes a JSON-RPC error response with the given id (null

@@ -268,38 +268,23 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		h.replayed[p.Name] = p.Pid()
 	}
 	cat, dispatchers, notLoaded := h.merge()
-	timeouts := map[string]time.Duration{}
-	for _, p := range cfg.EnabledProviders() {
-		if d := p.ToolTimeout(); d > 0 {
-			timeouts[p.Name] = d
-		}
-	}
 	key, err := sharedStateKey(ctx, cfg, dataDir, auditLog)
 	if err != nil {
 		h.changeMu.Unlock()
 		_ = h.Close(ctx)
 		return nil, err
 	}
-	srv, err := server.New(cat, dispatchers, &server.Options{
-		StateKey:             key,
-		NotLoaded:            notLoaded,
-		ProviderToolTimeouts: timeouts,
-		ConfirmActs:          cfg.Autonomy.ConfirmActs,
-		Version:              o.Version,
-		Logger:               o.Logger,
-		Policy:               pol,
-		Audit:                auditLog,
-		RecordReads:          cfg.Audit.RecordReads,
-		ToolTimeout:          cfg.Server.ToolTimeout(),
-		Profile:              o.Profile,
-		Profiles:             profiles(cfg, pol, o.Logger),
-		ToolOverrides:        toolOverrides(cfg),
-
-		StructuredContentClients: cfg.Server.StructuredContentClients,
-		Replica:                  cfg.Server.Replica,
-		TracerProvider:           tracerProvider(o.Telemetry),
-		MeterProvider:            meterProvider(o.Telemetry),
-	})
+	srvOpts := h.serverOptions(cfg, pol)
+	srvOpts.Version = o.Version
+	srvOpts.Logger = o.Logger
+	srvOpts.Audit = auditLog
+	srvOpts.NotLoaded = notLoaded
+	srvOpts.StateKey = key
+	srvOpts.Profile = o.Profile
+	srvOpts.Replica = cfg.Server.Replica
+	srvOpts.TracerProvider = tracerProvider(o.Telemetry)
+	srvOpts.MeterProvider = meterProvider(o.Telemetry)
+	srv, err := server.New(cat, dispatchers, &srvOpts)
 	if err != nil {
 		h.changeMu.Unlock()
 		_ = h.Close(ctx)
@@ -307,7 +292,6 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	}
 	h.Server = srv
 	h.policy = pol
-	srv.Reconfigure(h.serverSettings(cfg, pol))
 	hostService.srv.Store(srv)
 	h.changeMu.Unlock()
 	if h.metrics, err = h.registerMetrics(o.Telemetry); err != nil {
@@ -571,15 +555,16 @@ func configDir(cfg *config.Config) string {
 	return ""
 }
 
-// serverSettings are the server settings cfg asks for.
-func (h *Host) serverSettings(cfg *config.Config, pol *policy.Policy) server.Settings {
+// serverOptions are the server options cfg asks for that a reload can
+// change ([server.Server.Reconfigure]).
+func (h *Host) serverOptions(cfg *config.Config, pol *policy.Policy) server.Options {
 	timeouts := map[string]time.Duration{}
 	for _, p := range cfg.EnabledProviders() {
 		if d := p.ToolTimeout(); d > 0 {
 			timeouts[p.Name] = d
 		}
 	}
-	return server.Settings{
+	return server.Options{
 		Policy:               pol,
 		ToolTimeout:          cfg.Server.ToolTimeout(),
 		ProviderToolTimeouts: timeouts,
@@ -1090,7 +1075,7 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 	cat, dispatchers, notLoaded := h.merge()
 	pol.Inherit(h.policy)
 	h.policy = pol
-	h.Server.Reconfigure(h.serverSettings(cfg, pol))
+	h.Server.Reconfigure(h.serverOptions(cfg, pol))
 	h.Server.Update(cat, dispatchers, notLoaded)
 	for _, p := range loaded {
 		// Replacements and newly enabled providers learn what the

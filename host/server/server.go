@@ -800,7 +800,7 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 		Tool:          t.Name,
 		Provider:      t.Provider,
 		Class:         string(t.Class),
-		Decision:      "allowed",
+		Decision:      audit.DecisionAllowed,
 		ArgsSummary:   audit.SummarizeArgs(c.Arguments),
 		Profile:       c.Profile,
 	}
@@ -856,7 +856,7 @@ func (s *Server) begin(ctx context.Context, set *Options, t *catalog.Tool, rec *
 		rec.Decision = audit.DecisionDenied(d.Reason)
 		return sdk.ErrorResult("%s", d.Message)
 	case ctx.Err() != nil:
-		rec.Decision = audit.DecisionDenied("cancelled")
+		rec.Decision = audit.DecisionDenied(reasonCancelled)
 		return sdk.ErrorResult("%s was cancelled by the client before it ran", t.Name)
 	case err != nil:
 		s.log.Error("act refused: its audit row could not be written", "tool", t.Name, "error", err)
@@ -881,6 +881,28 @@ func (s *Server) begin(ctx context.Context, set *Options, t *catalog.Tool, rec *
 // because its audit row could not be written before it ran.
 const AuditFailure = "audit"
 
+// Denial reasons of the refusals the server decides itself, beside the
+// policy's (policy.Reason*), [AuditFailure] and [BadConfirmation]; the
+// audit row's decision is [audit.DecisionDenied] of one.
+const (
+	// reasonCancelled: the call was cancelled before it ran.
+	reasonCancelled = "cancelled"
+	// reasonDepth: the call nests deeper than [MaxDepth].
+	reasonDepth = "depth"
+	// reasonInvalidArguments: the arguments do not match the tool's
+	// input schema.
+	reasonInvalidArguments = "invalid_arguments"
+	// reasonPolicy: the policy refused the call with an error that is
+	// not a [policy.Denial].
+	reasonPolicy = "policy"
+	// reasonNotConfirmed: the user was asked to confirm an act and did
+	// not.
+	reasonNotConfirmed = "not_confirmed"
+	// reasonConfirmationUnavailable: confirm_acts = "required" and the
+	// client cannot ask the user.
+	reasonConfirmationUnavailable = "confirmation_unavailable"
+)
+
 func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call, rec *audit.Record) (*sdk.CallToolResult, error) {
 	set, err := s.settings.Load().forProfile(c.Profile)
 	if err != nil {
@@ -888,21 +910,21 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 		return sdk.ErrorResult("%s refused: %v", t.Name, err), nil
 	}
 	if c.Caller.Depth > MaxDepth {
-		rec.Decision = "denied:depth"
+		rec.Decision = audit.DecisionDenied(reasonDepth)
 		return sdk.ErrorResult("%s refused: tool calls may nest at most %d deep", t.Name, MaxDepth), nil
 	}
 	args, err := t.ValidateArguments(c.Arguments)
 	if err != nil {
-		rec.Decision = "denied:invalid_arguments"
+		rec.Decision = audit.DecisionDenied(reasonInvalidArguments)
 		return sdk.ErrorResult("%s", err.Error()), nil
 	}
 	if err := set.Policy.Check(t.Name, policy.Class(t.Class)); err != nil {
 		var denial *policy.Denial
 		if errors.As(err, &denial) {
-			rec.Decision = "denied:" + denial.Reason
+			rec.Decision = audit.DecisionDenied(denial.Reason)
 			return sdk.ErrorResult("%s", denial.Message), nil
 		}
-		rec.Decision = "denied:policy"
+		rec.Decision = audit.DecisionDenied(reasonPolicy)
 		return sdk.ErrorResult("%s refused by the security policy: %v", t.Name, err), nil
 	}
 	if refusal := s.confirm(ctx, set, t, c, rec); refusal != nil {
@@ -976,7 +998,7 @@ func (s *Server) confirm(ctx context.Context, set *Options, t *catalog.Tool, c C
 			rec.Decision = decisionAsking
 			return sdk.ErrorResult("%s waits for your confirmation", t.Name)
 		case !q.yes:
-			rec.Decision = "denied:not_confirmed"
+			rec.Decision = audit.DecisionDenied(reasonNotConfirmed)
 			return sdk.ErrorResult("%s was not run: you did not confirm it. [autonomy] confirm_acts = %q asks before every act tool when the client can ask; set it to %q to stop asking",
 				t.Name, mode, ConfirmOff)
 		}
@@ -986,7 +1008,7 @@ func (s *Server) confirm(ctx context.Context, set *Options, t *catalog.Tool, c C
 		if mode != ConfirmRequired {
 			return nil
 		}
-		rec.Decision = "denied:confirmation_unavailable"
+		rec.Decision = audit.DecisionDenied(reasonConfirmationUnavailable)
 		return sdk.ErrorResult("%s refused: [autonomy] confirm_acts = %q needs a client that can ask you to confirm act tools (one that declares "+
 			"the elicitation capability in form mode), and this one cannot; use such a client, or set confirm_acts = %q (ask when the client can) or %q",
 			t.Name, ConfirmRequired, ConfirmWhenSupported, ConfirmOff)
@@ -994,14 +1016,14 @@ func (s *Server) confirm(ctx context.Context, set *Options, t *catalog.Tool, c C
 	ok, err := c.Confirm(ctx, msg)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		rec.Decision = "denied:not_confirmed"
+		rec.Decision = audit.DecisionDenied(reasonNotConfirmed)
 		return sdk.ErrorResult("%s was not run: the call was cancelled before you answered", t.Name)
 	case err != nil:
-		rec.Decision = "denied:not_confirmed"
+		rec.Decision = audit.DecisionDenied(reasonNotConfirmed)
 		return sdk.ErrorResult("%s was not run: asking you to confirm it failed (%v); [autonomy] confirm_acts = %q asks before act tools, %q stops asking",
 			t.Name, err, mode, ConfirmOff)
 	case !ok:
-		rec.Decision = "denied:not_confirmed"
+		rec.Decision = audit.DecisionDenied(reasonNotConfirmed)
 		return sdk.ErrorResult("%s was not run: you did not confirm it. [autonomy] confirm_acts = %q asks before every act tool when the client can ask; set it to %q to stop asking",
 			t.Name, mode, ConfirmOff)
 	}

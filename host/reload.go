@@ -67,54 +67,36 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 		return res, err
 	}
 	current := map[string]*plugins.Provider{}
+	running := make([]runningProvider, 0, len(h.Providers))
 	for _, p := range h.Providers {
 		current[p.Name] = p
+		running = append(running, runningProvider{Spec: p.Spec(), Failed: p.Status().State == plugins.StateFailed})
 	}
-	var keep, stop []*plugins.Provider
-	var start []plugins.Spec
-	wanted := map[string]bool{}
-	for _, spec := range specs {
-		wanted[spec.Name] = true
-		p, ok := current[spec.Name]
-		switch {
-		case ok && sameSpec(p.Spec(), spec) && p.Status().State != plugins.StateFailed:
-			keep = append(keep, p)
-		case ok:
-			stop = append(stop, p)
-			start = append(start, spec)
-		default:
-			start = append(start, spec)
-		}
-	}
-	for _, p := range h.Providers {
-		if !wanted[p.Name] {
-			stop = append(stop, p)
-		}
-	}
+	plan := planReload(running, specs)
+	keep := providersNamed(current, plan.Keep)
 	// New instances start before the old ones stop, so a changed
 	// provider's tools keep answering; a replacement that fails to start
 	// leaves the old instance running.
-	loaded, startFailed, err := h.manager.Start(ctx, start)
+	loaded, startFailed, err := h.manager.Start(ctx, plan.Start)
 	if err != nil {
 		return res, fmt.Errorf("start providers: %w", err)
 	}
+	started := map[string]bool{}
 	for _, p := range loaded {
 		res.Started = append(res.Started, p.Name)
+		started[p.Name] = true
 	}
-	startedOK := map[string]bool{}
-	for _, p := range loaded {
-		startedOK[p.Name] = true
+	failedNow := map[string]bool{}
+	for _, name := range plan.Stop {
+		failedNow[name] = current[name].Status().State == plugins.StateFailed
 	}
-	var retire []*plugins.Provider
-	for _, p := range stop {
-		if wanted[p.Name] && !startedOK[p.Name] && p.Status().State != plugins.StateFailed {
-			keep = append(keep, p)
-			h.log.Error("the changed provider did not start; the running one stays", "provider", p.Name)
-			continue
-		}
-		retire = append(retire, p)
-		res.Stopped = append(res.Stopped, p.Name)
+	stays, stopped := plan.settle(started, failedNow)
+	for _, name := range stays {
+		keep = append(keep, current[name])
+		h.log.Error("the changed provider did not start; the running one stays", "provider", name)
 	}
+	retire := providersNamed(current, stopped)
+	res.Stopped = stopped
 	for _, f := range startFailed {
 		if slices.ContainsFunc(keep, func(p *plugins.Provider) bool { return p.Name == f.Name }) {
 			continue
@@ -166,6 +148,84 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 	h.writeStatus()
 	h.changeMu.Unlock()
 	return res, nil
+}
+
+// runningProvider is what reload planning knows of a running provider.
+type runningProvider struct {
+	// Spec is the spec it was started from.
+	Spec plugins.Spec
+	// Failed is whether it failed too often to be restarted.
+	Failed bool
+}
+
+// reloadPlan is what a reload does with the providers, by name.
+type reloadPlan struct {
+	// Keep are the running providers left as they are: same spec, not
+	// failed.
+	Keep []string
+	// Stop are the running providers to stop: removed or disabled ones,
+	// and changed or failed ones, which Start replaces.
+	Stop []string
+	// Start are the specs to start: new, changed or failed providers.
+	Start []plugins.Spec
+	// wanted are the names of the providers the new config runs.
+	wanted map[string]bool
+}
+
+// planReload compares the running providers with the specs of the new
+// config. Keep, Start and the changed providers of Stop come in the order
+// of specs, then the removed ones in the order of running.
+func planReload(running []runningProvider, specs []plugins.Spec) reloadPlan {
+	byName := map[string]runningProvider{}
+	for _, r := range running {
+		byName[r.Spec.Name] = r
+	}
+	plan := reloadPlan{wanted: map[string]bool{}}
+	for _, spec := range specs {
+		plan.wanted[spec.Name] = true
+		r, ok := byName[spec.Name]
+		switch {
+		case ok && sameSpec(r.Spec, spec) && !r.Failed:
+			plan.Keep = append(plan.Keep, spec.Name)
+		case ok:
+			plan.Stop = append(plan.Stop, spec.Name)
+			plan.Start = append(plan.Start, spec)
+		default:
+			plan.Start = append(plan.Start, spec)
+		}
+	}
+	for _, r := range running {
+		if !plan.wanted[r.Spec.Name] {
+			plan.Stop = append(plan.Stop, r.Spec.Name)
+		}
+	}
+	return plan
+}
+
+// settle decides, once the plan's starts are done, which of the providers
+// it stops stay running after all: a changed one whose replacement did
+// not start (started says which did) and which has not failed (failed
+// says which have, by now). It returns those, and the ones to stop, both
+// in the order of Stop.
+func (plan reloadPlan) settle(started, failed map[string]bool) (stay, stop []string) {
+	for _, name := range plan.Stop {
+		if plan.wanted[name] && !started[name] && !failed[name] {
+			stay = append(stay, name)
+			continue
+		}
+		stop = append(stop, name)
+	}
+	return stay, stop
+}
+
+// providersNamed returns the providers of byName with the given names, in
+// their order.
+func providersNamed(byName map[string]*plugins.Provider, names []string) []*plugins.Provider {
+	out := make([]*plugins.Provider, 0, len(names))
+	for _, n := range names {
+		out = append(out, byName[n])
+	}
+	return out
 }
 
 // startFailedKept returns the failures of providers whose old instance

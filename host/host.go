@@ -205,14 +205,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		return nil, fmt.Errorf("profile %q is not in the config: add a [profiles.%s] table or choose one of: %s",
 			o.Profile, o.Profile, strings.Join(profileNames(cfg), ", "))
 	}
-	pol, err := policy.New(policy.Options{
-		Level:             policy.Level(cfg.Autonomy.Level),
-		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,
-		AllowedTools:      cfg.Autonomy.AllowedTools,
-		DeniedTools:       cfg.Autonomy.DeniedTools,
-		// The audit log counts the acts of every process on the data dir.
-		SharedBudget: true,
-	})
+	pol, err := configPolicy(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("security policy: %w", err)
 	}
@@ -552,6 +545,18 @@ func configDir(cfg *config.Config) string {
 		return filepath.Dir(p)
 	}
 	return ""
+}
+
+// configPolicy is the security policy cfg's [autonomy] table asks for.
+func configPolicy(cfg *config.Config) (*policy.Policy, error) {
+	return policy.New(policy.Options{
+		Level:             policy.Level(cfg.Autonomy.Level),
+		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,
+		AllowedTools:      cfg.Autonomy.AllowedTools,
+		DeniedTools:       cfg.Autonomy.DeniedTools,
+		// The audit log counts the acts of every process on the data dir.
+		SharedBudget: true,
+	})
 }
 
 // serverOptions are the server options cfg asks for that a reload can

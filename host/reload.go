@@ -11,7 +11,6 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
-	"github.com/openhuman/openhuman-host/host/policy"
 )
 
 // ReloadGrace is how long calls running in a provider that a reload stops
@@ -48,14 +47,7 @@ func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, er
 	h.reloadMu.Lock()
 	defer h.reloadMu.Unlock()
 	var res ReloadResult
-	pol, err := policy.New(policy.Options{
-		Level:             policy.Level(cfg.Autonomy.Level),
-		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,
-		AllowedTools:      cfg.Autonomy.AllowedTools,
-		DeniedTools:       cfg.Autonomy.DeniedTools,
-		// The audit log counts the acts of every process on the data dir.
-		SharedBudget: true,
-	})
+	pol, err := configPolicy(cfg)
 	if err != nil {
 		return res, fmt.Errorf("security policy: %w", err)
 	}

@@ -194,15 +194,9 @@ func (p *Provider) current() (*instance, error) {
 // process dies during the call fails the call the same way and is
 // restarted.
 func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	inst, err := p.enter()
-	if err != nil {
-		return nil, err
-	}
-	defer p.inflight.Done()
-	res, err := inst.impl.CallTool(ctx, req)
-	if err != nil && ctx.Err() == nil && p.lost(inst, err) {
-		return nil, p.endedError("call")
-	}
+	res, err := forward(ctx, p, p.enter, "call", func(inst *instance) (*sdk.CallToolResult, error) {
+		return inst.impl.CallTool(ctx, req)
+	})
 	if errors.Is(err, sdk.ErrPanicked) {
 		p.panicked(err)
 	}
@@ -229,14 +223,25 @@ func (p *Provider) panicked(err error) {
 // ReadResource forwards a resource read to the provider, failing at once
 // when it is not running.
 func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	inst, err := p.enter()
+	return forward(ctx, p, p.enter, "read", func(inst *instance) (*sdk.ReadResourceResult, error) {
+		return inst.impl.ReadResource(ctx, req)
+	})
+}
+
+// forward runs call on the instance enter returns, counted in as an
+// inflight call (enter counts it in). When ended is not empty, an error
+// that means the process went away during the call becomes
+// [Provider.endedError] of ended.
+func forward[R any](ctx context.Context, p *Provider, enter func() (*instance, error), ended string, call func(*instance) (R, error)) (R, error) {
+	var zero R
+	inst, err := enter()
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer p.inflight.Done()
-	res, err := inst.impl.ReadResource(ctx, req)
-	if err != nil && ctx.Err() == nil && p.lost(inst, err) {
-		return nil, p.endedError("read")
+	res, err := call(inst)
+	if ended != "" && err != nil && ctx.Err() == nil && p.lost(inst, err) {
+		return zero, p.endedError(ended)
 	}
 	return res, err
 }

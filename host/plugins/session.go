@@ -47,26 +47,23 @@ func as[T any](p *Provider, inst *instance, method string) (T, error) {
 	return impl, nil
 }
 
-// forward2 runs call on the running instance's implementation of the
-// protocol 2 interface T, counted in as an inflight call. When ended is
-// not empty, an error that means the process went away during the call
-// becomes [Provider.endedError] of ended.
+// forward2 is [forward] for a method of the protocol 2 interface T: a
+// provider on protocol 1, or one that does not implement T, fails with an
+// error wrapping [sdk.ErrNotImplemented] without being called.
 func forward2[T, R any](ctx context.Context, p *Provider, method, ended string, call func(T) (R, error)) (R, error) {
-	var zero R
-	inst, err := p.enter2(method)
-	if err != nil {
-		return zero, err
+	var impl T
+	enter := func() (*instance, error) {
+		inst, err := p.enter2(method)
+		if err != nil {
+			return nil, err
+		}
+		if impl, err = as[T](p, inst, method); err != nil {
+			p.inflight.Done()
+			return nil, err
+		}
+		return inst, nil
 	}
-	defer p.inflight.Done()
-	impl, err := as[T](p, inst, method)
-	if err != nil {
-		return zero, err
-	}
-	res, err := call(impl)
-	if ended != "" && err != nil && ctx.Err() == nil && p.lost(inst, err) {
-		return zero, p.endedError(ended)
-	}
-	return res, err
+	return forward(ctx, p, enter, ended, func(*instance) (R, error) { return call(impl) })
 }
 
 // noResult adapts a method that returns only an error to [forward2].

@@ -5,7 +5,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -206,14 +205,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		return nil, fmt.Errorf("profile %q is not in the config: add a [profiles.%s] table or choose one of: %s",
 			o.Profile, o.Profile, strings.Join(profileNames(cfg), ", "))
 	}
-	pol, err := policy.New(policy.Options{
-		Level:             policy.Level(cfg.Autonomy.Level),
-		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,
-		AllowedTools:      cfg.Autonomy.AllowedTools,
-		DeniedTools:       cfg.Autonomy.DeniedTools,
-		// The audit log counts the acts of every process on the data dir.
-		SharedBudget: true,
-	})
+	pol, err := configPolicy(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("security policy: %w", err)
 	}
@@ -268,38 +260,23 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		h.replayed[p.Name] = p.Pid()
 	}
 	cat, dispatchers, notLoaded := h.merge()
-	timeouts := map[string]time.Duration{}
-	for _, p := range cfg.EnabledProviders() {
-		if d := p.ToolTimeout(); d > 0 {
-			timeouts[p.Name] = d
-		}
-	}
 	key, err := sharedStateKey(ctx, cfg, dataDir, auditLog)
 	if err != nil {
 		h.changeMu.Unlock()
 		_ = h.Close(ctx)
 		return nil, err
 	}
-	srv, err := server.New(cat, dispatchers, &server.Options{
-		StateKey:             key,
-		NotLoaded:            notLoaded,
-		ProviderToolTimeouts: timeouts,
-		ConfirmActs:          cfg.Autonomy.ConfirmActs,
-		Version:              o.Version,
-		Logger:               o.Logger,
-		Policy:               pol,
-		Audit:                auditLog,
-		RecordReads:          cfg.Audit.RecordReads,
-		ToolTimeout:          cfg.Server.ToolTimeout(),
-		Profile:              o.Profile,
-		Profiles:             profiles(cfg, pol, o.Logger),
-		ToolOverrides:        toolOverrides(cfg),
-
-		StructuredContentClients: cfg.Server.StructuredContentClients,
-		Replica:                  cfg.Server.Replica,
-		TracerProvider:           tracerProvider(o.Telemetry),
-		MeterProvider:            meterProvider(o.Telemetry),
-	})
+	srvOpts := h.serverOptions(cfg, pol)
+	srvOpts.Version = o.Version
+	srvOpts.Logger = o.Logger
+	srvOpts.Audit = auditLog
+	srvOpts.NotLoaded = notLoaded
+	srvOpts.StateKey = key
+	srvOpts.Profile = o.Profile
+	srvOpts.Replica = cfg.Server.Replica
+	srvOpts.TracerProvider = tracerProvider(o.Telemetry)
+	srvOpts.MeterProvider = meterProvider(o.Telemetry)
+	srv, err := server.New(cat, dispatchers, &srvOpts)
 	if err != nil {
 		h.changeMu.Unlock()
 		_ = h.Close(ctx)
@@ -307,7 +284,6 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	}
 	h.Server = srv
 	h.policy = pol
-	srv.Reconfigure(h.serverSettings(cfg, pol))
 	hostService.srv.Store(srv)
 	h.changeMu.Unlock()
 	if h.metrics, err = h.registerMetrics(o.Telemetry); err != nil {
@@ -571,15 +547,28 @@ func configDir(cfg *config.Config) string {
 	return ""
 }
 
-// serverSettings are the server settings cfg asks for.
-func (h *Host) serverSettings(cfg *config.Config, pol *policy.Policy) server.Settings {
+// configPolicy is the security policy cfg's [autonomy] table asks for.
+func configPolicy(cfg *config.Config) (*policy.Policy, error) {
+	return policy.New(policy.Options{
+		Level:             policy.Level(cfg.Autonomy.Level),
+		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,
+		AllowedTools:      cfg.Autonomy.AllowedTools,
+		DeniedTools:       cfg.Autonomy.DeniedTools,
+		// The audit log counts the acts of every process on the data dir.
+		SharedBudget: true,
+	})
+}
+
+// serverOptions are the server options cfg asks for that a reload can
+// change ([server.Server.Reconfigure]).
+func (h *Host) serverOptions(cfg *config.Config, pol *policy.Policy) server.Options {
 	timeouts := map[string]time.Duration{}
 	for _, p := range cfg.EnabledProviders() {
 		if d := p.ToolTimeout(); d > 0 {
 			timeouts[p.Name] = d
 		}
 	}
-	return server.Settings{
+	return server.Options{
 		Policy:               pol,
 		ToolTimeout:          cfg.Server.ToolTimeout(),
 		ProviderToolTimeouts: timeouts,
@@ -961,202 +950,4 @@ func (s *hostService) NotifyLog(ctx context.Context, caller sdk.Caller, m sdk.Lo
 		return nil
 	}
 	return srv.NotifyLog(ctx, caller, m)
-}
-
-// ReloadGrace is how long calls running in a provider that a reload stops
-// get to finish before the provider's process is stopped.
-const ReloadGrace = 10 * time.Second
-
-// ReloadResult says what a [Host.Reload] changed.
-type ReloadResult struct {
-	// Started lists the providers started (new, enabled, changed or
-	// previously failed), Stopped those stopped (removed, disabled or
-	// changed), Failed those that did not start, with the reason.
-	Started, Stopped []string
-	Failed           []plugins.Failure
-	// Ignored lists the changed settings a reload cannot apply (transport,
-	// address, data directory, audit, log level); they take effect when
-	// the server restarts.
-	Ignored []string
-	// Changed names every setting whose value differs from the running
-	// config's ([ChangedKeys]), Ignored ones included; empty when the
-	// file says what the running config says.
-	Changed []string
-}
-
-// Reload makes the running host match cfg, which the caller has already
-// loaded and validated: providers that are new, enabled, changed or failed
-// are started; removed, disabled or changed ones are stopped (calls
-// running in them get ReloadGrace to finish); the security policy, tool
-// timeouts and confirmation mode are replaced; and the server swaps its
-// catalog, which sends notifications/tools/list_changed (and resources) to
-// every connected session when the lists change. Settings a reload cannot
-// change are listed in the result and keep their values. It fails, having
-// changed nothing, only when cfg's policy is invalid or ctx ends first.
-func (h *Host) Reload(ctx context.Context, cfg *config.Config) (ReloadResult, error) {
-	h.reloadMu.Lock()
-	defer h.reloadMu.Unlock()
-	var res ReloadResult
-	pol, err := policy.New(policy.Options{
-		Level:             policy.Level(cfg.Autonomy.Level),
-		MaxActionsPerHour: cfg.Autonomy.MaxActionsPerHour,
-		AllowedTools:      cfg.Autonomy.AllowedTools,
-		DeniedTools:       cfg.Autonomy.DeniedTools,
-		// The audit log counts the acts of every process on the data dir.
-		SharedBudget: true,
-	})
-	if err != nil {
-		return res, fmt.Errorf("security policy: %w", err)
-	}
-	res.Ignored = ignoredChanges(h.Config, cfg)
-	res.Changed = ChangedKeys(h.Config, cfg)
-	var failed []plugins.Failure
-	specs, err := providerSpecs(cfg, h.dataDir, h.opts, &failed)
-	if err != nil {
-		return res, err
-	}
-	current := map[string]*plugins.Provider{}
-	for _, p := range h.Providers {
-		current[p.Name] = p
-	}
-	var keep, stop []*plugins.Provider
-	var start []plugins.Spec
-	wanted := map[string]bool{}
-	for _, spec := range specs {
-		wanted[spec.Name] = true
-		p, ok := current[spec.Name]
-		switch {
-		case ok && sameSpec(p.Spec(), spec) && p.Status().State != plugins.StateFailed:
-			keep = append(keep, p)
-		case ok:
-			stop = append(stop, p)
-			start = append(start, spec)
-		default:
-			start = append(start, spec)
-		}
-	}
-	for _, p := range h.Providers {
-		if !wanted[p.Name] {
-			stop = append(stop, p)
-		}
-	}
-	// New instances start before the old ones stop, so a changed
-	// provider's tools keep answering; a replacement that fails to start
-	// leaves the old instance running.
-	loaded, startFailed, err := h.manager.Start(ctx, start)
-	if err != nil {
-		return res, fmt.Errorf("start providers: %w", err)
-	}
-	for _, p := range loaded {
-		res.Started = append(res.Started, p.Name)
-	}
-	startedOK := map[string]bool{}
-	for _, p := range loaded {
-		startedOK[p.Name] = true
-	}
-	var retire []*plugins.Provider
-	for _, p := range stop {
-		if wanted[p.Name] && !startedOK[p.Name] && p.Status().State != plugins.StateFailed {
-			keep = append(keep, p)
-			h.log.Error("the changed provider did not start; the running one stays", "provider", p.Name)
-			continue
-		}
-		retire = append(retire, p)
-		res.Stopped = append(res.Stopped, p.Name)
-	}
-	for _, f := range startFailed {
-		if slices.ContainsFunc(keep, func(p *plugins.Provider) bool { return p.Name == f.Name }) {
-			continue
-		}
-		failed = append(failed, f)
-	}
-	// The result reports every start that failed, also those whose old
-	// instance stays.
-	res.Failed = append(slices.Clone(failed), startFailedKept(startFailed, keep)...)
-
-	h.changeMu.Lock()
-	// Keep the config order: built-ins first, then third-party by name.
-	byName := map[string]*plugins.Provider{}
-	for _, p := range append(keep, loaded...) {
-		byName[p.Name] = p
-	}
-	var providers []*plugins.Provider
-	for _, spec := range specs {
-		if p, ok := byName[spec.Name]; ok {
-			providers = append(providers, p)
-		}
-	}
-	h.Providers, h.Failed, h.Config = providers, failed, cfg
-	cat, dispatchers, notLoaded := h.merge()
-	pol.Inherit(h.policy)
-	h.policy = pol
-	h.Server.Reconfigure(h.serverSettings(cfg, pol))
-	h.Server.Update(cat, dispatchers, notLoaded)
-	for _, p := range loaded {
-		// Replacements and newly enabled providers learn what the
-		// connected sessions asked of the instances before them.
-		h.replayed[p.Name] = p.Pid()
-		go h.Server.Replay(context.Background(), p.Name)
-	}
-	h.writeStatus()
-	h.changeMu.Unlock()
-	warnUnmatchedPatterns(h.log, cat, "autonomy.allowed_tools", cfg.Autonomy.AllowedTools)
-	warnUnmatchedPatterns(h.log, cat, "autonomy.denied_tools", cfg.Autonomy.DeniedTools)
-	warnUnmatchedPatterns(h.log, cat, "tools", slices.Sorted(maps.Keys(cfg.Tools)))
-
-	// Retired instances no longer get calls; those running get
-	// ReloadGrace to finish.
-	var wg sync.WaitGroup
-	for _, p := range retire {
-		wg.Go(func() { h.manager.Stop(p, ReloadGrace) })
-	}
-	wg.Wait()
-	h.changeMu.Lock()
-	h.writeStatus()
-	h.changeMu.Unlock()
-	return res, nil
-}
-
-// startFailedKept returns the failures of providers whose old instance
-// stays running (failures of others are already in the host's list).
-func startFailedKept(failed []plugins.Failure, keep []*plugins.Provider) []plugins.Failure {
-	var out []plugins.Failure
-	for _, f := range failed {
-		if slices.ContainsFunc(keep, func(p *plugins.Provider) bool { return p.Name == f.Name }) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// sameSpec reports whether two specs launch the same provider the same way.
-func sameSpec(a, b plugins.Spec) bool {
-	return a.Name == b.Name && a.Path == b.Path && slices.Equal(a.Args, b.Args) && a.SHA256 == b.SHA256 && a.Verify == b.Verify &&
-		bytes.Equal(a.Config, b.Config) && a.DataDir == b.DataDir && maps.Equal(a.Secrets, b.Secrets) && a.StartTimeout == b.StartTimeout &&
-		a.Revision == b.Revision
-}
-
-// ignoredChanges names the settings that differ between old and next but
-// need a restart.
-func ignoredChanges(old, next *config.Config) []string {
-	var out []string
-	add := func(changed bool, key string) {
-		if changed {
-			out = append(out, key)
-		}
-	}
-	add(old.Server.Transport != next.Server.Transport, "server.transport")
-	add(old.Server.Host != next.Server.Host, "server.host")
-	add(old.Server.Port != next.Server.Port, "server.port")
-	add(old.Server.DataDir != next.Server.DataDir, "server.data_dir")
-	add(old.Server.LogLevel != next.Server.LogLevel, "server.log_level")
-	add(old.Server.ProviderStartTimeoutSecs != next.Server.ProviderStartTimeoutSecs, "server.provider_start_timeout_secs")
-	add(old.Server.MaxRequestBodyBytes != next.Server.MaxRequestBodyBytes, "server.max_request_body_bytes")
-	add(old.Server.SessionIdleTimeoutSecs != next.Server.SessionIdleTimeoutSecs, "server.session_idle_timeout_secs")
-	add(!slices.Equal(old.Server.AllowedOrigins, next.Server.AllowedOrigins), "server.allowed_origins")
-	add(old.Audit.RetainDays != next.Audit.RetainDays, "audit.retain_days")
-	add(old.Audit.QueueSize != next.Audit.QueueSize, "audit.queue_size")
-	add(old.Storage.Driver != next.Storage.Driver, "storage.driver")
-	add(old.Storage.DSNEnv != next.Storage.DSNEnv, "storage.dsn_env")
-	return out
 }

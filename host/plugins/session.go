@@ -47,94 +47,74 @@ func as[T any](p *Provider, inst *instance, method string) (T, error) {
 	return impl, nil
 }
 
+// forward2 is [forward] for a method of the protocol 2 interface T: a
+// provider on protocol 1, or one that does not implement T, fails with an
+// error wrapping [sdk.ErrNotImplemented] without being called.
+func forward2[T, R any](ctx context.Context, p *Provider, method, ended string, call func(T) (R, error)) (R, error) {
+	var impl T
+	enter := func() (*instance, error) {
+		inst, err := p.enter2(method)
+		if err != nil {
+			return nil, err
+		}
+		if impl, err = as[T](p, inst, method); err != nil {
+			p.inflight.Done()
+			return nil, err
+		}
+		return inst, nil
+	}
+	return forward(ctx, p, enter, ended, func(*instance) (R, error) { return call(impl) })
+}
+
+// noResult adapts a method that returns only an error to [forward2].
+func noResult(err error) (struct{}, error) { return struct{}{}, err }
+
 // GetPrompt forwards prompts/get (protocol 2); see [sdk.PromptProvider].
 func (p *Provider) GetPrompt(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-	inst, err := p.enter2("get prompt")
-	if err != nil {
-		return nil, err
-	}
-	defer p.inflight.Done()
-	impl, err := as[sdk.PromptProvider](p, inst, "get prompt")
-	if err != nil {
-		return nil, err
-	}
-	res, err := impl.GetPrompt(ctx, req)
-	if err != nil && ctx.Err() == nil && p.lost(inst, err) {
-		return nil, p.endedError("prompt")
-	}
-	return res, err
+	return forward2(ctx, p, "get prompt", "prompt", func(impl sdk.PromptProvider) (*sdk.GetPromptResult, error) {
+		return impl.GetPrompt(ctx, req)
+	})
 }
 
 // Complete forwards completion/complete (protocol 2); see [sdk.Completer].
 func (p *Provider) Complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
-	inst, err := p.enter2("complete")
-	if err != nil {
-		return nil, err
-	}
-	defer p.inflight.Done()
-	impl, err := as[sdk.Completer](p, inst, "complete")
-	if err != nil {
-		return nil, err
-	}
-	return impl.Complete(ctx, req)
+	return forward2(ctx, p, "complete", "", func(impl sdk.Completer) (*sdk.CompleteResult, error) {
+		return impl.Complete(ctx, req)
+	})
 }
 
 // Subscribe forwards resources/subscribe (protocol 2); see
 // [sdk.Subscriber].
 func (p *Provider) Subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
-	inst, err := p.enter2("subscribe")
-	if err != nil {
-		return err
-	}
-	defer p.inflight.Done()
-	impl, err := as[sdk.Subscriber](p, inst, "subscribe")
-	if err != nil {
-		return err
-	}
-	return impl.Subscribe(ctx, req)
+	_, err := forward2(ctx, p, "subscribe", "", func(impl sdk.Subscriber) (struct{}, error) {
+		return noResult(impl.Subscribe(ctx, req))
+	})
+	return err
 }
 
 // Unsubscribe forwards resources/unsubscribe (protocol 2).
 func (p *Provider) Unsubscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
-	inst, err := p.enter2("unsubscribe")
-	if err != nil {
-		return err
-	}
-	defer p.inflight.Done()
-	impl, err := as[sdk.Subscriber](p, inst, "unsubscribe")
-	if err != nil {
-		return err
-	}
-	return impl.Unsubscribe(ctx, req)
+	_, err := forward2(ctx, p, "unsubscribe", "", func(impl sdk.Subscriber) (struct{}, error) {
+		return noResult(impl.Unsubscribe(ctx, req))
+	})
+	return err
 }
 
 // SetLoggingLevel forwards a session's logging/setLevel (protocol 2); see
 // [sdk.SessionObserver].
 func (p *Provider) SetLoggingLevel(ctx context.Context, req *sdk.SetLoggingLevelRequest) error {
-	inst, err := p.enter2("set logging level")
-	if err != nil {
-		return err
-	}
-	defer p.inflight.Done()
-	impl, err := as[sdk.SessionObserver](p, inst, "set logging level")
-	if err != nil {
-		return err
-	}
-	return impl.SetLoggingLevel(ctx, req)
+	_, err := forward2(ctx, p, "set logging level", "", func(impl sdk.SessionObserver) (struct{}, error) {
+		return noResult(impl.SetLoggingLevel(ctx, req))
+	})
+	return err
 }
 
 // SessionClosed tells the provider a client session ended (protocol 2).
 func (p *Provider) SessionClosed(ctx context.Context, caller sdk.Caller) error {
-	inst, err := p.enter2("session closed")
-	if err != nil {
-		return err
-	}
-	defer p.inflight.Done()
-	impl, err := as[sdk.SessionObserver](p, inst, "session closed")
-	if err != nil {
-		return err
-	}
-	return impl.SessionClosed(ctx, caller)
+	_, err := forward2(ctx, p, "session closed", "", func(impl sdk.SessionObserver) (struct{}, error) {
+		return noResult(impl.SessionClosed(ctx, caller))
+	})
+	return err
 }
 
 // host returns the host service offered to this provider: the manager's,

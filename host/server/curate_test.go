@@ -50,7 +50,7 @@ func TestToolOverrides(t *testing.T) {
 	}
 
 	other := "Another description."
-	s.Reconfigure(Settings{Policy: pol, ToolOverrides: map[string]ToolOverride{"fake_search": {Description: &other}}})
+	s.Reconfigure(Options{Policy: pol, ToolOverrides: map[string]ToolOverride{"fake_search": {Description: &other}}})
 	select {
 	case <-changed:
 	case <-time.After(time.Minute): // a guard against a hang, not a timing

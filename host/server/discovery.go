@@ -134,7 +134,7 @@ func decodeMeta(name string, raw json.RawMessage, dst any) error {
 
 // discoveryClient is what a meta-tool needs of its caller: the settings
 // of its profile and the policy check of a tool.
-func (s *Server) discoveryClient(req *mcp.CallToolRequest) (*Settings, sdk.Caller, string, error) {
+func (s *Server) discoveryClient(req *mcp.CallToolRequest) (*Options, sdk.Caller, string, error) {
 	caller := s.callerOf(req)
 	profile := s.profileOf(req, caller.ClientName)
 	set, err := s.settings.Load().forProfile(profile)
@@ -145,7 +145,7 @@ func (s *Server) discoveryClient(req *mcp.CallToolRequest) (*Settings, sdk.Calle
 // asked to confirm an act, may call t: it is served, not a meta-tool, not
 // refused by the policy whatever the call, and not an act that
 // confirm_acts = "required" refuses to a client that cannot confirm.
-func callable(set *Settings, t *catalog.Tool, canConfirm bool) bool {
+func callable(set *Options, t *catalog.Tool, canConfirm bool) bool {
 	if isMetaTool(t.Name) || set.Policy != nil && set.Policy.Refusal(t.Name, policy.Class(t.Class)) != nil {
 		return false
 	}

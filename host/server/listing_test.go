@@ -96,7 +96,7 @@ func TestToolsListHidesRefusedTools(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.Reconfigure(Settings{Policy: open})
+			s.Reconfigure(Options{Policy: open})
 			select {
 			case <-changed:
 			case <-time.After(time.Minute): // a guard against a hang, not a timing

@@ -29,7 +29,7 @@ const profileHeader = "Openhuman-Profile"
 type Profile struct {
 	// Policy is the profile's policy, from [policy.Policy.ForProfile].
 	Policy *policy.Policy
-	// ConfirmActs replaces Settings.ConfirmActs for the profile; "" keeps it.
+	// ConfirmActs replaces Options.ConfirmActs for the profile; "" keeps it.
 	ConfirmActs string
 	// Clients are the clientInfo.name values that get the profile when
 	// neither the path nor [Options.Profile] chooses one.
@@ -51,7 +51,7 @@ type Profile struct {
 
 // servesResource reports whether a client of the named profile may list
 // and read the resource (or template) at uri.
-func (set *Settings) servesResource(profile, uri string) bool {
+func (set *Options) servesResource(profile, uri string) bool {
 	p := set.Profiles[profile]
 	if profile == "" || p == nil {
 		return profile == ""
@@ -153,7 +153,7 @@ func (s *Server) profileOf(req mcp.Request, clientName string) string {
 }
 
 // profileOfClient returns the profile whose Clients name clientName, or "".
-func (set *Settings) profileOfClient(clientName string) string {
+func (set *Options) profileOfClient(clientName string) string {
 	for name, p := range set.Profiles {
 		if slices.Contains(p.Clients, clientName) {
 			return name
@@ -165,7 +165,7 @@ func (set *Settings) profileOfClient(clientName string) string {
 // forProfile returns the settings a call of the named profile runs with:
 // set with the profile's policy and confirm_acts. A profile that is no
 // longer configured (a reload removed it) is an error to give the client.
-func (set *Settings) forProfile(name string) (*Settings, error) {
+func (set *Options) forProfile(name string) (*Options, error) {
 	if name == "" {
 		return set, nil
 	}
@@ -185,13 +185,13 @@ func (set *Settings) forProfile(name string) (*Settings, error) {
 // confirmRequired reports whether set refuses act tools to a client that
 // cannot be asked to confirm them: confirm_acts = "required" under the
 // supervised level.
-func (set *Settings) confirmRequired() bool {
+func (set *Options) confirmRequired() bool {
 	return set.ConfirmActs == ConfirmRequired && set.Policy != nil && set.Policy.Level() == policy.Supervised
 }
 
 // profileNames lists the configured profiles, sorted; "(none)" when there
 // are none.
-func (set *Settings) profileNames() []string {
+func (set *Options) profileNames() []string {
 	names := make([]string, 0, len(set.Profiles))
 	for n := range set.Profiles {
 		names = append(names, n)
@@ -209,7 +209,7 @@ func (set *Settings) profileNames() []string {
 // meta-tools, which other clients do not see. A client that cannot be
 // asked to confirm (canConfirm false) is not shown the act tools that
 // confirm_acts = "required" would refuse it.
-func listing(all *Settings, profile string, v *view, canConfirm bool) (func(name string) bool, error) {
+func listing(all *Options, profile string, v *view, canConfirm bool) (func(name string) bool, error) {
 	set, err := all.forProfile(profile)
 	if err != nil {
 		return nil, err
@@ -263,7 +263,7 @@ func (s *Server) listedFor(res mcp.Result, profile string, canConfirm bool) mcp.
 // can and cannot be asked to confirm, the sorted names of the tools of v
 // they see in tools/list under set; keys are the profile's name followed
 // by "+confirm" or "-confirm".
-func profileViews(set *Settings, v *view) map[string][]string {
+func profileViews(set *Options, v *view) map[string][]string {
 	out := map[string][]string{}
 	names := append([]string{""}, set.profileNames()...)
 	for _, view := range []struct {
@@ -282,7 +282,7 @@ func profileViews(set *Settings, v *view) map[string][]string {
 // profileView is the sorted names of the tools of v that a client of the
 // named profile sees in tools/list under set; false when the profile is
 // not configured.
-func profileView(set *Settings, v *view, name string, canConfirm bool) ([]string, bool) {
+func profileView(set *Options, v *view, name string, canConfirm bool) ([]string, bool) {
 	show, err := listing(set, name, v, canConfirm)
 	if err != nil {
 		return nil, false

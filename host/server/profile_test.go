@@ -156,7 +156,7 @@ func TestProfileReloadNotifies(t *testing.T) {
 	if got := listedTools(t, review); !slices.Equal(got, []string{"fake_search"}) {
 		t.Fatalf("tools/list = %v", got)
 	}
-	s.Reconfigure(Settings{Policy: pol, Profiles: testProfiles(t, pol, []string{"fake_s*"})})
+	s.Reconfigure(Options{Policy: pol, Profiles: testProfiles(t, pol, []string{"fake_s*"})})
 	select {
 	case <-changed:
 	case <-time.After(time.Minute): // a guard against a hang, not a timing

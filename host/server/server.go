@@ -73,7 +73,9 @@ type Auditor interface {
 	Complete(id uint64, r audit.Record) error
 }
 
-// Options configures a [Server]; a nil *Options uses every default.
+// Options configures a [Server]; a nil *Options uses every default. The
+// fields down to Replica are fixed when the server is made; the ones after
+// it are what a config reload changes ([Server.Reconfigure]).
 type Options struct {
 	// Version is the serverInfo version. Default "dev".
 	Version string
@@ -83,21 +85,44 @@ type Options struct {
 	// Logger is the host's logger; the server logs under "server". Default:
 	// a null logger.
 	Logger hclog.Logger
-	// Policy decides whether a call may run. Default: level "supervised"
-	// with no lists and no budget.
-	Policy *policy.Policy
 	// Audit receives one row per attempt; nil records nothing.
 	Audit Auditor
-	// RecordReads audits read-class tools too; act tools are always
-	// audited. Default false here; the config's default is true.
-	RecordReads bool
-	// ToolTimeout is the deadline of a call to a tool that sets none.
-	// Default [DefaultToolTimeout].
-	ToolTimeout time.Duration
 	// NotLoaded maps the providers that failed to load to the reason; an
 	// unknown tool's error names them, since the tool may be theirs.
 	// [Server.Update] replaces it.
 	NotLoaded map[string]string
+	// StateKey is the HMAC-SHA256 key that seals the requestState of
+	// multi-round-trip results (confirmations and calls waiting for the
+	// client), at least 32 bytes; replicas that share clients share it.
+	// Default: a random key, so states do not outlive the process.
+	StateKey []byte
+	// Profile, when set, is the profile of every client of this server
+	// (serve --profile on stdio), whatever the path or the client's name;
+	// it must be one of Profiles. Default "": chosen per client.
+	Profile string
+	// TracerProvider, when set, records a span per MCP request and per
+	// tools/call pipeline run, continuing the W3C trace context a client
+	// sends in params._meta or HTTP headers. Default nil: no spans.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, records mcp.server.operation.duration,
+	// mcp.server.session.duration, openhuman.tool.calls,
+	// openhuman.tool.call.duration and openhuman.sessions. Default nil:
+	// no metrics.
+	MeterProvider metric.MeterProvider
+	// Replica names this server among replicas that share one database
+	// behind a load balancer ([server] replica): GET /healthz and the
+	// Openhuman-Replica header of every HTTP response carry it, and a
+	// multi-round-trip retry that reaches another replica is told which
+	// one holds its call. Empty: unnamed.
+	Replica string
+
+	// Policy decides whether a call may run. Default: level "supervised"
+	// with no lists and no budget; in [Server.Reconfigure], nil keeps the
+	// current one.
+	Policy *policy.Policy
+	// ToolTimeout is the deadline of a call to a tool that sets none.
+	// Default [DefaultToolTimeout].
+	ToolTimeout time.Duration
 	// ProviderToolTimeouts maps a provider's name to the deadline of every
 	// call to its tools ([providers.<name>] tool_timeout_secs); it wins
 	// over the tool's own timeout and ToolTimeout.
@@ -111,11 +136,14 @@ type Options struct {
 	// Clients of protocol 2026-07-28 and later are asked through
 	// multi-round-trip results (SEP-2322).
 	ConfirmActs string
-	// StateKey is the HMAC-SHA256 key that seals the requestState of
-	// multi-round-trip results (confirmations and calls waiting for the
-	// client), at least 32 bytes; replicas that share clients share it.
-	// Default: a random key, so states do not outlive the process.
-	StateKey []byte
+	// RecordReads audits read-class tools too; act tools are always
+	// audited. Default false here; the config's default is true.
+	RecordReads bool
+	// DisabledHint, when set, says for a tool name that is not served
+	// whether it belongs to a disabled provider and which config key
+	// enables it ("" when it does not); an unknown tool's -32602 then
+	// carries that hint.
+	DisabledHint func(tool string) string
 	// StructuredContentClients is [server] structured_content_clients:
 	// the clientInfo.name values, matched exactly, of the MCP clients
 	// that hand a tool result's structuredContent to their model, or
@@ -124,34 +152,38 @@ type Options struct {
 	// results that repeats structuredContent as JSON becomes
 	// [StructuredContentNote] (MCP 2025-06-18 and later, server/tools
 	// "Structured Content"). Default empty: every client gets the full
-	// text.
+	// text. A call takes the list in force when it starts.
 	StructuredContentClients []string
-	// Profile, when set, is the profile of every client of this server
-	// (serve --profile on stdio), whatever the path or the client's name;
-	// it must be one of the settings' Profiles. Default "": chosen per
-	// client.
-	Profile string
-	// Profiles are the initial [Settings].Profiles.
+	// Profiles are the [profiles.<name>] tables by name; nil means none.
+	// A client of a profile sees and may call what the profile's policy
+	// allows; other clients get Policy.
 	Profiles map[string]*Profile
-	// ToolOverrides are the initial [Settings].ToolOverrides.
+	// ToolOverrides replace, by tool name, what clients are told about
+	// tools ([tools.<name>]); a change is announced with
+	// notifications/tools/list_changed.
 	ToolOverrides map[string]ToolOverride
-	// Embeddings are the initial [Settings].Embeddings.
+	// Embeddings, when set, make tool_search fuse its keyword ranking
+	// with embeddings ([discovery.embeddings]); nil ranks by keywords
+	// only. Another pointer than the current one drops every tool vector
+	// and embeds the tools again in the background, so pass the same
+	// value while the endpoint's settings do not change.
 	Embeddings *Embeddings
-	// Replica names this server among replicas that share one database
-	// behind a load balancer ([server] replica): GET /healthz and the
-	// Openhuman-Replica header of every HTTP response carry it, and a
-	// multi-round-trip retry that reaches another replica is told which
-	// one holds its call. Empty: unnamed.
-	Replica string
-	// TracerProvider, when set, records a span per MCP request and per
-	// tools/call pipeline run, continuing the W3C trace context a client
-	// sends in params._meta or HTTP headers. Default nil: no spans.
-	TracerProvider trace.TracerProvider
-	// MeterProvider, when set, records mcp.server.operation.duration,
-	// mcp.server.session.duration, openhuman.tool.calls,
-	// openhuman.tool.call.duration and openhuman.sessions. Default nil:
-	// no metrics.
-	MeterProvider metric.MeterProvider
+}
+
+// reloadable returns o with the fields a config reload changes taken from
+// set (see [Options]); the fields fixed at [New] stay o's.
+func (o Options) reloadable(set *Options) Options {
+	o.Policy = set.Policy
+	o.ToolTimeout = set.ToolTimeout
+	o.ProviderToolTimeouts = set.ProviderToolTimeouts
+	o.ConfirmActs = set.ConfirmActs
+	o.RecordReads = set.RecordReads
+	o.DisabledHint = set.DisabledHint
+	o.StructuredContentClients = set.StructuredContentClients
+	o.Profiles = set.Profiles
+	o.ToolOverrides = set.ToolOverrides
+	o.Embeddings = set.Embeddings
+	return o
 }
 
 // Replica returns the name of this server among replicas
@@ -188,8 +220,9 @@ type Server struct {
 	// lately, by subject, name and version ([Server.client]).
 	clientsMu sync.Mutex
 	clients   map[string]*knownClient
-	// settings are the options Reconfigure may change, swapped whole.
-	settings atomic.Pointer[Settings]
+	// settings are the options in force: opts with the fields
+	// Reconfigure changes, swapped whole.
+	settings atomic.Pointer[Options]
 	// states seals multi-round-trip requestStates; spent remembers the
 	// confirmations used; parked holds calls waiting for a client's
 	// answer.
@@ -207,48 +240,12 @@ type Server struct {
 	tel *serverTelemetry
 }
 
-// Settings are the options a running server can change
-// ([Server.Reconfigure]), as a config reload does.
-type Settings struct {
-	// Policy decides whether a call may run; nil keeps the current one.
-	Policy *policy.Policy
-	// ToolTimeout is the deadline of a call to a tool that sets none; 0
-	// means [DefaultToolTimeout].
-	ToolTimeout time.Duration
-	// ProviderToolTimeouts is as in [Options].
-	ProviderToolTimeouts map[string]time.Duration
-	// ConfirmActs is as in [Options].
-	ConfirmActs string
-	// RecordReads is as in [Options].
-	RecordReads bool
-	// DisabledHint, when set, says for a tool name that is not served
-	// whether it belongs to a disabled provider and which config key
-	// enables it ("" when it does not); an unknown tool's -32602 then
-	// carries that hint.
-	DisabledHint func(tool string) string
-	// StructuredContentClients is as in [Options]; a call takes the
-	// list in force when it starts.
-	StructuredContentClients []string
-	// Profiles are the [profiles.<name>] tables by name; nil means none.
-	// A client of a profile sees and may call what the profile's policy
-	// allows; other clients get Policy.
-	Profiles map[string]*Profile
-	// ToolOverrides replace, by tool name, what clients are told about
-	// tools ([tools.<name>]); a change is announced with
-	// notifications/tools/list_changed.
-	ToolOverrides map[string]ToolOverride
-	// Embeddings, when set, make tool_search fuse its keyword ranking
-	// with embeddings ([discovery.embeddings]); nil ranks by keywords
-	// only. Another pointer than the current one drops every tool vector
-	// and embeds the tools again in the background, so pass the same
-	// value while the endpoint's settings do not change.
-	Embeddings *Embeddings
-}
-
-// Reconfigure replaces the server's settings; calls already running keep
-// the ones they started with.
-func (s *Server) Reconfigure(set Settings) {
+// Reconfigure replaces the options a config reload changes, the fields
+// from Policy on (see [Options]); the others are fixed at [New] and
+// ignored here. Calls already running keep the options they started with.
+func (s *Server) Reconfigure(opts Options) {
 	old := s.settings.Load()
+	set := s.opts.reloadable(&opts)
 	if set.Policy == nil {
 		set.Policy = old.Policy
 	}
@@ -371,18 +368,8 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 	}
 	s.states = sealer{key: s.opts.StateKey}
 	s.log = s.opts.Logger.Named("server")
-	s.settings.Store(&Settings{
-		Policy:               s.opts.Policy,
-		ToolTimeout:          s.opts.ToolTimeout,
-		ProviderToolTimeouts: s.opts.ProviderToolTimeouts,
-		ConfirmActs:          s.opts.ConfirmActs,
-		RecordReads:          s.opts.RecordReads,
-
-		StructuredContentClients: s.opts.StructuredContentClients,
-		Profiles:                 s.opts.Profiles,
-		ToolOverrides:            s.opts.ToolOverrides,
-		Embeddings:               s.opts.Embeddings,
-	})
+	set := s.opts
+	s.settings.Store(&set)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "OpenHuman host", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.opts.Instructions,
 		Capabilities: &mcp.ServerCapabilities{
@@ -762,7 +749,7 @@ type Call struct {
 	// Confirm asks the user to confirm an act tool; nil when the caller
 	// cannot be asked (see [Options.ConfirmActs]).
 	Confirm Confirmer
-	// Profile names the caller's [Settings].Profiles entry; "" for none.
+	// Profile names the caller's [Options].Profiles entry; "" for none.
 	// A call a provider makes within a client's call (Caller.Depth > 0)
 	// runs under the profile of that call, found by Caller.CallToken (or,
 	// once that call has ended, Caller.Profile), whatever is set here.
@@ -813,7 +800,7 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 		Tool:          t.Name,
 		Provider:      t.Provider,
 		Class:         string(t.Class),
-		Decision:      "allowed",
+		Decision:      audit.DecisionAllowed,
 		ArgsSummary:   audit.SummarizeArgs(c.Arguments),
 		Profile:       c.Profile,
 	}
@@ -854,7 +841,7 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 // it is dispatched, and applies the shared act budget
 // ([policy.Options.SharedBudget]). It returns the refusal to send when the
 // budget is used up or the row cannot be written, or nil with rec.ID set.
-func (s *Server) begin(ctx context.Context, set *Settings, t *catalog.Tool, rec *audit.Record) *sdk.CallToolResult {
+func (s *Server) begin(ctx context.Context, set *Options, t *catalog.Tool, rec *audit.Record) *sdk.CallToolResult {
 	if s.opts.Audit == nil || t.Class != sdk.ClassAct {
 		return nil
 	}
@@ -869,7 +856,7 @@ func (s *Server) begin(ctx context.Context, set *Settings, t *catalog.Tool, rec 
 		rec.Decision = audit.DecisionDenied(d.Reason)
 		return sdk.ErrorResult("%s", d.Message)
 	case ctx.Err() != nil:
-		rec.Decision = audit.DecisionDenied("cancelled")
+		rec.Decision = audit.DecisionDenied(reasonCancelled)
 		return sdk.ErrorResult("%s was cancelled by the client before it ran", t.Name)
 	case err != nil:
 		s.log.Error("act refused: its audit row could not be written", "tool", t.Name, "error", err)
@@ -894,6 +881,28 @@ func (s *Server) begin(ctx context.Context, set *Settings, t *catalog.Tool, rec 
 // because its audit row could not be written before it ran.
 const AuditFailure = "audit"
 
+// Denial reasons of the refusals the server decides itself, beside the
+// policy's (policy.Reason*), [AuditFailure] and [BadConfirmation]; the
+// audit row's decision is [audit.DecisionDenied] of one.
+const (
+	// reasonCancelled: the call was cancelled before it ran.
+	reasonCancelled = "cancelled"
+	// reasonDepth: the call nests deeper than [MaxDepth].
+	reasonDepth = "depth"
+	// reasonInvalidArguments: the arguments do not match the tool's
+	// input schema.
+	reasonInvalidArguments = "invalid_arguments"
+	// reasonPolicy: the policy refused the call with an error that is
+	// not a [policy.Denial].
+	reasonPolicy = "policy"
+	// reasonNotConfirmed: the user was asked to confirm an act and did
+	// not.
+	reasonNotConfirmed = "not_confirmed"
+	// reasonConfirmationUnavailable: confirm_acts = "required" and the
+	// client cannot ask the user.
+	reasonConfirmationUnavailable = "confirmation_unavailable"
+)
+
 func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call, rec *audit.Record) (*sdk.CallToolResult, error) {
 	set, err := s.settings.Load().forProfile(c.Profile)
 	if err != nil {
@@ -901,21 +910,21 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 		return sdk.ErrorResult("%s refused: %v", t.Name, err), nil
 	}
 	if c.Caller.Depth > MaxDepth {
-		rec.Decision = "denied:depth"
+		rec.Decision = audit.DecisionDenied(reasonDepth)
 		return sdk.ErrorResult("%s refused: tool calls may nest at most %d deep", t.Name, MaxDepth), nil
 	}
 	args, err := t.ValidateArguments(c.Arguments)
 	if err != nil {
-		rec.Decision = "denied:invalid_arguments"
+		rec.Decision = audit.DecisionDenied(reasonInvalidArguments)
 		return sdk.ErrorResult("%s", err.Error()), nil
 	}
 	if err := set.Policy.Check(t.Name, policy.Class(t.Class)); err != nil {
 		var denial *policy.Denial
 		if errors.As(err, &denial) {
-			rec.Decision = "denied:" + denial.Reason
+			rec.Decision = audit.DecisionDenied(denial.Reason)
 			return sdk.ErrorResult("%s", denial.Message), nil
 		}
-		rec.Decision = "denied:policy"
+		rec.Decision = audit.DecisionDenied(reasonPolicy)
 		return sdk.ErrorResult("%s refused by the security policy: %v", t.Name, err), nil
 	}
 	if refusal := s.confirm(ctx, set, t, c, rec); refusal != nil {
@@ -974,7 +983,7 @@ func (s *Server) run(ctx context.Context, t *catalog.Tool, d Dispatcher, c Call,
 // confirm applies [Options.ConfirmActs] to an act tool the policy allowed
 // in supervised mode: it asks the user through c.Confirm, and returns the
 // refusal to send (recording its reason in rec) or nil to go on.
-func (s *Server) confirm(ctx context.Context, set *Settings, t *catalog.Tool, c Call, rec *audit.Record) *sdk.CallToolResult {
+func (s *Server) confirm(ctx context.Context, set *Options, t *catalog.Tool, c Call, rec *audit.Record) *sdk.CallToolResult {
 	mode := set.ConfirmActs
 	if mode == "" || mode == ConfirmOff || t.Class != sdk.ClassAct || set.Policy.Level() != policy.Supervised ||
 		c.Caller.SourceType == "cli" {
@@ -989,7 +998,7 @@ func (s *Server) confirm(ctx context.Context, set *Settings, t *catalog.Tool, c 
 			rec.Decision = decisionAsking
 			return sdk.ErrorResult("%s waits for your confirmation", t.Name)
 		case !q.yes:
-			rec.Decision = "denied:not_confirmed"
+			rec.Decision = audit.DecisionDenied(reasonNotConfirmed)
 			return sdk.ErrorResult("%s was not run: you did not confirm it. [autonomy] confirm_acts = %q asks before every act tool when the client can ask; set it to %q to stop asking",
 				t.Name, mode, ConfirmOff)
 		}
@@ -999,7 +1008,7 @@ func (s *Server) confirm(ctx context.Context, set *Settings, t *catalog.Tool, c 
 		if mode != ConfirmRequired {
 			return nil
 		}
-		rec.Decision = "denied:confirmation_unavailable"
+		rec.Decision = audit.DecisionDenied(reasonConfirmationUnavailable)
 		return sdk.ErrorResult("%s refused: [autonomy] confirm_acts = %q needs a client that can ask you to confirm act tools (one that declares "+
 			"the elicitation capability in form mode), and this one cannot; use such a client, or set confirm_acts = %q (ask when the client can) or %q",
 			t.Name, ConfirmRequired, ConfirmWhenSupported, ConfirmOff)
@@ -1007,14 +1016,14 @@ func (s *Server) confirm(ctx context.Context, set *Settings, t *catalog.Tool, c 
 	ok, err := c.Confirm(ctx, msg)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		rec.Decision = "denied:not_confirmed"
+		rec.Decision = audit.DecisionDenied(reasonNotConfirmed)
 		return sdk.ErrorResult("%s was not run: the call was cancelled before you answered", t.Name)
 	case err != nil:
-		rec.Decision = "denied:not_confirmed"
+		rec.Decision = audit.DecisionDenied(reasonNotConfirmed)
 		return sdk.ErrorResult("%s was not run: asking you to confirm it failed (%v); [autonomy] confirm_acts = %q asks before act tools, %q stops asking",
 			t.Name, err, mode, ConfirmOff)
 	case !ok:
-		rec.Decision = "denied:not_confirmed"
+		rec.Decision = audit.DecisionDenied(reasonNotConfirmed)
 		return sdk.ErrorResult("%s was not run: you did not confirm it. [autonomy] confirm_acts = %q asks before every act tool when the client can ask; set it to %q to stop asking",
 			t.Name, mode, ConfirmOff)
 	}

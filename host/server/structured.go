@@ -19,12 +19,12 @@ import (
 // Content": "SHOULD also return the serialized JSON in a TextContent
 // block"). For a client that hands structuredContent to its model that
 // text repeats the result and doubles what it costs in tokens. Nothing in
-// the protocol says which kind a client is, so [Settings.StructuredContentClients]
+// the protocol says which kind a client is, so [Options.StructuredContentClients]
 // (the config's [server] structured_content_clients) names the clients
 // that read structuredContent; this file decides for a client and drops
 // the repeated text from its results.
 
-// AnyClient, in [Settings.StructuredContentClients], names every client.
+// AnyClient, in [Options.StructuredContentClients], names every client.
 const AnyClient = "*"
 
 // StructuredContentNote is the text that replaces a text block that only
@@ -39,7 +39,7 @@ const StructuredContentNote = "Result in structuredContent (not repeated here)."
 // unknown version counts as having it, as in structuredOutput). A client
 // of 2025-03-26 or earlier gets no structuredContent, so it must keep the
 // full text whatever the config says.
-func (set *Settings) readsStructured(clientName, protocolVersion string) bool {
+func (set *Options) readsStructured(clientName, protocolVersion string) bool {
 	if len(set.StructuredContentClients) == 0 || (protocolVersion != "" && protocolVersion < structuredVersion) {
 		return false
 	}

@@ -122,7 +122,7 @@ func TestReadsStructured(t *testing.T) {
 		"protocol unknown":                   {clients: []string{"claude-code"}, name: "claude-code", want: true},
 	}
 	for name, tc := range tests {
-		set := &Settings{StructuredContentClients: tc.clients}
+		set := &Options{StructuredContentClients: tc.clients}
 		if got := set.readsStructured(tc.name, tc.version); got != tc.want {
 			t.Errorf("%s: readsStructured(%q, %q) with %q = %v, want %v", name, tc.name, tc.version, tc.clients, got, tc.want)
 		}
@@ -257,7 +257,7 @@ func TestStructuredContentClientsReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Reconfigure(Settings{Policy: pol, StructuredContentClients: []string{"*"}})
+	s.Reconfigure(Options{Policy: pol, StructuredContentClients: []string{"*"}})
 	if got := call(); got != StructuredContentNote {
 		t.Errorf("after the reload: %q, want the note", got)
 	}

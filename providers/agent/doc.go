@@ -3,18 +3,18 @@
 //
 // # Definitions
 //
-// A sub-agent is a [Definition]: id, display name, when to use it, system
+// A sub-agent is a [definitions.Definition]: id, display name, when to use it, system
 // prompt, optional model and temperature, iteration limit, tool scope and
-// whether MCP clients may run it. The built-ins ([Builtins]: orchestrator,
+// whether MCP clients may run it. The built-ins ([definitions.Builtins]: orchestrator,
 // researcher, archivist, summarizer, critic, planner, help) are embedded in
 // the binary; the user's own come from `<id>.toml` files, each with an
 // optional `<id>.md` prompt beside it, in agents/ in the host's config
 // directory (~/.config/openhuman-host/agents/ on Linux, ~/Library/Application
 // Support/openhuman-host/agents/ on macOS, %APPDATA%\openhuman-host\agents\
-// on Windows; [LoadDir]), and replace a
-// built-in of the same id ([Merge]). Invalid files are reported as
-// [DefinitionError] values naming the file, line and key, so that
-// `openhuman-host config check` can print them. [Definition.Allows] applies
+// on Windows; [definitions.LoadDir]), and replace a
+// built-in of the same id ([definitions.Merge]). Invalid files are reported as
+// [definitions.Error] values naming the file, line and key, so that
+// `openhuman-host config check` can print them. [definitions.Definition.Allows] applies
 // a tool scope; agent_run_subagent is granted only by naming it exactly.
 //
 // # Tools
@@ -31,7 +31,7 @@
 //
 // # Resources
 //
-// [PromptResources] lists the text/markdown resources
+// [definitions.PromptResources] lists the text/markdown resources
 // openhuman://prompts/identity, /soul and /user, and
 // openhuman://prompts/agents/<id> for every built-in sub-agent.
 //

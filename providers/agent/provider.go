@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/openhuman/openhuman-host/providers/agent/definitions"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -55,8 +56,8 @@ type Provider struct {
 	model       Model // nil: the client's model through sampling
 	modelName   string
 	runTimeout  time.Duration
-	definitions []Definition // sorted by ID
-	resources   map[string]PromptResource
+	definitions []definitions.Definition // sorted by ID
+	resources   map[string]definitions.PromptResource
 	warned      sync.Map // "<agent id>\x00<scope entry>" already warned about
 	// maxRuns and maxRequests bound the sub-agent runs and the model
 	// requests of one client call, across its whole tree of nested runs.
@@ -193,23 +194,23 @@ func (p *Provider) Configure(_ context.Context, req *sdk.ConfigureRequest) error
 	if dir != "" && !filepath.IsAbs(dir) {
 		return fmt.Errorf("[providers.agent] agents_dir must be an absolute path; got %q", dir)
 	}
-	var user []Definition
+	var user []definitions.Definition
 	if dir != "" {
 		var err error
-		if user, err = LoadDir(dir); err != nil {
+		if user, err = definitions.LoadDir(dir); err != nil {
 			return fmt.Errorf("sub-agent definitions in %s: %w", dir, err)
 		}
 	}
-	builtins := Builtins()
-	resources := map[string]PromptResource{}
-	for _, r := range PromptResources(builtins) {
+	builtins := definitions.Builtins()
+	resources := map[string]definitions.PromptResource{}
+	for _, r := range definitions.PromptResources(builtins) {
 		resources[r.URI] = r
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.host, p.model, p.modelName, p.runTimeout = req.Host, model, modelName, runTimeout
 	p.maxRuns, p.maxRequests = maxRuns, maxRequests
-	p.definitions = Merge(builtins, user)
+	p.definitions = definitions.Merge(builtins, user)
 	p.resources = resources
 	return nil
 }
@@ -288,7 +289,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
 	sort.Strings(uris)
 	for _, uri := range uris {
 		r := p.resources[uri]
-		cat.Resources = append(cat.Resources, sdk.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: PromptMIMEType, Size: int64(len(r.Text))})
+		cat.Resources = append(cat.Resources, sdk.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: definitions.PromptMIMEType, Size: int64(len(r.Text))})
 	}
 	return cat, nil
 }
@@ -301,7 +302,7 @@ func (p *Provider) ReadResource(_ context.Context, req *sdk.ReadResourceRequest)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", sdk.ErrResourceNotFound, req.URI)
 	}
-	return &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: r.URI, MIMEType: PromptMIMEType, Text: r.Text}}}, nil
+	return &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: r.URI, MIMEType: definitions.PromptMIMEType, Text: r.Text}}}, nil
 }
 
 // CallTool runs one of the four tools.
@@ -436,7 +437,7 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 	defs, host, model, modelName := p.definitions, p.host, p.model, p.modelName
 	maxRuns, maxRequests := p.maxRuns, p.maxRequests
 	p.mu.RUnlock()
-	i := slices.IndexFunc(defs, func(d Definition) bool { return d.ID == args.AgentID })
+	i := slices.IndexFunc(defs, func(d definitions.Definition) bool { return d.ID == args.AgentID })
 	runnable := make([]string, 0, len(defs))
 	for _, d := range defs {
 		if d.MCPRunnable || req.Caller.Depth > 0 {
@@ -581,8 +582,8 @@ func (m *budgetedModel) Complete(ctx context.Context, req ModelRequest) (ModelRe
 // warnUnmatchedScope logs, once per user definition and entry, a tool
 // scope entry that matches no tool the host serves: a typo there silently
 // leaves the sub-agent without the tool.
-func (p *Provider) warnUnmatchedScope(def Definition, tools []ToolSpec) {
-	if def.Source == BuiltinSource {
+func (p *Provider) warnUnmatchedScope(def definitions.Definition, tools []ToolSpec) {
+	if def.Source == definitions.BuiltinSource {
 		// Built-in scopes name optional providers' tools on purpose.
 		return
 	}

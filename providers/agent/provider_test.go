@@ -20,6 +20,7 @@ import (
 	"github.com/openhuman/openhuman-host/internal/scriptedllm"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/providers/agent"
+	"github.com/openhuman/openhuman-host/providers/agent/definitions"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
 )
@@ -184,20 +185,20 @@ func resultText(res *sdk.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-func builtin(t *testing.T, id string) agent.Definition {
+func builtin(t *testing.T, id string) definitions.Definition {
 	t.Helper()
-	for _, d := range agent.Builtins() {
+	for _, d := range definitions.Builtins() {
 		if d.ID == id {
 			return d
 		}
 	}
 	t.Fatalf("no built-in %q", id)
-	return agent.Definition{}
+	return definitions.Definition{}
 }
 
 func builtinIDs() []string {
 	var ids []string
-	for _, d := range agent.Builtins() {
+	for _, d := range definitions.Builtins() {
 		ids = append(ids, d.ID)
 	}
 	return ids
@@ -267,7 +268,7 @@ func TestDescribeResources(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	for _, d := range agent.Builtins() {
+	for _, d := range definitions.Builtins() {
 		uri := prefix + d.ID
 		r, ok := byURI[uri]
 		if !ok {
@@ -300,7 +301,7 @@ func TestDescribeResources(t *testing.T) {
 			t.Errorf("read %s: %+v", uri, res.Contents)
 		}
 	}
-	if want := 3 + len(agent.Builtins()); len(h.Catalog.Resources) != want {
+	if want := 3 + len(definitions.Builtins()); len(h.Catalog.Resources) != want {
 		t.Errorf("%d resources, want %d", len(h.Catalog.Resources), want)
 	}
 	for _, uri := range []string{"openhuman://prompts/nope", prefix + "reef", prefix, "openhuman://prompts/agents"} {
@@ -359,7 +360,7 @@ func TestConfigureErrors(t *testing.T) {
 	err := agent.New(nil).Configure(context.Background(), &sdk.ConfigureRequest{
 		Config: json.RawMessage(fmt.Sprintf(`{"agents_dir":%q}`, badDir)), DataDir: t.TempDir(),
 	})
-	var de *agent.DefinitionError
+	var de *definitions.Error
 	if !errors.As(err, &de) || de.File != filepath.Join(badDir, "bad.toml") || de.Line != 3 || de.Field != "temperature" {
 		t.Errorf("definition error = %#v", de)
 	}
@@ -403,12 +404,12 @@ func TestListSubagents(t *testing.T) {
 				t.Errorf("reef = %+v", d)
 			}
 		case "summarizer":
-			if d.Tools == nil || len(d.Tools) != 0 || d.Source != agent.BuiltinSource {
+			if d.Tools == nil || len(d.Tools) != 0 || d.Source != definitions.BuiltinSource {
 				t.Errorf("summarizer = %+v (tools must be [], not null)", d)
 			}
 		default:
 			b := builtin(t, d.ID)
-			if d.Source != agent.BuiltinSource || d.DisplayName != b.DisplayName || d.WhenToUse != b.WhenToUse || d.MaxIterations != b.MaxIterations {
+			if d.Source != definitions.BuiltinSource || d.DisplayName != b.DisplayName || d.WhenToUse != b.WhenToUse || d.MaxIterations != b.MaxIterations {
 				t.Errorf("%s = %+v", d.ID, d)
 			}
 		}

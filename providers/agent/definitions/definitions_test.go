@@ -1,4 +1,4 @@
-package agent
+package definitions
 
 import (
 	"errors"
@@ -29,11 +29,11 @@ func TestBuiltinsParseAndValidate(t *testing.T) {
 
 	// Parse the embedded files again, reporting every error instead of
 	// panicking on the first.
-	sub, err := fs.Sub(definitionBuiltinFiles, "builtin")
+	sub, err := fs.Sub(builtinFiles, "builtin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, errs, err := definitionLoadFS(sub, func(n string) string { return "builtin/" + n }, func(string) string { return BuiltinSource })
+	_, errs, err := loadFS(sub, func(n string) string { return "builtin/" + n }, func(string) string { return BuiltinSource })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,9 +243,9 @@ func defTestMessages(t *testing.T, err error) []string {
 			}
 			return
 		}
-		var de *DefinitionError
+		var de *Error
 		if !errors.As(e, &de) {
-			t.Fatalf("error %v is a %T, not a *DefinitionError", e, e)
+			t.Fatalf("error %v is a %T, not a *Error", e, e)
 		}
 		out = append(out, de.Error())
 	}
@@ -368,7 +368,7 @@ func TestLoadDirSyntaxError(t *testing.T) {
 	if len(msgs) != 1 || !strings.HasPrefix(msgs[0], prefix) || !strings.Contains(msgs[0], "not valid TOML: ") {
 		t.Fatalf("got %q, want one error starting %q about invalid TOML", msgs, prefix)
 	}
-	var de *DefinitionError
+	var de *Error
 	if !errors.As(err, &de) || de.Line < 4 {
 		t.Errorf("syntax error should carry its line: %+v", de)
 	}
@@ -383,7 +383,7 @@ func TestLoadDirReturnsValidDefinitionsBesideInvalid(t *testing.T) {
 	if len(defs) != 1 || defs[0].ID != "good" {
 		t.Errorf("got %+v, want the good definition only", defs)
 	}
-	var de *DefinitionError
+	var de *Error
 	if !errors.As(err, &de) || de.File != filepath.Join(dir, "bad.toml") || de.Line != 4 || de.Field != "temperature" {
 		t.Errorf("got error %v (%+v), want bad.toml:4 temperature", err, de)
 	}
@@ -557,12 +557,12 @@ func TestMergeUserWins(t *testing.T) {
 
 func TestDefinitionErrorFormat(t *testing.T) {
 	tests := []struct {
-		err  DefinitionError
+		err  Error
 		want string
 	}{
-		{DefinitionError{File: "a.toml", Line: 3, Field: "tools", Message: "bad"}, "a.toml:3: tools: bad"},
-		{DefinitionError{File: "a.toml", Field: "prompt", Message: "missing"}, "a.toml: prompt: missing"},
-		{DefinitionError{File: "b.md", Message: "orphan"}, "b.md: orphan"},
+		{Error{File: "a.toml", Line: 3, Field: "tools", Message: "bad"}, "a.toml:3: tools: bad"},
+		{Error{File: "a.toml", Field: "prompt", Message: "missing"}, "a.toml: prompt: missing"},
+		{Error{File: "b.md", Message: "orphan"}, "b.md: orphan"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {
@@ -576,7 +576,7 @@ func TestLoadDirBOMAndSize(t *testing.T) {
 	dir := defTestWrite(t, map[string]string{
 		"bom.toml": "\xef\xbb\xbfdisplay_name = \"B\"\nwhen_to_use = \"w\"\nprompt = \"p\"\n",
 		"big.toml": "display_name = \"Big\"\nwhen_to_use = \"w\"\n",
-		"big.md":   strings.Repeat("x", definitionMaxFileBytes+1),
+		"big.md":   strings.Repeat("x", maxFileBytes+1),
 	})
 	defs, err := LoadDir(dir)
 	if len(defs) != 1 || defs[0].ID != "bom" {

@@ -1,4 +1,10 @@
-package agent
+// Package definitions loads and validates the agent provider's sub-agent
+// definitions: the built-ins embedded in the binary ([Builtins]), the
+// user's own `<id>.toml` files ([LoadDir]), the two merged ([Merge]), and
+// the Markdown prompt documents served as MCP resources
+// ([PromptResources]). Invalid files are reported as [Error] values naming
+// the file, line and key.
+package definitions
 
 import (
 	"bytes"
@@ -75,11 +81,11 @@ type Definition struct {
 // BuiltinSource is the Source of every built-in Definition.
 const BuiltinSource = "builtin"
 
-// DefinitionError is one problem with a definition file. LoadDir returns
+// Error is one problem with a definition file. LoadDir returns
 // these, joined with errors.Join when there are several, ordered by file and
 // line; use errors.As (or the Unwrap() []error of the joined error) to read
 // them one by one.
-type DefinitionError struct {
+type Error struct {
 	// File is the path of the file at fault: a definition's .toml, or a .md
 	// prompt file.
 	File string
@@ -95,7 +101,7 @@ type DefinitionError struct {
 
 // Error formats e as "file:line: field: message", leaving out the line when
 // it is 0 and the field when it is empty.
-func (e *DefinitionError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Line > 0 {
@@ -113,41 +119,41 @@ func (e *DefinitionError) Error() string {
 
 // Limits and defaults of a definition file.
 const (
-	definitionDefaultIterations = 8
-	definitionMaxIterations     = 50
-	definitionMaxDisplayName    = 80
-	definitionMaxWhenToUse      = 1000
-	definitionMaxTemperature    = 2.0
-	// definitionNestingTool is the one tool a scope must name exactly: "*"
+	defaultIterations  = 8
+	maxIterationsLimit = 50
+	maxDisplayName     = 80
+	maxWhenToUse       = 1000
+	maxTemperature     = 2.0
+	// nestingTool is the one tool a scope must name exactly: "*"
 	// and patterns never grant it.
-	definitionNestingTool = "agent_run_subagent"
+	nestingTool = "agent_run_subagent"
 )
 
-var definitionIDPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+var idPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 
-// definitionKeys lists the keys a definition file may hold, sorted.
-var definitionKeys = []string{
+// knownKeys lists the keys a definition file may hold, sorted.
+var knownKeys = []string{
 	"display_name", "id", "max_iterations", "mcp_runnable", "model",
 	"prompt", "temperature", "tools", "when_to_use",
 }
 
 //go:embed builtin/*.toml builtin/*.md
-var definitionBuiltinFiles embed.FS
+var builtinFiles embed.FS
 
-// definitionBuiltins parses the embedded definitions once.
-var definitionBuiltins = sync.OnceValue(func() []Definition {
-	sub, err := fs.Sub(definitionBuiltinFiles, "builtin")
+// builtinDefs parses the embedded definitions once.
+var builtinDefs = sync.OnceValue(func() []Definition {
+	sub, err := fs.Sub(builtinFiles, "builtin")
 	if err != nil {
 		panic("agent: built-in definitions: " + err.Error())
 	}
-	defs, errs, err := definitionLoadFS(sub,
+	defs, errs, err := loadFS(sub,
 		func(name string) string { return "builtin/" + name },
 		func(string) string { return BuiltinSource })
 	if err != nil {
 		panic("agent: built-in definitions: " + err.Error())
 	}
 	if len(errs) > 0 {
-		panic("agent: invalid built-in definitions: " + definitionJoin(errs).Error())
+		panic("agent: invalid built-in definitions: " + joinErrors(errs).Error())
 	}
 	return defs
 })
@@ -158,7 +164,7 @@ var definitionBuiltins = sync.OnceValue(func() []Definition {
 // modify. It panics only if an embedded file is invalid, which the package's
 // tests rule out.
 func Builtins() []Definition {
-	return definitionCloneAll(definitionBuiltins())
+	return cloneAll(builtinDefs())
 }
 
 // LoadDir reads the user's definitions from the files directly inside dir
@@ -168,7 +174,7 @@ func Builtins() []Definition {
 // A definition is `<id>.toml`, optionally with its prompt in `<id>.md` beside
 // it. Hidden files (names starting with ".") and files whose names end in
 // neither ".toml" nor ".md" are ignored. A missing dir gives (nil, nil). Every
-// invalid file is reported as a *DefinitionError, joined with errors.Join,
+// invalid file is reported as a *Error, joined with errors.Join,
 // while the valid definitions are still returned; any other failure (dir
 // unreadable or not a directory) returns a nil slice and that error.
 func LoadDir(dir string) ([]Definition, error) {
@@ -182,14 +188,14 @@ func LoadDir(dir string) ([]Definition, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("agent definitions: %s is not a directory", dir)
 	}
-	defs, errs, err := definitionLoadFS(os.DirFS(dir),
+	defs, errs, err := loadFS(os.DirFS(dir),
 		func(name string) string { return filepath.Join(dir, name) },
 		func(file string) string { return file })
 	if err != nil {
 		return nil, fmt.Errorf("agent definitions: %s: %w", dir, err)
 	}
 	if len(errs) > 0 {
-		return defs, definitionJoin(errs)
+		return defs, joinErrors(errs)
 	}
 	return defs, nil
 }
@@ -207,7 +213,7 @@ func Merge(builtins, user []Definition) []Definition {
 	}
 	out := make([]Definition, 0, len(byID))
 	for _, d := range byID {
-		out = append(out, definitionClone(d))
+		out = append(out, clone(d))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
@@ -232,7 +238,7 @@ func (d Definition) Allows(tool string) bool {
 		if entry == tool {
 			return true
 		}
-		if tool == definitionNestingTool {
+		if tool == nestingTool {
 			continue
 		}
 		if entry == "*" {
@@ -245,7 +251,7 @@ func (d Definition) Allows(tool string) bool {
 	return false
 }
 
-func definitionClone(d Definition) Definition {
+func clone(d Definition) Definition {
 	d.Tools = slices.Clone(d.Tools)
 	if d.Temperature != nil {
 		t := *d.Temperature
@@ -254,19 +260,19 @@ func definitionClone(d Definition) Definition {
 	return d
 }
 
-func definitionCloneAll(defs []Definition) []Definition {
+func cloneAll(defs []Definition) []Definition {
 	if defs == nil {
 		return nil
 	}
 	out := make([]Definition, len(defs))
 	for i, d := range defs {
-		out[i] = definitionClone(d)
+		out[i] = clone(d)
 	}
 	return out
 }
 
-// definitionJoin orders errs by file, then line, and joins them.
-func definitionJoin(errs []*DefinitionError) error {
+// joinErrors orders errs by file, then line, and joins them.
+func joinErrors(errs []*Error) error {
 	sort.SliceStable(errs, func(i, j int) bool {
 		if errs[i].File != errs[j].File {
 			return errs[i].File < errs[j].File
@@ -280,11 +286,11 @@ func definitionJoin(errs []*DefinitionError) error {
 	return errors.Join(out...)
 }
 
-// definitionLoadFS parses the definitions at the top of fsys. display turns
+// loadFS parses the definitions at the top of fsys. display turns
 // a file name into the path used in errors; source turns a TOML file's
 // display path into the Definition's Source. The error result is for an
 // unreadable directory only.
-func definitionLoadFS(fsys fs.FS, display func(name string) string, source func(file string) string) ([]Definition, []*DefinitionError, error) {
+func loadFS(fsys fs.FS, display func(name string) string, source func(file string) string) ([]Definition, []*Error, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, nil, err
@@ -315,10 +321,10 @@ func definitionLoadFS(fsys fs.FS, display func(name string) string, source func(
 		}
 	}
 
-	var errs []*DefinitionError
+	var errs []*Error
 	for stem, md := range mds {
 		if _, ok := tomls[stem]; !ok {
-			errs = append(errs, &DefinitionError{
+			errs = append(errs, &Error{
 				File: display(md),
 				Message: fmt.Sprintf("prompt file without a definition: add %s.toml beside it "+
 					"(with display_name and when_to_use), or remove it", stem),
@@ -329,19 +335,19 @@ func definitionLoadFS(fsys fs.FS, display func(name string) string, source func(
 	var defs []Definition
 	for stem, name := range tomls {
 		file := display(name)
-		p := &definitionParser{file: file, stem: stem}
-		data, err := definitionReadFile(fsys, name)
+		p := &parser{file: file, stem: stem}
+		data, err := readFile(fsys, name)
 		if err != nil {
-			p.fail("", 0, "cannot read the file: %v", definitionPathless(err))
+			p.fail("", 0, "cannot read the file: %v", pathless(err))
 			errs = append(errs, p.errs...)
 			continue
 		}
 		// A byte order mark carries no meaning (and TOML allows none).
 		data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-		var md *definitionMarkdown
+		var md *markdown
 		if mdName, ok := mds[stem]; ok {
-			text, err := definitionReadFile(fsys, mdName)
-			md = &definitionMarkdown{name: mdName, file: display(mdName), text: bytes.TrimPrefix(text, []byte("\xef\xbb\xbf")), err: err}
+			text, err := readFile(fsys, mdName)
+			md = &markdown{name: mdName, file: display(mdName), text: bytes.TrimPrefix(text, []byte("\xef\xbb\xbf")), err: err}
 		}
 		d, ok := p.parse(data, md)
 		errs = append(errs, p.errs...)
@@ -354,30 +360,30 @@ func definitionLoadFS(fsys fs.FS, display func(name string) string, source func(
 	return defs, errs, nil
 }
 
-// definitionMaxFileBytes caps one definition or prompt file: 1 MiB, far
+// maxFileBytes caps one definition or prompt file: 1 MiB, far
 // above any useful prompt, which is sent with every model request.
-const definitionMaxFileBytes = 1 << 20
+const maxFileBytes = 1 << 20
 
-// definitionReadFile reads a file of at most definitionMaxFileBytes.
-func definitionReadFile(fsys fs.FS, name string) ([]byte, error) {
+// readFile reads a file of at most maxFileBytes.
+func readFile(fsys fs.FS, name string) ([]byte, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, definitionMaxFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > definitionMaxFileBytes {
-		return nil, fmt.Errorf("larger than %d KiB; prompts are sent with every model request, so keep them short", definitionMaxFileBytes>>10)
+	if len(data) > maxFileBytes {
+		return nil, fmt.Errorf("larger than %d KiB; prompts are sent with every model request, so keep them short", maxFileBytes>>10)
 	}
 	return data, nil
 }
 
-// definitionPathless drops the path from a *fs.PathError, which the error's
+// pathless drops the path from a *fs.PathError, which the error's
 // File already names.
-func definitionPathless(err error) error {
+func pathless(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
@@ -385,27 +391,27 @@ func definitionPathless(err error) error {
 	return err
 }
 
-// definitionMarkdown is the .md prompt file beside a definition.
-type definitionMarkdown struct {
+// markdown is the .md prompt file beside a definition.
+type markdown struct {
 	name string // file name, such as "researcher.md"
 	file string // path for errors
 	text []byte
 	err  error // reading it failed
 }
 
-// definitionParser validates one definition file, collecting its errors.
-type definitionParser struct {
+// parser validates one definition file, collecting its errors.
+type parser struct {
 	file  string
 	stem  string
 	lines map[string]int // top-level key → line
-	errs  []*DefinitionError
+	errs  []*Error
 }
 
-func (p *definitionParser) fail(field string, line int, format string, args ...any) {
-	p.errs = append(p.errs, &DefinitionError{File: p.file, Line: line, Field: field, Message: fmt.Sprintf(format, args...)})
+func (p *parser) fail(field string, line int, format string, args ...any) {
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
-func (p *definitionParser) parse(data []byte, md *definitionMarkdown) (Definition, bool) {
+func (p *parser) parse(data []byte, md *markdown) (Definition, bool) {
 	var raw map[string]any
 	if err := toml.Unmarshal(data, &raw); err != nil {
 		var de *toml.DecodeError
@@ -418,33 +424,33 @@ func (p *definitionParser) parse(data []byte, md *definitionMarkdown) (Definitio
 		}
 		return Definition{}, false
 	}
-	p.lines = definitionKeyLines(data)
+	p.lines = keyLines(data)
 
 	var unknown []string
 	for key := range raw {
-		if !slices.Contains(definitionKeys, key) {
+		if !slices.Contains(knownKeys, key) {
 			unknown = append(unknown, key)
 		}
 	}
 	sort.Slice(unknown, func(i, j int) bool { return p.lines[unknown[i]] < p.lines[unknown[j]] })
 	for _, key := range unknown {
 		msg := "unknown key"
-		if s := definitionSuggest(key); s != "" {
+		if s := suggest(key); s != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", s)
 		}
-		p.fail(key, p.lines[key], "%s; valid keys are %s", msg, strings.Join(definitionKeys, ", "))
+		p.fail(key, p.lines[key], "%s; valid keys are %s", msg, strings.Join(knownKeys, ", "))
 	}
 
-	d := Definition{MaxIterations: definitionDefaultIterations, MCPRunnable: true}
+	d := Definition{MaxIterations: defaultIterations, MCPRunnable: true}
 	p.id(raw, &d)
-	if s, ok := p.text(raw, "display_name", definitionMaxDisplayName, `display_name = "Research assistant"`); ok {
+	if s, ok := p.text(raw, "display_name", maxDisplayName, `display_name = "Research assistant"`); ok {
 		if strings.ContainsAny(s, "\r\n") {
 			p.fail("display_name", p.lines["display_name"], "must be one line; move details to when_to_use")
 		} else {
 			d.DisplayName = s
 		}
 	}
-	if s, ok := p.text(raw, "when_to_use", definitionMaxWhenToUse,
+	if s, ok := p.text(raw, "when_to_use", maxWhenToUse,
 		`when_to_use = "Use for ..." (one or two sentences for the orchestrating model)`); ok {
 		d.WhenToUse = s
 	}
@@ -473,7 +479,7 @@ func (p *definitionParser) parse(data []byte, md *definitionMarkdown) (Definitio
 	return d, len(p.errs) == 0
 }
 
-func (p *definitionParser) id(raw map[string]any, d *Definition) {
+func (p *parser) id(raw map[string]any, d *Definition) {
 	line := p.lines["id"]
 	v, present := raw["id"]
 	if present {
@@ -488,10 +494,10 @@ func (p *definitionParser) id(raw map[string]any, d *Definition) {
 			return
 		}
 	}
-	if !definitionIDPattern.MatchString(p.stem) {
+	if !idPattern.MatchString(p.stem) {
 		msg := fmt.Sprintf("%q (the file name without .toml) is not a valid id: use 1 to 64 characters "+
 			"from a-z, 0-9, \"_\" and \"-\", starting with a letter; rename the file", p.stem)
-		if s := definitionSuggestID(p.stem); s != "" {
+		if s := suggestID(p.stem); s != "" {
 			msg += fmt.Sprintf(", for example to %s.toml", s)
 		}
 		p.fail("id", line, "%s", msg)
@@ -501,7 +507,7 @@ func (p *definitionParser) id(raw map[string]any, d *Definition) {
 }
 
 // text reads a required one-string key of at most limit characters.
-func (p *definitionParser) text(raw map[string]any, key string, limit int, example string) (string, bool) {
+func (p *parser) text(raw map[string]any, key string, limit int, example string) (string, bool) {
 	line := p.lines[key]
 	v, present := raw[key]
 	if !present {
@@ -525,7 +531,7 @@ func (p *definitionParser) text(raw map[string]any, key string, limit int, examp
 	return s, true
 }
 
-func (p *definitionParser) prompt(raw map[string]any, md *definitionMarkdown, d *Definition) {
+func (p *parser) prompt(raw map[string]any, md *markdown, d *Definition) {
 	line := p.lines["prompt"]
 	v, inline := raw["prompt"]
 	switch {
@@ -550,13 +556,13 @@ func (p *definitionParser) prompt(raw map[string]any, md *definitionMarkdown, d 
 	default:
 		switch {
 		case md.err != nil:
-			p.errs = append(p.errs, &DefinitionError{File: md.file, Field: "prompt",
-				Message: fmt.Sprintf("cannot read the file: %v", definitionPathless(md.err))})
+			p.errs = append(p.errs, &Error{File: md.file, Field: "prompt",
+				Message: fmt.Sprintf("cannot read the file: %v", pathless(md.err))})
 		case !utf8.Valid(md.text):
-			p.errs = append(p.errs, &DefinitionError{File: md.file, Field: "prompt",
+			p.errs = append(p.errs, &Error{File: md.file, Field: "prompt",
 				Message: "is not valid UTF-8 text; save the file as UTF-8"})
 		case len(bytes.TrimSpace(md.text)) == 0:
-			p.errs = append(p.errs, &DefinitionError{File: md.file, Field: "prompt",
+			p.errs = append(p.errs, &Error{File: md.file, Field: "prompt",
 				Message: "the file is empty; write the system prompt in it"})
 		default:
 			d.Prompt = strings.TrimSpace(string(md.text))
@@ -564,7 +570,7 @@ func (p *definitionParser) prompt(raw map[string]any, md *definitionMarkdown, d 
 	}
 }
 
-func (p *definitionParser) temperature(raw map[string]any, d *Definition) {
+func (p *parser) temperature(raw map[string]any, d *Definition) {
 	v, present := raw["temperature"]
 	if !present {
 		return
@@ -580,7 +586,7 @@ func (p *definitionParser) temperature(raw map[string]any, d *Definition) {
 		p.fail("temperature", line, "must be a number from 0 to 2; got %s", tomltype.Describe(v))
 		return
 	}
-	if math.IsNaN(t) || t < 0 || t > definitionMaxTemperature {
+	if math.IsNaN(t) || t < 0 || t > maxTemperature {
 		p.fail("temperature", line, "is %s; use a number from 0 to 2, or remove the key for the endpoint's default",
 			strconv.FormatFloat(t, 'g', -1, 64))
 		return
@@ -588,7 +594,7 @@ func (p *definitionParser) temperature(raw map[string]any, d *Definition) {
 	d.Temperature = &t
 }
 
-func (p *definitionParser) maxIterations(raw map[string]any, d *Definition) {
+func (p *parser) maxIterations(raw map[string]any, d *Definition) {
 	v, present := raw["max_iterations"]
 	if !present {
 		return
@@ -596,18 +602,18 @@ func (p *definitionParser) maxIterations(raw map[string]any, d *Definition) {
 	line := p.lines["max_iterations"]
 	n, ok := v.(int64)
 	if !ok {
-		p.fail("max_iterations", line, "must be an integer from 1 to %d; got %s", definitionMaxIterations, tomltype.Describe(v))
+		p.fail("max_iterations", line, "must be an integer from 1 to %d; got %s", maxIterationsLimit, tomltype.Describe(v))
 		return
 	}
-	if n < 1 || n > definitionMaxIterations {
+	if n < 1 || n > maxIterationsLimit {
 		p.fail("max_iterations", line, "is %d; use an integer from 1 to %d, or remove the key for the default of %d",
-			n, definitionMaxIterations, definitionDefaultIterations)
+			n, maxIterationsLimit, defaultIterations)
 		return
 	}
 	d.MaxIterations = int(n)
 }
 
-func (p *definitionParser) tools(raw map[string]any, d *Definition) {
+func (p *parser) tools(raw map[string]any, d *Definition) {
 	v, present := raw["tools"]
 	if !present {
 		return
@@ -636,7 +642,7 @@ func (p *definitionParser) tools(raw map[string]any, d *Definition) {
 				bad = true
 				continue
 			}
-			if msg := definitionCheckToolEntry(s); msg != "" {
+			if msg := checkToolEntry(s); msg != "" {
 				p.fail(field, line, "%s", msg)
 				bad = true
 				continue
@@ -651,8 +657,8 @@ func (p *definitionParser) tools(raw map[string]any, d *Definition) {
 	}
 }
 
-// definitionCheckToolEntry returns what is wrong with one tools entry, or "".
-func definitionCheckToolEntry(s string) string {
+// checkToolEntry returns what is wrong with one tools entry, or "".
+func checkToolEntry(s string) string {
 	const example = `a tool name such as "memory_search" or a pattern such as "memory_*"`
 	if strings.TrimSpace(s) == "" {
 		return "is empty; write " + example
@@ -666,9 +672,9 @@ func definitionCheckToolEntry(s string) string {
 	return ""
 }
 
-// definitionKeyLines maps each top-level key of a TOML document to the line
+// keyLines maps each top-level key of a TOML document to the line
 // it first appears on; table headers count as the key of their first part.
-func definitionKeyLines(data []byte) map[string]int {
+func keyLines(data []byte) map[string]int {
 	lines := map[string]int{}
 	var p unstable.Parser
 	p.Reset(data)
@@ -694,7 +700,7 @@ func definitionKeyLines(data []byte) map[string]int {
 		if _, seen := lines[key]; seen {
 			continue
 		}
-		line := definitionLineAt(data, int(n.Raw.Offset))
+		line := lineAt(data, int(n.Raw.Offset))
 		lines[key] = line
 		if e.Kind != unstable.KeyValue || it.Next() {
 			continue // a table header or a dotted key
@@ -709,7 +715,7 @@ func definitionKeyLines(data []byte) map[string]int {
 				}
 				l := line
 				if el.Raw.Length > 0 {
-					l = definitionLineAt(data, int(el.Raw.Offset))
+					l = lineAt(data, int(el.Raw.Offset))
 				}
 				lines[fmt.Sprintf("%s[%d]", key, i)] = l
 				i++
@@ -719,26 +725,26 @@ func definitionKeyLines(data []byte) map[string]int {
 	return lines
 }
 
-// definitionLineAt returns the 1-based line of a byte offset in data.
-func definitionLineAt(data []byte, offset int) int {
+// lineAt returns the 1-based line of a byte offset in data.
+func lineAt(data []byte, offset int) int {
 	return bytes.Count(data[:min(max(offset, 0), len(data))], []byte("\n")) + 1
 }
 
-// definitionSuggest returns the valid key closest to an unknown one, when it
+// suggest returns the valid key closest to an unknown one, when it
 // is close enough to be a likely typo, or "".
-func definitionSuggest(key string) string {
+func suggest(key string) string {
 	norm := strings.ToLower(strings.ReplaceAll(key, "-", "_"))
 	best, bestDist := "", 3
-	for _, k := range definitionKeys {
-		if dist := definitionEditDistance(norm, k); dist < bestDist && 2*dist < utf8.RuneCountInString(norm) {
+	for _, k := range knownKeys {
+		if dist := editDistance(norm, k); dist < bestDist && 2*dist < utf8.RuneCountInString(norm) {
 			best, bestDist = k, dist
 		}
 	}
 	return best
 }
 
-// definitionEditDistance is the Levenshtein distance between a and b.
-func definitionEditDistance(a, b string) int {
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
@@ -759,8 +765,8 @@ func definitionEditDistance(a, b string) int {
 	return prev[len(rb)]
 }
 
-// definitionSuggestID turns an invalid file stem into a valid id, or "".
-func definitionSuggestID(stem string) string {
+// suggestID turns an invalid file stem into a valid id, or "".
+func suggestID(stem string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(stem) {
 		switch {
@@ -774,7 +780,7 @@ func definitionSuggestID(stem string) string {
 	if len(s) > 64 {
 		s = s[:64]
 	}
-	if !definitionIDPattern.MatchString(s) || s == stem {
+	if !idPattern.MatchString(s) || s == stem {
 		return ""
 	}
 	return s
@@ -801,10 +807,10 @@ type PromptResource struct {
 }
 
 //go:embed prompts/*.md
-var definitionPromptFiles embed.FS
+var promptFiles embed.FS
 
-// definitionPromptURIPrefix starts the URI of every PromptResource.
-const definitionPromptURIPrefix = "openhuman://prompts/"
+// promptURIPrefix starts the URI of every PromptResource.
+const promptURIPrefix = "openhuman://prompts/"
 
 // PromptResources returns the prompt documents: openhuman://prompts/identity,
 // openhuman://prompts/soul and openhuman://prompts/user (embedded in the
@@ -822,19 +828,19 @@ func PromptResources(defs []Definition) []PromptResource {
 	}
 	out := make([]PromptResource, 0, len(fixed)+len(defs))
 	for _, f := range fixed {
-		text, err := definitionPromptFiles.ReadFile("prompts/" + f.name + ".md")
+		text, err := promptFiles.ReadFile("prompts/" + f.name + ".md")
 		if err != nil {
 			panic("agent: embedded prompt " + f.name + ": " + err.Error())
 		}
 		out = append(out, PromptResource{
-			URI: definitionPromptURIPrefix + f.name, Name: f.name, Title: f.title,
+			URI: promptURIPrefix + f.name, Name: f.name, Title: f.title,
 			Description: f.description, Text: string(text),
 		})
 	}
 	for _, d := range defs {
 		name := "agents/" + d.ID
 		out = append(out, PromptResource{
-			URI:         definitionPromptURIPrefix + name,
+			URI:         promptURIPrefix + name,
 			Name:        name,
 			Title:       d.DisplayName + " (sub-agent prompt)",
 			Description: fmt.Sprintf("System prompt of the %q sub-agent. When to use it: %s", d.ID, d.WhenToUse),

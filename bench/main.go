@@ -93,6 +93,7 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/bench/internal/cputime"
+	"github.com/openhuman/openhuman-host/host/plugins"
 )
 
 // options are the command-line flags.
@@ -303,7 +304,7 @@ func run(o *options) error {
 	if err := goBuild(ctx, modDir, provBin, "./bench/noopprovider"); err != nil {
 		return err
 	}
-	sum, err := fileSHA256(provBin)
+	sum, err := plugins.FileSHA256(provBin)
 	if err != nil {
 		return err
 	}

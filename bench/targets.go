@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -216,19 +214,6 @@ func tomlString(s string) string {
 	return b.String()
 }
 
-// fileSHA256 is the lowercase hex SHA-256 of a file's contents.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
 
 // checkToolsList runs `openhuman-host --config F tools list` and fails,
 // quoting what the host printed, unless t.listed is among the tools.

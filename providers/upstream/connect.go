@@ -172,7 +172,7 @@ func connectAt(ctx context.Context, log hclog.Logger, s *server, r *relay, opts 
 	cmd.Dir = s.cwd
 	tail := &tailBuffer{max: stderrTail}
 	cmd.Stderr = io.MultiWriter(log.Named(s.name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), tail)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, opts)
+	cs, err := client.Connect(ctx, &commandTransport{cmd: cmd, terminate: terminateGrace}, opts)
 	if err != nil {
 		if cmd.Process != nil && cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()

@@ -142,14 +142,21 @@ func prune(root string) {
 }
 
 // cacheRoot is the directory that holds the built binaries, one directory
-// per key.
+// per key: in the user's cache directory, or else (none, or not writable)
+// in the temporary directory.
 func cacheRoot() (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
+	var err error
+	if base, uerr := os.UserCacheDir(); uerr == nil {
+		root := filepath.Join(base, "openhuman-host", "testbin")
+		if err = os.MkdirAll(root, 0o755); err == nil {
+			return root, nil
+		}
 	}
-	root := filepath.Join(base, "openhuman-host", "testbin")
-	return root, os.MkdirAll(root, 0o755)
+	root := filepath.Join(os.TempDir(), fmt.Sprintf("openhuman-host-testbin-%d", os.Getuid()))
+	if terr := os.MkdirAll(root, 0o755); terr != nil {
+		return "", errors.Join(err, terr)
+	}
+	return root, nil
 }
 
 // listedPackage is what sourceKey reads of go list -json.

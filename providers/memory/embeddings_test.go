@@ -583,8 +583,9 @@ func TestEmbedContext(t *testing.T) {
 		defer cancel()
 		// Cancel once the request is at the server, which never answers it.
 		go func() {
-			for f.Requests() == 0 && ctx.Err() == nil {
-				time.Sleep(time.Millisecond)
+			select {
+			case <-f.FirstRequest():
+			case <-ctx.Done():
 			}
 			cancel()
 		}()

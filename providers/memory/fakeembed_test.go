@@ -57,6 +57,7 @@ type fakeEmbeddings struct {
 	server *httptest.Server
 	dims   int
 	done   chan struct{} // closed when the test ends, releasing fakeHang
+	first  chan struct{} // closed when the first request arrives
 
 	mu            sync.Mutex
 	requests      int
@@ -111,7 +112,7 @@ func newUnservedFakeEmbeddings(t *testing.T, dims int) *fakeEmbeddings {
 	if dims < 1 {
 		t.Fatalf("newFakeEmbeddings: dims must be positive, got %d", dims)
 	}
-	f := &fakeEmbeddings{dims: dims, done: make(chan struct{}), synonyms: map[string]string{}}
+	f := &fakeEmbeddings{dims: dims, done: make(chan struct{}), first: make(chan struct{}), synonyms: map[string]string{}}
 	t.Cleanup(func() { close(f.done) })
 	return f
 }
@@ -150,6 +151,10 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return rec.Result(), nil
 }
+
+// FirstRequest returns a channel closed when the first request reaches
+// the server.
+func (f *fakeEmbeddings) FirstRequest() <-chan struct{} { return f.first }
 
 // Requests returns how many requests reached the server, valid or not.
 func (f *fakeEmbeddings) Requests() int {
@@ -260,7 +265,9 @@ type fakeEmbedItem struct {
 // serveHTTP answers one request.
 func (f *fakeEmbeddings) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
-	f.requests++
+	if f.requests++; f.requests == 1 {
+		close(f.first)
+	}
 	f.lastHeaders = r.Header.Clone()
 	failure, mode := f.failureStatus, f.mode
 	f.mu.Unlock()

@@ -40,23 +40,28 @@ func Build(t T, pkg string) string {
 // not change the binary.
 func BuildBinary(pkg string) (string, error) {
 	built.mu.Lock()
-	defer built.mu.Unlock()
-	if bin, ok := built.bins[pkg]; ok {
-		return bin, nil
+	build, ok := built.builds[pkg]
+	if !ok {
+		// Builds of other packages go on meanwhile.
+		build = sync.OnceValues(func() (string, error) {
+			bin, err := buildCached(pkg)
+			if err != nil {
+				return "", fmt.Errorf("build %s: %w", pkg, err)
+			}
+			return bin, nil
+		})
+		built.builds[pkg] = build
 	}
-	bin, err := buildCached(pkg)
-	if err != nil {
-		return "", fmt.Errorf("build %s: %w", pkg, err)
-	}
-	built.bins[pkg] = bin
-	return bin, nil
+	built.mu.Unlock()
+	return build()
 }
 
-// built remembers, within one test binary, what BuildBinary returned.
+// built remembers, within one test binary, what BuildBinary returned for
+// each package.
 var built = struct {
-	mu   sync.Mutex
-	bins map[string]string
-}{bins: map[string]string{}}
+	mu     sync.Mutex
+	builds map[string]func() (string, error)
+}{builds: map[string]func() (string, error){}}
 
 // lockWait bounds how long BuildBinary waits for another process's build:
 // far more than a build takes, even on a loaded machine.

@@ -65,9 +65,6 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	code := m.Run()
-	if kitDir != "" {
-		_ = os.RemoveAll(kitDir)
-	}
 	if err := pgtest.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = max(code, 1)

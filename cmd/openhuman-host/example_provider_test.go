@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,24 +15,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host/server"
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// buildExampleProvider builds examples/provider-hello into a temporary
-// directory and returns its path and SHA-256, as a third party would
-// before loading it.
+// buildExampleProvider builds examples/provider-hello, or finds it built,
+// and returns its path and SHA-256, as a third party would before loading
+// it.
 func buildExampleProvider(t *testing.T) (path, sum string) {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	}
-	path = filepath.Join(t.TempDir(), "provider-hello")
-	cmd := exec.CommandContext(testwait.Context(t), goBin, "build", "-o", path, "github.com/openhuman/openhuman-host/examples/provider-hello")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build examples/provider-hello: %v\n%s", err, out)
-	}
+	path = testproc.Build(t, "github.com/openhuman/openhuman-host/examples/provider-hello")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

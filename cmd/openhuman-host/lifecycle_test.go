@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,29 +20,23 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 var (
 	kitOnce sync.Once
-	kitDir  string // removed by TestMain
 	kitBin  string
 	kitSum  string
 	kitErr  error
 )
 
-// kitProvider builds test/testprovider once and returns its path and
-// SHA-256.
+// kitProvider builds test/testprovider, or finds it built, and returns its
+// path and SHA-256.
 func kitProvider(t *testing.T) (string, string) {
 	t.Helper()
 	kitOnce.Do(func() {
-		if kitDir, kitErr = os.MkdirTemp("", "openhuman-kit-"); kitErr != nil {
-			return
-		}
-		kitBin = filepath.Join(kitDir, "testprovider")
-		out, err := exec.Command("go", "build", "-o", kitBin, "github.com/openhuman/openhuman-host/test/testprovider").CombinedOutput()
-		if err != nil {
-			kitErr = fmt.Errorf("build testprovider: %v\n%s", err, out)
+		if kitBin, kitErr = testproc.BuildBinary("github.com/openhuman/openhuman-host/test/testprovider"); kitErr != nil {
 			return
 		}
 		kitSum, kitErr = plugins.FileSHA256(kitBin)

@@ -46,15 +46,10 @@ func (u *upstreamServer) start(t *testing.T, addr string, tools ...string) {
 		u.addTool(name)
 	}
 	var l net.Listener
-	var err error
-	for deadline := testwait.Deadline(t); ; time.Sleep(20 * time.Millisecond) {
-		if l, err = net.Listen("tcp", addr); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("listen on %s: %v", addr, err)
-	}
+	testwait.Retry(t, "listen on "+addr, func() (err error) {
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
 	srv := u.mcp
 	u.http = httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	u.http.Listener = l
@@ -162,21 +157,11 @@ func TestSubscriptionSurvivesUpstreamProviderRestart(t *testing.T) {
 	// until triggers an update every 100 ms until the client hears one.
 	until := func(what string) {
 		t.Helper()
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		deadline := testwait.After(t)
-		for {
+		uri := testwait.RecvRepeating(t, updated, "notifications/resources/updated "+what, 100*time.Millisecond, func() {
 			_ = up.mcp.ResourceUpdated(t.Context(), &mcp.ResourceUpdatedNotificationParams{URI: "test://watched"})
-			select {
-			case uri := <-updated:
-				if uri != "test://watched" {
-					t.Fatalf("%s: update for %q", what, uri)
-				}
-				return
-			case <-tick.C:
-			case <-deadline:
-				t.Fatalf("%s: no notifications/resources/updated by the test's deadline", what)
-			}
+		})
+		if uri != "test://watched" {
+			t.Fatalf("%s: update for %q", what, uri)
 		}
 	}
 	until("before the restart")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -26,22 +25,16 @@ import (
 
 var kitPath string
 
-// TestMain builds test/testprovider once for the package's tests.
+// TestMain builds test/testprovider, or finds it built, for the package's
+// tests.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "plugins-test-")
+	var err error
+	kitPath, err = testproc.BuildBinary("github.com/openhuman/openhuman-host/test/testprovider")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	kitPath = filepath.Join(dir, "testprovider")
-	out, err := exec.Command("go", "build", "-o", kitPath, "github.com/openhuman/openhuman-host/test/testprovider").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build testprovider: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 func kitSpec(t *testing.T) Spec {

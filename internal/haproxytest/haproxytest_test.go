@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 func TestRender(t *testing.T) {
@@ -151,17 +153,13 @@ func TestExampleStickiness(t *testing.T) {
 
 func waitStates(t *testing.T, p *Proxy, want map[string]string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testwait.Retry(t, fmt.Sprintf("see server states %v", want), func() error {
 		got, err := p.ServerStates(context.Background())
-		if err == nil && fmt.Sprint(got) == fmt.Sprint(want) {
-			return
+		if err == nil && fmt.Sprint(got) != fmt.Sprint(want) {
+			err = fmt.Errorf("server states are %v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server states = %v, %v; want %v", got, err, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // TestExampleIsValid: the example, unchanged (with its global section for

@@ -1,3 +1,5 @@
-// Package testproc does to processes what tests need and each operating
-// system does its own way: stop one so that it hangs ([Freeze]).
+// Package testproc gives tests the processes they run: the binaries,
+// built once for all the test binaries of a go test run ([Build]), and
+// what each operating system does its own way, such as stopping a process
+// so that it hangs ([Freeze]).
 package testproc

@@ -10,6 +10,7 @@ package testwait
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -67,16 +68,68 @@ func Recv[V any](t T, ch <-chan V, what string) V {
 	return zero
 }
 
+// RecvRepeating is [Recv] for a value that trigger brings about but may
+// not, with no event to wait for instead (a notification sent before the
+// other side listens is lost): it calls trigger at once and again every
+// interval until a value arrives on ch.
+func RecvRepeating[V any](t T, ch <-chan V, what string, every time.Duration, trigger func()) V {
+	t.Helper()
+	start, giveUp := time.Now(), After(t)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for trigger(); ; {
+		select {
+		case v := <-ch:
+			return v
+		case <-tick.C:
+			trigger()
+		case <-giveUp:
+			t.Fatalf("gave up waiting for %s after %s (the test's deadline is near)", what, time.Since(start).Round(time.Millisecond))
+			var zero V
+			return zero
+		}
+	}
+}
+
 // Until polls cond, at first every millisecond and then less often (every
 // 50ms at most), until it holds, failing the test if it still does not at
 // [Deadline]. what says what cond stands for.
 func Until(t T, what string, cond func() bool) {
 	t.Helper()
+	if polled, err := poll(t, func() error {
+		if cond() {
+			return nil
+		}
+		return errNotYet
+	}); err != nil {
+		t.Fatalf("gave up waiting for %s after %s (the test's deadline is near)", what, polled)
+	}
+}
+
+// Retry calls f, as [Until] polls, until it succeeds, failing the test
+// with f's last error if it still fails at [Deadline]: for something that
+// fails until another process is ready (listening on a port, done with a
+// file). what says what f does.
+func Retry(t T, what string, f func() error) {
+	t.Helper()
+	if polled, err := poll(t, f); err != nil {
+		t.Fatalf("gave up trying to %s after %s (the test's deadline is near): %v", what, polled, err)
+	}
+}
+
+// errNotYet is what Until's condition returns to poll while it does not
+// hold.
+var errNotYet = errors.New("not yet")
+
+// poll calls f, at first every millisecond and then less often (every
+// 50ms at most), until it returns nil or [Deadline] passes, and returns
+// how long it polled and f's last error.
+func poll(t T, f func() error) (time.Duration, error) {
 	start, deadline := time.Now(), Deadline(t)
-	for pause := time.Millisecond; !cond(); pause = min(2*pause, 50*time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s after %s (the test's deadline is near)", what, time.Since(start).Round(time.Millisecond))
-			return
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return time.Since(start).Round(time.Millisecond), err
 		}
 		time.Sleep(pause)
 	}

@@ -107,3 +107,48 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+func TestRetry(t *testing.T) {
+	t.Parallel()
+	n := 0
+	f := &fakeT{T: t, deadline: time.Now().Add(time.Hour)}
+	Retry(f, "succeed on the third try", func() error {
+		if n++; n < 3 {
+			return errors.New("not ready")
+		}
+		return nil
+	})
+	if len(f.fatal) != 0 || n != 3 {
+		t.Errorf("Retry() tried %d times, fatal %q; want 3 and no failure", n, f.fatal)
+	}
+
+	past := &fakeT{T: t, deadline: time.Now().Add(-time.Second)}
+	Retry(past, "listen", func() error { return errors.New("address in use") })
+	if len(past.fatal) != 1 || !containsAll(past.fatal[0], "gave up trying to listen", "the test's deadline is near", "address in use") {
+		t.Errorf("Retry() past the deadline reported %q", past.fatal)
+	}
+}
+
+func TestRecvRepeating(t *testing.T) {
+	t.Parallel()
+	// The value comes on the third trigger: the first two are lost.
+	ch := make(chan int, 1)
+	n := 0
+	f := &fakeT{T: t, deadline: time.Now().Add(time.Hour)}
+	got := RecvRepeating(f, ch, "the third trigger's value", time.Millisecond, func() {
+		if n++; n == 3 {
+			ch <- n
+		}
+	})
+	if got != 3 || len(f.fatal) != 0 {
+		t.Errorf("RecvRepeating() = %d, fatal %q; want 3 and no failure", got, f.fatal)
+	}
+
+	past := &fakeT{T: t, deadline: time.Now().Add(-time.Second)}
+	if got := RecvRepeating(past, make(chan int), "an update", time.Hour, func() {}); got != 0 {
+		t.Errorf("RecvRepeating() past the deadline = %d, want 0", got)
+	}
+	if len(past.fatal) != 1 || !containsAll(past.fatal[0], "gave up waiting for an update") {
+		t.Errorf("RecvRepeating() past the deadline reported %q", past.fatal)
+	}
+}

@@ -10,7 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 func TestBackupCopiesEverything(t *testing.T) {
@@ -76,12 +77,13 @@ func TestBackupWhileWriting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stop atomic.Bool
+	var stop, ended atomic.Bool
 	var wg sync.WaitGroup
 	var stored atomic.Int64
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer ended.Store(true)
 		for i := 0; !stop.Load(); i++ {
 			_, err := p.store.putDocument(ctx, document{SourceID: "mcp:mcp", SourceKind: SourceKindNote, SourceName: "w", Namespace: "mcp",
 				Key: fmt.Sprintf("w-%d", i), Title: fmt.Sprintf("Written %d", i), Tags: []string{"w"},
@@ -93,7 +95,9 @@ func TestBackupWhileWriting(t *testing.T) {
 			stored.Add(1)
 		}
 	}()
-	time.Sleep(20 * time.Millisecond)
+	// The backup starts while the writes go on. The writer ends before
+	// it only on an error, which it has reported.
+	testwait.Until(t, "the first concurrent writes", func() bool { return stored.Load() >= 3 || ended.Load() })
 	dir := t.TempDir()
 	err = p.Backup(ctx, filepath.Join(dir, dbFileName))
 	stop.Store(true)

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -582,8 +583,9 @@ func TestEmbedContext(t *testing.T) {
 		defer cancel()
 		// Cancel once the request is at the server, which never answers it.
 		go func() {
-			for f.Requests() == 0 && ctx.Err() == nil {
-				time.Sleep(time.Millisecond)
+			select {
+			case <-f.FirstRequest():
+			case <-ctx.Done():
 			}
 			cancel()
 		}()
@@ -630,19 +632,29 @@ func (c cancelAfterTransport) RoundTrip(req *http.Request) (*http.Response, erro
 func TestEmbedSlowFailures(t *testing.T) {
 	t.Run("request timeout", func(t *testing.T) {
 		t.Parallel()
-		f := newFakeEmbeddings(t, 8)
-		f.SetMode(fakeHang)
-		e := newTestEmbedder(t, embeddingsConfig{BaseURL: f.URL(), Model: "m", TimeoutSecs: 1})
-		got, err := e.Embed(context.Background(), testTexts(2))
-		want := "embeddings endpoint " + f.URL() + " did not answer within 1 seconds; raise [providers.memory.embeddings] timeout_secs or lower batch_size: context deadline exceeded"
-		if got != nil || err == nil || err.Error() != want || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Embed = %v, %v\nwant %s", got, err, want)
-		}
-		// The second may run out before the request arrives on a loaded
-		// machine; a timed-out request is never sent again.
-		if f.Requests() > 1 {
-			t.Errorf("%d requests, want at most 1", f.Requests())
-		}
+		// In a synctest bubble the second passes as soon as the
+		// request waits, however loaded the machine.
+		synctest.Test(t, func(t *testing.T) {
+			f := newUnservedFakeEmbeddings(t, 8)
+			f.SetMode(fakeHang)
+			e, err := newOpenAIEmbedder(embeddingsConfig{BaseURL: f.URL(), Model: "m", TimeoutSecs: 1}, testAPIKey, f.Client())
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			got, err := e.Embed(context.Background(), testTexts(2))
+			want := "embeddings endpoint " + f.URL() + " did not answer within 1 seconds; raise [providers.memory.embeddings] timeout_secs or lower batch_size: context deadline exceeded"
+			if got != nil || err == nil || err.Error() != want || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Embed = %v, %v\nwant %s", got, err, want)
+			}
+			// A timed-out request is never sent again.
+			if f.Requests() != 1 {
+				t.Errorf("%d requests, want 1", f.Requests())
+			}
+			if d := time.Since(start); d != time.Second {
+				t.Errorf("Embed gave up after %v, want timeout_secs (1s)", d)
+			}
+		})
 	})
 	t.Run("unreachable", func(t *testing.T) {
 		t.Parallel()

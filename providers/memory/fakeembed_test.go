@@ -57,6 +57,7 @@ type fakeEmbeddings struct {
 	server *httptest.Server
 	dims   int
 	done   chan struct{} // closed when the test ends, releasing fakeHang
+	first  chan struct{} // closed when the first request arrives
 
 	mu            sync.Mutex
 	requests      int
@@ -92,18 +93,68 @@ func (f *fakeEmbeddings) SetDelay(d time.Duration) {
 // dimensions; t.Cleanup closes it.
 func newFakeEmbeddings(t *testing.T, dims int) *fakeEmbeddings {
 	t.Helper()
-	if dims < 1 {
-		t.Fatalf("newFakeEmbeddings: dims must be positive, got %d", dims)
-	}
-	f := &fakeEmbeddings{dims: dims, done: make(chan struct{}), synonyms: map[string]string{}}
+	f := newUnservedFakeEmbeddings(t, dims)
 	f.server = httptest.NewServer(http.HandlerFunc(f.serveHTTP))
+	// Registered after newUnservedFakeEmbeddings's cleanup, so it runs
+	// before it: Close waits for handlers, which end once done is
+	// closed.
 	t.Cleanup(f.server.Close)
-	t.Cleanup(func() { close(f.done) }) // runs first: Close waits for handlers
 	return f
 }
 
-// URL returns the base URL to put in base_url; it ends in /v1.
-func (f *fakeEmbeddings) URL() string { return f.server.URL + "/v1" }
+// newUnservedFakeEmbeddings is a fake endpoint without a server: reach it
+// with [fakeEmbeddings.Client], which works in a synctest bubble, where
+// time moves only when every goroutine of the bubble waits on the
+// bubble's channels and timers, never on the network. Create it inside
+// the bubble.
+func newUnservedFakeEmbeddings(t *testing.T, dims int) *fakeEmbeddings {
+	t.Helper()
+	if dims < 1 {
+		t.Fatalf("newFakeEmbeddings: dims must be positive, got %d", dims)
+	}
+	f := &fakeEmbeddings{dims: dims, done: make(chan struct{}), first: make(chan struct{}), synonyms: map[string]string{}}
+	t.Cleanup(func() { close(f.done) })
+	return f
+}
+
+// URL returns the base URL to put in base_url; it ends in /v1. Without a
+// server, it names a host that does not exist: only [fakeEmbeddings.Client]
+// reaches it.
+func (f *fakeEmbeddings) URL() string {
+	if f.server == nil {
+		return "http://embeddings.invalid/v1"
+	}
+	return f.server.URL + "/v1"
+}
+
+// Client returns an HTTP client whose requests, to any host, f answers in
+// the caller's goroutine, without a network.
+func (f *fakeEmbeddings) Client() *http.Client {
+	return &http.Client{Transport: handlerTransport{http.HandlerFunc(f.serveHTTP)}}
+}
+
+// handlerTransport answers requests with a handler, as a server would.
+type handlerTransport struct {
+	h http.Handler
+}
+
+// RoundTrip serves req with the handler; a request whose context ends
+// while it is served fails with the context's error, as on a network.
+func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		defer req.Body.Close()
+	}
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, req)
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	return rec.Result(), nil
+}
+
+// FirstRequest returns a channel closed when the first request reaches
+// the server.
+func (f *fakeEmbeddings) FirstRequest() <-chan struct{} { return f.first }
 
 // Requests returns how many requests reached the server, valid or not.
 func (f *fakeEmbeddings) Requests() int {
@@ -214,7 +265,9 @@ type fakeEmbedItem struct {
 // serveHTTP answers one request.
 func (f *fakeEmbeddings) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
-	f.requests++
+	if f.requests++; f.requests == 1 {
+		close(f.first)
+	}
 	f.lastHeaders = r.Header.Clone()
 	failure, mode := f.failureStatus, f.mode
 	f.mu.Unlock()

@@ -3,8 +3,10 @@ package memory
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -384,8 +386,15 @@ func titles(hits []recallHit) []string {
 // openWithConfig configures a provider with a [providers.memory] table.
 func openWithConfig(t *testing.T, dir string, cfg map[string]any, secrets map[string]string) *Provider {
 	t.Helper()
+	return openWithClient(t, dir, cfg, secrets, nil)
+}
+
+// openWithClient is openWithConfig with client for the embeddings
+// endpoint (nil for the default one).
+func openWithClient(t *testing.T, dir string, cfg map[string]any, secrets map[string]string, client *http.Client) *Provider {
+	t.Helper()
 	requireFTS5(t)
-	p := New(&Options{Now: newTestClock().Now})
+	p := New(&Options{Now: newTestClock().Now, HTTPClient: client})
 	p.backfillDelay = 0
 	raw, err := json.Marshal(cfg)
 	if err != nil {
@@ -601,24 +610,35 @@ func TestBackfillQuarantine(t *testing.T) {
 }
 
 // TestSlowEndpoint: a store whose embedding outlasts the budget still
-// succeeds at once, and recall falls back instead of timing out.
+// succeeds once the budget is spent, and recall falls back at once instead
+// of waiting, let alone timing out. The test runs in a synctest bubble,
+// whose clock moves only while every goroutine waits: the budget passes
+// at once, and the time the calls waited is exact, however loaded the
+// machine.
 func TestSlowEndpoint(t *testing.T) {
 	t.Parallel()
-	fake := newFakeEmbeddings(t, 16)
-	p := openWithConfig(t, t.TempDir(), map[string]any{
-		"embeddings": map[string]any{"base_url": fake.URL(), "model": "m", "timeout_secs": 600},
-	}, nil)
-	fake.SetDelay(time.Hour)
-	start := time.Now()
-	put(t, p, map[string]any{"title": "Slow", "content": "a slow endpoint"})
-	got := call[recallResult](t, p, ToolRecall, map[string]any{"query": "slow endpoint"})
-	if got.Mode != recallKeyword || !strings.Contains(got.FallbackReason, "less than a minute ago") || len(got.Chunks) != 1 {
-		t.Errorf("recall with a slow endpoint = %+v", got)
-	}
-	// Both calls together waited for at most one budget.
-	if d := time.Since(start); d > syncEmbedBudget+5*time.Second {
-		t.Logf("store and recall took %v", d)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		fake := newUnservedFakeEmbeddings(t, 16)
+		p := openWithClient(t, t.TempDir(), map[string]any{
+			"embeddings": map[string]any{"base_url": fake.URL(), "model": "m", "timeout_secs": 600},
+		}, nil, fake.Client())
+		fake.SetDelay(time.Hour)
+		start := time.Now()
+		put(t, p, map[string]any{"title": "Slow", "content": "a slow endpoint"})
+		stored := time.Since(start)
+		got := call[recallResult](t, p, ToolRecall, map[string]any{"query": "slow endpoint"})
+		if got.Mode != recallKeyword || !strings.Contains(got.FallbackReason, "less than a minute ago") || len(got.Chunks) != 1 {
+			t.Errorf("recall with a slow endpoint = %+v", got)
+		}
+		// The store waited for the budget and no longer; the recall,
+		// for nothing.
+		if stored != syncEmbedBudget {
+			t.Errorf("the store waited %v for the endpoint, want the budget %v", stored, syncEmbedBudget)
+		}
+		if d := time.Since(start) - stored; d != 0 {
+			t.Errorf("the recall waited %v for the endpoint, want no wait", d)
+		}
+	})
 }
 
 // TestRefusedTextDoesNotPauseEndpoint: a text the endpoint refuses (400)

@@ -233,20 +233,7 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 // not arrived yet; there is no event to wait for instead.
 func until[T any](t *testing.T, ch <-chan T, what string, trigger func()) T {
 	t.Helper()
-	deadline := testwait.After(t)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	trigger()
-	for {
-		select {
-		case v := <-ch:
-			return v
-		case <-tick.C:
-			trigger()
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	return testwait.RecvRepeating(t, ch, what, 100*time.Millisecond, trigger)
 }
 
 // resultText returns a function that fails t unless the call succeeded,
@@ -373,14 +360,10 @@ func TestProgressTokens(t *testing.T) {
 	if s, ok := second.(string); !ok || !strings.HasPrefix(s, progressPrefix) {
 		t.Errorf("second call's token %v, want %s<n>", second, progressPrefix)
 	}
-	waitProgress := func(sk *sink) {
-		for deadline := testwait.Deadline(t); ; time.Sleep(10 * time.Millisecond) {
-			if progress, _ := sk.events(); len(progress) > 0 || time.Now().After(deadline) {
-				return
-			}
-		}
-	}
-	waitProgress(sinks[0])
+	testwait.Until(t, "the first call's progress", func() bool {
+		progress, _ := sinks[0].events()
+		return len(progress) > 0
+	})
 	sinks[0].once.Do(func() { close(sinks[0].gate) })
 	wg.Wait()
 	for i, sk := range sinks {

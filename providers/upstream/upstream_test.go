@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
@@ -26,19 +26,11 @@ import (
 var stdioServer string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "upstream-test")
-	if err != nil {
+	var err error
+	if stdioServer, err = testproc.BuildBinary("./testdata/stdioserver"); err != nil {
 		panic(err)
 	}
-	stdioServer = filepath.Join(dir, "stdioserver")
-	build := exec.Command("go", "build", "-o", stdioServer, "./testdata/stdioserver")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		panic("building testdata/stdioserver: " + err.Error())
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 type textArgs struct {

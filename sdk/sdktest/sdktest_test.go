@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
@@ -372,10 +371,7 @@ func TestStartFailsForToolsTheHostRefuses(t *testing.T) {
 
 func TestStartExecutable(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "testprovider")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/openhuman/openhuman-host/test/testprovider").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testproc.Build(t, "github.com/openhuman/openhuman-host/test/testprovider")
 	// The test provider prints to stdout before its handshake.
 	h := sdktest.StartExecutable(t, bin, nil, nil)
 	if h.Catalog.Name != "kit" || len(h.Catalog.Tools) != 12 {

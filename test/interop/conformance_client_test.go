@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
@@ -70,16 +71,10 @@ func TestConformanceClientThroughUpstream(t *testing.T) {
 }
 
 // goBuild builds the Go package pkg (a path within this module or a
-// module in go.mod) and returns the binary.
+// module in go.mod), or finds it built, and returns the binary.
 func goBuild(t *testing.T, pkg string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.CommandContext(testwait.Context(t), "go", "build", "-o", out, pkg)
-	cmd.Dir = "."
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", pkg, err, b)
-	}
-	return out
+	return testproc.Build(t, pkg)
 }
 
 // readBaseline reads a baseline file: one scenario per line, then its

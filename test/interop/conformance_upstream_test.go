@@ -85,18 +85,13 @@ func runEverythingDirect(t *testing.T, p prereqs, sb *sandbox, bin string) strin
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}()
-	deadline := testwait.Deadline(t)
-	for {
+	testwait.Retry(t, "reach everything-server on "+addr, func() error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
+		if err != nil {
+			return fmt.Errorf("%w; stderr:\n%s", err, indent(stderr.String()))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("everything-server does not listen on %s by the test's deadline; stderr:\n%s", addr, indent(stderr.String()))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return c.Close()
+	})
 	return runSuite(t, p, sb, "http://"+addr+"/mcp")
 }
 

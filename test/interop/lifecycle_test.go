@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,19 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
 // buildTestProvider builds test/testprovider, a provider that prints to
-// stdout, spawns children and more on request, into dir and returns the
-// config table that loads it as "kit".
-func buildTestProvider(t *testing.T, dir string) (string, string) {
+// stdout, spawns children and more on request, or finds it built, and
+// returns its path and the config table that loads it as "kit".
+func buildTestProvider(t *testing.T) (string, string) {
 	t.Helper()
-	bin := filepath.Join(dir, "testprovider")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/openhuman/openhuman-host/test/testprovider").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build testprovider: %v\n%s", err, out)
-	}
+	bin := testproc.Build(t, "github.com/openhuman/openhuman-host/test/testprovider")
 	b, err := os.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +40,7 @@ func TestPrintingProviderStdio(t *testing.T) {
 	p := requireInterop(t)
 	t.Parallel()
 	sb := newSandbox(t)
-	_, table := buildTestProvider(t, sb.dir)
+	_, table := buildTestProvider(t)
 	sb.writeConfig(t, table)
 	extra, err := json.Marshal([]map[string]any{
 		{"name": "kit.print", "text": "printed"},
@@ -64,7 +60,7 @@ func TestKilledHostLeavesNoProcess(t *testing.T) {
 	p := requireServer(t)
 	t.Parallel()
 	sb := newSandbox(t)
-	bin, table := buildTestProvider(t, sb.dir)
+	bin, table := buildTestProvider(t)
 	sb.writeConfig(t, table)
 	srv := startServer(t, p, sb, "serve")
 	srv.send(t, initializeRequest)
@@ -122,7 +118,7 @@ func TestShutdownCancelsRunningCalls(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			sb := newSandbox(t)
-			_, table := buildTestProvider(t, sb.dir)
+			_, table := buildTestProvider(t)
 			sb.writeConfig(t, table)
 			srv := startServer(t, p, sb, "serve")
 			srv.send(t, initializeRequest)

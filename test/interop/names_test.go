@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/internal/testproc"
 )
 
 // clientSafe is the only tool name pattern Claude Desktop and
@@ -25,11 +26,8 @@ var clientSafe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // server with dotted tool and prompt names (notes.find).
 func wholeCatalogConfig(t *testing.T, sb *sandbox, extra string) string {
 	t.Helper()
-	_, kit := buildTestProvider(t, sb.dir)
-	server := filepath.Join(sb.dir, "dottedserver")
-	if out, err := exec.Command("go", "build", "-o", server, "./testdata/dottedserver").CombinedOutput(); err != nil {
-		t.Fatalf("build testdata/dottedserver: %v\n%s", err, out)
-	}
+	_, kit := buildTestProvider(t)
+	server := testproc.Build(t, "./testdata/dottedserver")
 	return kit + "[providers.searxng]\nenabled = true\nbase_url = \"http://127.0.0.1:9\"\n\n" +
 		fmt.Sprintf("[[upstream.servers]]\nname = \"notes\"\ncommand = %q\nread_only_tools = [\"notes.find\"]\n\n", server) + extra
 }

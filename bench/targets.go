@@ -214,7 +214,6 @@ func tomlString(s string) string {
 	return b.String()
 }
 
-
 // checkToolsList runs `openhuman-host --config F tools list` and fails,
 // quoting what the host printed, unless t.listed is among the tools.
 func (t *target) checkToolsList(ctx context.Context, hostBin string) error {

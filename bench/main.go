@@ -43,9 +43,9 @@
 //
 // GC settings: -host-env KEY=VALUE (repeatable) adds to the host's
 // environment, for example -host-env GOGC=400 or -host-env GOMEMLIMIT=48MiB;
-// -floor-env does the same for the floor. The host hands its providers an
-// allow-listed environment without GOGC or GOMEMLIMIT, so the no-op
-// provider takes -gogc and -memlimit in its args instead:
+// -floor-env does the same for the floor. The host hands its providers its
+// own effective GC settings (GOGC, GOMEMLIMIT); the no-op provider's
+// -gogc and -memlimit args override them for it:
 // -provider-args "-gogc=400 -memlimit=16777216" (also -maxprocs=N).
 //
 // -variant NAME:ENV[,ENV...][:PROVIDER-ARGS] (repeatable) adds another host,
@@ -60,7 +60,10 @@
 // [telemetry] signal on, spans and metrics exported every second to an
 // OTLP/HTTP receiver in the bench that drops them, the Prometheus
 // registry kept), whose throughput against host's is the cost of
-// auditing and of telemetry.
+// auditing and of telemetry. host/relay (-relay) serves the floor's tool
+// from the floor server run as an upstream MCP server ([[upstream.servers]])
+// through the built-in upstream provider: its throughput against the
+// floor's is what relaying costs (target ≥ 0.8).
 //
 // -cpuprofile FILE adds a pass after the measurement: the host pipeline is
 // run by bench/profhost (the same packages `serve` uses, with
@@ -113,6 +116,7 @@ type options struct {
 	recordReads  bool
 	auditCost    bool
 	telemetry    bool
+	relay        bool
 	cpuProfile   string
 	memProfile   string
 	profTarget   string
@@ -230,6 +234,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.recordReads, "record-reads", true, "the host's [audit] record_reads (its default is true)")
 	fs.BoolVar(&o.auditCost, "audit-cost", true, "also measure host/no-audit (record_reads = false) in the same rounds, for the audit's cost")
 	fs.BoolVar(&o.telemetry, "telemetry", true, "also measure host/telemetry (traces and metrics exported over OTLP to a sink in the bench, and kept for Prometheus) in the same rounds, for telemetry's cost")
+	fs.BoolVar(&o.relay, "relay", true, "also measure host/relay (the floor server behind the host as an upstream MCP server, through the upstream provider) in the same rounds, for the relay's cost against the floor alone")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the host pipeline under load to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the host pipeline to this file")
 	fs.StringVar(&o.profTarget, "profile-target", "host", "the host whose config the profile pass runs: host, host/no-audit, host/telemetry or host/NAME of a -variant")

@@ -285,7 +285,7 @@ func reportHosts(w io.Writer, r *results) {
 	fmt.Fprintf(tw, "\tcalls/s host/floor c=8\tp50 host/floor c=1\tserver CPU/call c=1\tc=8\tcold start\tpeak RSS\t\n")
 	fmt.Fprintf(tw, "(target)\t≥ %.1f\t≤ %.1f\t\t\t≤ %d ms\t≤ %d MiB\t\n", targetThroughputRatio, targetP50Ratio,
 		targetColdStart.Milliseconds(), targetPeakRSSKiB>>10)
-	var withAudit, withoutAudit, withTelemetry float64
+	var withAudit, withoutAudit, withTelemetry, relay float64
 	for _, h := range r.Hosts {
 		fmt.Fprintf(tw, "%s\t%.2f×\t%.2f×\t%.0fµs\t%.0fµs\t%.0f ms\t%.1f MiB\t\n", h.Target, h.ThroughputRatio, h.P50Ratio,
 			h.CPUPerCallC1, h.CPUPerCallC8, h.ColdStartMs, h.PeakRSSMiB)
@@ -296,12 +296,25 @@ func reportHosts(w io.Writer, r *results) {
 			withoutAudit = h.ThroughputRatio
 		case telemetryTarget:
 			withTelemetry = h.ThroughputRatio
+		case relayTarget:
+			relay = h.ThroughputRatio
 		}
 	}
 	tw.Flush()
 	printCost(w, "audit cost", withAudit, withoutAudit, noAuditTarget, targetAuditCost)
 	printCost(w, "telemetry cost", withTelemetry, withAudit, "host", targetTelemetryCost)
+	if relay > 0 {
+		verdict := "met"
+		if relay < targetRelayRatio {
+			verdict = "MISSED"
+		}
+		fmt.Fprintf(w, "relay at c=8: %.2f× the upstream server alone (floor) (target ≥ %.1f×): %s\n", relay, targetRelayRatio, verdict)
+	}
 }
+
+// targetRelayRatio is the least throughput, against the upstream server
+// alone, of a call relayed to it through the host at c=8.
+const targetRelayRatio = 0.8
 
 // printCost prints what a feature costs at c=8: how far the throughput
 // ratio with it (with) is below the one of baseline, the host without it

@@ -74,6 +74,13 @@ const noAuditTarget = "host/no-audit"
 // telemetryTarget is the host with every [telemetry] signal on.
 const telemetryTarget = "host/telemetry"
 
+// relayTarget is the host relaying the floor server as an upstream MCP
+// server, and relayTool the floor's tool as the host serves it.
+const (
+	relayTarget = "host/relay"
+	relayTool   = "floor__" + noop.FloorTool
+)
+
 // setupTargets writes the host configs and returns floor, host, one
 // host/NAME per -variant, with -audit-cost host/no-audit, and with -memory
 // host+memory, in that order.
@@ -152,6 +159,22 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target
 			return nil, err
 		}
 		t.tool, t.args, t.listed = hostTool, map[string]any{}, hostTool
+		targets = append(targets, t)
+	}
+
+	if o.relay {
+		// The floor server behind the host as an upstream MCP server:
+		// every call crosses the host, the upstream provider and the
+		// floor's stdio, so against the floor alone it is the relay's
+		// cost.
+		relay := audit + "[providers.memory]\nenabled = false\n\n[providers.agent]\nenabled = false\n\n" +
+			"[[upstream.servers]]\nname = \"floor\"\ncommand = " + tomlString(floorBin) + "\n" +
+			"read_only_tools = [" + tomlString(noop.FloorTool) + "]\n"
+		t, err := hostTarget(o, dir(), relayTarget, relay, nil)
+		if err != nil {
+			return nil, err
+		}
+		t.tool, t.args, t.listed = relayTool, map[string]any{}, relayTool
 		targets = append(targets, t)
 	}
 

@@ -71,6 +71,11 @@ type Options struct {
 	// calls into the providers (which it configures through their
 	// environment) and records the host's metrics. Default nil: off.
 	Telemetry *telemetry.Telemetry
+	// ProviderEnv are KEY=VALUE entries every provider process gets on
+	// top of its allow-listed environment, such as the host's GC settings
+	// (GOGC, GOMEMLIMIT) so that providers collect garbage as the host
+	// does. Default nil.
+	ProviderEnv []string
 	// DiscoveryEmbeddings lets tool_search fuse its keyword ranking with
 	// embeddings when the config has a [discovery.embeddings] table and a
 	// profile with discovery = true: the served tools are then embedded
@@ -238,7 +243,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		Restart:      o.Restart,
 		OnChange:     h.providerChanged,
 
-		ExtraEnv:        o.Telemetry.ProviderEnv(),
+		ExtraEnv:        append(slices.Clone(o.ProviderEnv), o.Telemetry.ProviderEnv()...),
 		GRPCDialOptions: providerDialOptions(o.Telemetry),
 	})
 	specs, err := providerSpecs(cfg, dataDir, o, &h.Failed)

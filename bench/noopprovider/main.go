@@ -2,10 +2,10 @@
 // bench.noop, that does nothing. The benchmark builds it and loads it as a
 // third-party provider.
 //
-// The host starts providers with an allow-listed environment, so GOGC and
-// GOMEMLIMIT do not reach them; the flags -gogc, -memlimit (bytes) and
-// -maxprocs set the same runtime knobs from the provider's args in the
-// config instead.
+// The host starts providers with an allow-listed environment plus its own
+// effective GOGC and GOMEMLIMIT; the flags -gogc, -memlimit (bytes) and
+// -maxprocs override those runtime knobs from the provider's args in the
+// config.
 package main
 
 import (

@@ -311,11 +311,13 @@ func childEnv(base []string, extra map[string]string) []string {
 
 // hostInternal reports whether the environment variable k belongs to the
 // link between the host and this provider (go-plugin's PLUGIN_* handshake
-// variables, including its client certificate, and the magic cookie), which
-// a stdio server must not receive.
+// variables, including its client certificate, and the magic cookie) or
+// to the provider's own runtime (the GC settings the host hands its
+// providers), which a stdio server must not receive; its own env table
+// may still set GOGC or GOMEMLIMIT.
 func hostInternal(k string) bool {
 	k = strings.ToUpper(k)
-	return strings.HasPrefix(k, "PLUGIN_") || strings.HasPrefix(k, "OPENHUMAN_")
+	return strings.HasPrefix(k, "PLUGIN_") || strings.HasPrefix(k, "OPENHUMAN_") || k == "GOGC" || k == "GOMEMLIMIT"
 }
 
 // completePath appends the extraPathDirs that path lacks; a pattern with

@@ -416,17 +416,21 @@ func TestChildPath(t *testing.T) {
 }
 
 // TestChildEnvIsClean: a stdio server gets neither go-plugin's handshake
-// variables (with the client certificate) nor the host's cookie.
+// variables (with the client certificate), the host's cookie, nor the GC
+// settings the host gives its providers, unless its env sets them.
 func TestChildEnvIsClean(t *testing.T) {
 	env := childEnv([]string{"PATH=/custom", "PLUGIN_CLIENT_CERT=-----BEGIN CERTIFICATE-----", "PLUGIN_MIN_PORT=10000",
-		"OPENHUMAN_PROVIDER=cookie", "LANG=C.UTF-8"}, map[string]string{"TOKEN": "t"})
+		"OPENHUMAN_PROVIDER=cookie", "LANG=C.UTF-8", "GOGC=400", "GOMEMLIMIT=25165824"}, map[string]string{"TOKEN": "t"})
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "PLUGIN_") || strings.HasPrefix(kv, "OPENHUMAN_") {
+		if strings.HasPrefix(kv, "PLUGIN_") || strings.HasPrefix(kv, "OPENHUMAN_") || strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=") {
 			t.Errorf("a stdio server gets %s", kv)
 		}
 	}
 	if envValue(env, "LANG") != "C.UTF-8" || envValue(env, "TOKEN") != "t" {
 		t.Errorf("env = %v, want LANG and the server's TOKEN", env)
+	}
+	if env := childEnv([]string{"GOGC=400"}, map[string]string{"GOGC": "50"}); envValue(env, "GOGC") != "50" {
+		t.Errorf("env = %v, want the server's own GOGC=50", env)
 	}
 }
 

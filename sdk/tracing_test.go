@@ -45,7 +45,7 @@ func TestTraceUnaryContinuesTheHostsTrace(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range s.Attributes() {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	if attrs["rpc.system.name"] != "grpc" || attrs["rpc.method"] != "openhuman.provider.v1.Provider/CallTool" || attrs["rpc.response.status_code"] != "NotFound" {
 		t.Errorf("span attributes = %v, want rpc.system.name grpc, rpc.method and status NotFound", attrs)

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots, deprecated from protocol 2026-07-28 (SEP-2577), stays supported for earlier clients: the capabilities read here keep it as the go-sdk does.
+
 package server
 
 import (

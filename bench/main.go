@@ -2,7 +2,8 @@
 //
 // It compares, in one run, two MCP servers doing the same work — a tool that
 // takes an empty object and returns "ok" — over stdio, driven by the go-sdk
-// client:
+// client on internal/mcpwire's CommandTransport (one decode per response,
+// so the bench's own CPU stays small next to the servers'):
 //
 //   - floor: the go-sdk serving the tool in-process (bench/floor);
 //   - host:  `openhuman-host serve` with the tool served by a third-party

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/bench/internal/noop"
+	"github.com/openhuman/openhuman-host/internal/mcpwire"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -279,7 +280,7 @@ func (t *target) start(ctx context.Context) (*running, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 3 * time.Second}, nil)
+	cs, err := client.Connect(ctx, &mcpwire.CommandTransport{Cmd: cmd, Terminate: 3 * time.Second}, nil)
 	if err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Process.Kill()

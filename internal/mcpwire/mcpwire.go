@@ -1,7 +1,8 @@
 // Package mcpwire decodes JSON-RPC 2.0 messages as MCP's stdio transport
 // carries them (MCP 2025-11-25 basic/transports §stdio: one message per
-// line), for the host's stdio server and the upstream provider's stdio
-// clients.
+// line), for the host's stdio server, and is the client side of that
+// transport ([CommandTransport]) for the upstream provider's stdio servers
+// and the bench.
 //
 // The go-sdk's jsonrpc.DecodeMessage parses a message twice through a
 // decoder that allocates 32 KiB each time; [Decode] parses it once with

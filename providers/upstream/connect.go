@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openhuman/openhuman-host/internal/mcpwire"
 	"github.com/openhuman/openhuman-host/internal/telemetry"
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -172,7 +173,7 @@ func connectAt(ctx context.Context, log hclog.Logger, s *server, r *relay, opts 
 	cmd.Dir = s.cwd
 	tail := &tailBuffer{max: stderrTail}
 	cmd.Stderr = io.MultiWriter(log.Named(s.name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), tail)
-	cs, err := client.Connect(ctx, &commandTransport{cmd: cmd, terminate: terminateGrace}, opts)
+	cs, err := client.Connect(ctx, &mcpwire.CommandTransport{Cmd: cmd, Terminate: terminateGrace}, opts)
 	if err != nil {
 		if cmd.Process != nil && cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()

@@ -1,4 +1,4 @@
-package upstream
+package mcpwire
 
 import (
 	"bufio"
@@ -14,40 +14,47 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/openhuman/openhuman-host/internal/mcpwire"
 )
 
-// commandTransport runs a stdio MCP server (MCP 2025-11-25
-// basic/transports §stdio) and speaks to it one message per line, as the
-// go-sdk's CommandTransport does, but decodes each line once with
-// [mcpwire.Decode]: the go-sdk's stdio connection decodes every message
-// three times through a decoder that allocates 32 KiB each time, which on
-// a busy relay is most of this process's garbage.
-type commandTransport struct {
-	cmd *exec.Cmd
-	// terminate is how long the server gets to exit after its stdin
-	// closes, and again after SIGTERM, before it is killed.
-	terminate time.Duration
+// CommandTransport is an [mcp.Transport] that runs a stdio MCP server
+// (MCP 2025-11-25 basic/transports §stdio) and speaks to it one message
+// per line, as the go-sdk's mcp.CommandTransport does, but decodes each
+// line once with [Decode]: the go-sdk's stdio connection decodes every
+// message three times through a decoder that allocates 32 KiB each time.
+type CommandTransport struct {
+	// Cmd is the server's command, not started yet; its Stdin and Stdout
+	// must be unset (Connect takes them), its Stderr is the caller's.
+	Cmd *exec.Cmd
+	// Terminate is how long the server gets to exit after its stdin
+	// closes, and again after SIGTERM, before it is killed; zero means
+	// 5 s.
+	Terminate time.Duration
 }
 
-// Connect starts the command.
-func (t *commandTransport) Connect(context.Context) (mcp.Connection, error) {
-	stdout, err := t.cmd.StdoutPipe()
+// Connect starts the command. The connection ends the server when it is
+// closed ([mcp.Connection.Close]); a line the server writes that is not a
+// JSON-RPC message, or is longer than mcp.DefaultMaxLineLength, ends the
+// connection with an error, as with the go-sdk's transport.
+func (t *CommandTransport) Connect(context.Context) (mcp.Connection, error) {
+	stdout, err := t.Cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	stdin, err := t.cmd.StdinPipe()
+	stdin, err := t.Cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := t.cmd.Start(); err != nil {
+	if err := t.Cmd.Start(); err != nil {
 		return nil, err
+	}
+	terminate := t.Terminate
+	if terminate <= 0 {
+		terminate = 5 * time.Second
 	}
 	c := &lineClientConn{
-		cmd:       t.cmd,
+		cmd:       t.Cmd,
 		stdin:     stdin,
-		terminate: t.terminate,
+		terminate: terminate,
 		incoming:  make(chan readResult),
 		closed:    make(chan struct{}),
 	}
@@ -99,7 +106,7 @@ func (c *lineClientConn) readLoop(stdout io.Reader) {
 			line, long = append(long, chunk...), nil
 		}
 		if len(trimSpace(line)) > 0 {
-			msg, _, derr := mcpwire.Decode(line)
+			msg, _, derr := Decode(line)
 			if derr != nil {
 				c.deliver(readResult{err: fmt.Errorf("the server wrote something that is not a JSON-RPC message: %w", derr)})
 				return

@@ -1,6 +1,6 @@
 //go:build !windows
 
-package upstream
+package mcpwire
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 func TestCommandTransportReadsLines(t *testing.T) {
 	script := `printf '\n{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\r\n  \n{"jsonrpc":"2.0","id":7,"result":{}}\nnot json\n'; cat >/dev/null`
-	conn, err := (&commandTransport{cmd: exec.Command("sh", "-c", script), terminate: time.Minute}).Connect(context.Background())
+	conn, err := (&CommandTransport{Cmd: exec.Command("sh", "-c", script), Terminate: time.Minute}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestCommandTransportReadsLines(t *testing.T) {
 }
 
 func TestCommandTransportEOF(t *testing.T) {
-	conn, err := (&commandTransport{cmd: exec.Command("sh", "-c", `printf '{"jsonrpc":"2.0","id":1,"result":{}}'`), terminate: time.Minute}).Connect(context.Background())
+	conn, err := (&CommandTransport{Cmd: exec.Command("sh", "-c", `printf '{"jsonrpc":"2.0","id":1,"result":{}}'`), Terminate: time.Minute}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestCommandTransportEOF(t *testing.T) {
 // A server that ignores the end of its stdin and SIGTERM is killed.
 func TestCommandTransportCloseKills(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `trap '' TERM; echo ready; while :; do sleep 1; done`)
-	conn, err := (&commandTransport{cmd: cmd, terminate: 10 * time.Millisecond}).Connect(context.Background())
+	conn, err := (&CommandTransport{Cmd: cmd, Terminate: 10 * time.Millisecond}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -617,6 +617,13 @@ func TestBackfillQuarantine(t *testing.T) {
 // machine.
 func TestSlowEndpoint(t *testing.T) {
 	t.Parallel()
+	if onPostgresDriver() {
+		// gorm's prepared-statement cache on PostgreSQL starts a
+		// goroutine that never ends, which a synctest bubble refuses
+		// to be left with; the budget tested here is the same on
+		// either driver.
+		t.Skip("runs with the SQLite driver: a synctest bubble cannot hold gorm's PostgreSQL statement cache")
+	}
 	synctest.Test(t, func(t *testing.T) {
 		fake := newUnservedFakeEmbeddings(t, 16)
 		p := openWithClient(t, t.TempDir(), map[string]any{

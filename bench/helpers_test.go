@@ -48,6 +48,19 @@ func TestParseStatus(t *testing.T) {
 	}
 }
 
+func TestParseSmapsRollup(t *testing.T) {
+	m, err := parseSmapsRollup([]byte("55c8e38a0000-7ffd4eddc000 ---p 00000000 00:00 0  [rollup]\nRss:  1752 kB\nPss:   282 kB\nPss_Anon:  116 kB\nAnonymous:   116 kB\nAnonHugePages:  0 kB\n"))
+	if err != nil || m.PssKiB != 282 || m.AnonKiB != 116 {
+		t.Errorf("parseSmapsRollup = %+v, %v; want Pss 282, Anonymous 116", m, err)
+	}
+	if _, err := parseSmapsRollup([]byte("Rss: 10 kB\n")); err == nil {
+		t.Error("parseSmapsRollup without Pss: no error")
+	}
+	if _, err := parseSmapsRollup([]byte("Pss: x kB\nAnonymous: 1 kB\n")); err == nil {
+		t.Error("parseSmapsRollup with a bad number: no error")
+	}
+}
+
 func TestVariantFlag(t *testing.T) {
 	var v variantList
 	if err := v.Set("lim:GOGC=off,GOMEMLIMIT=24MiB:-gogc=-1 -memlimit=12582912"); err != nil {

@@ -118,6 +118,7 @@ type options struct {
 	auditCost    bool
 	telemetry    bool
 	relay        bool
+	peer         bool
 	cpuProfile   string
 	memProfile   string
 	profTarget   string
@@ -235,6 +236,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.recordReads, "record-reads", true, "the host's [audit] record_reads (its default is true)")
 	fs.BoolVar(&o.auditCost, "audit-cost", true, "also measure host/no-audit (record_reads = false) in the same rounds, for the audit's cost")
 	fs.BoolVar(&o.telemetry, "telemetry", true, "also measure host/telemetry (traces and metrics exported over OTLP to a sink in the bench, and kept for Prometheus) in the same rounds, for telemetry's cost")
+	fs.BoolVar(&o.peer, "peer", true, "with -relay, also measure "+peerTarget+": the floor behind a plain MCP proxy built on github.com/mark3labs/mcp-go (bench/peerproxy, fetched from the Go module proxy), the relay's peer")
 	fs.BoolVar(&o.relay, "relay", true, "also measure host/relay (the floor server behind the host as an upstream MCP server, through the upstream provider) in the same rounds, for the relay's cost against the floor alone")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the host pipeline under load to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the host pipeline to this file")
@@ -314,8 +316,16 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
+	peerBin, peerNote := "", ""
+	if o.relay && o.peer {
+		peerBin = filepath.Join(tmp, "peerproxy")
+		if err := goBuild(ctx, filepath.Join(modDir, "bench", "peerproxy"), peerBin, "."); err != nil {
+			peerBin, peerNote = "", "not measured: bench/peerproxy could not be built (is github.com/mark3labs/mcp-go reachable on the Go module proxy?): "+firstLine(err.Error())
+			fmt.Fprintf(os.Stderr, "bench: leaving %s out: %v\n", peerTarget, err)
+		}
+	}
 
-	targets, err := setupTargets(o, tmp, floorBin, provBin, sum)
+	targets, err := setupTargets(o, tmp, floorBin, provBin, sum, peerBin)
 	if err != nil {
 		return err
 	}
@@ -343,6 +353,7 @@ func run(o *options) error {
 		Options:     describeOptions(o),
 		Concurrency: o.conc,
 		Targets:     map[string]*targetResult{},
+		PeerNote:    peerNote,
 	}
 	for _, t := range targets {
 		res.Order = append(res.Order, t.name)
@@ -394,11 +405,22 @@ func run(o *options) error {
 						return fmt.Errorf("%s warmup c=%d: %w%s", t.name, c, s.fatal, r.stderr.suffix())
 					}
 				}
+				// Memory is sampled halfway through the measured phase:
+				// under load, not after it.
+				memc := make(chan []procMem, 1)
+				sampler := time.AfterFunc(o.duration/2, func() {
+					m, _ := treeMem(r.cmd.Process.Pid)
+					memc <- m
+				})
 				s := measure(ctx, r, t, c, o.duration)
+				if sampler.Stop() {
+					close(memc)
+				}
 				if s.fatal != nil {
 					return fmt.Errorf("%s c=%d: %w%s", t.name, c, s.fatal, r.stderr.suffix())
 				}
 				res.Targets[t.name].add(c, s)
+				res.Targets[t.name].addMem(c, <-memc)
 				fmt.Fprintf(os.Stderr, "bench: round %d %-*s c=%-3d %8.0f calls/s  p50 %-9s server CPU %4.0fµs/call  errors %d\n",
 					round+1, width, t.name, c, s.throughput(), fmtDur(percentile(s.latencies, 0.50)), perCall(s.serverCPU, s.calls), s.errors)
 			}

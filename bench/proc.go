@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -217,4 +218,81 @@ func parseStatCPU(b []byte) (string, int64, bool) {
 		return "", 0, false
 	}
 	return name, u + s, true
+}
+
+// procMem is one process's proportional and anonymous resident memory at
+// one moment, from /proc/<pid>/smaps_rollup.
+type procMem struct {
+	Name string `json:"name"`
+	// PssKiB is the proportional set size: private pages plus each
+	// shared page divided by the number of processes mapping it, so
+	// the PSS of processes that map one executable adds up to what
+	// they cost together.
+	PssKiB int64 `json:"pss_kib"`
+	// AnonKiB is the anonymous resident memory (heaps, stacks): what
+	// the process itself allocated, without file pages.
+	AnonKiB int64 `json:"anon_kib"`
+}
+
+// treeMem returns PSS and anonymous RSS of pid and of each of its
+// descendants, parents first.
+func treeMem(pid int) ([]procMem, error) {
+	children, err := childMap()
+	if err != nil {
+		return nil, err
+	}
+	var out []procMem
+	queue := []int{pid}
+	for seen := 0; len(queue) > 0 && seen < 1000; seen++ {
+		p := queue[0]
+		queue = queue[1:]
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", p))
+		if err != nil {
+			if p == pid {
+				return nil, err
+			}
+			continue // exited meanwhile
+		}
+		m, err := parseSmapsRollup(b)
+		if err != nil {
+			return nil, fmt.Errorf("/proc/%d/smaps_rollup: %w", p, err)
+		}
+		name, _, err := readStatus(p)
+		if err != nil {
+			continue
+		}
+		if p != pid && len(out) > 0 && name == out[0].Name {
+			name = label(p, name)
+		}
+		m.Name = name
+		out = append(out, m)
+		queue = append(queue, children[p]...)
+	}
+	return out, nil
+}
+
+// parseSmapsRollup reads the Pss and Anonymous lines (kB) of a
+// /proc/<pid>/smaps_rollup file.
+func parseSmapsRollup(b []byte) (procMem, error) {
+	m := procMem{PssKiB: -1, AnonKiB: -1}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "Pss" && k != "Anonymous") {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		n, err := strconv.ParseInt(strings.TrimSuffix(v, " kB"), 10, 64)
+		if err != nil {
+			return procMem{}, fmt.Errorf("%s %q: %w", k, v, err)
+		}
+		if k == "Pss" {
+			m.PssKiB = n
+		} else {
+			m.AnonKiB = n
+		}
+	}
+	if m.PssKiB < 0 || m.AnonKiB < 0 {
+		return procMem{}, errors.New("no Pss or Anonymous line")
+	}
+	return m, nil
 }

@@ -20,6 +20,8 @@ const (
 	targetP50Ratio        = 2.5                    // host/floor p50 at c=1, at most
 	targetColdStart       = 150 * time.Millisecond // host launch to first tools/list, at most
 	targetPeakRSSKiB      = 64 << 10               // host + providers, at most (64 MiB)
+	targetMemoryPSSKiB    = 48 << 10               // host + memory provider PSS under the c=8 load, at most (48 MiB)
+	targetPeerCPURatio    = 1.5                    // relay server CPU per call against the peer proxy's at c=8, at most
 )
 
 // results is everything one run measured.
@@ -33,6 +35,9 @@ type results struct {
 	Ratios      []ratio                  `json:"ratios"`
 	// Hosts compares host and every -variant against the floor.
 	Hosts []hostFigures `json:"hosts"`
+	// PeerNote says why the peer proxy was not measured; empty when it
+	// was or was not asked for.
+	PeerNote string `json:"peer_note,omitempty"`
 }
 
 // hostFigures are the tracked figures of one host target; a ratio is 0
@@ -54,6 +59,51 @@ type targetResult struct {
 	ColdStartMedian time.Duration      `json:"cold_start_median_ns"`
 	PeakRSSKiB      int64              `json:"peak_rss_kib"`
 	Processes       []procHWM          `json:"processes"`
+	// Memory is, per concurrency, the sample with the largest summed
+	// PSS taken halfway through a measured phase.
+	Memory map[int]*memSample `json:"memory_under_load,omitempty"`
+}
+
+// memSample is the memory of a server's process tree at one moment.
+type memSample struct {
+	PssKiB    int64     `json:"pss_kib"`
+	AnonKiB   int64     `json:"anon_kib"`
+	Processes []procMem `json:"processes"`
+}
+
+// addMem keeps procs as the sample at concurrency c if its summed PSS is
+// the largest so far; an empty procs (the sample failed) is ignored.
+func (tr *targetResult) addMem(c int, procs []procMem) {
+	if len(procs) == 0 {
+		return
+	}
+	m := &memSample{Processes: procs}
+	for _, p := range procs {
+		m.PssKiB += p.PssKiB
+		m.AnonKiB += p.AnonKiB
+	}
+	if tr.Memory == nil {
+		tr.Memory = map[int]*memSample{}
+	}
+	if old := tr.Memory[c]; old == nil || m.PssKiB > old.PssKiB {
+		tr.Memory[c] = m
+	}
+}
+
+// memoryAt is the memory sample at concurrency c, or at the highest
+// concurrency measured when c was not; nil without samples.
+func (tr *targetResult) memoryAt(c int) (*memSample, int) {
+	if m := tr.Memory[c]; m != nil {
+		return m, c
+	}
+	best := -1
+	for k := range tr.Memory {
+		best = max(best, k)
+	}
+	if best < 0 {
+		return nil, 0
+	}
+	return tr.Memory[best], best
 }
 
 // loadStats aggregates the rounds at one concurrency.
@@ -183,6 +233,44 @@ func (r *results) finish() {
 	rss := host.PeakRSSKiB
 	r.Ratios = append(r.Ratios, ratio{Name: "host+provider peak RSS", Value: float64(rss) / 1024, Unit: "MiB",
 		Target: fmt.Sprintf("≤ %d MiB", targetPeakRSSKiB>>10), Met: met(rss <= targetPeakRSSKiB)})
+	pssName, pssTarget := "host+memory PSS under load at c=8", fmt.Sprintf("≤ %d MiB", targetMemoryPSSKiB>>10)
+	if mem := r.Targets["host+memory"]; mem != nil && mem.Memory[8] != nil {
+		v := mem.Memory[8].PssKiB
+		r.Ratios = append(r.Ratios, ratio{Name: pssName, Value: float64(v) / 1024, Unit: "MiB", Target: pssTarget,
+			Met: met(v <= targetMemoryPSSKiB)})
+	} else {
+		r.Ratios = append(r.Ratios, ratio{Name: pssName, Unit: "MiB", Target: pssTarget,
+			Note: "not measured: needs -memory and 8 in -c"})
+	}
+	relayName := "relay/floor throughput at c=8"
+	if f, h := floor.Load[8], r.load(relayTarget, 8); f != nil && h != nil && f.CallsPerSec > 0 {
+		v := h.CallsPerSec / f.CallsPerSec
+		r.Ratios = append(r.Ratios, ratio{Name: relayName, Value: v, Unit: "×",
+			Target: fmt.Sprintf("≥ %.1f", targetRelayRatio), Met: met(v >= targetRelayRatio)})
+	} else {
+		r.Ratios = append(r.Ratios, ratio{Name: relayName, Unit: "×", Target: fmt.Sprintf("≥ %.1f", targetRelayRatio),
+			Note: "not measured: needs -relay and 8 in -c"})
+	}
+	peerName := "relay/peer server CPU per call at c=8"
+	if p, h := r.load(peerTarget, 8), r.load(relayTarget, 8); p != nil && h != nil && p.ServerCPUCall > 0 {
+		v := h.ServerCPUCall / p.ServerCPUCall
+		r.Ratios = append(r.Ratios, ratio{Name: peerName, Value: v, Unit: "×",
+			Target: fmt.Sprintf("≤ %.1f", targetPeerCPURatio), Met: met(v <= targetPeerCPURatio)})
+	} else {
+		note := r.PeerNote
+		if note == "" {
+			note = "not measured: needs -relay, -peer and 8 in -c"
+		}
+		r.Ratios = append(r.Ratios, ratio{Name: peerName, Unit: "×", Target: fmt.Sprintf("≤ %.1f", targetPeerCPURatio), Note: note})
+	}
+}
+
+// load is target name's aggregate at concurrency c, or nil.
+func (r *results) load(name string, c int) *loadStats {
+	if t := r.Targets[name]; t != nil {
+		return t.Load[c]
+	}
+	return nil
 }
 
 // report prints the table, memory, cold starts and ratios.
@@ -249,6 +337,23 @@ func report(w io.Writer, r *results) {
 	}
 	tw.Flush()
 
+	fmt.Fprintln(w, "\nmemory under load (halfway through the measured phase with the largest PSS, at c=8 or the highest -c):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "server\tc\tPSS\tanonymous RSS\tprocesses (PSS/anonymous, MiB)")
+	for _, name := range r.Order {
+		m, c := r.Targets[name].memoryAt(8)
+		if m == nil {
+			continue
+		}
+		var procs []string
+		for _, p := range m.Processes {
+			procs = append(procs, fmt.Sprintf("%s %.1f/%.1f", p.Name, float64(p.PssKiB)/1024, float64(p.AnonKiB)/1024))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f MiB\t%.1f MiB\t%s\n", name, c, float64(m.PssKiB)/1024, float64(m.AnonKiB)/1024,
+			strings.Join(procs, " + "))
+	}
+	tw.Flush()
+
 	fmt.Fprintln(w, "\nagainst the targets:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, ra := range r.Ratios {
@@ -303,12 +408,9 @@ func reportHosts(w io.Writer, r *results) {
 	tw.Flush()
 	printCost(w, "audit cost", withAudit, withoutAudit, noAuditTarget, targetAuditCost)
 	printCost(w, "telemetry cost", withTelemetry, withAudit, "host", targetTelemetryCost)
-	if relay > 0 {
-		verdict := "met"
-		if relay < targetRelayRatio {
-			verdict = "MISSED"
-		}
-		fmt.Fprintf(w, "relay at c=8: %.2f× the upstream server alone (floor) (target ≥ %.1f×): %s\n", relay, targetRelayRatio, verdict)
+	if p, h := r.load(peerTarget, 8), r.load(relayTarget, 8); relay > 0 && p != nil && h != nil && p.CallsPerSec > 0 {
+		fmt.Fprintf(w, "relay against the peer proxy at c=8: %.2f× its throughput, %.0fµs against %.0fµs server CPU per call\n",
+			h.CallsPerSec/p.CallsPerSec, h.ServerCPUCall, p.ServerCPUCall)
 	}
 }
 

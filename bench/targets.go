@@ -77,15 +77,20 @@ const telemetryTarget = "host/telemetry"
 
 // relayTarget is the host relaying the floor server as an upstream MCP
 // server, and relayTool the floor's tool as the host serves it.
+//
+// peerTarget is the floor behind bench/peerproxy, a plain MCP proxy built
+// on another Go MCP library: what relaying costs without a host.
 const (
+	peerTarget  = "peer/mcp-go-proxy"
 	relayTarget = "host/relay"
 	relayTool   = "floor__" + noop.FloorTool
 )
 
 // setupTargets writes the host configs and returns floor, host, one
-// host/NAME per -variant, with -audit-cost host/no-audit, and with -memory
-// host+memory, in that order.
-func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target, error) {
+// host/NAME per -variant, with -audit-cost host/no-audit, with -telemetry
+// host/telemetry, with -relay host/relay and, when peerBin is set, the
+// peer proxy, and with -memory host+memory, in that order.
+func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) ([]*target, error) {
 	floor := &target{
 		name: "floor",
 		tool: noop.FloorTool,
@@ -177,6 +182,21 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA string) ([]*target
 		}
 		t.tool, t.args, t.listed = relayTool, map[string]any{}, relayTool
 		targets = append(targets, t)
+	}
+
+	if o.relay && peerBin != "" {
+		// The floor behind a plain proxy: the relay's peer.
+		peerEnv := childEnv(o.floorEnv...)
+		targets = append(targets, &target{
+			name: peerTarget,
+			tool: noop.FloorTool,
+			args: map[string]any{},
+			command: func() *exec.Cmd {
+				cmd := exec.Command(peerBin, floorBin)
+				cmd.Env = peerEnv
+				return cmd
+			},
+		})
 	}
 
 	if o.memory {

@@ -119,6 +119,7 @@ type options struct {
 	telemetry    bool
 	relay        bool
 	peer         bool
+	coldDefaults bool
 	cpuProfile   string
 	memProfile   string
 	profTarget   string
@@ -236,6 +237,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.recordReads, "record-reads", true, "the host's [audit] record_reads (its default is true)")
 	fs.BoolVar(&o.auditCost, "audit-cost", true, "also measure host/no-audit (record_reads = false) in the same rounds, for the audit's cost")
 	fs.BoolVar(&o.telemetry, "telemetry", true, "also measure host/telemetry (traces and metrics exported over OTLP to a sink in the bench, and kept for Prometheus) in the same rounds, for telemetry's cost")
+	fs.BoolVar(&o.coldDefaults, "cold-defaults", true, "also launch "+defaultsTarget+" (the embedded default config: memory and agent on) for its cold start, and break one launch down from its debug log")
 	fs.BoolVar(&o.peer, "peer", true, "with -relay, also measure "+peerTarget+": the floor behind a plain MCP proxy built on github.com/mark3labs/mcp-go (bench/peerproxy, fetched from the Go module proxy), the relay's peer")
 	fs.BoolVar(&o.relay, "relay", true, "also measure host/relay (the floor server behind the host as an upstream MCP server, through the upstream provider) in the same rounds, for the relay's cost against the floor alone")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the host pipeline under load to this file")
@@ -364,6 +366,16 @@ func run(o *options) error {
 	if err := measureColdStarts(ctx, o, targets, res); err != nil {
 		return err
 	}
+	for _, t := range targets {
+		if t.name == defaultsTarget {
+			b, err := measureBreakdown(ctx, t)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: no cold-start breakdown: %v\n", err)
+			}
+			res.Breakdown = b
+		}
+	}
+	targets = slices.DeleteFunc(targets, func(t *target) bool { return t.coldOnly })
 
 	runs := make([]*running, len(targets))
 	defer func() {

@@ -39,6 +39,9 @@ type target struct {
 	listed string
 	// seed prepares a freshly started server for measurement; nil for none.
 	seed func(context.Context, *running) error
+	// coldOnly targets are launched for their cold start only, not
+	// measured under load.
+	coldOnly bool
 }
 
 // runtimeEnv are the variables the bench takes out of the inherited
@@ -210,6 +213,14 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 		mem.seed = func(ctx context.Context, r *running) error { return seedMemory(ctx, r.cs, docs) }
 		targets = append(targets, mem)
 	}
+
+	if o.coldDefaults {
+		t, err := defaultsHost(o, dir())
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
+	}
 	return targets, nil
 }
 
@@ -266,7 +277,11 @@ func (t *target) checkToolsList(ctx context.Context, hostBin string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, hostBin, "--config", t.configPath, "tools", "list")
+	args := []string{"tools", "list"}
+	if t.configPath != "" {
+		args = append([]string{"--config", t.configPath}, args...)
+	}
+	cmd := exec.CommandContext(ctx, hostBin, args...)
 	cmd.Env = t.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -421,6 +436,13 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 		b.buf = append(b.buf[:0], b.buf[over:]...)
 	}
 	return len(p), nil
+}
+
+// String is the captured output.
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
 }
 
 // suffix is the captured stderr as an error-message suffix, or "".

@@ -127,6 +127,11 @@ func onlyOwners(cfg *config.Config, tool string) {
 	}
 }
 
+// processStart is when the Go program began, near enough to the process's
+// start: package variables are set before main. The startup log lines
+// report time since it, where a cold start goes.
+var processStart = time.Now()
+
 // runHost starts the host, runs fn until it returns or SIGINT/SIGTERM
 // cancels its context, then stops the providers and flushes the audit log.
 // fn gets the process's stdin; child processes get /dev/null.
@@ -138,6 +143,7 @@ func runHost(cfg *config.Config, log hclog.Logger, o runOptions, fn func(ctx con
 	// (host/plugins' runner), so on stdio the MCP stream is the host's
 	// alone.
 	stdin := os.Stdin
+	log.Debug("starting the host", "since_start", time.Since(processStart))
 	h, err := startHost(ctx, cfg, log, o)
 	if err != nil {
 		return err
@@ -152,6 +158,7 @@ func runHost(cfg *config.Config, log hclog.Logger, o runOptions, fn func(ctx con
 			}
 		}
 	}()
-	log.Info("providers loaded", "count", len(h.Providers), "failed", len(h.Failed), "tools", len(h.Server.Catalog().Tools()))
+	log.Info("providers loaded", "count", len(h.Providers), "failed", len(h.Failed), "tools", len(h.Server.Catalog().Tools()),
+		"since_start", time.Since(processStart))
 	return fn(ctx, stdin, h)
 }

@@ -78,10 +78,14 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 	}
 	verified := spec
 	verified.Path = path
+	t0 := time.Now()
 	secure, err := verify(verified)
 	if err != nil {
 		return nil, nil, err
 	}
+	// Each step's duration is logged with "provider loaded": where a
+	// cold start goes.
+	tChecksum := time.Now()
 	var started atomic.Pointer[procRunner]
 	answered := new(atomic.Uint64)
 	client := plugin.NewClient(&plugin.ClientConfig{
@@ -105,6 +109,7 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		GRPCDialOptions:  slices.Concat(sdk.GRPCDialOptions(), answeredCounter(answered), m.opts.GRPCDialOptions),
 	})
 	rpc, err := handshake(ctx, client, &started)
+	tHandshake := time.Now()
 	inst := &instance{client: client, run: started.Load(), answered: answered}
 	fail := func(err error) (*instance, *sdk.Catalog, error) {
 		inst.kill(log)
@@ -147,11 +152,13 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 	}); err != nil {
 		return fail(timeoutError(ctx, "configure", timeout, spec.timeoutKey(), err))
 	}
+	tConfigure := time.Now()
 	cat, err := impl.Describe(ctx)
 	if err != nil {
 		return fail(timeoutError(ctx, "describe", timeout, spec.timeoutKey(), err))
 	}
-	log.Debug("provider loaded", "pid", inst.pid, "protocol", inst.version, "version", cat.Version, "tools", len(cat.Tools), "resources", len(cat.Resources))
+	log.Debug("provider loaded", "pid", inst.pid, "protocol", inst.version, "version", cat.Version, "tools", len(cat.Tools), "resources", len(cat.Resources),
+		"checksum", tChecksum.Sub(t0), "handshake", tHandshake.Sub(tChecksum), "configure", tConfigure.Sub(tHandshake), "describe", time.Since(tConfigure))
 	return inst, cat, nil
 }
 

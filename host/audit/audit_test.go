@@ -870,3 +870,53 @@ func TestInsertColumnsCoverRecord(t *testing.T) {
 		t.Errorf("insertArgs gives %d values a record, want %d", n, insertWidth)
 	}
 }
+
+// TestBatchIsAllOrNothing: a batch that fails part way leaves no row of it,
+// whether it is inserts alone (one statement, no transaction) or inserts
+// with completions (one transaction).
+func TestBatchIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	l, path := openLog(t, storage.DriverSQLite, nil)
+	side := sideDB(t, path)
+	if _, err := side.ExecContext(t.Context(), `CREATE TRIGGER refuse_boom BEFORE INSERT ON mcp_audit
+		WHEN NEW.tool = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	pending := Record{TimeMs: 1, Tool: "act", Pending: true, Decision: DecisionAllowed}
+	if err := writeBatchOnce(l.db.WithContext(t.Context()), []Record{pending}); err != nil {
+		t.Fatalf("writing a pending row: %v", err)
+	}
+	count := func() (n int, pendingLeft int) {
+		t.Helper()
+		if err := side.QueryRowContext(t.Context(), "SELECT COUNT(*), COALESCE(SUM(pending), 0) FROM mcp_audit").Scan(&n, &pendingLeft); err != nil {
+			t.Fatal(err)
+		}
+		return n, pendingLeft
+	}
+	if n, p := count(); n != 1 || p != 1 {
+		t.Fatalf("after the pending row: %d rows, %d pending; want 1, 1", n, p)
+	}
+
+	inserts := []Record{{TimeMs: 2, Tool: "read"}, {TimeMs: 3, Tool: "boom"}, {TimeMs: 4, Tool: "read"}}
+	if err := writeBatchOnce(l.db.WithContext(t.Context()), inserts); err == nil || !strings.Contains(err.Error(), "boom refused") {
+		t.Errorf("inserts-only batch with a refused row: error %v, want boom refused", err)
+	}
+	if n, p := count(); n != 1 || p != 1 {
+		t.Errorf("after the failed inserts-only batch: %d rows, %d pending; want 1, 1 (nothing of the batch)", n, p)
+	}
+
+	mixed := []Record{{ID: 1, Decision: DecisionAllowed, Success: true}, {TimeMs: 5, Tool: "boom"}}
+	if err := writeBatchOnce(l.db.WithContext(t.Context()), mixed); err == nil {
+		t.Error("batch with a completion and a refused row: no error")
+	}
+	if n, p := count(); n != 1 || p != 1 {
+		t.Errorf("after the failed mixed batch: %d rows, %d pending; want 1, 1 (the completion rolled back)", n, p)
+	}
+
+	if err := writeBatchOnce(l.db.WithContext(t.Context()), []Record{{ID: 1, Decision: DecisionAllowed, Success: true}, {TimeMs: 6, Tool: "read"}}); err != nil {
+		t.Fatalf("good mixed batch: %v", err)
+	}
+	if n, p := count(); n != 2 || p != 0 {
+		t.Errorf("after the good mixed batch: %d rows, %d pending; want 2, 0", n, p)
+	}
+}

@@ -44,12 +44,13 @@ func defaultsHost(o *options, dir string) (*target, error) {
 // log: Go's start, each provider's steps, and the rest.
 type breakdown struct {
 	Total time.Duration `json:"total_ns"`
-	// Init is the time from the launch to the host starting its
-	// providers: loading the binary, Go's runtime and package
-	// initialization, reading the config, opening the audit log.
+	// Init is the time from the host program's package initialization
+	// to it starting: reading the config, setting up logging and
+	// telemetry.
 	Init time.Duration `json:"init_ns"`
-	// Providers is the time from then until every provider was loaded
-	// (they start in parallel).
+	// Providers is the time from then until the host was started: the
+	// audit log opened, every provider loaded (in parallel), the
+	// catalog and the MCP server built.
 	Providers time.Duration `json:"providers_ns"`
 	// Steps are each provider's steps, by provider name.
 	Steps map[string]providerSteps `json:"steps"`
@@ -128,12 +129,12 @@ func parseBreakdown(log string, total time.Duration) (*breakdown, error) {
 // print writes the breakdown as one paragraph.
 func (b *breakdown) print(w io.Writer) {
 	fmt.Fprintf(w, "\ncold start of %s, one launch with debug logging: %s to tools/list =\n", defaultsTarget, fmtMs(b.Total))
-	fmt.Fprintf(w, "  %s init (exec, Go runtime and package init, config, audit log)\n", fmtMs(b.Init))
-	fmt.Fprintf(w, "  + %s providers, started in parallel:\n", fmtMs(b.Providers))
+	fmt.Fprintf(w, "  %s init (from Go's package initialization: config, logging)\n", fmtMs(b.Init))
+	fmt.Fprintf(w, "  + %s starting the host (audit log, providers in parallel, catalog, server):\n", fmtMs(b.Providers))
 	for _, name := range slices.Sorted(maps.Keys(b.Steps)) {
 		s := b.Steps[name]
 		fmt.Fprintf(w, "      %s: checksum %s, process start and go-plugin handshake (mTLS) %s, Configure %s, Describe %s\n",
 			name, fmtMs(s.Checksum), fmtMs(s.Handshake), fmtMs(s.Configure), fmtMs(s.Describe))
 	}
-	fmt.Fprintf(w, "  + %s the rest (serving, initialize, tools/list)\n", fmtMs(b.Total-b.Init-b.Providers))
+	fmt.Fprintf(w, "  + %s the rest (exec and Go's runtime start before package initialization; initialize and tools/list)\n", fmtMs(b.Total-b.Init-b.Providers))
 }

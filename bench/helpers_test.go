@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
@@ -107,5 +110,42 @@ func TestParseBreakdown(t *testing.T) {
 	}
 	if _, err := parseBreakdown("no such lines\n", time.Second); err == nil {
 		t.Error("parseBreakdown of a log without since_start: no error")
+	}
+}
+
+func TestReadTreeFindsChildren(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	self := os.Getpid()
+	hwm, err := treeHWM(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hwm) < 2 || hwm[0].Pid != self || hwm[0].HWMKiB <= 0 {
+		t.Fatalf("treeHWM(self) = %+v; want self first, with a peak RSS", hwm)
+	}
+	i := slices.IndexFunc(hwm, func(p procHWM) bool { return p.Pid == cmd.Process.Pid })
+	if i < 0 || hwm[i].Name != "sleep" {
+		t.Errorf("treeHWM(self) = %+v; want the child %d named sleep", hwm, cmd.Process.Pid)
+	}
+	mem, err := treeMem(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mem) != len(hwm) || mem[0].PssKiB <= 0 {
+		t.Errorf("treeMem(self) = %+v; want %d processes, self with a PSS", mem, len(hwm))
+	}
+	cpu, err := treeCPU(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cpu) != len(hwm) || cpu[0].pid != self {
+		t.Errorf("treeCPU(self) = %+v; want %d processes, self first", cpu, len(hwm))
+	}
+	if _, err := treeHWM(1 << 30); err == nil {
+		t.Error("treeHWM of a pid that does not exist: no error")
 	}
 }

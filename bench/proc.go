@@ -21,26 +21,43 @@ type procHWM struct {
 // treeHWM returns VmHWM of pid and of every descendant of pid, parents
 // first.
 func treeHWM(pid int) ([]procHWM, error) {
+	return readTree(pid, func(p int) (procHWM, string, error) {
+		name, hwm, err := readStatus(p)
+		return procHWM{Pid: p, HWMKiB: hwm}, name, err
+	}, func(v *procHWM, name string) { v.Name = name })
+}
+
+// readTree reads pid and each of its descendants with read, parents
+// first, and names each with setName: by the name read returned or, for a
+// descendant running the root's executable (a built-in provider, which is
+// `openhuman-host provider memory`), by its command line. A descendant
+// read fails on has exited meanwhile and is left out; the root's failure
+// is returned.
+func readTree[T any](pid int, read func(p int) (T, string, error), setName func(v *T, name string)) ([]T, error) {
 	children, err := childMap()
 	if err != nil {
 		return nil, err
 	}
-	var out []procHWM
+	var out []T
+	var rootName string
 	queue := []int{pid}
-	for len(queue) > 0 && len(out) < 1000 {
+	for seen := 0; len(queue) > 0 && seen < 1000; seen++ {
 		p := queue[0]
 		queue = queue[1:]
-		name, hwm, err := readStatus(p)
+		v, name, err := read(p)
 		if err != nil {
 			if p == pid {
 				return nil, err
 			}
 			continue // exited meanwhile
 		}
-		if p != pid && len(out) > 0 && name == out[0].Name {
+		if p == pid {
+			rootName = name
+		} else if name == rootName {
 			name = label(p, name)
 		}
-		out = append(out, procHWM{Pid: p, Name: name, HWMKiB: hwm})
+		setName(&v, name)
+		out = append(out, v)
 		queue = append(queue, children[p]...)
 	}
 	return out, nil
@@ -153,33 +170,17 @@ type procCPU struct {
 // treeCPU returns the CPU time of pid and of each of its descendants,
 // parents first.
 func treeCPU(pid int) ([]procCPU, error) {
-	children, err := childMap()
-	if err != nil {
-		return nil, err
-	}
-	var out []procCPU
-	queue := []int{pid}
-	for seen := 0; len(queue) > 0 && seen < 1000; seen++ {
-		p := queue[0]
-		queue = queue[1:]
+	return readTree(pid, func(p int) (procCPU, string, error) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
 		if err != nil {
-			if p == pid {
-				return nil, err
-			}
-			continue // exited meanwhile
+			return procCPU{}, "", err
 		}
 		name, ticks, ok := parseStatCPU(b)
 		if !ok {
-			return nil, fmt.Errorf("/proc/%d/stat: unexpected format", p)
+			return procCPU{}, "", fmt.Errorf("/proc/%d/stat: unexpected format", p)
 		}
-		if p != pid && len(out) > 0 && name == out[0].name {
-			name = label(p, name)
-		}
-		out = append(out, procCPU{pid: p, name: name, cpu: time.Duration(ticks) * time.Second / clockTicks})
-		queue = append(queue, children[p]...)
-	}
-	return out, nil
+		return procCPU{pid: p, cpu: time.Duration(ticks) * time.Second / clockTicks}, name, nil
+	}, func(v *procCPU, name string) { v.name = name })
 }
 
 // cpuDelta is the CPU time each process in after used since before, by
@@ -237,38 +238,18 @@ type procMem struct {
 // treeMem returns PSS and anonymous RSS of pid and of each of its
 // descendants, parents first.
 func treeMem(pid int) ([]procMem, error) {
-	children, err := childMap()
-	if err != nil {
-		return nil, err
-	}
-	var out []procMem
-	queue := []int{pid}
-	for seen := 0; len(queue) > 0 && seen < 1000; seen++ {
-		p := queue[0]
-		queue = queue[1:]
+	return readTree(pid, func(p int) (procMem, string, error) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", p))
 		if err != nil {
-			if p == pid {
-				return nil, err
-			}
-			continue // exited meanwhile
+			return procMem{}, "", err
 		}
 		m, err := parseSmapsRollup(b)
 		if err != nil {
-			return nil, fmt.Errorf("/proc/%d/smaps_rollup: %w", p, err)
+			return procMem{}, "", fmt.Errorf("/proc/%d/smaps_rollup: %w", p, err)
 		}
 		name, _, err := readStatus(p)
-		if err != nil {
-			continue
-		}
-		if p != pid && len(out) > 0 && name == out[0].Name {
-			name = label(p, name)
-		}
-		m.Name = name
-		out = append(out, m)
-		queue = append(queue, children[p]...)
-	}
-	return out, nil
+		return m, name, err
+	}, func(v *procMem, name string) { v.Name = name })
 }
 
 // parseSmapsRollup reads the Pss and Anonymous lines (kB) of a

@@ -24,6 +24,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/internal/embeddings"
 	"github.com/openhuman/openhuman-host/internal/platform"
+	"github.com/openhuman/openhuman-host/internal/upstreamwire"
 	"github.com/openhuman/openhuman-host/providers/upstream"
 
 	"github.com/hashicorp/go-hclog"
@@ -120,7 +121,7 @@ type Host struct {
 	reloadMu sync.Mutex
 	// lastUpstream is the upstream servers' state for the status file;
 	// guarded by changeMu.
-	lastUpstream []upstream.ServerStatus
+	lastUpstream []upstreamwire.ServerStatus
 	// stopWatch ends watchAudit, which closes watchDone; nil without a
 	// status file.
 	stopWatch, watchDone chan struct{}
@@ -393,7 +394,7 @@ type StatusReport struct {
 	Audit *AuditStatus `json:"audit,omitempty"`
 	// Upstream is the state of each enabled upstream server, as the
 	// upstream provider last reported it; empty without one.
-	Upstream []upstream.ServerStatus `json:"upstream,omitempty"`
+	Upstream []upstreamwire.ServerStatus `json:"upstream,omitempty"`
 }
 
 // AuditStatus is the health of a host's audit log in its [StatusReport].

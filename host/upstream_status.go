@@ -28,7 +28,7 @@ func (h *Host) upstreamServers() []upstreamwire.ServerStatus {
 		return nil
 	}
 	for _, p := range h.manager.Providers() {
-		if p.Name != config.UpstreamProvider {
+		if p.Name != upstreamName(h.opts.Builtins) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), upstreamStatusWait)
@@ -50,7 +50,7 @@ func (h *Host) upstreamServers() []upstreamwire.ServerStatus {
 // namespace is disabled (disabledHint), or it has the prefix of an
 // upstream server that is not connected, whose state and error it gives.
 func (h *Host) unknownHint(cfg *config.Config) func(string) string {
-	disabled := disabledHint(cfg)
+	disabled := disabledHint(cfg, h.opts.Builtins)
 	servers := cfg.Upstream.Checked
 	return func(tool string) string {
 		if hint := disabled(tool); hint != "" {

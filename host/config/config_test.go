@@ -778,17 +778,32 @@ func TestEnvOverrides(t *testing.T) {
 			},
 		},
 		"searxng overrides": {
-			env: map[string]string{EnvSearXNGEnabled: "yes", EnvSearXNGURL: "http://127.0.0.1:8888"},
+			env: map[string]string{"OPENHUMAN_SEARXNG_ENABLED": "yes", "OPENHUMAN_SEARXNG_URL": "http://127.0.0.1:8888"},
 			doc: lines("[providers.searxng]", "enabled = false", "max_results = 5"),
 			want: func(c *Config) {
 				c.Providers["searxng"] = ProviderConfig{Name: "searxng", Enabled: true, Settings: map[string]any{"max_results": int64(5), "base_url": "http://127.0.0.1:8888"}}
 			},
 		},
 		"invalid searxng overrides": {
-			env: map[string]string{EnvSearXNGEnabled: "maybe", EnvSearXNGURL: "127.0.0.1:8888"},
+			env: map[string]string{"OPENHUMAN_SEARXNG_ENABLED": "maybe", "OPENHUMAN_SEARXNG_URL": "127.0.0.1:8888"},
 			wantErr: []string{
 				`environment variable OPENHUMAN_SEARXNG_ENABLED: providers.searxng.enabled: must be true or false; got "maybe"`,
 				`environment variable OPENHUMAN_SEARXNG_URL: providers.searxng.base_url: must be an http or https URL such as http://127.0.0.1:8888; got "127.0.0.1:8888"`,
+			},
+		},
+		"searxng number overrides, in the registry's order": {
+			env: map[string]string{"OPENHUMAN_SEARXNG_TIMEOUT_SECS": "soon", "OPENHUMAN_SEARXNG_MAX_RESULTS": "ten", "OPENHUMAN_SEARXNG_DEFAULT_LANGUAGE": "de"},
+			wantErr: []string{
+				`environment variable OPENHUMAN_SEARXNG_MAX_RESULTS: providers.searxng.max_results: must be a whole number; got "ten"`,
+				`environment variable OPENHUMAN_SEARXNG_TIMEOUT_SECS: providers.searxng.timeout_secs: must be a whole number; got "soon"`,
+			},
+		},
+		"searxng number and text overrides": {
+			env: map[string]string{"OPENHUMAN_SEARXNG_TIMEOUT_SECS": "7", "OPENHUMAN_SEARXNG_DEFAULT_LANGUAGE": "de"},
+			want: func(c *Config) {
+				p := c.Providers["searxng"]
+				p.Settings = map[string]any{"timeout_secs": int64(7), "default_language": "de"}
+				c.Providers["searxng"] = p
 			},
 		},
 		"the MCP token is not part of the config": {
@@ -1487,7 +1502,7 @@ func TestEnabledProviders(t *testing.T) {
 
 func TestIsBuiltin(t *testing.T) {
 	t.Parallel()
-	tests := map[string]bool{"memory": true, "agent": true, "searxng": true, "weather": false, "Memory": false, "": false}
+	tests := map[string]bool{"memory": true, "agent": true, "searxng": true, "upstream": false, "weather": false, "Memory": false, "": false}
 	for name, want := range tests {
 		if got := IsBuiltin(name); got != want {
 			t.Errorf("IsBuiltin(%q) = %v, want %v", name, got, want)

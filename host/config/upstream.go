@@ -12,6 +12,10 @@ import (
 	"github.com/openhuman/openhuman-host/internal/upstreamwire"
 )
 
+// UpstreamSection is the config section of the upstream servers: the
+// built-in provider whose [sdk.Manifest].Section it is serves them.
+const UpstreamSection = "[[upstream.servers]]"
+
 // UpstreamServer is one checked [[upstream.servers]] entry: an MCP server
 // whose tools the host re-exposes through its own policy and audit. The
 // type is shared with the upstream provider, which reads it as JSON.

@@ -140,6 +140,17 @@ type Host struct {
 	embeddingsKey string
 }
 
+// instructions is the MCP instructions string of a host with builtins,
+// enabled or not, in their registration order.
+func instructions(builtins *builtin.Registry) string {
+	var summaries, guidance []string
+	for _, b := range builtins.Providers() {
+		summaries = append(summaries, b.Manifest.Summary)
+		guidance = append(guidance, b.Manifest.Instructions)
+	}
+	return server.Instructions(summaries, guidance)
+}
+
 // inNamespace reports whether name is in the built-in namespace prefix
 // ("notes_"), as [sdk.Manifest].Namespaces describes. A second "_" right
 // after the prefix leaves the namespace: built-in names never have one,
@@ -278,6 +289,8 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	srvOpts.Replica = cfg.Server.Replica
 	srvOpts.TracerProvider = tracerProvider(o.Telemetry)
 	srvOpts.MeterProvider = meterProvider(o.Telemetry)
+	srvOpts.Instructions = instructions(o.Builtins)
+	srvOpts.AuditRules = o.Builtins.AuditRules()
 	srv, err := server.New(cat, dispatchers, &srvOpts)
 	if err != nil {
 		h.changeMu.Unlock()

@@ -458,7 +458,7 @@ func TestFailedInsertIsRetried(t *testing.T) {
 	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit RENAME TO mcp_audit_away"); err != nil {
 		t.Fatal(err)
 	}
-	secret := SummarizeArgs([]byte(`{"title":"very private title"}`))
+	secret := SummarizeArgs([]byte(`{"title":"very private title"}`), testRules)
 	for i := range 3 {
 		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "memory_store", SessionHash: "sha256:0badc0de", ArgsSummary: secret})
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 func ExampleLog() {
@@ -32,7 +33,7 @@ func ExampleLog() {
 		Class:       "act",
 		Decision:    audit.DecisionAllowed,
 		Success:     true,
-		ArgsSummary: audit.SummarizeArgs(json.RawMessage(`{"title":"Trip plan","content":"private text"}`)),
+		ArgsSummary: audit.SummarizeArgs(json.RawMessage(`{"title":"Trip plan","content":"private text"}`), sdk.AuditRules{}),
 		ResultRef:   "mcp-store-trip-plan",
 	})
 	if err != nil {
@@ -58,6 +59,7 @@ func ExampleLog() {
 }
 
 func ExampleSummarizeArgs() {
-	fmt.Println(audit.SummarizeArgs(json.RawMessage(`{"title":"Trip plan","content":"private text","tags":["travel"],"namespace":"mcp"}`)))
+	fmt.Println(audit.SummarizeArgs(json.RawMessage(`{"title":"Trip plan","content":"private text","tags":["travel"],"namespace":"mcp"}`),
+		sdk.AuditRules{Identifiers: []string{"namespace"}, Lists: []string{"tags"}}))
 	// Output: {"content":{"len":12},"namespace":"mcp","tags":["travel"],"title":"Trip plan"}
 }

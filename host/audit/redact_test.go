@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // jsonList renders strs as a JSON array.
@@ -17,6 +19,13 @@ func jsonList(strs ...string) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// testRules are the audit rules of the tests: the identifier and list
+// keys a host's built-ins might declare.
+var testRules = sdk.AuditRules{
+	Identifiers: []string{"namespace", "chunk_id", "document_id", "agent_id", "kind", "language", "k", "offset", "max_results", "since_ms", "until_ms"},
+	Lists:       []string{"tags", "categories", "source_kinds", "source_ids", "entity_ids"},
 }
 
 func TestSummarizeArgs(t *testing.T) {
@@ -122,7 +131,7 @@ func TestSummarizeArgs(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got := SummarizeArgs(json.RawMessage(tc.args))
+			got := SummarizeArgs(json.RawMessage(tc.args), testRules)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("SummarizeArgs(%.80s) (-want +got):\n%s", tc.args, diff)
 			}

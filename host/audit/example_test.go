@@ -28,7 +28,7 @@ func ExampleLog() {
 	err = l.Record(ctx, audit.Record{
 		SessionHash: audit.SessionHash("mcp-session-id"),
 		SourceType:  "mcp:claude-desktop",
-		Tool:        "memory_store",
+		Tool:        "notes_store",
 		Provider:    "memory",
 		Class:       "act",
 		Decision:    audit.DecisionAllowed,
@@ -55,7 +55,7 @@ func ExampleLog() {
 	if err := l.Close(ctx); err != nil {
 		fmt.Println(err)
 	}
-	// Output: 1 memory_store allowed {"content":{"len":12},"title":"Trip plan"} mcp-store-trip-plan
+	// Output: 1 notes_store allowed {"content":{"len":12},"title":"Trip plan"} mcp-store-trip-plan
 }
 
 func ExampleSummarizeArgs() {

@@ -419,8 +419,8 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 // serve with JSON-RPC -32602 and the host's own message, which names the
 // providers that did not load and why (the go-sdk's own answer says only
 // "unknown tool"). A tools/call or prompts/get by a declared or old dotted
-// name ("memory.store") is passed on under the advertised name
-// ("memory_store"), so the go-sdk finds the tool or prompt.
+// name ("notes.store") is passed on under the advertised name
+// ("notes_store"), so the go-sdk finds the tool or prompt.
 func (s *Server) namesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch params := req.GetParams().(type) {
@@ -770,7 +770,7 @@ func (s *Server) addTool(t *catalog.Tool) (err error) {
 // Call is one tool call entering the pipeline.
 type Call struct {
 	// Tool is the tool's advertised name, or its declared or old dotted
-	// name ("memory.store"), which [sdk.ClientName] maps to the advertised
+	// name ("notes.store"), which [sdk.ClientName] maps to the advertised
 	// one; the audit row records the advertised name.
 	Tool string
 	// Arguments is the JSON object sent by the caller; empty means {}.

@@ -334,7 +334,8 @@ const (
 	// in SQLite files in the data directory: one machine.
 	StorageSQLite = "sqlite"
 	// StoragePostgres keeps the audit log, the act budget, the
-	// single-use state records and the memory provider's data in one
+	// single-use state records and the data of the built-in providers
+	// that ask for the shared storage (sdk.Manifest.SharedStorage) in one
 	// PostgreSQL database that several replicas share.
 	StoragePostgres = "postgres"
 )

@@ -56,7 +56,8 @@ type ProviderConfig struct {
 	// Name is the table's name: ^[a-z][a-z0-9_-]{0,31}$.
 	Name string
 	// Enabled starts the provider. A table in the config file without an
-	// enabled key enables its provider; the defaults enable memory only.
+	// enabled key enables its provider; the embedded defaults say which
+	// built-ins are enabled.
 	Enabled bool
 	// Command is the path of a third-party provider's executable, used as
 	// written (required for those, refused for built-ins).

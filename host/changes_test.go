@@ -20,7 +20,7 @@ func TestChangedKeys(t *testing.T) {
 	old := parse(`
 [autonomy]
 level = "supervised"
-denied_tools = ["memory_forget"]
+denied_tools = ["notes_forget"]
 [providers.searxng]
 enabled = true
 [providers.searxng.settings]
@@ -35,7 +35,7 @@ command = "true"
 	same := parse(`
 [autonomy]
 level = "supervised"
-denied_tools = ["memory_forget"]
+denied_tools = ["notes_forget"]
 [providers.searxng]
 enabled = true
 [providers.searxng.settings]
@@ -56,7 +56,7 @@ endpoint = "http://127.0.0.1:1/mcp"
 log_level = "debug"
 [autonomy]
 level = "readonly"
-denied_tools = ["memory_forget", "memory_store"]
+denied_tools = ["notes_forget", "notes_store"]
 [providers.searxng]
 enabled = true
 [providers.searxng.settings]

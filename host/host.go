@@ -24,12 +24,13 @@ import (
 
 	"github.com/openhuman/openhuman-host/internal/embeddings"
 	"github.com/openhuman/openhuman-host/internal/platform"
-	"github.com/openhuman/openhuman-host/providers/upstream"
+	"github.com/openhuman/openhuman-host/internal/upstreamwire"
 
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/host/builtin"
 	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
@@ -45,10 +46,11 @@ type Options struct {
 	// from, as `<Executable> provider <name>`. Required when a built-in
 	// provider is enabled.
 	Executable string
-	// Builtins lists the built-in providers compiled into Executable. An
-	// enabled built-in provider that is not in the list is logged and
-	// skipped.
-	Builtins []string
+	// Builtins are the built-in providers compiled into Executable, whose
+	// manifests say how to launch them and which names are theirs. An
+	// enabled built-in provider the registry lacks is logged and skipped.
+	// Default nil: the process's registry, [builtin.Registered].
+	Builtins *builtin.Registry
 	// Version is the host's version string.
 	Version string
 	// Logger is the root logger. Default: a null logger.
@@ -120,7 +122,7 @@ type Host struct {
 	reloadMu sync.Mutex
 	// lastUpstream is the upstream servers' state for the status file;
 	// guarded by changeMu.
-	lastUpstream []upstream.ServerStatus
+	lastUpstream []upstreamwire.ServerStatus
 	// stopWatch ends watchAudit, which closes watchDone; nil without a
 	// status file.
 	stopWatch, watchDone chan struct{}
@@ -138,19 +140,22 @@ type Host struct {
 	embeddingsKey string
 }
 
-// builtinNamespaces are the advertised tool and prompt name prefixes of
-// built-in providers; no other provider may serve a name under them,
-// enabled or not (see inNamespace).
-var builtinNamespaces = map[string][]string{
-	"memory":  {"memory_", "tree_"},
-	"agent":   {"agent_", "core_"},
-	"searxng": {"searxng_"},
+// instructions is the MCP instructions string of a host with builtins,
+// enabled or not, in their registration order.
+func instructions(builtins *builtin.Registry) string {
+	var summaries, guidance []string
+	for _, b := range builtins.Providers() {
+		summaries = append(summaries, b.Manifest.Summary)
+		guidance = append(guidance, b.Manifest.Instructions)
+	}
+	return server.Instructions(summaries, guidance)
 }
 
 // inNamespace reports whether name is in the built-in namespace prefix
-// ("memory_"). A second "_" right after the prefix leaves the namespace:
-// built-in names never have one, and "memory__create_entities" is what an
-// upstream server named memory relays under its default prefix.
+// ("notes_"), as [sdk.Manifest].Namespaces describes. A second "_" right
+// after the prefix leaves the namespace: built-in names never have one,
+// and "notes__create" is what an upstream server named notes relays under
+// its default prefix.
 func inNamespace(name, prefix string) bool {
 	return strings.HasPrefix(name, prefix) && !strings.HasPrefix(name[len(prefix):], "_")
 }
@@ -165,16 +170,16 @@ func (h *Host) claim(provider, kind, name string) error {
 	if o, ok := h.owners[kind+":"+name]; ok && o != provider {
 		return fmt.Errorf("%s %q belongs to provider %s, which served it first", kind, name, o)
 	}
-	// The upstream provider relays other servers' tools: it gets no
-	// built-in namespace either.
-	if config.IsBuiltin(provider) {
+	// A provider configured by a section of its own (the upstream relay)
+	// serves other servers' tools: it gets no built-in namespace either.
+	if h.opts.Builtins.IsTabled(provider) {
 		return nil
 	}
 	if kind == "tool" || kind == "prompt" {
-		for builtin, prefixes := range builtinNamespaces {
-			for _, p := range prefixes {
+		for _, b := range h.opts.Builtins.Providers() {
+			for _, p := range b.Manifest.Namespaces {
 				if inNamespace(name, p) {
-					return fmt.Errorf("%s names starting with %q are reserved for the built-in provider %s", kind, p, builtin)
+					return fmt.Errorf("%s names starting with %q are reserved for the built-in provider %s", kind, p, b.Manifest.Name)
 				}
 			}
 		}
@@ -198,6 +203,9 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Builtins == nil {
+		o.Builtins = builtin.Registered()
 	}
 	dataDir, err := cfg.DataDir()
 	if err != nil {
@@ -281,6 +289,8 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	srvOpts.Replica = cfg.Server.Replica
 	srvOpts.TracerProvider = tracerProvider(o.Telemetry)
 	srvOpts.MeterProvider = meterProvider(o.Telemetry)
+	srvOpts.Instructions = instructions(o.Builtins)
+	srvOpts.AuditRules = o.Builtins.AuditRules()
 	srv, err := server.New(cat, dispatchers, &srvOpts)
 	if err != nil {
 		h.changeMu.Unlock()
@@ -393,7 +403,7 @@ type StatusReport struct {
 	Audit *AuditStatus `json:"audit,omitempty"`
 	// Upstream is the state of each enabled upstream server, as the
 	// upstream provider last reported it; empty without one.
-	Upstream []upstream.ServerStatus `json:"upstream,omitempty"`
+	Upstream []upstreamwire.ServerStatus `json:"upstream,omitempty"`
 }
 
 // AuditStatus is the health of a host's audit log in its [StatusReport].
@@ -509,14 +519,15 @@ func writeJSONFile(path string, v any) error {
 	return nil
 }
 
-// agentsRevision fingerprints the agent provider's definition directory
-// (agents_dir, or <config dir>/agents): names, sizes and modification
-// times, so that a reload notices edited definitions.
-func agentsRevision(cfg *config.Config, p config.ProviderConfig) string {
-	dir, _ := p.Settings["agents_dir"].(string)
+// configDirRevision fingerprints the directory of files a built-in
+// provider reads (d.Setting of its table, or <config dir>/<d.Default>):
+// names, sizes and modification times, so that a reload notices edited
+// files.
+func configDirRevision(cfg *config.Config, p config.ProviderConfig, d *sdk.ConfigDir) string {
+	dir, _ := p.Settings[d.Setting].(string)
 	if dir == "" {
 		if cd := configDir(cfg); cd != "" {
-			dir = filepath.Join(cd, "agents")
+			dir = filepath.Join(cd, d.Default)
 		}
 	}
 	entries, err := os.ReadDir(dir)
@@ -676,22 +687,23 @@ func profileNames(cfg *config.Config) []string {
 
 // disabledHint says, for a tool in the namespace of a built-in provider
 // that cfg disables, which key enables it.
-func disabledHint(cfg *config.Config) func(string) string {
+func disabledHint(cfg *config.Config, builtins *builtin.Registry) func(string) string {
 	where := "the config file"
 	if cfg.Source != config.DefaultSource && cfg.Source != "" {
 		where = cfg.Source
 	}
 	return func(tool string) string {
 		tool = sdk.ClientName(tool)
-		for builtin, prefixes := range builtinNamespaces {
-			p, ok := cfg.Providers[builtin]
+		for _, b := range builtins.Providers() {
+			name := b.Manifest.Name
+			p, ok := cfg.Providers[name]
 			if ok && p.Enabled {
 				continue
 			}
-			for _, prefix := range prefixes {
+			for _, prefix := range b.Manifest.Namespaces {
 				if inNamespace(tool, prefix) {
 					return fmt.Sprintf("it belongs to the %s provider, which is disabled; set [providers.%s] enabled = true in %s, then %s",
-						builtin, builtin, where, platform.ReloadAdvice)
+						name, name, where, platform.ReloadAdvice)
 				}
 			}
 		}
@@ -718,10 +730,6 @@ func warnUnmatchedPatterns(log hclog.Logger, cat *catalog.Catalog, key string, p
 }
 
 func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plugins.Failure) ([]plugins.Spec, error) {
-	builtin := map[string]bool{}
-	for _, b := range o.Builtins {
-		builtin[b] = true
-	}
 	var specs []plugins.Spec
 	for _, p := range cfg.EnabledProviders() {
 		settings, err := p.SettingsJSON()
@@ -736,7 +744,8 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plug
 			StartTimeout: p.StartTimeout(),
 		}
 		if config.IsBuiltin(p.Name) {
-			if !builtin[p.Name] {
+			b, ok := o.Builtins.Lookup(p.Name)
+			if !ok {
 				err := fmt.Errorf("built-in provider %s is not part of this build; set [providers.%s] enabled = false", p.Name, p.Name)
 				o.Logger.Error("provider failed to load; serving the others", "provider", p.Name, "error", err)
 				*failed = append(*failed, plugins.Failure{Name: p.Name, Err: err})
@@ -745,16 +754,16 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plug
 			if o.Executable == "" {
 				return nil, errors.New("no host executable to launch built-in providers from")
 			}
-			spec.Path, spec.Args = o.Executable, []string{"provider", p.Name}
-			if p.Name == "memory" {
-				// The built-in memory provider, and no other, keeps its
-				// data in the shared database on PostgreSQL.
-				if spec.Secrets, err = MemoryStorageSecrets(cfg, spec.Secrets); err != nil {
-					return nil, fmt.Errorf("providers.memory: %w", err)
+			spec.Path, spec.Args, spec.Env = o.Executable, []string{"provider", p.Name}, slices.Clone(b.Manifest.PassEnv)
+			if b.Manifest.SharedStorage {
+				// Only a built-in that asks for it gets the shared
+				// database's connection string.
+				if spec.Secrets, err = SharedStorageSecrets(cfg, spec.Secrets); err != nil {
+					return nil, fmt.Errorf("providers.%s: %w", p.Name, err)
 				}
 			}
-			if p.Name == "agent" {
-				spec.Revision = agentsRevision(cfg, p)
+			if d := b.Manifest.ConfigDir; d != nil {
+				spec.Revision = configDirRevision(cfg, p, d)
 			}
 		} else {
 			spec.Path, spec.Args, spec.SHA256, spec.Verify = p.Command, p.Args, p.SHA256, true
@@ -763,11 +772,20 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plug
 	}
 	if spec, ok, err := upstreamSpec(cfg, dataDir, o); err != nil {
 		o.Logger.Error("upstream servers not loaded", "error", err)
-		*failed = append(*failed, plugins.Failure{Name: config.UpstreamProvider, Err: err})
+		*failed = append(*failed, plugins.Failure{Name: upstreamName(o.Builtins), Err: err})
 	} else if ok {
 		specs = append(specs, spec)
 	}
 	return specs, nil
+}
+
+// upstreamName is the name of the built-in provider that serves
+// [[upstream.servers]], or the section itself when the build has none.
+func upstreamName(builtins *builtin.Registry) string {
+	if b, ok := builtins.BySection(config.UpstreamSection); ok {
+		return b.Manifest.Name
+	}
+	return config.UpstreamSection
 }
 
 // upstreamSpec is the spec of the provider that serves the enabled
@@ -806,9 +824,11 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 	if len(servers) == 0 {
 		return plugins.Spec{}, false, nil
 	}
-	if !slices.Contains(o.Builtins, config.UpstreamProvider) {
+	b, ok := o.Builtins.BySection(config.UpstreamSection)
+	if !ok {
 		return plugins.Spec{}, false, errors.New("this build has no upstream provider; remove the [[upstream.servers]] entries")
 	}
+	name := b.Manifest.Name
 	if o.Executable == "" {
 		return plugins.Spec{}, false, errors.New("no host executable to launch the upstream provider from")
 	}
@@ -819,17 +839,16 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 		return plugins.Spec{}, false, fmt.Errorf("upstream servers as JSON: %w", err)
 	}
 	return plugins.Spec{
-		Name:    config.UpstreamProvider,
+		Name:    name,
 		Path:    o.Executable,
-		Args:    []string{"provider", config.UpstreamProvider},
+		Args:    []string{"provider", name},
 		Config:  raw,
-		DataDir: filepath.Join(dataDir, config.UpstreamProvider),
+		DataDir: filepath.Join(dataDir, name),
 		// [providers.upstream] is no table of the config: the provider's
 		// start is bounded by the server's setting.
 		TimeoutKey: "[server] provider_start_timeout_secs",
-		// What opening a browser for an OAuth sign-in needs, and the key
-		// of the token files.
-		Env: []string{"BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", upstream.TokenKeyEnv},
+		// Such as what opening a browser for an OAuth sign-in needs.
+		Env: slices.Clone(b.Manifest.PassEnv),
 	}, true, nil
 }
 

@@ -3,29 +3,51 @@ package host
 import (
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/host/builtin"
+	"github.com/openhuman/openhuman-host/sdk"
 )
+
+// testBuiltins is a registry of test built-ins: notes and clock with
+// namespaces, and relay, which serves a config section of its own.
+func testBuiltins(t *testing.T) *builtin.Registry {
+	t.Helper()
+	mk := func(m sdk.Manifest) builtin.Provider {
+		return builtin.Provider{Manifest: m, New: func(hclog.Logger) sdk.Provider { return nil }}
+	}
+	r, err := builtin.NewRegistry(
+		mk(sdk.Manifest{Name: "notes", Namespaces: []string{"notes_", "page_"}}),
+		mk(sdk.Manifest{Name: "clock", Namespaces: []string{"clock_", "alarm_"}}),
+		mk(sdk.Manifest{Name: "relay", Section: "[[relay.servers]]"}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
 // TestClaimKeepsBuiltinNamespaces checks which advertised names a
 // third-party provider or the upstream relay may serve.
 func TestClaimKeepsBuiltinNamespaces(t *testing.T) {
 	t.Parallel()
-	h := &Host{owners: map[string]string{"tool:kit_ping": "kit"}}
+	h := &Host{owners: map[string]string{"tool:kit_ping": "kit"}, opts: Options{Builtins: testBuiltins(t)}}
 	tests := map[string]struct {
 		provider, kind, name string
 		wantErr              string
 	}{
-		"built-in serves its own":           {"memory", "tool", "memory_store", ""},
-		"third party in memory_":            {"kit", "tool", "memory_delete", `tool names starting with "memory_" are reserved for the built-in provider memory`},
-		"third party in tree_":              {"kit", "tool", "tree_prune", `starting with "tree_"`},
-		"prompt in agent_":                  {"kit", "prompt", "agent_plan", `prompt names starting with "agent_"`},
-		"upstream in core_":                 {"upstream", "tool", "core_list_tools", `starting with "core_"`},
-		"upstream server named memory":      {"upstream", "tool", "memory__create_entities", ""},
-		"searxng_ reserved":                 {"kit", "tool", "searxng_images", `starting with "searxng_"`},
+		"built-in serves its own":           {"notes", "tool", "notes_store", ""},
+		"third party in notes_":             {"kit", "tool", "notes_delete", `tool names starting with "notes_" are reserved for the built-in provider notes`},
+		"third party in page_":              {"kit", "tool", "page_prune", `starting with "page_"`},
+		"prompt in clock_":                  {"kit", "prompt", "clock_plan", `prompt names starting with "clock_"`},
+		"relay in alarm_":                   {"relay", "tool", "alarm_list", `starting with "alarm_"`},
+		"upstream server named notes":       {"relay", "tool", "notes__create_entities", ""},
 		"other names free":                  {"kit", "tool", "kit_extra", ""},
 		"first provider keeps a name":       {"kit2", "tool", "kit_ping", `tool "kit_ping" belongs to provider kit, which served it first`},
 		"openhuman URIs for built-ins only": {"kit", "resource", "openhuman://agents", `resource URIs starting with "openhuman://"`},
-		"built-in may serve openhuman URIs": {"agent", "resource", "openhuman://agents", ""},
-		"resources are not name-spaced":     {"kit", "resource", "memory_x://a", ""},
+		"built-in may serve openhuman URIs": {"clock", "resource", "openhuman://agents", ""},
+		"resources are not name-spaced":     {"kit", "resource", "notes_x://a", ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // AuditFile is the name, in the data directory, of the audit log's SQLite
@@ -51,23 +52,17 @@ func sharedStateKey(ctx context.Context, cfg *config.Config, dataDir string, log
 	return key, nil
 }
 
-// Secrets the host passes the built-in memory provider when [storage]
-// driver = "postgres"; the provider reads them as memory.SecretStorageDriver
-// and memory.SecretStorageDSN (the host does not import the provider).
-const (
-	memoryStorageDriverSecret = "storage.driver"
-	memoryStorageDSNSecret    = "storage.dsn"
-)
-
-// MemoryStorageSecrets returns secrets with what the built-in memory
-// provider needs to keep its data where cfg's [storage] table says: with
-// driver = "postgres", the driver and the connection string (read from
-// the environment variable storage.dsn_env names, as the audit log does),
-// so that every replica's memory is the shared database; otherwise
-// secrets unchanged, and the provider opens memory.db in its data
-// directory. Only the built-in memory provider may be given them: the
-// connection string is the shared database's credential.
-func MemoryStorageSecrets(cfg *config.Config, secrets map[string]string) (map[string]string, error) {
+// SharedStorageSecrets returns secrets with what a built-in provider
+// whose manifest sets [sdk.Manifest].SharedStorage needs to keep its data
+// where cfg's [storage] table says: with driver = "postgres", the driver
+// and the connection string (read from the environment variable
+// storage.dsn_env names, as the audit log does) as [sdk.SecretStorageDriver]
+// and [sdk.SecretStorageDSN], so that every replica's data is the shared
+// database; otherwise secrets unchanged, and the provider keeps its data
+// in its data directory. Only such a built-in may be given them: the
+// connection string is the shared database's credential. It fails when
+// the variable is unset.
+func SharedStorageSecrets(cfg *config.Config, secrets map[string]string) (map[string]string, error) {
 	if cfg.Storage.Driver != config.StoragePostgres {
 		return secrets, nil
 	}
@@ -79,7 +74,7 @@ func MemoryStorageSecrets(cfg *config.Config, secrets map[string]string) (map[st
 	for k, v := range secrets {
 		out[k] = v
 	}
-	out[memoryStorageDriverSecret] = config.StoragePostgres
-	out[memoryStorageDSNSecret] = dsn
+	out[sdk.SecretStorageDriver] = config.StoragePostgres
+	out[sdk.SecretStorageDSN] = dsn
 	return out, nil
 }

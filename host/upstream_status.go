@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/host/config"
-	"github.com/openhuman/openhuman-host/providers/upstream"
+	"github.com/openhuman/openhuman-host/internal/upstreamwire"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -18,26 +18,26 @@ const upstreamStatusWait = 2 * time.Second
 // UpstreamServers returns the state of each enabled upstream server, as
 // the upstream provider reports it now; nil when that provider is not
 // running or does not answer within 2 s.
-func (h *Host) UpstreamServers() []upstream.ServerStatus { return h.upstreamServers() }
+func (h *Host) UpstreamServers() []upstreamwire.ServerStatus { return h.upstreamServers() }
 
 // upstreamServers reads the state of each upstream server from the
-// upstream provider ([upstream.StatusURI]); nil when that provider is not
+// upstream provider ([upstreamwire.StatusURI]); nil when that provider is not
 // running or does not answer within upstreamStatusWait.
-func (h *Host) upstreamServers() []upstream.ServerStatus {
+func (h *Host) upstreamServers() []upstreamwire.ServerStatus {
 	if h.manager == nil {
 		return nil
 	}
 	for _, p := range h.manager.Providers() {
-		if p.Name != config.UpstreamProvider {
+		if p.Name != upstreamName(h.opts.Builtins) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), upstreamStatusWait)
 		defer cancel()
-		res, err := p.ReadResource(ctx, &sdk.ReadResourceRequest{URI: upstream.StatusURI})
+		res, err := p.ReadResource(ctx, &sdk.ReadResourceRequest{URI: upstreamwire.StatusURI})
 		if err != nil || len(res.Contents) != 1 {
 			return nil
 		}
-		var out []upstream.ServerStatus
+		var out []upstreamwire.ServerStatus
 		if json.Unmarshal([]byte(res.Contents[0].Text), &out) != nil {
 			return nil
 		}
@@ -50,7 +50,7 @@ func (h *Host) upstreamServers() []upstream.ServerStatus {
 // namespace is disabled (disabledHint), or it has the prefix of an
 // upstream server that is not connected, whose state and error it gives.
 func (h *Host) unknownHint(cfg *config.Config) func(string) string {
-	disabled := disabledHint(cfg)
+	disabled := disabledHint(cfg, h.opts.Builtins)
 	servers := cfg.Upstream.Checked
 	return func(tool string) string {
 		if hint := disabled(tool); hint != "" {
@@ -74,11 +74,11 @@ func (h *Host) unknownHint(cfg *config.Config) func(string) string {
 				continue
 			}
 			switch {
-			case st.State == upstream.StateConnecting:
+			case st.State == upstreamwire.StateConnecting:
 				return fmt.Sprintf("it belongs to upstream server %q, which is still connecting; its tools appear once it is up", st.Name)
-			case st.State == upstream.StateFailed && st.NextAttempt.IsZero():
+			case st.State == upstreamwire.StateFailed && st.NextAttempt.IsZero():
 				return fmt.Sprintf("it belongs to upstream server %q, which cannot start: %s", st.Name, st.Error)
-			case st.State == upstream.StateFailed:
+			case st.State == upstreamwire.StateFailed:
 				return fmt.Sprintf("it belongs to upstream server %q, which is down (%s); it is tried again in %s",
 					st.Name, st.Error, time.Until(st.NextAttempt).Round(time.Second))
 			default:

@@ -13,9 +13,9 @@ func TestClientName(t *testing.T) {
 	tests := map[string]struct {
 		name, want string
 	}{
-		"client-safe unchanged":   {name: "memory_store", want: "memory_store"},
+		"client-safe unchanged":   {name: "notes_store", want: "notes_store"},
 		"hyphen kept":             {name: "get-env", want: "get-env"},
-		"dots become underscores": {name: "tree.read_chunk", want: "tree_read_chunk"},
+		"dots become underscores": {name: "pages.read_chunk", want: "pages_read_chunk"},
 		"upstream dotted name":    {name: "gh__repos.list", want: "gh__repos_list"},
 		"slash and space":         {name: "a/b c", want: "a_b_c"},
 		"one rune, one byte":      {name: "café.menu", want: "caf__menu"},
@@ -54,12 +54,12 @@ func TestClientNameKeepsLongNamesApart(t *testing.T) {
 func TestIsClientName(t *testing.T) {
 	t.Parallel()
 	for name, want := range map[string]bool{
-		"memory_store":          true,
+		"notes_store":           true,
 		"A-z_09":                true,
 		strings.Repeat("x", 64): true,
 		strings.Repeat("x", 65): false,
 		"":                      false,
-		"memory.store":          false,
+		"notes.store":           false,
 		"a b":                   false,
 		"é":                     false,
 	} {
@@ -72,13 +72,13 @@ func TestIsClientName(t *testing.T) {
 func TestClientNameGlob(t *testing.T) {
 	t.Parallel()
 	for pattern, want := range map[string]string{
-		"memory.*":        "memory_*",
-		"tree.read_*":     "tree_read_*",
-		"*.run_subagent":  "*_run_subagent",
-		"searxng_search":  "searxng_search",
-		"memory.[st]*":    "memory_[st]*",
-		"everything__*":   "everything__*",
-		"agent.run_sub?g": "agent_run_sub?g",
+		"notes.*":          "notes_*",
+		"pages.read_*":     "pages_read_*",
+		"*.run_subagent":   "*_run_subagent",
+		"online_search":    "online_search",
+		"notes.[st]*":      "notes_[st]*",
+		"everything__*":    "everything__*",
+		"assist.run_sub?g": "assist_run_sub?g",
 	} {
 		if got := sdk.ClientNameGlob(pattern); got != want {
 			t.Errorf("ClientNameGlob(%q) = %q, want %q", pattern, got, want)

@@ -70,7 +70,7 @@ type GRPCProviderPlugin struct {
 // in either direction, in bytes: 64 MiB, well above the largest tool call
 // or result an MCP client can send through the host (a 16 MiB stdio line),
 // so the transport is never what refuses an argument. gRPC's own default,
-// 4 MiB, would refuse a 1 MB memory_store whose text JSON-escapes to more.
+// 4 MiB, would refuse a 1 MB notes_store whose text JSON-escapes to more.
 const MaxMessageBytes = 64 << 20
 
 // GRPCServerOptions are the server options the SDK and the host use for

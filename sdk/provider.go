@@ -220,8 +220,8 @@ type CreateMessageResult struct {
 // HostCallToolRequest is the argument of [Host.CallTool].
 type HostCallToolRequest struct {
 	// Name is the tool's name in the host catalog, for example
-	// "memory_search", as [Host.ListTools] gives it; a declared or old
-	// dotted name ("memory.search") finds the tool too ([ClientName]).
+	// "notes_search", as [Host.ListTools] gives it; a declared or old
+	// dotted name ("notes.search") finds the tool too ([ClientName]).
 	Name string
 	// Arguments is a JSON object.
 	Arguments json.RawMessage
@@ -393,9 +393,10 @@ type Caller struct {
 	// ("mcp:claude-desktop"), "cli" for one-shot commands, and
 	// "<source>/agent:<id>" for calls made by a provider through [Host].
 	// The host records it in the audit log's source_type column. It names
-	// the caller, not where data came from: it is unrelated to the memory
-	// provider's sources (mcp:<namespace>, file:<folder>, what
-	// tree_list_sources lists), although both may start with "mcp:".
+	// the caller, not where data came from: it is unrelated to the sources
+	// a provider may keep of its data (such as the memory provider's
+	// mcp:<namespace> and file:<folder>), although both may start with
+	// "mcp:".
 	SourceType string
 	// SessionHash is "sha256:" and 8 hex digits of the MCP session id;
 	// never the id itself. Empty outside sessions.

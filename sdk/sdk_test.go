@@ -94,10 +94,10 @@ func (e *echo) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 			SystemPrompt: "be brief",
 			Messages: []sdk.SamplingMessage{
 				{Role: "user", Content: []sdk.SamplingContent{{Type: "text", Text: "hi"}}},
-				{Role: "assistant", Content: []sdk.SamplingContent{{Type: "tool_use", ToolUseID: "u1", ToolName: "memory_search", Input: json.RawMessage(`{"query":"x"}`)}}},
+				{Role: "assistant", Content: []sdk.SamplingContent{{Type: "tool_use", ToolUseID: "u1", ToolName: "notes_search", Input: json.RawMessage(`{"query":"x"}`)}}},
 				{Role: "user", Content: []sdk.SamplingContent{{Type: "tool_result", ToolUseID: "u1", Text: "none", IsError: true}}},
 			},
-			Tools:       []sdk.SamplingTool{{Name: "memory_search", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+			Tools:       []sdk.SamplingTool{{Name: "notes_search", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}},
 			Temperature: &temperature,
 			ModelHint:   "small",
 		})
@@ -146,7 +146,7 @@ type fakeHost struct {
 }
 
 func (h *fakeHost) ListTools(context.Context) ([]sdk.Tool, error) {
-	return []sdk.Tool{{Name: "memory_search", Class: sdk.ClassRead, InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
+	return []sdk.Tool{{Name: "notes_search", Class: sdk.ClassRead, InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
 }
 
 // CreateMessage answers with what it was asked, so the test sees every
@@ -160,7 +160,7 @@ func (h *fakeHost) CreateMessage(_ context.Context, req *sdk.CreateMessageReques
 		m[0].Role, m[0].Content[0].Text, m[1].Content[0].Type, m[1].Content[0].ToolName, m[1].Content[0].Input,
 		m[2].Content[0].Type, m[2].Content[0].ToolUseID, m[2].Content[0].Text, m[2].Content[0].IsError, req.Tools[0].InputSchema)
 	return &sdk.CreateMessageResult{Model: desc, StopReason: "toolUse", Content: []sdk.SamplingContent{
-		{Type: "tool_use", ToolUseID: "u2", ToolName: "memory_search", Input: json.RawMessage(`{"query":"y"}`)},
+		{Type: "tool_use", ToolUseID: "u2", ToolName: "notes_search", Input: json.RawMessage(`{"query":"y"}`)},
 	}}, nil
 }
 
@@ -199,9 +199,9 @@ func TestCallTool(t *testing.T) {
 		"provider error names the tool":   {tool: "echo.fail", wantErr: "call echo.fail: disk on fire"},
 		"panic is a failed call":          {tool: "echo.panic", wantErr: "call echo.panic: CallTool echo.panic panicked: boom"},
 		"host service through the broker": {tool: "echo.host", want: sdk.TextResult("host says hi to agent:test")},
-		"host tool list":                  {tool: "echo.list", want: sdk.TextResult(`memory_search read {"type":"object"}`)},
+		"host tool list":                  {tool: "echo.list", want: sdk.TextResult(`notes_search read {"type":"object"}`)},
 		"sampling through the broker": {tool: "echo.sample", want: sdk.TextResult(
-			`be brief|0.5|small|3|user:hi|tool_use:memory_search:{"query":"x"}|tool_result:u1:none:true|{"type":"object"} toolUse tool_use memory_search {"query":"y"}`)},
+			`be brief|0.5|small|3|user:hi|tool_use:notes_search:{"query":"x"}|tool_result:u1:none:true|{"type":"object"} toolUse tool_use notes_search {"query":"y"}`)},
 		"sampling unavailable": {tool: "echo.nosample", wantErr: "call echo.nosample: host create message: sampling is not available for this call: no session for this call"},
 	}
 	for name, tc := range tests {

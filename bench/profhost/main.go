@@ -23,8 +23,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/builtin"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
+	// The config's defaults name the built-in providers.
+	_ "github.com/openhuman/openhuman-host/internal/builtins"
 	"github.com/openhuman/openhuman-host/internal/telemetry"
 )
 
@@ -81,7 +84,9 @@ func run() error {
 			_ = tel.Shutdown(shutdownCtx)
 		}()
 	}
-	h, err := host.Start(ctx, cfg, &host.Options{Version: "bench", Logger: log, Telemetry: tel})
+	// No executable to launch built-ins from: enabled ones are logged and
+	// skipped, as in a build without them.
+	h, err := host.Start(ctx, cfg, &host.Options{Version: "bench", Logger: log, Telemetry: tel, Builtins: &builtin.Registry{}})
 	if err != nil {
 		return err
 	}

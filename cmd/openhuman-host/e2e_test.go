@@ -135,7 +135,7 @@ func startTestHostWithLog(t *testing.T, cfg *config.Config, logs io.Writer) *hos
 	if logs != nil {
 		log = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn})
 	}
-	h, err := host.Start(testwait.Context(t), cfg, &host.Options{Executable: exe, Builtins: builtinNames(), Version: "test", Logger: log})
+	h, err := host.Start(testwait.Context(t), cfg, &host.Options{Executable: exe, Version: "test", Logger: log})
 	if err != nil {
 		t.Fatalf("start host: %v", err)
 	}

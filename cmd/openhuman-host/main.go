@@ -13,44 +13,18 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"slices"
 	"strings"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/openhuman/openhuman-host/host/builtin"
 	"github.com/openhuman/openhuman-host/host/config"
-	"github.com/openhuman/openhuman-host/providers/agent"
-	"github.com/openhuman/openhuman-host/providers/memory"
-	"github.com/openhuman/openhuman-host/providers/searxng"
-	"github.com/openhuman/openhuman-host/providers/upstream"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; the
 // module version from the build info is used otherwise.
 var version = ""
-
-// builtins are the providers compiled into this binary, launched as
-// `openhuman-host provider <name>`.
-var builtins = map[string]func(log hclog.Logger) sdk.Provider{
-	"memory": func(log hclog.Logger) sdk.Provider { return memory.New(&memory.Options{Logger: log}) },
-	"agent":  func(log hclog.Logger) sdk.Provider { return agent.New(&agent.Options{Logger: log}) },
-	"searxng": func(log hclog.Logger) sdk.Provider {
-		return searxng.New(&searxng.Options{Logger: log})
-	},
-	config.UpstreamProvider: func(log hclog.Logger) sdk.Provider { return upstream.New(&upstream.Options{Logger: log}) },
-}
-
-func builtinNames() []string {
-	var names []string
-	for _, n := range append(slices.Clone(config.BuiltinProviders), config.UpstreamProvider) {
-		if _, ok := builtins[n]; ok {
-			names = append(names, n)
-		}
-	}
-	return names
-}
 
 func hostVersion() string {
 	if version != "" {
@@ -144,9 +118,9 @@ func newProviderCmd() *cobra.Command {
 // runProvider serves a built-in provider; the host launches it as a
 // go-plugin subprocess.
 func runProvider(name string) error {
-	mk, ok := builtins[name]
+	b, ok := builtin.Registered().Lookup(name)
 	if !ok {
-		return fmt.Errorf("no built-in provider %q; this build has: %v", name, builtinNames())
+		return fmt.Errorf("no built-in provider %q; this build has: %v", name, builtin.Registered().Names())
 	}
 	if os.Getenv(sdk.Handshake.MagicCookieKey) != sdk.Handshake.MagicCookieValue {
 		return fmt.Errorf("\"provider %s\" is started by the host itself; run \"openhuman-host serve\" instead", name)
@@ -154,7 +128,7 @@ func runProvider(name string) error {
 	log := sdk.Logger("provider." + name)
 	stop := startProviderTelemetry(name, log)
 	defer stop()
-	sdk.Serve(mk(log), sdk.WithLogger(log))
+	sdk.Serve(b.New(log), sdk.WithLogger(log))
 	return nil
 }
 

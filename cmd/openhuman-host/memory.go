@@ -139,7 +139,7 @@ func loadMemorySetup(g *globalFlags) (*memorySetup, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the memory data directory: %w", err)
 	}
-	secrets, err := host.MemoryStorageSecrets(cfg, pc.ResolveSecrets(os.Getenv))
+	secrets, err := host.SharedStorageSecrets(cfg, pc.ResolveSecrets(os.Getenv))
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,6 @@ func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger, o runO
 	}
 	return host.Start(ctx, cfg, &host.Options{
 		Executable: exe,
-		Builtins:   builtinNames(),
 		Version:    hostVersion(),
 		Logger:     log,
 		StatusFile: o.statusFile,

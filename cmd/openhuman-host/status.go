@@ -22,6 +22,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/host/builtin"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/host/server"
@@ -273,7 +274,7 @@ func localAudit(ctx context.Context, cfg *config.Config, dataDir string, dirOK b
 // run, and has the configured SHA-256.
 func providerRunnable(p config.ProviderConfig) (string, error) {
 	if config.IsBuiltin(p.Name) {
-		if !slices.Contains(builtinNames(), p.Name) {
+		if _, ok := builtin.Registered().Lookup(p.Name); !ok {
 			return "", fmt.Errorf("built-in provider %s is not part of this build", p.Name)
 		}
 		return "built in", nil

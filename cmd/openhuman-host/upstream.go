@@ -78,7 +78,7 @@ func resolveUpstream(g *globalFlags, name string) (*resolvedUpstream, error) {
 	if err != nil {
 		return nil, err
 	}
-	u.providerDir = filepath.Join(dataDir, config.UpstreamProvider)
+	u.providerDir = filepath.Join(dataDir, upstream.Name)
 	return u, nil
 }
 
@@ -141,7 +141,7 @@ func newUpstreamLogoutCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			had, err := upstream.Logout(filepath.Join(dataDir, config.UpstreamProvider), args[0])
+			had, err := upstream.Logout(filepath.Join(dataDir, upstream.Name), args[0])
 			if err != nil {
 				return err
 			}

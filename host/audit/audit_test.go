@@ -279,12 +279,12 @@ func TestRoundTrip(t *testing.T) {
 		in := []Record{
 			{
 				TimeMs: ms(0), SessionHash: SessionHash("session-1"), SourceType: "mcp:claude-desktop",
-				ClientName: "Claude Desktop", ClientVersion: "1.2.3", Tool: "memory_store", Provider: "memory",
+				ClientName: "Claude Desktop", ClientVersion: "1.2.3", Tool: "notes_store", Provider: "memory",
 				Class: "act", Decision: DecisionAllowed, Success: true, DurationUs: 1234,
 				ArgsSummary: `{"content":{"len":42},"title":"Notes"}`, ResultRef: "mcp-store-notes",
 			},
 			{
-				ID: 99, TimeMs: ms(time.Second), SourceType: "cli", Tool: "tree_tag", Provider: "memory", Class: "act",
+				ID: 99, TimeMs: ms(time.Second), SourceType: "cli", Tool: "pages_tag", Provider: "memory", Class: "act",
 				Decision: DecisionDenied("readonly"), Error: longErr, ArgsSummary: "{}",
 			},
 		}
@@ -307,7 +307,7 @@ func TestRecordStampsZeroTime(t *testing.T) {
 	eachDriver(t, func(t *testing.T, driver string) {
 		l, _ := openLog(t, driver, nil)
 		before := time.Now().UnixMilli()
-		mustRecord(t, l, Record{Tool: "memory_search"})
+		mustRecord(t, l, Record{Tool: "notes_search"})
 		after := time.Now().UnixMilli()
 		mustFlush(t, l)
 		got := mustList(t, l, Query{})
@@ -423,7 +423,7 @@ func TestRecordDropsWhileQueueFull(t *testing.T) {
 		if i > maxBatch+1 {
 			t.Fatal("Complete() never found the queue full while the writer was stalled")
 		}
-		errC = l.Complete(1000, Record{Tool: "memory_store"})
+		errC = l.Complete(1000, Record{Tool: "notes_store"})
 	}
 	if !errors.Is(errC, ErrQueueFull) {
 		t.Errorf("Complete() on a full queue = %v, want ErrQueueFull", errC)
@@ -458,9 +458,9 @@ func TestFailedInsertIsRetried(t *testing.T) {
 	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit RENAME TO mcp_audit_away"); err != nil {
 		t.Fatal(err)
 	}
-	secret := SummarizeArgs([]byte(`{"title":"very private title"}`))
+	secret := SummarizeArgs([]byte(`{"title":"very private title"}`), testRules)
 	for i := range 3 {
-		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "memory_store", SessionHash: "sha256:0badc0de", ArgsSummary: secret})
+		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "notes_store", SessionHash: "sha256:0badc0de", ArgsSummary: secret})
 	}
 	testwait.Until(t, "a retry warning", func() bool { return strings.Contains(logs.String(), "audit insert failed, retrying") })
 	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit_away RENAME TO mcp_audit"); err != nil {
@@ -638,13 +638,13 @@ func TestRetention(t *testing.T) {
 
 // fixture is the data set the query tests read: ids 1..7 in this order.
 var fixture = []Record{
-	{TimeMs: ms(0), SourceType: "mcp:claude-desktop", ClientName: "Claude Desktop", Tool: "memory_search", Decision: DecisionAllowed, Success: true, DurationUs: 100},
-	{TimeMs: ms(1 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory_search", Decision: DecisionAllowed, Success: true, DurationUs: 300},
-	{TimeMs: ms(2 * time.Minute), SourceType: "cli", ClientName: "", Tool: "memory_store", Decision: DecisionAllowed, Success: false, Error: "boom", DurationUs: 50},
-	{TimeMs: ms(3 * time.Minute), SourceType: "mcp:claude-desktop", ClientName: "Claude Desktop", Tool: "memory_store", Decision: DecisionDenied("budget"), DurationUs: 3},
-	{TimeMs: ms(4 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory_search", Decision: DecisionAllowed, Success: true, DurationUs: 200},
-	{TimeMs: ms(5 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "memory_search", Decision: DecisionAllowed, Success: false, DurationUs: 900},
-	{TimeMs: ms(5 * time.Minute), SourceType: "cli", ClientName: "Claude Desktop", Tool: "tree_tag", Decision: DecisionDenied("readonly"), DurationUs: 2},
+	{TimeMs: ms(0), SourceType: "mcp:claude-desktop", ClientName: "Claude Desktop", Tool: "notes_search", Decision: DecisionAllowed, Success: true, DurationUs: 100},
+	{TimeMs: ms(1 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "notes_search", Decision: DecisionAllowed, Success: true, DurationUs: 300},
+	{TimeMs: ms(2 * time.Minute), SourceType: "cli", ClientName: "", Tool: "notes_store", Decision: DecisionAllowed, Success: false, Error: "boom", DurationUs: 50},
+	{TimeMs: ms(3 * time.Minute), SourceType: "mcp:claude-desktop", ClientName: "Claude Desktop", Tool: "notes_store", Decision: DecisionDenied("budget"), DurationUs: 3},
+	{TimeMs: ms(4 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "notes_search", Decision: DecisionAllowed, Success: true, DurationUs: 200},
+	{TimeMs: ms(5 * time.Minute), SourceType: "mcp:cursor", ClientName: "Cursor", Tool: "notes_search", Decision: DecisionAllowed, Success: false, DurationUs: 900},
+	{TimeMs: ms(5 * time.Minute), SourceType: "cli", ClientName: "Claude Desktop", Tool: "pages_tag", Decision: DecisionDenied("readonly"), DurationUs: 2},
 }
 
 func fixtureLog(t *testing.T, driver string) *Log {
@@ -667,17 +667,17 @@ func TestList(t *testing.T) {
 			"limit":                               {q: Query{Limit: 2}, want: []uint64{7, 6}},
 			"negative limit means default":        {q: Query{Limit: -1}, want: []uint64{7, 6, 5, 4, 3, 2, 1}},
 			"since is inclusive":                  {q: Query{Since: base.Add(4 * time.Minute)}, want: []uint64{7, 6, 5}},
-			"tool":                                {q: Query{Tool: "memory_store"}, want: []uint64{4, 3}},
+			"tool":                                {q: Query{Tool: "notes_store"}, want: []uint64{4, 3}},
 			"unknown tool":                        {q: Query{Tool: "memory"}, want: []uint64{}},
 			"client by source type":               {q: Query{Client: "cli"}, want: []uint64{7, 3}},
 			"client by client name":               {q: Query{Client: "Claude Desktop"}, want: []uint64{7, 4, 1}},
 			"failed includes denied":              {q: Query{FailedOnly: true}, want: []uint64{7, 6, 4, 3}},
 			"filters combine": {
-				q:    Query{Client: "mcp:cursor", Tool: "memory_search", FailedOnly: true, Since: base.Add(time.Minute)},
+				q:    Query{Client: "mcp:cursor", Tool: "notes_search", FailedOnly: true, Since: base.Add(time.Minute)},
 				want: []uint64{6},
 			},
 			"client filter does not escape tool filter": {
-				q:    Query{Client: "Claude Desktop", Tool: "tree_tag"},
+				q:    Query{Client: "Claude Desktop", Tool: "pages_tag"},
 				want: []uint64{7},
 			},
 		}
@@ -699,7 +699,7 @@ func TestListReturnsWholeRecords(t *testing.T) {
 		l := fixtureLog(t, driver)
 		want := fixture[2]
 		want.ID = 3
-		if diff := cmp.Diff([]Record{want}, mustList(t, l, Query{Client: "cli", Tool: "memory_store"})); diff != "" {
+		if diff := cmp.Diff([]Record{want}, mustList(t, l, Query{Client: "cli", Tool: "notes_store"})); diff != "" {
 			t.Errorf("List() (-want +got):\n%s", diff)
 		}
 	})
@@ -716,28 +716,28 @@ func TestStats(t *testing.T) {
 			"all records": {
 				want: []ToolStats{
 					// Durations 100, 200, 300, 900: the nearest-rank median is the 2nd smallest.
-					{Tool: "memory_search", Calls: 4, Failures: 1, Denied: 0, P50Us: 200, MaxUs: 900},
+					{Tool: "notes_search", Calls: 4, Failures: 1, Denied: 0, P50Us: 200, MaxUs: 900},
 					// The denied attempt's 3µs is not a run.
-					{Tool: "memory_store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
-					{Tool: "tree_tag", Calls: 1, Failures: 0, Denied: 1, P50Us: 0, MaxUs: 0},
+					{Tool: "notes_store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
+					{Tool: "pages_tag", Calls: 1, Failures: 0, Denied: 1, P50Us: 0, MaxUs: 0},
 				},
 			},
 			"since": {
 				since: base.Add(3 * time.Minute),
 				want: []ToolStats{
 					// Durations 200, 900.
-					{Tool: "memory_search", Calls: 2, Failures: 1, P50Us: 200, MaxUs: 900},
-					{Tool: "memory_store", Calls: 1, Denied: 1},
-					{Tool: "tree_tag", Calls: 1, Denied: 1},
+					{Tool: "notes_search", Calls: 2, Failures: 1, P50Us: 200, MaxUs: 900},
+					{Tool: "notes_store", Calls: 1, Denied: 1},
+					{Tool: "pages_tag", Calls: 1, Denied: 1},
 				},
 			},
 			"odd count median": {
 				since: base.Add(time.Minute),
 				want: []ToolStats{
 					// Durations 200, 300, 900.
-					{Tool: "memory_search", Calls: 3, Failures: 1, P50Us: 300, MaxUs: 900},
-					{Tool: "memory_store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
-					{Tool: "tree_tag", Calls: 1, Denied: 1},
+					{Tool: "notes_search", Calls: 3, Failures: 1, P50Us: 300, MaxUs: 900},
+					{Tool: "notes_store", Calls: 2, Failures: 1, Denied: 1, P50Us: 50, MaxUs: 50},
+					{Tool: "pages_tag", Calls: 1, Denied: 1},
 				},
 			},
 			"nothing since": {since: base.Add(time.Hour), want: nil},
@@ -792,7 +792,7 @@ func TestOpenConcurrentlyOnNewFile(t *testing.T) {
 func TestOpenMigratedFileTakesNoWriteLock(t *testing.T) {
 	t.Parallel()
 	l, path := openLog(t, storage.DriverSQLite, nil)
-	mustRecord(t, l, Record{Tool: "memory_store", Decision: "allowed"})
+	mustRecord(t, l, Record{Tool: "notes_store", Decision: "allowed"})
 	mustFlush(t, l)
 
 	side := sideDB(t, path)
@@ -813,7 +813,7 @@ func TestOpenMigratedFileTakesNoWriteLock(t *testing.T) {
 	// The busy timeout would end a wait for the lock with "database is
 	// locked"; a context that is already cancelled would too.
 	second := mustOpen(t, path, nil)
-	if got := mustList(t, second, Query{}); len(got) != 1 || got[0].Tool != "memory_store" {
+	if got := mustList(t, second, Query{}); len(got) != 1 || got[0].Tool != "notes_store" {
 		t.Errorf("List() on the second log = %+v, want the one record", got)
 	}
 }
@@ -824,7 +824,7 @@ func TestOpenMigratedFileTakesNoWriteLock(t *testing.T) {
 func TestOpenMigratesOlderFile(t *testing.T) {
 	t.Parallel()
 	l, path := openLog(t, storage.DriverSQLite, nil)
-	mustRecord(t, l, Record{Tool: "memory_store", Decision: "allowed"})
+	mustRecord(t, l, Record{Tool: "notes_store", Decision: "allowed"})
 	mustFlush(t, l)
 	if err := l.Close(t.Context()); err != nil {
 		t.Fatal(err)
@@ -845,7 +845,7 @@ func TestOpenMigratesOlderFile(t *testing.T) {
 	if err := side.QueryRowContext(t.Context(), "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'idx_mcp_audit_tool'").Scan(&index); err != nil || index != 1 {
 		t.Errorf("idx_mcp_audit_tool: %d such index (err %v), want 1", index, err)
 	}
-	if got := mustList(t, again, Query{}); len(got) != 1 || got[0].Tool != "memory_store" {
+	if got := mustList(t, again, Query{}); len(got) != 1 || got[0].Tool != "notes_store" {
 		t.Errorf("List() = %+v, want the record written before", got)
 	}
 }

@@ -23,7 +23,7 @@ func TestBeginWritesPendingRowBeforeTheCall(t *testing.T) {
 	t.Parallel()
 	eachDriver(t, func(t *testing.T, driver string) {
 		l, path := openLog(t, driver, nil)
-		id, err := l.Begin(t.Context(), Record{TimeMs: ms(0), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed,
+		id, err := l.Begin(t.Context(), Record{TimeMs: ms(0), Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed,
 			ArgsSummary: `{"title":"t"}`, Success: true, DurationUs: 9}, -1, -1)
 		if err != nil {
 			t.Fatalf("Begin() error: %v", err)
@@ -31,7 +31,7 @@ func TestBeginWritesPendingRowBeforeTheCall(t *testing.T) {
 
 		// Committed before Begin returns: another process sees it without a flush.
 		other := mustOpen(t, path, nil)
-		want := Record{ID: id, TimeMs: ms(0), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed,
+		want := Record{ID: id, TimeMs: ms(0), Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed,
 			ArgsSummary: `{"title":"t"}`, Pending: true}
 		if diff := cmp.Diff([]Record{want}, mustList(t, other, Query{})); diff != "" {
 			t.Errorf("row after Begin (-want +got):\n%s", diff)
@@ -40,11 +40,11 @@ func TestBeginWritesPendingRowBeforeTheCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]ToolStats{{Tool: "memory_store", Calls: 1, Pending: 1}}, stats); diff != "" {
+		if diff := cmp.Diff([]ToolStats{{Tool: "notes_store", Calls: 1, Pending: 1}}, stats); diff != "" {
 			t.Errorf("Stats() with a pending row (-want +got):\n%s", diff)
 		}
 
-		if err := l.Complete(id, Record{Tool: "memory_store", Decision: DecisionAllowed, Success: true, DurationUs: 1500,
+		if err := l.Complete(id, Record{Tool: "notes_store", Decision: DecisionAllowed, Success: true, DurationUs: 1500,
 			ResultRef: "mcp/doc-1", TimeMs: ms(time.Hour), ArgsSummary: "ignored"}); err != nil {
 			t.Fatalf("Complete() error: %v", err)
 		}
@@ -67,9 +67,9 @@ func TestBeginSharesActBudgetAcrossProcesses(t *testing.T) {
 		now := time.Now()
 		// None of these count: a read, a denied act, and an act that left the hour.
 		mustRecord(t, l,
-			Record{TimeMs: now.UnixMilli(), Tool: "memory_search", Class: "read", Decision: DecisionAllowed},
-			Record{TimeMs: now.UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionDenied("readonly")},
-			Record{TimeMs: now.Add(-BudgetWindow - time.Second).UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed},
+			Record{TimeMs: now.UnixMilli(), Tool: "notes_search", Class: "read", Decision: DecisionAllowed},
+			Record{TimeMs: now.UnixMilli(), Tool: "notes_store", Class: ClassAct, Decision: DecisionDenied("readonly")},
+			Record{TimeMs: now.Add(-BudgetWindow - time.Second).UnixMilli(), Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed},
 		)
 		mustFlush(t, l)
 
@@ -86,7 +86,7 @@ func TestBeginSharesActBudgetAcrossProcesses(t *testing.T) {
 				log = other
 			}
 			wg.Go(func() {
-				r := Record{TimeMs: now.Add(time.Duration(i) * time.Millisecond).UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}
+				r := Record{TimeMs: now.Add(time.Duration(i) * time.Millisecond).UnixMilli(), Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed}
 				_, err := log.Begin(t.Context(), r, limit, -1)
 				mu.Lock()
 				defer mu.Unlock()
@@ -112,7 +112,7 @@ func TestBeginSharesActBudgetAcrossProcesses(t *testing.T) {
 			}
 		}
 		// A negative limit is no budget.
-		if _, err := other.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1); err != nil {
+		if _, err := other.Begin(t.Context(), Record{Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1); err != nil {
 			t.Errorf("Begin(limit -1) error: %v", err)
 		}
 	})
@@ -126,14 +126,14 @@ func TestBeginRefusesWhenTheRowCannotBeWritten(t *testing.T) {
 	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit RENAME TO mcp_audit_away"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, 5, -1)
+	_, err := l.Begin(t.Context(), Record{Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed}, 5, -1)
 	var be *BudgetError
-	if err == nil || errors.As(err, &be) || !strings.Contains(err.Error(), "write the row of memory_store before it runs") {
+	if err == nil || errors.As(err, &be) || !strings.Contains(err.Error(), "write the row of notes_store before it runs") {
 		t.Fatalf("Begin() with no table = %v, want an error saying the row was not written", err)
 	}
 
 	// Meanwhile the writer fails, says so in Status, and recovers by itself.
-	mustRecord(t, l, Record{TimeMs: ms(0), Tool: "memory_search"})
+	mustRecord(t, l, Record{TimeMs: ms(0), Tool: "notes_search"})
 	testwait.Until(t, "Status to report the failure", func() bool { return !l.Status().FailingSince.IsZero() })
 	if st := l.Status(); !strings.Contains(st.LastError, "no such table") {
 		t.Errorf("Status().LastError = %q, want the database's error", st.LastError)
@@ -146,7 +146,7 @@ func TestBeginRefusesWhenTheRowCannotBeWritten(t *testing.T) {
 		t.Errorf("Status() after recovery = %+v, want not failing", st)
 	}
 	testwait.Until(t, "the recovery to be logged", func() bool { return strings.Contains(logs.String(), "audit writes recovered") })
-	if _, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, 5, -1); err != nil {
+	if _, err := l.Begin(t.Context(), Record{Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed}, 5, -1); err != nil {
 		t.Fatalf("Begin() after recovery error: %v", err)
 	}
 	mustFlush(t, l)
@@ -170,7 +170,7 @@ func TestOpenRepairsDamagedDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 2000 {
-				mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "memory_search", ArgsSummary: strings.Repeat("x", 200)})
+				mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "notes_search", ArgsSummary: strings.Repeat("x", 200)})
 			}
 			if err := l.Close(t.Context()); err != nil {
 				t.Fatal(err)
@@ -246,11 +246,11 @@ func TestOpenRepairsDamagedDatabase(t *testing.T) {
 			!strings.Contains(out, "moved_to="+path+".damaged-") {
 			t.Errorf("log does not report the move:\n%s", out)
 		}
-		id, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1)
+		id, err := l.Begin(t.Context(), Record{Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1)
 		if err != nil || id != 1 {
 			t.Fatalf("Begin() on the fresh database = %d, %v; want row 1", id, err)
 		}
-		if diff := cmp.Diff([]Record{{ID: 1, Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed, Pending: true}},
+		if diff := cmp.Diff([]Record{{ID: 1, Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed, Pending: true}},
 			mustList(t, l, Query{}), cmpopts.IgnoreFields(Record{}, "TimeMs")); diff != "" {
 			t.Errorf("rows (-want +got):\n%s", diff)
 		}
@@ -291,7 +291,7 @@ func TestBeginBudgetIsExactAcrossReplicas(t *testing.T) {
 	for i := range acts {
 		wg.Go(func() {
 			<-start
-			r := Record{TimeMs: now.Add(time.Duration(i) * time.Microsecond).UnixMilli(), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}
+			r := Record{TimeMs: now.Add(time.Duration(i) * time.Microsecond).UnixMilli(), Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed}
 			_, err := logs[i%replicas].Begin(t.Context(), r, limit, -1)
 			var be *BudgetError
 			switch {
@@ -319,7 +319,7 @@ func TestBeginProfileBudget(t *testing.T) {
 		l, _ := openLog(t, driver, nil)
 		now := time.Now()
 		act := func(profile string, i int) Record {
-			return Record{TimeMs: now.Add(time.Duration(i) * time.Millisecond).UnixMilli(), Tool: "memory_store", Class: ClassAct,
+			return Record{TimeMs: now.Add(time.Duration(i) * time.Millisecond).UnixMilli(), Tool: "notes_store", Class: ClassAct,
 				Decision: DecisionAllowed, Profile: profile}
 		}
 		for i := range 2 {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/openhuman/openhuman-host/host/audit"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 func ExampleLog() {
@@ -27,12 +28,12 @@ func ExampleLog() {
 	err = l.Record(ctx, audit.Record{
 		SessionHash: audit.SessionHash("mcp-session-id"),
 		SourceType:  "mcp:claude-desktop",
-		Tool:        "memory_store",
+		Tool:        "notes_store",
 		Provider:    "memory",
 		Class:       "act",
 		Decision:    audit.DecisionAllowed,
 		Success:     true,
-		ArgsSummary: audit.SummarizeArgs(json.RawMessage(`{"title":"Trip plan","content":"private text"}`)),
+		ArgsSummary: audit.SummarizeArgs(json.RawMessage(`{"title":"Trip plan","content":"private text"}`), sdk.AuditRules{}),
 		ResultRef:   "mcp-store-trip-plan",
 	})
 	if err != nil {
@@ -54,10 +55,11 @@ func ExampleLog() {
 	if err := l.Close(ctx); err != nil {
 		fmt.Println(err)
 	}
-	// Output: 1 memory_store allowed {"content":{"len":12},"title":"Trip plan"} mcp-store-trip-plan
+	// Output: 1 notes_store allowed {"content":{"len":12},"title":"Trip plan"} mcp-store-trip-plan
 }
 
 func ExampleSummarizeArgs() {
-	fmt.Println(audit.SummarizeArgs(json.RawMessage(`{"title":"Trip plan","content":"private text","tags":["travel"],"namespace":"mcp"}`)))
+	fmt.Println(audit.SummarizeArgs(json.RawMessage(`{"title":"Trip plan","content":"private text","tags":["travel"],"namespace":"mcp"}`),
+		sdk.AuditRules{Identifiers: []string{"namespace"}, Lists: []string{"tags"}}))
 	// Output: {"content":{"len":12},"namespace":"mcp","tags":["travel"],"title":"Trip plan"}
 }

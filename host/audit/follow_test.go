@@ -46,38 +46,38 @@ func TestFollow(t *testing.T) {
 	t.Parallel()
 	eachDriver(t, func(t *testing.T, driver string) {
 		l, _ := openLog(t, driver, nil)
-		mustRecord(t, l, Record{Tool: "memory_search", Class: "read", Decision: DecisionAllowed, Success: true})
+		mustRecord(t, l, Record{Tool: "notes_search", Class: "read", Decision: DecisionAllowed, Success: true})
 		mustFlush(t, l)
 		last, err := l.LastID(t.Context())
 		if err != nil || last == 0 {
 			t.Fatalf("LastID() = %d, %v", last, err)
 		}
 		all, stopAll := follow(t, l, Query{}, FollowOptions{After: last})
-		failed, _ := follow(t, l, Query{Tool: "memory_store", FailedOnly: true}, FollowOptions{After: last})
+		failed, _ := follow(t, l, Query{Tool: "notes_store", FailedOnly: true}, FollowOptions{After: last})
 
 		mustRecord(t, l,
-			Record{Tool: "memory_search", Class: "read", Decision: DecisionAllowed, Success: true, SourceType: "cli"},
-			Record{Tool: "memory.store", Class: ClassAct, Decision: DecisionDenied("readonly")},
+			Record{Tool: "notes_search", Class: "read", Decision: DecisionAllowed, Success: true, SourceType: "cli"},
+			Record{Tool: "notes.store", Class: ClassAct, Decision: DecisionDenied("readonly")},
 		)
 		mustFlush(t, l)
-		if r := testwait.Recv(t, all, "the first new row"); r.Tool != "memory_search" || r.ID != last+1 {
-			t.Errorf("first row = %+v, want memory_search with id %d", r, last+1)
+		if r := testwait.Recv(t, all, "the first new row"); r.Tool != "notes_search" || r.ID != last+1 {
+			t.Errorf("first row = %+v, want notes_search with id %d", r, last+1)
 		}
-		if r := testwait.Recv(t, all, "the second new row"); r.Tool != "memory.store" {
+		if r := testwait.Recv(t, all, "the second new row"); r.Tool != "notes.store" {
 			t.Errorf("second row = %+v", r)
 		}
-		if r := testwait.Recv(t, failed, "the denied act (old dotted name)"); r.Tool != "memory.store" || r.Success {
+		if r := testwait.Recv(t, failed, "the denied act (old dotted name)"); r.Tool != "notes.store" || r.Success {
 			t.Errorf("failed-only follower got %+v", r)
 		}
 
-		id, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1)
+		id, err := l.Begin(t.Context(), Record{Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r := testwait.Recv(t, all, "the pending act"); r.ID != id || !r.Pending {
 			t.Errorf("act row = %+v, want pending id %d", r, id)
 		}
-		if err := l.Complete(id, Record{Tool: "memory_store", Decision: DecisionAllowed, Error: "disk full"}); err != nil {
+		if err := l.Complete(id, Record{Tool: "notes_store", Decision: DecisionAllowed, Error: "disk full"}); err != nil {
 			t.Fatal(err)
 		}
 		mustFlush(t, l)

@@ -18,7 +18,7 @@ func FuzzSummarizeArgs(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		sum := SummarizeArgs(json.RawMessage(raw))
+		sum := SummarizeArgs(json.RawMessage(raw), testRules)
 		var obj map[string]any
 		if err := json.Unmarshal([]byte(sum), &obj); err != nil {
 			t.Fatalf("summary %q is not a JSON object: %v", sum, err)

@@ -24,7 +24,7 @@ func TestPostgresOutage(t *testing.T) {
 	}
 	var logs testwait.Buffer
 	l := mustOpen(t, dsn, &Options{Retry: true, Logger: testLogger(&logs)})
-	act := Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}
+	act := Record{Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed}
 	if _, err := l.Begin(ctx, act, 10, -1); err != nil {
 		t.Fatalf("Begin() before the outage: %v", err)
 	}
@@ -40,7 +40,7 @@ func TestPostgresOutage(t *testing.T) {
 		t.Fatalf("Begin() during the outage = %v (context %v), want a prompt error naming the database", err, guard)
 	}
 	for i := range 5 {
-		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i) * time.Second), Tool: "memory_search", Class: "read", Decision: DecisionAllowed})
+		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i) * time.Second), Tool: "notes_search", Class: "read", Decision: DecisionAllowed})
 	}
 	testwait.Until(t, "a failed write", func() bool { return !l.Status().FailingSince.IsZero() })
 
@@ -58,9 +58,9 @@ func TestPostgresOutage(t *testing.T) {
 	reads, acts := 0, 0
 	for _, r := range got {
 		switch r.Tool {
-		case "memory_search":
+		case "notes_search":
 			reads++
-		case "memory_store":
+		case "notes_store":
 			acts++
 		}
 	}

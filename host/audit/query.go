@@ -17,7 +17,7 @@ type Query struct {
 	// Since keeps records at or after this time. Default zero means no lower bound.
 	Since time.Time
 	// Tool keeps records of this tool: its advertised name, or its declared or old dotted name
-	// ("memory.store"), which [sdk.ClientName] maps to the advertised one. Records written under the
+	// ("notes.store"), which [sdk.ClientName] maps to the advertised one. Records written under the
 	// old dotted names are kept too. Default "" means every tool.
 	Tool string
 	// Client keeps records whose source type or client name equals it exactly (such as
@@ -67,8 +67,8 @@ func (l *Log) List(ctx context.Context, q Query) ([]Record, error) {
 
 // ToolStats summarises one tool's records for [Log.Stats].
 type ToolStats struct {
-	// Tool is the tool's advertised name; records written under an old dotted name ("memory.store")
-	// count for the advertised one ("memory_store").
+	// Tool is the tool's advertised name; records written under an old dotted name ("notes.store")
+	// count for the advertised one ("notes_store").
 	Tool string
 	// Calls counts every record of the tool: allowed and denied attempts.
 	Calls int64

@@ -31,8 +31,8 @@ type Record struct {
 	ClientName string `gorm:"column:client_name;not null"`
 	// ClientVersion is the client's clientInfo.version.
 	ClientVersion string `gorm:"column:client_version;not null"`
-	// Tool is the tool's advertised name, such as "memory_store", also when the client called it by
-	// its old dotted name ("memory.store").
+	// Tool is the tool's advertised name, such as "notes_store", also when the client called it by
+	// its old dotted name ("notes.store").
 	Tool string `gorm:"column:tool;not null;index:idx_mcp_audit_tool"`
 	// Provider is the name of the provider serving the tool; "" when the tool is unknown.
 	Provider string `gorm:"column:provider;not null"`

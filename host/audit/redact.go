@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // MaxErrorBytes is the longest Record.Error stored, in bytes.
@@ -43,17 +46,6 @@ func plainKey(k string) bool {
 	return true
 }
 
-// identifierKeys are argument keys whose scalar values are kept: they identify things or are small.
-var identifierKeys = map[string]bool{
-	"namespace": true, "chunk_id": true, "document_id": true, "agent_id": true, "kind": true,
-	"language": true, "k": true, "offset": true, "max_results": true, "since_ms": true, "until_ms": true,
-}
-
-// listKeys are argument keys whose string lists (tags, categories, ids) are kept.
-var listKeys = map[string]bool{
-	"tags": true, "categories": true, "source_kinds": true, "source_ids": true, "entity_ids": true,
-}
-
 // lenSummary stands for a string that is not stored.
 type lenSummary struct {
 	Len int `json:"len"`
@@ -65,12 +57,12 @@ type countSummary struct {
 }
 
 // SummarizeArgs returns a compact JSON object that describes a tool call's arguments without storing
-// their bodies, for Record.ArgsSummary. For each top-level key:
+// their bodies, for Record.ArgsSummary. The host passes the rules of its built-in providers together
+// (the zero value keeps no strings but titles). For each top-level key:
 //   - numbers, booleans and null are kept;
-//   - strings under an identifier key (namespace, chunk_id, document_id, agent_id, kind, language, k,
-//     offset, max_results, since_ms, until_ms) and "title" are kept, cut to 128 characters (runes);
-//   - string arrays under a tag-like key (tags, categories, source_kinds, source_ids, entity_ids) are
-//     kept, at most 50 entries, each cut to 128 characters;
+//   - strings under one of keep.Identifiers and "title" are kept, cut to 128 characters (runes);
+//   - string arrays under one of keep.Lists are kept, at most 50 entries, each cut to 128
+//     characters;
 //   - any other string becomes {"len":N} (N in bytes), any other array or object {"count":N}.
 //
 // Only the first 32 keys (in byte order) of at most 64 bytes of [A-Za-z0-9_.-] are summarised
@@ -78,7 +70,7 @@ type countSummary struct {
 //
 // Empty args or null give {}; invalid JSON gives {"invalid_json":true,"len":N} and valid JSON that is
 // not an object {"not_object":true,"len":N}, N being the size of args in bytes.
-func SummarizeArgs(args json.RawMessage) string {
+func SummarizeArgs(args json.RawMessage, keep sdk.AuditRules) string {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return "{}"
@@ -104,7 +96,7 @@ func SummarizeArgs(args json.RawMessage) string {
 			other++
 			continue
 		}
-		out[k] = summarizeValue(k, obj[k])
+		out[k] = summarizeValue(k, obj[k], keep)
 	}
 	if other > 0 {
 		out[otherKeys] = other
@@ -119,17 +111,17 @@ func SummarizeArgs(args json.RawMessage) string {
 	return strings.TrimSuffix(buf.String(), "\n")
 }
 
-func summarizeValue(key string, v any) any {
+func summarizeValue(key string, v any, keep sdk.AuditRules) any {
 	switch x := v.(type) {
 	case nil, bool, json.Number:
 		return x
 	case string:
-		if key == "title" || identifierKeys[key] {
+		if key == "title" || slices.Contains(keep.Identifiers, key) {
 			return cutRunes(x, maxTextRunes)
 		}
 		return lenSummary{Len: len(x)}
 	case []any:
-		if listKeys[key] {
+		if slices.Contains(keep.Lists, key) {
 			if list, ok := stringList(x); ok {
 				return list
 			}

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // jsonList renders strs as a JSON array.
@@ -17,6 +19,13 @@ func jsonList(strs ...string) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// testRules are the audit rules of the tests: the identifier and list
+// keys a host's built-ins might declare.
+var testRules = sdk.AuditRules{
+	Identifiers: []string{"namespace", "chunk_id", "document_id", "assist_id", "kind", "language", "k", "offset", "max_results", "since_ms", "until_ms"},
+	Lists:       []string{"tags", "categories", "source_kinds", "source_ids", "entity_ids"},
 }
 
 func TestSummarizeArgs(t *testing.T) {
@@ -38,9 +47,9 @@ func TestSummarizeArgs(t *testing.T) {
 		want string
 	}{
 		"identifiers and small values kept": {
-			args: `{"namespace":"mcp","chunk_id":"c-1","document_id":"mcp-store-notes","agent_id":"coder",
+			args: `{"namespace":"mcp","chunk_id":"c-1","document_id":"mcp-store-notes","assist_id":"coder",
 				"kind":"email","language":"en","k":10,"offset":0,"max_results":5,"since_ms":1700000000000,"until_ms":1800000000000}`,
-			want: `{"agent_id":"coder","chunk_id":"c-1","document_id":"mcp-store-notes","k":10,"kind":"email",` +
+			want: `{"assist_id":"coder","chunk_id":"c-1","document_id":"mcp-store-notes","k":10,"kind":"email",` +
 				`"language":"en","max_results":5,"namespace":"mcp","offset":0,"since_ms":1700000000000,"until_ms":1800000000000}`,
 		},
 		"long and odd argument names are counted, not stored": {
@@ -72,8 +81,8 @@ func TestSummarizeArgs(t *testing.T) {
 			want: `{"title":"` + e128 + `"}`,
 		},
 		"long identifier cut to 128 runes": {
-			args: `{"agent_id":"` + e200 + `"}`,
-			want: `{"agent_id":"` + e128 + `"}`,
+			args: `{"assist_id":"` + e200 + `"}`,
+			want: `{"assist_id":"` + e128 + `"}`,
 		},
 		"title that is not a string counted": {
 			args: `{"title":{"a":1,"b":2}}`,
@@ -122,7 +131,7 @@ func TestSummarizeArgs(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got := SummarizeArgs(json.RawMessage(tc.args))
+			got := SummarizeArgs(json.RawMessage(tc.args), testRules)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("SummarizeArgs(%.80s) (-want +got):\n%s", tc.args, diff)
 			}

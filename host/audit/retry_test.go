@@ -30,14 +30,14 @@ func TestRetryOpensWhenTheDatabaseCanBeOpened(t *testing.T) {
 	if st.FailingSince.IsZero() || !strings.Contains(st.LastError, path) {
 		t.Errorf("Status() before the database opens = %+v, want the failure", st)
 	}
-	if _, err := l.Begin(t.Context(), Record{Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1); err == nil ||
+	if _, err := l.Begin(t.Context(), Record{Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1); err == nil ||
 		!strings.Contains(err.Error(), "could not be opened") {
 		t.Fatalf("Begin() before the database opens = %v, want a refusal naming the failure", err)
 	}
 	if _, err := l.List(t.Context(), Query{}); err == nil {
 		t.Error("List() before the database opens succeeded")
 	}
-	if err := l.Record(t.Context(), Record{TimeMs: ms(0), Tool: "memory_search", Class: "read", Decision: DecisionAllowed, Success: true}); err != nil {
+	if err := l.Record(t.Context(), Record{TimeMs: ms(0), Tool: "notes_search", Class: "read", Decision: DecisionAllowed, Success: true}); err != nil {
 		t.Fatalf("Record() before the database opens: %v", err)
 	}
 
@@ -45,13 +45,13 @@ func TestRetryOpensWhenTheDatabaseCanBeOpened(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.Until(t, "the log to open its database", func() bool { return l.Status().FailingSince.IsZero() })
-	id, err := l.Begin(t.Context(), Record{TimeMs: ms(time.Second), Tool: "memory_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1)
+	id, err := l.Begin(t.Context(), Record{TimeMs: ms(time.Second), Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed}, -1, -1)
 	if err != nil {
 		t.Fatalf("Begin() once the database opened: %v", err)
 	}
 	mustFlush(t, l)
 	got := mustList(t, l, Query{})
-	if len(got) != 2 || got[0].ID != id || got[1].Tool != "memory_search" || !got[1].Success {
+	if len(got) != 2 || got[0].ID != id || got[1].Tool != "notes_search" || !got[1].Success {
 		t.Errorf("rows once the database opened = %+v, want the act's pending row and the queued read", got)
 	}
 }

@@ -285,7 +285,7 @@ func newTool(provider string, t sdk.Tool) (*Tool, error) {
 
 // Tool returns the tool with the given advertised name, or whose
 // advertised name is [sdk.ClientName] of name: the declared and the old
-// dotted names ("memory.store" for "memory_store") find the tool too.
+// dotted names ("notes.store" for "notes_store") find the tool too.
 func (c *Catalog) Tool(name string) (*Tool, bool) {
 	if t, ok := c.byName[name]; ok {
 		return t, true

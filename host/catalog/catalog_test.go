@@ -23,7 +23,7 @@ func TestValidateTool(t *testing.T) {
 		tool    sdk.Tool
 		wantErr string
 	}{
-		"valid read":          {tool: tool("memory_search", sdk.ClassRead, obj)},
+		"valid read":          {tool: tool("notes_search", sdk.ClassRead, obj)},
 		"valid act":           {tool: tool("a_b-c.D9", sdk.ClassAct, obj)},
 		"empty name":          {tool: tool("", sdk.ClassRead, obj), wantErr: `name "" must match`},
 		"space in name":       {tool: tool("my tool", sdk.ClassRead, obj), wantErr: `name "my tool" must match`},

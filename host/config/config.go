@@ -24,7 +24,8 @@ var defaultTOML []byte
 const DefaultSource = "embedded defaults"
 
 // Environment variables that override config keys after the file is applied.
-// An empty value counts as unset.
+// An empty value counts as unset. The built-in providers add their own
+// ([sdk.Manifest].Env), applied after these.
 const (
 	// EnvLogLevel overrides server.log_level.
 	EnvLogLevel = "OPENHUMAN_LOG_LEVEL"
@@ -32,19 +33,6 @@ const (
 	EnvDataDir = "OPENHUMAN_DATA_DIR"
 	// EnvReplica overrides server.replica.
 	EnvReplica = "OPENHUMAN_REPLICA"
-	// EnvSearXNGEnabled overrides providers.searxng.enabled: "true" or
-	// "false" (also 1/0, yes/no, on/off).
-	EnvSearXNGEnabled = "OPENHUMAN_SEARXNG_ENABLED"
-	// EnvSearXNGURL overrides providers.searxng.base_url.
-	EnvSearXNGURL = "OPENHUMAN_SEARXNG_URL"
-	// EnvSearXNGMaxResults overrides providers.searxng.max_results (a
-	// decimal integer; the provider checks its range).
-	EnvSearXNGMaxResults = "OPENHUMAN_SEARXNG_MAX_RESULTS"
-	// EnvSearXNGLanguage overrides providers.searxng.default_language.
-	EnvSearXNGLanguage = "OPENHUMAN_SEARXNG_DEFAULT_LANGUAGE"
-	// EnvSearXNGTimeout overrides providers.searxng.timeout_secs (a
-	// decimal integer; the provider checks its range).
-	EnvSearXNGTimeout = "OPENHUMAN_SEARXNG_TIMEOUT_SECS"
 )
 
 // Values of server.transport.
@@ -95,7 +83,8 @@ type Config struct {
 	// advertised name. Default none: clients see what providers declare.
 	Tools map[string]ToolOverride
 	// Providers holds every [providers.<name>] table, enabled or not, keyed by
-	// name. The defaults list memory (enabled) and searxng (disabled).
+	// name. The defaults hold the built-in providers' tables of the embedded
+	// default.toml.
 	Providers map[string]ProviderConfig
 	// Upstream holds the [upstream] table.
 	Upstream UpstreamConfig
@@ -345,7 +334,8 @@ const (
 	// in SQLite files in the data directory: one machine.
 	StorageSQLite = "sqlite"
 	// StoragePostgres keeps the audit log, the act budget, the
-	// single-use state records and the memory provider's data in one
+	// single-use state records and the data of the built-in providers
+	// that ask for the shared storage (sdk.Manifest.SharedStorage) in one
 	// PostgreSQL database that several replicas share.
 	StoragePostgres = "postgres"
 )
@@ -483,7 +473,7 @@ func (c *Config) DataDir() (string, error) {
 // BuiltinProviders order, then third-party providers sorted by name.
 func (c *Config) EnabledProviders() []ProviderConfig {
 	var out []ProviderConfig
-	for _, name := range BuiltinProviders {
+	for _, name := range BuiltinProviders() {
 		if p, ok := c.Providers[name]; ok && p.Enabled {
 			out = append(out, p)
 		}

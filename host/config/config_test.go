@@ -196,13 +196,13 @@ func TestParseMergesOverDefaults(t *testing.T) {
 				"[autonomy]",
 				`level = "readonly"`,
 				"max_actions_per_hour = 0",
-				`allowed_tools = ["memory_search", "memory_recall"]`,
+				`allowed_tools = ["notes_search", "notes_recall"]`,
 				`confirm_acts = "off"`,
 			),
 			want: func(c *Config) {
 				c.Autonomy.Level = "readonly"
 				c.Autonomy.MaxActionsPerHour = intPtr(0)
-				c.Autonomy.AllowedTools = []string{"memory_search", "memory_recall"}
+				c.Autonomy.AllowedTools = []string{"notes_search", "notes_recall"}
 			},
 		},
 		"audit with dotted keys": {
@@ -351,7 +351,7 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		"bad tool pattern": {
-			doc:  lines("[autonomy]", `denied_tools = ["tree.*", "[abc"]`),
+			doc:  lines("[autonomy]", `denied_tools = ["pages.*", "[abc"]`),
 			want: []string{`config.toml:2: autonomy.denied_tools[1]: "[abc" is not a valid pattern (* ? [a-z] as in path.Match; tool names are case-sensitive)`},
 		},
 		"unknown top-level table": {
@@ -482,11 +482,11 @@ func TestParseErrors(t *testing.T) {
 			want: []string{"config.toml:2: audit.record_reads: must be a boolean; got a string"},
 		},
 		"string where an array belongs": {
-			doc:  lines("[autonomy]", `denied_tools = "memory_store"`),
+			doc:  lines("[autonomy]", `denied_tools = "notes_store"`),
 			want: []string{"config.toml:2: autonomy.denied_tools: must be an array of strings; got a string"},
 		},
 		"array element of the wrong type names the element and its line": {
-			doc:  lines("[autonomy]", "allowed_tools = [", `  "memory_search",`, "  7,", "]"),
+			doc:  lines("[autonomy]", "allowed_tools = [", `  "notes_search",`, "  7,", "]"),
 			want: []string{"config.toml:4: autonomy.allowed_tools[1]: must be a string; got an integer"},
 		},
 		"integer where a table belongs": {
@@ -503,15 +503,15 @@ func TestParseErrors(t *testing.T) {
 				`  "https://bad.example/path",`,
 				"]",
 				"[autonomy]",
-				`allowed_tools = ["memory_search", ""]`,
-				`denied_tools = [" memory_store"]`,
+				`allowed_tools = ["notes_search", ""]`,
+				`denied_tools = [" notes_store"]`,
 			),
 			want: []string{
 				`config.toml:2: server.host: must be an IP address or host name, such as 127.0.0.1 or localhost; got "http://localhost"`,
 				`config.toml:3: server.data_dir: must be an absolute path, a path starting with ~/, or empty for the default; got "data"`,
 				`config.toml:6: server.allowed_origins[1]: must be an origin: http or https, a host and an optional port, such as https://example.com:8443; got "https://bad.example/path"`,
 				`config.toml:9: autonomy.allowed_tools[1]: tool names must be non-empty without surrounding spaces; got ""`,
-				`config.toml:10: autonomy.denied_tools[0]: tool names must be non-empty without surrounding spaces; got " memory_store"`,
+				`config.toml:10: autonomy.denied_tools[0]: tool names must be non-empty without surrounding spaces; got " notes_store"`,
 			},
 		},
 		"structured content clients that could never match, or repeat": {
@@ -778,17 +778,32 @@ func TestEnvOverrides(t *testing.T) {
 			},
 		},
 		"searxng overrides": {
-			env: map[string]string{EnvSearXNGEnabled: "yes", EnvSearXNGURL: "http://127.0.0.1:8888"},
+			env: map[string]string{"OPENHUMAN_SEARXNG_ENABLED": "yes", "OPENHUMAN_SEARXNG_URL": "http://127.0.0.1:8888"},
 			doc: lines("[providers.searxng]", "enabled = false", "max_results = 5"),
 			want: func(c *Config) {
 				c.Providers["searxng"] = ProviderConfig{Name: "searxng", Enabled: true, Settings: map[string]any{"max_results": int64(5), "base_url": "http://127.0.0.1:8888"}}
 			},
 		},
 		"invalid searxng overrides": {
-			env: map[string]string{EnvSearXNGEnabled: "maybe", EnvSearXNGURL: "127.0.0.1:8888"},
+			env: map[string]string{"OPENHUMAN_SEARXNG_ENABLED": "maybe", "OPENHUMAN_SEARXNG_URL": "127.0.0.1:8888"},
 			wantErr: []string{
 				`environment variable OPENHUMAN_SEARXNG_ENABLED: providers.searxng.enabled: must be true or false; got "maybe"`,
 				`environment variable OPENHUMAN_SEARXNG_URL: providers.searxng.base_url: must be an http or https URL such as http://127.0.0.1:8888; got "127.0.0.1:8888"`,
+			},
+		},
+		"searxng number overrides, in the registry's order": {
+			env: map[string]string{"OPENHUMAN_SEARXNG_TIMEOUT_SECS": "soon", "OPENHUMAN_SEARXNG_MAX_RESULTS": "ten", "OPENHUMAN_SEARXNG_DEFAULT_LANGUAGE": "de"},
+			wantErr: []string{
+				`environment variable OPENHUMAN_SEARXNG_MAX_RESULTS: providers.searxng.max_results: must be a whole number; got "ten"`,
+				`environment variable OPENHUMAN_SEARXNG_TIMEOUT_SECS: providers.searxng.timeout_secs: must be a whole number; got "soon"`,
+			},
+		},
+		"searxng number and text overrides": {
+			env: map[string]string{"OPENHUMAN_SEARXNG_TIMEOUT_SECS": "7", "OPENHUMAN_SEARXNG_DEFAULT_LANGUAGE": "de"},
+			want: func(c *Config) {
+				p := c.Providers["searxng"]
+				p.Settings = map[string]any{"timeout_secs": int64(7), "default_language": "de"}
+				c.Providers["searxng"] = p
 			},
 		},
 		"the MCP token is not part of the config": {
@@ -1295,7 +1310,7 @@ func TestMasked(t *testing.T) {
 		`transport = "http"`,
 		"[autonomy]",
 		"max_actions_per_hour = 20",
-		`denied_tools = ["memory_store"]`,
+		`denied_tools = ["notes_store"]`,
 		"[providers.agent.llm]",
 		`model = "gpt-4.1"`,
 		`api_key_env = "OPENAI_API_KEY"`,
@@ -1342,7 +1357,7 @@ replica = ''
 level = 'supervised'
 max_actions_per_hour = 20
 allowed_tools = []
-denied_tools = ['memory_store']
+denied_tools = ['notes_store']
 confirm_acts = 'off'
 
 [audit]
@@ -1421,7 +1436,7 @@ func TestMaskedRoundTrip(t *testing.T) {
 			"[autonomy]",
 			`level = "full"`,
 			"max_actions_per_hour = 0",
-			`allowed_tools = ["memory_search"]`,
+			`allowed_tools = ["notes_search"]`,
 			`confirm_acts = "off"`,
 			"[audit]",
 			"record_reads = false",
@@ -1487,7 +1502,7 @@ func TestEnabledProviders(t *testing.T) {
 
 func TestIsBuiltin(t *testing.T) {
 	t.Parallel()
-	tests := map[string]bool{"memory": true, "agent": true, "searxng": true, "weather": false, "Memory": false, "": false}
+	tests := map[string]bool{"memory": true, "agent": true, "searxng": true, "upstream": false, "weather": false, "Memory": false, "": false}
 	for name, want := range tests {
 		if got := IsBuiltin(name); got != want {
 			t.Errorf("IsBuiltin(%q) = %v, want %v", name, got, want)
@@ -1707,8 +1722,8 @@ func TestProfiles(t *testing.T) {
 	c, err := Parse([]byte(`
 [profiles.review]
 level = "readonly"
-tools = ["memory_*", "tree_*"]
-exclude_tools = ["memory_forget"]
+tools = ["notes_*", "pages_*"]
+exclude_tools = ["notes_forget"]
 clients = ["Cursor"]
 
 [profiles.agents]
@@ -1719,7 +1734,7 @@ max_actions_per_hour = 5
 	}
 	five := 5
 	want := map[string]ProfileConfig{
-		"review": {Name: "review", Level: LevelReadOnly, Tools: []string{"memory_*", "tree_*"}, ExcludeTools: []string{"memory_forget"}, Clients: []string{"Cursor"}},
+		"review": {Name: "review", Level: LevelReadOnly, Tools: []string{"notes_*", "pages_*"}, ExcludeTools: []string{"notes_forget"}, Clients: []string{"Cursor"}},
 		"agents": {Name: "agents", MaxActionsPerHour: &five},
 	}
 	if diff := cmp.Diff(want, c.Profiles); diff != "" {

@@ -11,20 +11,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openhuman/openhuman-host/host/builtin"
 	"github.com/openhuman/openhuman-host/internal/tomltype"
 )
 
-// BuiltinProviders names the providers compiled into openhuman-host, in the
-// order they are started and listed. Callers must not modify it.
-var BuiltinProviders = []string{"memory", "agent", "searxng"}
-
-// UpstreamProvider is the name of the built-in provider that serves the
-// tools of [[upstream.servers]]; no [providers.<name>] table may use it.
-const UpstreamProvider = "upstream"
+// BuiltinProviders names the built-in providers configured by a
+// [providers.<name>] table, in the order they are started and listed: the
+// registered ones ([builtin.Registered]) less those whose settings come
+// from a section of their own, such as [[upstream.servers]]. A new slice
+// each call; empty when no built-in is registered.
+func BuiltinProviders() []string {
+	return builtin.Registered().Tabled()
+}
 
 // IsBuiltin reports whether name is one of BuiltinProviders.
 func IsBuiltin(name string) bool {
-	return slices.Contains(BuiltinProviders, name)
+	return builtin.Registered().IsTabled(name)
 }
 
 // Keys of a [providers.<name>] table that the host reads itself; every other
@@ -54,7 +56,8 @@ type ProviderConfig struct {
 	// Name is the table's name: ^[a-z][a-z0-9_-]{0,31}$.
 	Name string
 	// Enabled starts the provider. A table in the config file without an
-	// enabled key enables its provider; the defaults enable memory only.
+	// enabled key enables its provider; the embedded defaults say which
+	// built-ins are enabled.
 	Enabled bool
 	// Command is the path of a third-party provider's executable, used as
 	// written (required for those, refused for built-ins).
@@ -236,10 +239,30 @@ func (d *decoder) stringList(path string, v any) []string {
 
 // reservedDirNames are provider names whose data directory,
 // <data dir>/<name>, would be one the host keeps for itself, with the
-// reason.
+// reason; the built-ins' config directories ([sdk.ConfigDir]) are
+// reserved too (see reservedName).
 var reservedDirNames = map[string]string{
-	"run":    "<data dir>/run holds the status files of running servers",
-	"agents": "<config dir>/agents holds the sub-agent definitions, and on macOS the config and data directories are one",
+	"run": "<data dir>/run holds the status files of running servers",
+}
+
+// reservedName says why no [providers.<name>] table may be called name:
+// a built-in provider configured by a section of its own has it, or its
+// data directory would be one the host or a built-in keeps. Both are ""
+// for a name free to use.
+func reservedName(name string) (section, dir string) {
+	if why, ok := reservedDirNames[name]; ok {
+		dir = why
+	}
+	for _, b := range builtin.Registered().Providers() {
+		m := b.Manifest
+		if m.Section != "" && m.Name == name {
+			section = m.Section
+		}
+		if d := m.ConfigDir; d != nil && d.Default == name {
+			dir = "<config dir>/" + d.Default + " holds " + d.Holds + ", and on macOS the config and data directories are one"
+		}
+	}
+	return section, dir
 }
 
 // validateProvider checks one merged provider entry.
@@ -248,14 +271,15 @@ func (d *decoder) validateProvider(p ProviderConfig) {
 	if !providerName.MatchString(p.Name) {
 		d.fail(prefix, "provider names must match %s (a lowercase letter, then up to 31 lowercase letters, digits, _ or -)", providerName)
 	}
-	if p.Name == UpstreamProvider {
-		d.fail(prefix, "the name %q is reserved for the provider that serves [[upstream.servers]]; rename the table", UpstreamProvider)
+	section, dir := reservedName(p.Name)
+	if section != "" {
+		d.fail(prefix, "the name %q is reserved for the provider that serves %s; rename the table", p.Name, section)
 	}
-	if why, ok := reservedDirNames[p.Name]; ok {
-		d.fail(prefix, "the name %q is reserved: a provider's data directory is <data dir>/<name>, and %s; rename the table", p.Name, why)
+	if dir != "" {
+		d.fail(prefix, "the name %q is reserved: a provider's data directory is <data dir>/<name>, and %s; rename the table", p.Name, dir)
 	}
 	if IsBuiltin(p.Name) {
-		builtins := strings.Join(BuiltinProviders, ", ")
+		builtins := strings.Join(BuiltinProviders(), ", ")
 		if p.Command != "" {
 			d.fail(joinKey(prefix, keyCommand), "built-in providers (%s) run inside openhuman-host and take no command; remove the key, or rename the table for a third-party provider", builtins)
 		}
@@ -267,7 +291,7 @@ func (d *decoder) validateProvider(p ProviderConfig) {
 		}
 	} else {
 		if strings.TrimSpace(p.Command) == "" {
-			d.fail(joinKey(prefix, keyCommand), "required for a third-party provider: the path of its executable (built-in providers are %s)", strings.Join(BuiltinProviders, ", "))
+			d.fail(joinKey(prefix, keyCommand), "required for a third-party provider: the path of its executable (built-in providers are %s)", strings.Join(BuiltinProviders(), ", "))
 		}
 		if p.SHA256 != "" && !sha256Hex.MatchString(p.SHA256) {
 			d.fail(joinKey(prefix, keySHA256), "must be 64 lowercase hex digits (the output of sha256sum); got %q", p.SHA256)

@@ -14,7 +14,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/openhuman/openhuman-host/host/builtin"
 	"github.com/openhuman/openhuman-host/internal/embeddings"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // logLevels are the accepted server.log_level values, quietest last.
@@ -174,64 +176,72 @@ func applyEnv(c *Config, env environ) []*Error {
 		func(v string) { c.Server.DataDir = v })
 	override(EnvReplica, "server.replica", checkReplica,
 		func(v string) { c.Server.Replica = v })
-	searxng := func(set func(p *ProviderConfig)) {
-		p := c.Providers["searxng"]
-		p.Name = "searxng"
-		set(&p)
-		if c.Providers == nil {
-			c.Providers = map[string]ProviderConfig{}
+	for _, b := range builtin.Registered().Providers() {
+		for _, e := range b.Manifest.Env {
+			override(e.Var, joinKey(joinKey("providers", b.Manifest.Name), e.Key),
+				func(v string) string { return checkEnvOverride(e, v) },
+				func(v string) { setProviderKey(c, b.Manifest.Name, e, v) })
 		}
-		c.Providers["searxng"] = p
 	}
-	override(EnvSearXNGEnabled, "providers.searxng.enabled",
-		func(v string) string {
-			if _, ok := parseBool(v); !ok {
-				return fmt.Sprintf("must be true or false; got %q", v)
-			}
-			return ""
-		},
-		func(v string) {
-			b, _ := parseBool(v)
-			searxng(func(p *ProviderConfig) { p.Enabled = b })
-		})
-	override(EnvSearXNGURL, "providers.searxng.base_url",
-		func(v string) string {
-			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Sprintf("must be an http or https URL such as http://127.0.0.1:8888; got %q", v)
-			}
-			return ""
-		},
-		func(v string) { searxngSetting(searxng, "base_url", v) })
-	for variable, key := range map[string]string{EnvSearXNGMaxResults: "max_results", EnvSearXNGTimeout: "timeout_secs"} {
-		override(variable, "providers.searxng."+key,
-			func(v string) string {
-				if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-					return fmt.Sprintf("must be a whole number; got %q", v)
-				}
-				return ""
-			},
-			func(v string) {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				searxngSetting(searxng, key, n)
-			})
-	}
-	override(EnvSearXNGLanguage, "providers.searxng.default_language",
-		func(string) string { return "" },
-		func(v string) { searxngSetting(searxng, "default_language", v) })
 	return errs
 }
 
-// searxngSetting sets one provider setting of [providers.searxng] through
-// update, which stores the provider's table.
-func searxngSetting(update func(func(p *ProviderConfig)), key string, v any) {
-	update(func(p *ProviderConfig) {
+// checkEnvOverride checks the value v of a built-in provider's
+// environment override e, returning "" when it reads as e.Kind.
+func checkEnvOverride(e sdk.EnvOverride, v string) string {
+	switch e.Kind {
+	case sdk.EnvBool:
+		if _, ok := parseBool(v); !ok {
+			return fmt.Sprintf("must be true or false; got %q", v)
+		}
+	case sdk.EnvInt:
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			return fmt.Sprintf("must be a whole number; got %q", v)
+		}
+	case sdk.EnvURL:
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			if e.Example == "" {
+				return fmt.Sprintf("must be an http or https URL; got %q", v)
+			}
+			return fmt.Sprintf("must be an http or https URL such as %s; got %q", e.Example, v)
+		}
+	}
+	return ""
+}
+
+// setProviderKey sets the key of [providers.<name>] that e overrides to
+// the checked value v: enabled, or one provider setting.
+func setProviderKey(c *Config, name string, e sdk.EnvOverride, v string) {
+	p := c.Providers[name]
+	p.Name = name
+	switch {
+	case e.Key == keyEnabled && e.Kind == sdk.EnvBool:
+		p.Enabled, _ = parseBool(v)
+	default:
 		settings := cloneTable(p.Settings)
 		if settings == nil {
 			settings = map[string]any{}
 		}
-		settings[key] = v
+		settings[e.Key] = envValue(e.Kind, v)
 		p.Settings = settings
-	})
+	}
+	if c.Providers == nil {
+		c.Providers = map[string]ProviderConfig{}
+	}
+	c.Providers[name] = p
+}
+
+// envValue is a checked override value as TOML would have decoded it.
+func envValue(kind sdk.EnvKind, v string) any {
+	switch kind {
+	case sdk.EnvBool:
+		b, _ := parseBool(v)
+		return b
+	case sdk.EnvInt:
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	return v
 }
 
 // parseBool reads the boolean spellings environment variables use.

@@ -12,16 +12,16 @@ func ExamplePolicy_Check() {
 	p, err := policy.New(policy.Options{
 		Level:             policy.Supervised,
 		MaxActionsPerHour: &limit,
-		DeniedTools:       []string{"agent.*"},
+		DeniedTools:       []string{"assist.*"},
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(p.Check("memory_search", policy.Read))
-	fmt.Println(p.Check("memory_store", policy.Act))
+	fmt.Println(p.Check("notes_search", policy.Read))
+	fmt.Println(p.Check("notes_store", policy.Act))
 
-	for _, tool := range []string{"tree_tag", "agent_run_subagent"} {
+	for _, tool := range []string{"pages_tag", "assist_run_subagent"} {
 		err := p.Check(tool, policy.Act)
 		var d *policy.Denial
 		if errors.As(err, &d) {

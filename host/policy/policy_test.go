@@ -53,12 +53,12 @@ func TestNew(t *testing.T) {
 			wantErr: "policy: [autonomy] max_actions_per_hour is -1: use 0 or more, or leave it unset for no limit",
 		},
 		"bad allowed pattern": {
-			opts:    Options{AllowedTools: []string{"tree.*", "memory.["}},
-			wantErr: `policy: [autonomy] allowed_tools pattern "memory.[": syntax error in pattern`,
+			opts:    Options{AllowedTools: []string{"pages.*", "notes.["}},
+			wantErr: `policy: [autonomy] allowed_tools pattern "notes.[": syntax error in pattern`,
 		},
 		"bad denied pattern": {
-			opts:    Options{DeniedTools: []string{`tree.\`}},
-			wantErr: `policy: [autonomy] denied_tools pattern "tree.\\": syntax error in pattern`,
+			opts:    Options{DeniedTools: []string{`pages.\`}},
+			wantErr: `policy: [autonomy] denied_tools pattern "pages.\\": syntax error in pattern`,
 		},
 		"empty pattern": {
 			opts:    Options{DeniedTools: []string{""}},
@@ -109,20 +109,20 @@ func TestCheck(t *testing.T) {
 		want  []*Denial // one per call; nil means allowed
 	}{
 		"supervised allows read and act": {
-			calls: []call{{"memory_search", Read}, {"memory_store", Act}},
+			calls: []call{{"notes_search", Read}, {"notes_store", Act}},
 			want:  []*Denial{nil, nil},
 		},
 		"full allows read and act": {
 			opts:  Options{Level: Full},
-			calls: []call{{"memory_search", Read}, {"memory_store", Act}},
+			calls: []call{{"notes_search", Read}, {"notes_store", Act}},
 			want:  []*Denial{nil, nil},
 		},
 		"readonly allows reads and refuses acts": {
 			opts:  Options{Level: ReadOnly},
-			calls: []call{{"memory_search", Read}, {"memory_store", Act}},
+			calls: []call{{"notes_search", Read}, {"notes_store", Act}},
 			want: []*Denial{nil, {
 				Reason:  "readonly",
-				Message: `memory_store is an act tool and [autonomy] level is "readonly"; set level = "supervised" to allow it`,
+				Message: `notes_store is an act tool and [autonomy] level is "readonly"; set level = "supervised" to allow it`,
 			}},
 		},
 		"unknown class fails closed even for allowed tools": {
@@ -137,66 +137,66 @@ func TestCheck(t *testing.T) {
 			}},
 		},
 		"denied glob refuses reads too": {
-			opts:  Options{DeniedTools: []string{"tree.*"}},
-			calls: []call{{"tree_browse", Read}, {"memory_search", Read}, {"treehouse", Read}},
+			opts:  Options{DeniedTools: []string{"pages.*"}},
+			calls: []call{{"pages_browse", Read}, {"notes_search", Read}, {"pageshouse", Read}},
 			want: []*Denial{{
 				Reason:  "denied_tool",
-				Message: `tree_browse matches "tree.*" in [autonomy] denied_tools; remove that pattern from denied_tools to allow it`,
+				Message: `pages_browse matches "pages.*" in [autonomy] denied_tools; remove that pattern from denied_tools to allow it`,
 			}, nil, nil},
 		},
 		"deny wins over allow": {
 			opts: Options{
-				AllowedTools: []string{"memory.*"},
-				DeniedTools:  []string{"memory_store"},
+				AllowedTools: []string{"notes.*"},
+				DeniedTools:  []string{"notes_store"},
 			},
-			calls: []call{{"memory_store", Act}, {"memory_note", Act}},
+			calls: []call{{"notes_store", Act}, {"notes_note", Act}},
 			want: []*Denial{{
 				Reason:  "denied_tool",
-				Message: `memory_store matches "memory_store" in [autonomy] denied_tools; remove that pattern from denied_tools to allow it`,
+				Message: `notes_store matches "notes_store" in [autonomy] denied_tools; remove that pattern from denied_tools to allow it`,
 			}, nil},
 		},
 		"allowed list refuses unmatched tools": {
-			opts:  Options{AllowedTools: []string{"memory.*", "searxng_search"}},
-			calls: []call{{"memory_recall", Read}, {"searxng_search", Read}, {"tree_tag", Act}, {"agent_run_subagent", Act}},
+			opts:  Options{AllowedTools: []string{"notes.*", "online_search"}},
+			calls: []call{{"notes_recall", Read}, {"online_search", Read}, {"pages_tag", Act}, {"assist_run_subagent", Act}},
 			want: []*Denial{nil, nil, {
 				Reason:  "not_allowed",
-				Message: "tree_tag matches no pattern in [autonomy] allowed_tools; add it to allowed_tools to allow it",
+				Message: "pages_tag matches no pattern in [autonomy] allowed_tools; add it to allowed_tools to allow it",
 			}, {
 				Reason:  "not_allowed",
-				Message: "agent_run_subagent matches no pattern in [autonomy] allowed_tools; add it to allowed_tools to allow it",
+				Message: "assist_run_subagent matches no pattern in [autonomy] allowed_tools; add it to allowed_tools to allow it",
 			}},
 		},
 		"glob classes and single-character wildcards": {
-			opts:  Options{AllowedTools: []string{"tree.[rb]*", "core.list_tool?"}},
-			calls: []call{{"tree_read_chunk", Read}, {"tree_browse", Read}, {"tree_tag", Act}, {"core_list_tools", Read}},
+			opts:  Options{AllowedTools: []string{"pages.[rb]*", "common.list_tool?"}},
+			calls: []call{{"pages_read_chunk", Read}, {"pages_browse", Read}, {"pages_tag", Act}, {"common_list_tools", Read}},
 			want: []*Denial{nil, nil, {
 				Reason:  "not_allowed",
-				Message: "tree_tag matches no pattern in [autonomy] allowed_tools; add it to allowed_tools to allow it",
+				Message: "pages_tag matches no pattern in [autonomy] allowed_tools; add it to allowed_tools to allow it",
 			}, nil},
 		},
 		"zero budget refuses every act but not reads": {
 			opts:  Options{MaxActionsPerHour: ptr(0)},
-			calls: []call{{"memory_store", Act}, {"memory_search", Read}},
+			calls: []call{{"notes_store", Act}, {"notes_search", Read}},
 			want: []*Denial{{
 				Reason:  "budget",
-				Message: "memory_store is an act tool and [autonomy] max_actions_per_hour is 0, which refuses every act; raise max_actions_per_hour to allow it",
+				Message: "notes_store is an act tool and [autonomy] max_actions_per_hour is 0, which refuses every act; raise max_actions_per_hour to allow it",
 			}, nil},
 		},
 		"budget counts acts only": {
 			opts:  Options{MaxActionsPerHour: ptr(2)},
-			calls: []call{{"memory_store", Act}, {"memory_search", Read}, {"tree_tag", Act}, {"memory_search", Read}, {"memory_note", Act}},
+			calls: []call{{"notes_store", Act}, {"notes_search", Read}, {"pages_tag", Act}, {"notes_search", Read}, {"notes_note", Act}},
 			want: []*Denial{nil, nil, nil, nil, {
 				Reason:  "budget",
-				Message: "memory_note would exceed [autonomy] max_actions_per_hour = 2; the next slot frees up at 2026-03-01T13:00:00Z (in 1h0m0s); wait until then or raise max_actions_per_hour",
+				Message: "notes_note would exceed [autonomy] max_actions_per_hour = 2; the next slot frees up at 2026-03-01T13:00:00Z (in 1h0m0s); wait until then or raise max_actions_per_hour",
 				RetryAt: t0.Add(time.Hour),
 			}},
 		},
 		"refused acts do not consume the budget": {
-			opts:  Options{MaxActionsPerHour: ptr(1), DeniedTools: []string{"tree_tag"}},
-			calls: []call{{"tree_tag", Act}, {"memory_store", Act}},
+			opts:  Options{MaxActionsPerHour: ptr(1), DeniedTools: []string{"pages_tag"}},
+			calls: []call{{"pages_tag", Act}, {"notes_store", Act}},
 			want: []*Denial{{
 				Reason:  "denied_tool",
-				Message: `tree_tag matches "tree_tag" in [autonomy] denied_tools; remove that pattern from denied_tools to allow it`,
+				Message: `pages_tag matches "pages_tag" in [autonomy] denied_tools; remove that pattern from denied_tools to allow it`,
 			}, nil},
 		},
 	}
@@ -238,11 +238,11 @@ func TestCheckSlidingWindow(t *testing.T) {
 			steps: []step{
 				{at: 0},
 				{at: 59 * time.Minute, want: budget(
-					"memory_store would exceed [autonomy] max_actions_per_hour = 1; the next slot frees up at 2026-03-01T13:00:00Z (in 1m0s); wait until then or raise max_actions_per_hour",
+					"notes_store would exceed [autonomy] max_actions_per_hour = 1; the next slot frees up at 2026-03-01T13:00:00Z (in 1m0s); wait until then or raise max_actions_per_hour",
 					t0.Add(time.Hour))},
 				{at: 61 * time.Minute},
 				{at: 62 * time.Minute, want: budget(
-					"memory_store would exceed [autonomy] max_actions_per_hour = 1; the next slot frees up at 2026-03-01T14:01:00Z (in 59m0s); wait until then or raise max_actions_per_hour",
+					"notes_store would exceed [autonomy] max_actions_per_hour = 1; the next slot frees up at 2026-03-01T14:01:00Z (in 59m0s); wait until then or raise max_actions_per_hour",
 					t0.Add(121*time.Minute))},
 			},
 		},
@@ -251,7 +251,7 @@ func TestCheckSlidingWindow(t *testing.T) {
 			steps: []step{
 				{at: 0},
 				{at: time.Hour - time.Nanosecond, want: budget(
-					"memory_store would exceed [autonomy] max_actions_per_hour = 1; the next slot frees up at 2026-03-01T13:00:00Z (in 1s); wait until then or raise max_actions_per_hour",
+					"notes_store would exceed [autonomy] max_actions_per_hour = 1; the next slot frees up at 2026-03-01T13:00:00Z (in 1s); wait until then or raise max_actions_per_hour",
 					t0.Add(time.Hour))},
 				{at: time.Hour},
 			},
@@ -263,18 +263,18 @@ func TestCheckSlidingWindow(t *testing.T) {
 				{at: 10 * time.Minute},
 				{at: 20 * time.Minute},
 				{at: 30 * time.Minute, want: budget(
-					"memory_store would exceed [autonomy] max_actions_per_hour = 3; the next slot frees up at 2026-03-01T13:00:00Z (in 30m0s); wait until then or raise max_actions_per_hour",
+					"notes_store would exceed [autonomy] max_actions_per_hour = 3; the next slot frees up at 2026-03-01T13:00:00Z (in 30m0s); wait until then or raise max_actions_per_hour",
 					t0.Add(time.Hour))},
 				{at: 61 * time.Minute},
 				{at: 65 * time.Minute, want: budget(
-					"memory_store would exceed [autonomy] max_actions_per_hour = 3; the next slot frees up at 2026-03-01T13:10:00Z (in 5m0s); wait until then or raise max_actions_per_hour",
+					"notes_store would exceed [autonomy] max_actions_per_hour = 3; the next slot frees up at 2026-03-01T13:10:00Z (in 5m0s); wait until then or raise max_actions_per_hour",
 					t0.Add(70*time.Minute))},
 				{at: 81 * time.Minute},
 				{at: 3 * time.Hour},
 				{at: 3 * time.Hour},
 				{at: 3 * time.Hour},
 				{at: 3 * time.Hour, want: budget(
-					"memory_store would exceed [autonomy] max_actions_per_hour = 3; the next slot frees up at 2026-03-01T16:00:00Z (in 1h0m0s); wait until then or raise max_actions_per_hour",
+					"notes_store would exceed [autonomy] max_actions_per_hour = 3; the next slot frees up at 2026-03-01T16:00:00Z (in 1h0m0s); wait until then or raise max_actions_per_hour",
 					t0.Add(4*time.Hour))},
 			},
 		},
@@ -289,7 +289,7 @@ func TestCheckSlidingWindow(t *testing.T) {
 			}
 			for i, s := range tc.steps {
 				clk.Set(t0.Add(s.at))
-				got := asDenial(t, p.Check("memory_store", Act))
+				got := asDenial(t, p.Check("notes_store", Act))
 				if diff := cmp.Diff(s.want, got); diff != "" {
 					t.Errorf("step %d (t0+%s): Check() (-want +got):\n%s", i, s.at, diff)
 				}
@@ -321,10 +321,10 @@ func TestCheckConcurrentBudget(t *testing.T) {
 				wg.Go(func() {
 					<-start
 					// Reads interleave with acts and must never consume a slot.
-					if err := p.Check("memory_search", Read); err != nil {
+					if err := p.Check("notes_search", Read); err != nil {
 						t.Errorf("read Check() error: %v", err)
 					}
-					switch err := p.Check("memory_store", Act); {
+					switch err := p.Check("notes_store", Act); {
 					case err == nil:
 						allowed.Add(1)
 					case errors.Is(err, ErrDenied):
@@ -351,7 +351,7 @@ func TestDenialMatchesErrDenied(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New() error: %v", err)
 	}
-	err = p.Check("memory_store", Act)
+	err = p.Check("notes_store", Act)
 	wrapped := fmt.Errorf("call tool: %w", err)
 	if !errors.Is(err, ErrDenied) || !errors.Is(wrapped, ErrDenied) {
 		t.Fatalf("errors.Is(%v, ErrDenied) = false, want true", err)

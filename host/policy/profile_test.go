@@ -10,11 +10,11 @@ import (
 func TestForProfile(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	three, one := 3, 1
-	base, err := New(Options{Level: Full, MaxActionsPerHour: &three, DeniedTools: []string{"tree_tag"}, Now: func() time.Time { return now }})
+	base, err := New(Options{Level: Full, MaxActionsPerHour: &three, DeniedTools: []string{"pages_tag"}, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	review, err := base.ForProfile(Profile{Name: "review", Level: ReadOnly, Tools: []string{"memory_*", "tree_*"}, ExcludeTools: []string{"memory_forget"}})
+	review, err := base.ForProfile(Profile{Name: "review", Level: ReadOnly, Tools: []string{"notes_*", "pages_*"}, ExcludeTools: []string{"notes_forget"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,17 +29,17 @@ func TestForProfile(t *testing.T) {
 		wantReason string
 		wantText   string
 	}{
-		{review, "memory_search", Read, "", ""},
+		{review, "notes_search", Read, "", ""},
 		{review, "web_search", Read, ReasonProfile, "[profiles.review] tools"},
-		{review, "memory_forget", Act, ReasonProfile, "[profiles.review] exclude_tools"},
-		{review, "memory_store", Act, ReasonReadOnly, "[profiles.review]"},
-		{review, "tree_tag", Read, ReasonDeniedTool, "[autonomy] denied_tools"},
-		{agents, "memory_store", Act, "", ""},
-		{agents, "memory_store", Act, ReasonBudget, "[profiles.agents] max_actions_per_hour = 1"},
-		{base, "memory_store", Act, "", ""},
-		{base, "memory_store", Act, "", ""},
+		{review, "notes_forget", Act, ReasonProfile, "[profiles.review] exclude_tools"},
+		{review, "notes_store", Act, ReasonReadOnly, "[profiles.review]"},
+		{review, "pages_tag", Read, ReasonDeniedTool, "[autonomy] denied_tools"},
+		{agents, "notes_store", Act, "", ""},
+		{agents, "notes_store", Act, ReasonBudget, "[profiles.agents] max_actions_per_hour = 1"},
+		{base, "notes_store", Act, "", ""},
+		{base, "notes_store", Act, "", ""},
 		// The profile's act counted towards the cap of all acts too: 3 are used.
-		{base, "memory_store", Act, ReasonBudget, "[autonomy] max_actions_per_hour = 3"},
+		{base, "notes_store", Act, ReasonBudget, "[autonomy] max_actions_per_hour = 3"},
 	}
 	for i, tc := range tests {
 		err := tc.p.Check(tc.tool, tc.class)

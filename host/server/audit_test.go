@@ -34,7 +34,7 @@ func auditServerAt(t *testing.T, path string, maxActs *int, call func(ctx contex
 		}
 		return inner.call(ctx, req)
 	}}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": p}, &Options{Policy: pol, Audit: log, RecordReads: true})
+	s, err := New(testCatalog(), map[string]Dispatcher{"fake": p}, &Options{Policy: pol, Audit: log, RecordReads: true, AuditRules: testAuditRules})
 	if err != nil {
 		t.Fatal(err)
 	}

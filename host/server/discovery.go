@@ -160,7 +160,7 @@ func (s *Server) recordMeta(ctx context.Context, name string, caller sdk.Caller,
 	rec := audit.Record{
 		TimeMs: start.UnixMilli(), SessionHash: caller.SessionHash, SourceType: caller.SourceType, ClientName: caller.ClientName,
 		ClientVersion: caller.ClientVersion, Tool: name, Provider: "host", Class: string(sdk.ClassRead), Decision: audit.DecisionAllowed,
-		Success: !res.IsError, DurationUs: time.Since(start).Microseconds(), ArgsSummary: audit.SummarizeArgs(args), Profile: profile,
+		Success: !res.IsError, DurationUs: time.Since(start).Microseconds(), ArgsSummary: audit.SummarizeArgs(args, s.opts.AuditRules), Profile: profile,
 	}
 	if res.IsError {
 		rec.Error = audit.TruncateError(mcpText(res))

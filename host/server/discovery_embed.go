@@ -52,7 +52,7 @@ const (
 	// rrfK is reciprocal rank fusion's constant: a tool at rank r (from
 	// 1) of a ranking scores 1/(rrfK + r). 60 is the value of the
 	// original paper (Cormack, Clarke and Büttcher, SIGIR 2009), as in
-	// memory_recall.
+	// the memory provider's recall.
 	rrfK = 60
 	// fusionCandidates is how many tools each ranking contributes before
 	// fusion.

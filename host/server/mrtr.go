@@ -721,7 +721,7 @@ func (s *Server) refuseState(ctx context.Context, tool string, call Call, how, w
 			Class:         string(s.toolClass(tool)),
 			Decision:      audit.DecisionDenied(BadConfirmation),
 			Error:         audit.TruncateError(how + ": " + why),
-			ArgsSummary:   audit.SummarizeArgs(call.Arguments),
+			ArgsSummary:   audit.SummarizeArgs(call.Arguments, s.opts.AuditRules),
 		}
 		if t, ok := s.view.Load().tool(tool); ok {
 			rec.Provider = t.Provider

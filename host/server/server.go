@@ -79,9 +79,17 @@ type Auditor interface {
 type Options struct {
 	// Version is the serverInfo version. Default "dev".
 	Version string
-	// Instructions is the MCP instructions string sent in initialize.
-	// Default: a short description of the host and its tools.
+	// Instructions is the MCP instructions string sent in initialize
+	// (see [Instructions]). Default: Instructions(nil, nil), a short
+	// description of the host and its policy.
 	Instructions string
+	// AuditRules say which argument values ([audit.SummarizeArgs]) and
+	// which keys of a result's structured content (the row's result
+	// reference) audit rows keep, for every tool: the host passes its
+	// built-in providers' rules together. Default: none, so rows keep
+	// numbers, booleans, null and titles of the arguments, and a result
+	// reference only when the result sets one.
+	AuditRules sdk.AuditRules
 	// Logger is the host's logger; the server logs under "server". Default:
 	// a null logger.
 	Logger hclog.Logger
@@ -355,7 +363,7 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 		s.opts.Policy = p
 	}
 	if s.opts.Instructions == "" {
-		s.opts.Instructions = defaultInstructions
+		s.opts.Instructions = Instructions(nil, nil)
 	}
 	switch {
 	case len(s.opts.StateKey) == 0:
@@ -411,8 +419,8 @@ func New(cat *catalog.Catalog, providers map[string]Dispatcher, opts *Options) (
 // serve with JSON-RPC -32602 and the host's own message, which names the
 // providers that did not load and why (the go-sdk's own answer says only
 // "unknown tool"). A tools/call or prompts/get by a declared or old dotted
-// name ("memory.store") is passed on under the advertised name
-// ("memory_store"), so the go-sdk finds the tool or prompt.
+// name ("notes.store") is passed on under the advertised name
+// ("notes_store"), so the go-sdk finds the tool or prompt.
 func (s *Server) namesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch params := req.GetParams().(type) {
@@ -672,10 +680,35 @@ func sameDispatcher(a, b Dispatcher) bool {
 	return a == b
 }
 
-const defaultInstructions = "openhuman-host gives you a personal memory store and other tools from its providers. " +
-	"Use memory_search to find what the user stored before, tree_read_chunk to read a hit in full, and memory_store to save " +
-	"something worth remembering. Read tools never change anything; act tools may be refused by the user's security policy, " +
-	"and the refusal says which setting allows them."
+// Instructions composes the MCP instructions string of a host whose
+// built-in providers describe themselves with summaries (what each gives,
+// in a few words, as [sdk.Manifest].Summary) and guidance (whole
+// sentences about their tools, as [sdk.Manifest].Instructions): the
+// summaries, the guidance in order, then how the security policy treats
+// read and act tools. Empty entries are skipped; with none of either,
+// the string says only that the tools come from providers.
+func Instructions(summaries, guidance []string) string {
+	var gives []string
+	for _, s := range summaries {
+		if s != "" {
+			gives = append(gives, s)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("openhuman-host gives you ")
+	if len(gives) > 0 {
+		b.WriteString(strings.Join(gives, ", ") + " and other ")
+	}
+	b.WriteString("tools from its providers.")
+	for _, g := range guidance {
+		if g != "" {
+			b.WriteString(" " + g)
+		}
+	}
+	b.WriteString(" Read tools never change anything; act tools may be refused by the user's security policy, " +
+		"and the refusal says which setting allows them.")
+	return b.String()
+}
 
 // MCP returns the underlying go-sdk server.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
@@ -737,7 +770,7 @@ func (s *Server) addTool(t *catalog.Tool) (err error) {
 // Call is one tool call entering the pipeline.
 type Call struct {
 	// Tool is the tool's advertised name, or its declared or old dotted
-	// name ("memory.store"), which [sdk.ClientName] maps to the advertised
+	// name ("notes.store"), which [sdk.ClientName] maps to the advertised
 	// one; the audit row records the advertised name.
 	Tool string
 	// Arguments is the JSON object sent by the caller; empty means {}.
@@ -801,7 +834,7 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 		Provider:      t.Provider,
 		Class:         string(t.Class),
 		Decision:      audit.DecisionAllowed,
-		ArgsSummary:   audit.SummarizeArgs(c.Arguments),
+		ArgsSummary:   audit.SummarizeArgs(c.Arguments, s.opts.AuditRules),
 		Profile:       c.Profile,
 	}
 	ctx, endSpan := s.startCall(ctx, t.Name, t.Provider)
@@ -818,7 +851,7 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 	if res.IsError {
 		rec.Error = audit.TruncateError(resultText(res))
 	} else {
-		rec.ResultRef = resultRef(res)
+		rec.ResultRef = resultRef(res, s.opts.AuditRules.ResultRefs)
 	}
 	switch {
 	case s.opts.Audit == nil:
@@ -1156,26 +1189,36 @@ func resultText(r *sdk.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-// resultRef picks the id a result points at (a document or chunk) for the
-// audit row.
-func resultRef(r *sdk.CallToolResult) string {
+// resultRef picks what a result points at for the audit row: its
+// AuditRef, else the first non-empty string under one of keys in its
+// structured content; "" when the content is no object or holds another
+// type than a string or null under one of keys.
+func resultRef(r *sdk.CallToolResult, keys []string) string {
 	if r.AuditRef != "" {
 		return cleanAuditRef(r.AuditRef)
 	}
-	if len(r.StructuredContent) == 0 {
+	if len(r.StructuredContent) == 0 || len(keys) == 0 {
 		return ""
 	}
-	var ids struct {
-		DocumentID string `json:"document_id"`
-		ChunkID    string `json:"chunk_id"`
-	}
-	if json.Unmarshal(r.StructuredContent, &ids) != nil {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(r.StructuredContent, &fields) != nil {
 		return ""
 	}
-	if ids.DocumentID != "" {
-		return ids.DocumentID
+	ref := ""
+	for _, k := range keys {
+		raw, ok := fields[k]
+		if !ok {
+			continue
+		}
+		var v *string
+		if json.Unmarshal(raw, &v) != nil {
+			return ""
+		}
+		if ref == "" && v != nil {
+			ref = *v
+		}
 	}
-	return ids.ChunkID
+	return ref
 }
 
 // cleanAuditRef makes a provider's AuditRef fit an audit row: control

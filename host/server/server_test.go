@@ -135,6 +135,10 @@ func defaultProvider() *fakeProvider {
 	}}
 }
 
+// testAuditRules are the audit rules of the fake provider's tools: a
+// stored document's id is the row's result reference.
+var testAuditRules = sdk.AuditRules{ResultRefs: []string{"document_id"}}
+
 func newTestServer(t *testing.T, level policy.Level, recordReads bool) (*Server, *memAudit) {
 	t.Helper()
 	pol, err := policy.New(policy.Options{Level: level})
@@ -142,7 +146,7 @@ func newTestServer(t *testing.T, level policy.Level, recordReads bool) (*Server,
 		t.Fatal(err)
 	}
 	a := &memAudit{}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a, RecordReads: recordReads})
+	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a, RecordReads: recordReads, AuditRules: testAuditRules})
 	if err != nil {
 		t.Fatal(err)
 	}

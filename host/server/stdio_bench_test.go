@@ -13,7 +13,7 @@ import (
 func BenchmarkStdioDecode(b *testing.B) {
 	line := []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}},` +
-		`"name":"memory_search","arguments":{"query":"reef harbour","k":10}}}`)
+		`"name":"notes_search","arguments":{"query":"reef harbour","k":10}}}`)
 	b.Run("go-sdk", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

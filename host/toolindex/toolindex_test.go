@@ -8,9 +8,9 @@ import (
 
 func TestSearch(t *testing.T) {
 	ix, err := New(t.Context(), []Tool{
-		{Name: "memory_store", Title: "Store a memory", Description: "Save text to long-term memory under a title.",
+		{Name: "notes_store", Title: "Store a memory", Description: "Save text to long-term memory under a title.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"description":"the document's title"},"content":{}}}`)},
-		{Name: "memory_search", Description: "Find stored chunks by keywords."},
+		{Name: "notes_search", Description: "Find stored chunks by keywords."},
 		{Name: "web_search", Description: "Search the web through SearXNG.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"description":"what to look for online"}}}`)},
 		{Name: "github__create_issue", Description: "Open an issue in a GitHub repository."},
@@ -34,13 +34,13 @@ func TestSearch(t *testing.T) {
 		keep  func(string) bool
 		want  []string
 	}{
-		{"save this under a title for later", 5, nil, []string{"memory_store"}},
+		{"save this under a title for later", 5, nil, []string{"notes_store"}},
 		{"search the web", 1, nil, []string{"web_search"}},
 		{"look for something online", 5, nil, []string{"web_search"}},
 		{"open a github issue", 5, nil, []string{"github__create_issue"}},
 		{"file a bug", 1, nil, []string{"github__create_issue"}},
 		{"share the report with finance so they can edit it", 2, nil, []string{"drive__create_permission"}},
-		{"search", 5, func(n string) bool { return n != "web_search" }, []string{"memory_search"}},
+		{"search", 5, func(n string) bool { return n != "web_search" }, []string{"notes_search"}},
 		{"the a of", 5, nil, nil},
 		{`"quotes" OR (parens) NEAR* -x`, 5, nil, nil},
 	}

@@ -1,6 +1,6 @@
 // Package embeddings is a client for OpenAI-compatible /embeddings
 // endpoints (OpenAI's API and servers that mimic it, such as Ollama's
-// /v1), shared by the memory provider (memory_recall) and the host
+// /v1), shared by the memory provider (its recall tool) and the host
 // (tool_search in progressive discovery). It validates the config table
 // both use, sends texts in batches through the official openai-go client,
 // returns L2-normalised vectors, and explains failures in words a user can

@@ -49,7 +49,7 @@ type Step struct {
 // Call is a tool call the scripted model makes.
 type Call struct {
 	// Name is the function name as the model sends it, i.e. the API-side
-	// name, e.g. "memory_store" for the host tool memory_store.
+	// name, e.g. "notes_store" for the host tool notes_store.
 	Name string
 	// Arguments is sent verbatim as the call's arguments string; it need
 	// not be valid JSON.

@@ -61,13 +61,13 @@ func post(t *testing.T, ctx context.Context, url, body string) (int, map[string]
 
 const chatBody = `{"model":"m","temperature":0.5,"tool_choice":"auto",
 "messages":[{"role":"system","content":"sys"},{"role":"user","content":[{"type":"text","text":"he"},{"type":"text","text":"llo"}]},
-{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"memory_store","arguments":"{}"}}]},
+{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"notes_store","arguments":"{}"}}]},
 {"role":"tool","content":"ok","tool_call_id":"c1"}],
-"tools":[{"type":"function","function":{"name":"memory_store","description":"Store.","parameters":{"type":"object"}}}]}`
+"tools":[{"type":"function","function":{"name":"notes_store","description":"Store.","parameters":{"type":"object"}}}]}`
 
 func TestServerScript(t *testing.T) {
 	s := New(t,
-		CallTools(Call{Name: "memory_store", Arguments: `{"text":"x"}`}, Call{Name: "memory_search", Arguments: `bad`}),
+		CallTools(Call{Name: "notes_store", Arguments: `{"text":"x"}`}, Call{Name: "notes_search", Arguments: `bad`}),
 		Reply("done"),
 		Fail(http.StatusUnauthorized, "bad key"),
 	)
@@ -83,8 +83,8 @@ func TestServerScript(t *testing.T) {
 		"choices": []any{map[string]any{
 			"index": 0.0, "logprobs": nil, "finish_reason": "tool_calls",
 			"message": map[string]any{"role": "assistant", "content": nil, "refusal": nil, "tool_calls": []any{
-				map[string]any{"id": "call_1_1", "type": "function", "function": map[string]any{"name": "memory_store", "arguments": `{"text":"x"}`}},
-				map[string]any{"id": "call_1_2", "type": "function", "function": map[string]any{"name": "memory_search", "arguments": `bad`}},
+				map[string]any{"id": "call_1_1", "type": "function", "function": map[string]any{"name": "notes_store", "arguments": `{"text":"x"}`}},
+				map[string]any{"id": "call_1_2", "type": "function", "function": map[string]any{"name": "notes_search", "arguments": `bad`}},
 			}},
 		}},
 		"usage": map[string]any{"prompt_tokens": 10.0, "completion_tokens": 5.0, "total_tokens": 15.0},
@@ -122,13 +122,13 @@ func TestServerScript(t *testing.T) {
 	wantMsgs := []Message{
 		{Role: "system", Content: "sys"},
 		{Role: "user", Content: "hello"},
-		{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "memory_store", Arguments: "{}"}}},
+		{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "notes_store", Arguments: "{}"}}},
 		{Role: "tool", Content: "ok", ToolCallID: "c1"},
 	}
 	if diff := cmp.Diff(wantMsgs, first.Messages); diff != "" {
 		t.Errorf("messages (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"memory_store"}, first.Tools); diff != "" {
+	if diff := cmp.Diff([]string{"notes_store"}, first.Tools); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	if d := first.ToolDefs[0]; d.Description != "Store." || string(d.Parameters) != `{"type":"object"}` {

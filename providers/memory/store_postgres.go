@@ -16,6 +16,7 @@ import (
 	gormlogger "gorm.io/gorm/logger"
 
 	"github.com/openhuman/openhuman-host/internal/storage"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // Component names the memory provider's migrations on PostgreSQL: they are
@@ -37,9 +38,9 @@ const (
 	// SecretStorageDriver is the key of the storage driver in
 	// ConfigureRequest.Secrets; "postgres" opens PostgreSQL, anything else
 	// (or none) memory.db in the data directory.
-	SecretStorageDriver = "storage.driver"
+	SecretStorageDriver = sdk.SecretStorageDriver
 	// SecretStorageDSN is the key of the PostgreSQL connection string.
-	SecretStorageDSN = "storage.dsn"
+	SecretStorageDSN = sdk.SecretStorageDSN
 )
 
 const (

@@ -157,6 +157,9 @@ func TestDescribeBeforeConfigure(t *testing.T) {
 	if err := sdktest.CheckCatalog(cat); err != nil {
 		t.Fatal(err)
 	}
+	if err := sdktest.CheckManifest(Manifest(), cat); err != nil {
+		t.Error(err)
+	}
 	if cat.Tools[0].Timeout != 15*time.Second {
 		t.Errorf("timeout %v", cat.Tools[0].Timeout)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/internal/upstreamwire"
 )
 
 // discoveryTimeout bounds the whole auth discovery after a 401: the probe
@@ -75,21 +75,21 @@ type AuthReport struct {
 }
 
 // Check connects to s the way the provider does, with the resolved auth
-// headers and endpoint (see [config.UpstreamServer.ResolveAuth]; an empty
+// headers and endpoint (see [upstreamwire.Server.ResolveAuth]; an empty
 // endpoint means s.Endpoint), lists its tools, says which the host would
 // expose and under which names, and closes the connection. When an HTTP
 // server answers 401, Report.Auth holds the auth discovery result. A stdio
 // server's stderr goes to log at debug level; nil discards it.
-func Check(ctx context.Context, s config.UpstreamServer, headers map[string]string, endpoint string, log hclog.Logger) Report {
+func Check(ctx context.Context, s upstreamwire.Server, headers map[string]string, endpoint string, log hclog.Logger) Report {
 	return CheckWith(ctx, s, headers, endpoint, log, nil)
 }
 
 // CheckOptions is what [CheckWith] needs besides [Check]'s arguments.
 type CheckOptions struct {
 	// OAuth is the server's resolved sign-in settings
-	// ([config.UpstreamServer.ResolveOAuth]), for the oauth auth kinds;
+	// ([upstreamwire.Server.ResolveOAuth]), for the oauth auth kinds;
 	// nil for others.
-	OAuth *config.OAuthSettings
+	OAuth *upstreamwire.OAuthSettings
 	// DataDir is the upstream provider's data directory (<data
 	// dir>/upstream), whose stored sign-in is used. The check never
 	// starts a sign-in: without a valid one it fails saying to run
@@ -99,7 +99,7 @@ type CheckOptions struct {
 
 // CheckWith is [Check] for a server that signs in with OAuth, using its
 // stored sign-in (see [CheckOptions]); nil opts is Check.
-func CheckWith(ctx context.Context, s config.UpstreamServer, headers map[string]string, endpoint string, log hclog.Logger, opts *CheckOptions) Report {
+func CheckWith(ctx context.Context, s upstreamwire.Server, headers map[string]string, endpoint string, log hclog.Logger, opts *CheckOptions) Report {
 	r := Report{Name: s.Name, Transport: "http", Endpoint: redactString(s.Endpoint)}
 	if s.Command != "" {
 		r.Transport, r.Endpoint = "stdio", s.Command
@@ -181,11 +181,11 @@ func CheckWith(ctx context.Context, s config.UpstreamServer, headers map[string]
 // checkedServer turns a config entry into the provider's server type the
 // way the host passes it to the provider: the entry as JSON with the
 // resolved endpoint and headers, read by the provider's own settings code.
-func checkedServer(s config.UpstreamServer, headers map[string]string, endpoint string) (*server, error) {
+func checkedServer(s upstreamwire.Server, headers map[string]string, endpoint string) (*server, error) {
 	s.Endpoint = endpoint
 	s.Enabled = true
 	raw, err := json.Marshal(struct {
-		config.UpstreamServer
+		upstreamwire.Server
 		Headers map[string]string `json:"headers,omitempty"`
 	}{s, headers})
 	if err != nil {
@@ -196,7 +196,7 @@ func checkedServer(s config.UpstreamServer, headers map[string]string, endpoint 
 
 // probeAuth sends srv an initialize request with its headers; when the
 // answer is 401 it runs auth discovery, otherwise it returns nil.
-func probeAuth(ctx context.Context, s config.UpstreamServer, srv *server) *AuthReport {
+func probeAuth(ctx context.Context, s upstreamwire.Server, srv *server) *AuthReport {
 	ctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
 	defer cancel()
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
@@ -238,7 +238,7 @@ func probeAuth(ctx context.Context, s config.UpstreamServer, srv *server) *AuthR
 // discoverAuth reads the WWW-Authenticate challenges of a 401 from
 // endpoint, fetches the protected-resource metadata and the first
 // authorization server's metadata, and says what to configure.
-func discoverAuth(ctx context.Context, s config.UpstreamServer, endpoint *url.URL, challenges []string) *AuthReport {
+func discoverAuth(ctx context.Context, s upstreamwire.Server, endpoint *url.URL, challenges []string) *AuthReport {
 	a := &AuthReport{}
 	// The resource is the endpoint without user information, query or
 	// fragment, which may hold secrets.
@@ -371,7 +371,7 @@ func schemeName(s string) string {
 
 // hint says what to set in the server's config entry for kind "oauth",
 // "bearer", "basic" or "" (the server did not say).
-func hint(s config.UpstreamServer, kind string, authServers ...string) string {
+func hint(s upstreamwire.Server, kind string, authServers ...string) string {
 	env := strings.ToUpper(strings.ReplaceAll(s.Name, "-", "_"))
 	entry := fmt.Sprintf("in [[upstream.servers]] name = %q", s.Name)
 	refused := ""

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/internal/upstreamwire"
 )
 
 // abcServer is a Streamable HTTP MCP server with tools a, b and c.
@@ -31,7 +31,7 @@ func abcServer(t *testing.T) string {
 
 func TestCheckHTTPAllowDeny(t *testing.T) {
 	endpoint := abcServer(t)
-	s := config.UpstreamServer{Name: "abc", Endpoint: endpoint, Enabled: true, TimeoutSecs: 10, DisallowedTools: []string{"c"}}
+	s := upstreamwire.Server{Name: "abc", Endpoint: endpoint, Enabled: true, TimeoutSecs: 10, DisallowedTools: []string{"c"}}
 	r := Check(context.Background(), s, nil, "", nil)
 	if r.Err != nil {
 		t.Fatalf("Check: %v", r.Err)
@@ -55,7 +55,7 @@ func TestCheckHTTPAllowDeny(t *testing.T) {
 }
 
 func TestCheckStdio(t *testing.T) {
-	s := config.UpstreamServer{Name: "local", Command: stdioServer, Enabled: true, TimeoutSecs: 10}
+	s := upstreamwire.Server{Name: "local", Command: stdioServer, Enabled: true, TimeoutSecs: 10}
 	r := Check(context.Background(), s, nil, "", nil)
 	if r.Err != nil {
 		t.Fatalf("Check: %v", r.Err)
@@ -103,7 +103,7 @@ func TestCheckAuthDiscovery(t *testing.T) {
 	t.Cleanup(srv.Close)
 	base = srv.URL
 
-	s := config.UpstreamServer{Name: "secure-mcp", Endpoint: base + "/mcp?key=s3cret", Enabled: true, TimeoutSecs: 10}
+	s := upstreamwire.Server{Name: "secure-mcp", Endpoint: base + "/mcp?key=s3cret", Enabled: true, TimeoutSecs: 10}
 	r := Check(context.Background(), s, map[string]string{"X-Trace": "1"}, "", nil)
 	if r.Err == nil {
 		t.Fatal("Check succeeded against a server that answers 401")
@@ -159,8 +159,8 @@ func TestCheckAuthDiscoveryWellKnown(t *testing.T) {
 	t.Cleanup(srv.Close)
 	base = srv.URL
 
-	s := config.UpstreamServer{Name: "x", Endpoint: base + "/mcp", Enabled: true, TimeoutSecs: 10,
-		Auth: &config.UpstreamAuth{Kind: "bearer_token", TokenEnv: "X_TOKEN"}}
+	s := upstreamwire.Server{Name: "x", Endpoint: base + "/mcp", Enabled: true, TimeoutSecs: 10,
+		Auth: &upstreamwire.Auth{Kind: "bearer_token", TokenEnv: "X_TOKEN"}}
 	r := Check(context.Background(), s, map[string]string{"Authorization": "Bearer old"}, "", nil)
 	a := r.Auth
 	if r.Err == nil || a == nil {
@@ -176,7 +176,7 @@ func TestCheckAuthDiscoveryWellKnown(t *testing.T) {
 }
 
 func TestCheckBadSettings(t *testing.T) {
-	s := config.UpstreamServer{Name: "bad", Endpoint: "https://user:pw@example.com/mcp", Enabled: true, TimeoutSecs: 10, AllowedTools: []string{"["}}
+	s := upstreamwire.Server{Name: "bad", Endpoint: "https://user:pw@example.com/mcp", Enabled: true, TimeoutSecs: 10, AllowedTools: []string{"["}}
 	r := Check(context.Background(), s, nil, "", nil)
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "allowed_tools") || r.Endpoint != "<redacted>" {
 		t.Errorf("report = %+v", r)

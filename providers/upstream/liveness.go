@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openhuman/openhuman-host/internal/upstreamwire"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -33,31 +34,19 @@ const (
 
 // Server states, as [Provider.Servers] reports them.
 const (
-	StateConnecting = "connecting"
-	StateConnected  = "connected"
-	StateFailed     = "failed"
+	StateConnecting = upstreamwire.StateConnecting
+	StateConnected  = upstreamwire.StateConnected
+	StateFailed     = upstreamwire.StateFailed
 )
 
 // StatusURI is the resource the host reads, never listed to clients, for
 // [Provider.Servers] as a JSON array of [ServerStatus]: `providers status`
 // and the unknown-tool error say per server what is wrong.
-const StatusURI = "openhuman-upstream:servers"
+const StatusURI = upstreamwire.StatusURI
 
-// ServerStatus is the state of one enabled server's shared session.
-type ServerStatus struct {
-	// Name is the server's name in [[upstream.servers]].
-	Name string `json:"name"`
-	// State is StateConnecting, StateConnected or StateFailed.
-	State string `json:"state"`
-	// Error is why the last attempt to connect failed (endpoints and
-	// secrets redacted); "" unless State is StateFailed.
-	Error string `json:"error,omitempty"`
-	// Attempts counts the failed attempts since the last success.
-	Attempts int `json:"attempts,omitempty"`
-	// NextAttempt is when a failed server is tried again; zero when it is
-	// not (connected, connecting, or unable to start).
-	NextAttempt time.Time `json:"next_attempt,omitzero"`
-}
+// ServerStatus is the state of one enabled server's shared session, as
+// the host reads it.
+type ServerStatus = upstreamwire.ServerStatus
 
 // health is the state of a server's shared session; guarded by
 // Provider.mu.

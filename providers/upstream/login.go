@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/internal/upstreamwire"
 )
 
 // TokenDir is the folder, inside the upstream provider's data directory
@@ -41,10 +41,10 @@ type LoginResult struct {
 // asks the user again (through the browser for kind oauth; the client
 // credentials grant needs no user), reusing the client registered at an
 // earlier sign-in. headers and endpoint are s's resolved auth
-// ([config.UpstreamServer.ResolveAuth]). It returns an error naming what
+// ([upstreamwire.Server.ResolveAuth]). It returns an error naming what
 // failed: no oauth auth, a refused sign-in, or nobody completing it within
 // 5 minutes.
-func Login(ctx context.Context, s config.UpstreamServer, oauth *config.OAuthSettings, headers map[string]string, endpoint, dataDir string, opts *LoginOptions) (LoginResult, error) {
+func Login(ctx context.Context, s upstreamwire.Server, oauth *upstreamwire.OAuthSettings, headers map[string]string, endpoint, dataDir string, opts *LoginOptions) (LoginResult, error) {
 	var o LoginOptions
 	if opts != nil {
 		o = *opts

@@ -432,6 +432,13 @@ func (p *Provider) dropSession(s *server, c *conn, client string) {
 	}
 	if p.conns[s.name] == c {
 		p.settleLocked(s, &st)
+		if p.conns[s.name] == c {
+			// No other session serves the catalog: the next one to open
+			// does (the request's own, or the shared session opened
+			// again), and the server, which answered, is not reported
+			// down meanwhile.
+			delete(p.conns, s.name)
+		}
 	}
 	p.mu.Unlock()
 	c.close()

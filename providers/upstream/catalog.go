@@ -74,8 +74,10 @@ type settlement struct {
 	// closing are sessions to close.
 	closing []*conn
 	// reopen are servers whose shared session must be opened in the
-	// background.
+	// background, for the configuration of gen and bg.
 	reopen []*server
+	gen    uint64
+	bg     context.Context
 	// back are servers whose catalog has a live session again after
 	// having none: the host is asked to list the catalog again.
 	back []*server
@@ -108,6 +110,7 @@ func (p *Provider) settleLocked(s *server, st *settlement) {
 		if cur != nil && !p.reopening[s.name] {
 			p.reopening[s.name] = true
 			st.reopen = append(st.reopen, s)
+			st.gen, st.bg = p.gen, p.bg
 		}
 		return
 	}
@@ -149,14 +152,12 @@ func (p *Provider) apply(st settlement) {
 	for _, c := range st.closing {
 		p.closing.Go(c.close)
 	}
-	p.mu.RLock()
-	bg, gen, announce := p.bg, p.gen, p.configured
-	p.mu.RUnlock()
 	for _, s := range st.reopen {
-		if bg != nil {
-			go p.reopenShared(bg, gen, s)
-		}
+		go p.reopenShared(st.bg, st.gen, s)
 	}
+	p.mu.RLock()
+	announce := p.configured
+	p.mu.RUnlock()
 	if announce {
 		for _, s := range st.back {
 			p.catalogChanged(s)

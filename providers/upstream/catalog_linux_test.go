@@ -327,3 +327,33 @@ func TestIdleLastClientGivesWayToShared(t *testing.T) {
 	connected(t, p)
 	describeHas(t, p, "local__echo")
 }
+
+// TestHeldSharedSessionOutlivesTakeOver: a shared session that a request
+// holds (a Describe listing on it, a call from no session) when a
+// client's session takes the catalog over is closed only once released.
+func TestHeldSharedSessionOutlivesTakeOver(t *testing.T) {
+	host := newFakeHost()
+	p, dir := countedServer(t, host, nil)
+	p.mu.RLock()
+	s := p.servers[0]
+	p.mu.RUnlock()
+	shared, release, err := p.sharedSession(testwait.Context(t), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := pidOf(t, p, "A")
+	if catalogPID(p) != a {
+		t.Fatalf("catalog served by %d, want client A's %d", catalogPID(p), a)
+	}
+	if !shared.alive() {
+		t.Fatal("the held shared session was closed under its request")
+	}
+	if got := running(t, dir); !slices.Equal(got, sorted(a, shared.cmd.Process.Pid)) {
+		t.Fatalf("running %v, want A's and the held shared session's", got)
+	}
+	release()
+	testwait.Recv(t, shared.done, "the released shared session to end")
+	if got := untilRunning(t, dir, 1); got[0] != a {
+		t.Fatalf("running %v, want only A's %d", got, a)
+	}
+}

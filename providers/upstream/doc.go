@@ -23,11 +23,10 @@
 // while a client has one, so that a stdio server runs one process per
 // client and no more; while none has, on a shared session, opened at
 // Configure time and again when the last client's session closes, which
-// also serves calls from no MCP session (the command line). A stdio server
-// that exited is
-// started again at the next call (with backoff), and an HTTP session the
-// server forgot (404) is initialised again once and the request sent once
-// more. A client's own session asks the server for the protocol version
+// also serves calls from no MCP session (the command line); catalog.go
+// says why and how. A stdio server that exited is started again at the
+// next call (with backoff), and an HTTP session the server forgot (404) is
+// initialised again once and the request sent once more. A client's own session asks the server for the protocol version
 // that client asked the host for, and declares sampling and elicitation
 // only as that client did, so the server treats it as it would directly
 // (before 2026-07-28 it may sample and elicit during a call).

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -38,7 +39,10 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	// As an upstream stdio server, the binary serves one tool, echo.
+	// As an upstream stdio server, the binary serves one tool, echo; with
+	// upstreamStartsEnv set to a folder, it records its start there as an
+	// empty file named by its process ID, and serves pid too, which
+	// answers that ID.
 	if len(os.Args) == 2 && os.Args[1] == mcpServerArg {
 		s := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, nil)
 		mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
@@ -46,6 +50,15 @@ func TestMain(m *testing.M) {
 		}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo:" + in.Text}}}, nil, nil
 		})
+		if dir := os.Getenv(upstreamStartsEnv); dir != "" {
+			pid := strconv.Itoa(os.Getpid())
+			if err := os.WriteFile(filepath.Join(dir, pid), nil, 0o600); err != nil {
+				os.Exit(1)
+			}
+			mcp.AddTool(s, &mcp.Tool{Name: "pid"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: pid}}}, nil, nil
+			})
+		}
 		if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			os.Exit(1)
 		}
@@ -75,6 +88,10 @@ func TestMain(m *testing.M) {
 // mcpServerArg makes the test binary act as an upstream MCP server over
 // stdio with one tool, echo (see TestMain).
 const mcpServerArg = "--test-as-mcp-server"
+
+// upstreamStartsEnv names the folder where the upstream server of
+// mcpServerArg records its starts.
+const upstreamStartsEnv = "TEST_UPSTREAM_STARTS"
 
 // browserArg makes the test binary act as a browser that approves an OAuth
 // sign-in (see TestMain): set BROWSER to the binary and it.

@@ -15,7 +15,8 @@ const (
 // from it per server what is wrong.
 const StatusURI = "openhuman-upstream:servers"
 
-// ServerStatus is the state of one enabled server's shared session.
+// ServerStatus is the state of one enabled server: of the session its
+// catalog is read from (a client's, else the shared one).
 type ServerStatus struct {
 	// Name is the server's name in [[upstream.servers]].
 	Name string `json:"name"`

@@ -44,6 +44,11 @@ type conn struct {
 	// released it; eviction never closes a held session. Changed and read
 	// with Provider.mu held.
 	holds int
+	// key is the session's key in Provider.clients; "" for the shared
+	// session.
+	key string
+	// closeOnce makes close safe to call more than once.
+	closeOnce sync.Once
 }
 
 // watch closes c.done once the session ends (the stdio server exited, the
@@ -101,10 +106,12 @@ func (c *conn) alive() bool {
 // waiting for it in the background (ProcessState is not safe to read
 // then), and killing an exited process does nothing.
 func (c *conn) close() {
-	_ = c.session.Close()
-	if c.cmd != nil && c.cmd.Process != nil {
-		_ = c.cmd.Process.Kill()
-	}
+	c.closeOnce.Do(func() {
+		_ = c.session.Close()
+		if c.cmd != nil && c.cmd.Process != nil {
+			_ = c.cmd.Process.Kill()
+		}
+	})
 }
 
 // connect opens a session with s within ctx whose server requests and

@@ -18,12 +18,15 @@
 // Each host session (told apart by its session token, else its session
 // hash) gets its own session with each server, opened at its first
 // request, held by each request that uses it (eviction never closes it
-// under one) and closed once unused for session_idle_secs; calls from no
-// MCP session (the command line) and Describe share one opened at
-// Configure time. A stdio server that exited is
-// started again at the next call (with backoff), and an HTTP session the
-// server forgot (404) is initialised again once and the request sent once
-// more. A client's own session asks the server for the protocol version
+// under one) and closed once unused for session_idle_secs. A server's
+// catalog is listed on, and its liveness pinged on, one of those sessions
+// while a client has one, so that a stdio server runs one process per
+// client and no more; while none has, on a shared session, opened at
+// Configure time and again when the last client's session closes, which
+// also serves calls from no MCP session (the command line); catalog.go
+// says why and how. A stdio server that exited is started again at the
+// next call (with backoff), and an HTTP session the server forgot (404) is
+// initialised again once and the request sent once more. A client's own session asks the server for the protocol version
 // that client asked the host for, and declares sampling and elicitation
 // only as that client did, so the server treats it as it would directly
 // (before 2026-07-28 it may sample and elicit during a call).

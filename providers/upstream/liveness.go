@@ -44,11 +44,11 @@ const (
 // and the unknown-tool error say per server what is wrong.
 const StatusURI = upstreamwire.StatusURI
 
-// ServerStatus is the state of one enabled server's shared session, as
-// the host reads it.
+// ServerStatus is the state of one enabled server: of the session its
+// catalog is read from (a client's, else the shared one).
 type ServerStatus = upstreamwire.ServerStatus
 
-// health is the state of a server's shared session; guarded by
+// health is the state of a server's catalog session; guarded by
 // Provider.mu.
 type health struct {
 	state    string
@@ -120,8 +120,8 @@ func (p *Provider) connectAll(ctx context.Context, bg context.Context, gen uint6
 }
 
 // keepConnecting connects s's shared session for generation gen, retrying
-// with backoff until it succeeds or bg ends. firstDone is called once the
-// first attempt has ended.
+// with backoff until it succeeds, a client's session serves the catalog,
+// or bg ends. firstDone is called once the first attempt has ended.
 func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, firstDone func()) {
 	defer func() {
 		if firstDone != nil {
@@ -129,6 +129,14 @@ func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, fir
 		}
 	}()
 	for attempt := 1; ; attempt++ {
+		p.mu.RLock()
+		// A client's session may have served the catalog meanwhile;
+		// from then on the catalog's own watchers keep it.
+		done := p.gen != gen || p.conns[s.name] != nil
+		p.mu.RUnlock()
+		if done {
+			return
+		}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(bg, attemptTimeout(s))
 		c, err := p.connect(ctx, s, nil)
@@ -141,26 +149,28 @@ func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, fir
 			return
 		}
 		if err == nil {
+			var st settlement
 			p.mu.Lock()
 			if p.gen != gen {
 				p.mu.Unlock()
 				c.close()
 				return
 			}
-			p.conns[s.name] = c
-			p.health[s.name] = &health{state: StateConnected}
-			announce := p.configured
+			if old := p.shared[s.name]; old != nil {
+				st.closing = append(st.closing, old)
+			}
+			// It serves the catalog, unless a client's session came
+			// first: then settleLocked closes it.
+			p.shared[s.name] = c
+			p.settleLocked(s, &st)
 			p.mu.Unlock()
-			go p.watchShared(bg, gen, s, c)
+			p.apply(st)
 			transport, where := "stdio", s.command
 			if s.endpoint != nil {
 				transport, where = "http", redactURL(s.endpoint)
 			}
 			p.log.Info("connected", "server", s.name, "transport", transport, "target", where,
 				"duration", time.Since(start).Round(time.Millisecond).String(), "attempt", attempt)
-			if announce {
-				p.catalogChanged(s)
-			}
 			return
 		}
 		msg := redactText(err.Error())
@@ -169,7 +179,7 @@ func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, fir
 		}
 		delay := min(firstConnectRetry<<min(attempt-1, 10), maxConnectRetry)
 		p.mu.Lock()
-		if p.gen != gen {
+		if p.gen != gen || p.conns[s.name] != nil {
 			p.mu.Unlock()
 			return
 		}
@@ -189,70 +199,20 @@ func (p *Provider) keepConnecting(bg context.Context, gen uint64, s *server, fir
 			return
 		}
 		p.mu.Lock()
-		if p.gen == gen {
+		if p.gen == gen && p.conns[s.name] == nil {
 			p.health[s.name].state = StateConnecting
 		}
 		p.mu.Unlock()
 	}
 }
 
-// Pinging of the shared sessions: every keepAliveEvery (Options.KeepAlive),
-// each given half of it to answer; keepAliveFailures failures in a row end
-// the session (and watchShared reconnects it).
+// Pinging of the catalog sessions (watchCatalog): every keepAliveEvery
+// (Options.KeepAlive), each given half of it to answer; keepAliveFailures
+// failures in a row end the session.
 const (
 	keepAliveEvery    = 30 * time.Second
 	keepAliveFailures = 2
 )
-
-// watchShared waits for the shared session c of s, of generation gen, to
-// end, then reports s failed with why it ended and reconnects it in the
-// background with backoff (sharedSession), until it is up, another
-// session has replaced c, or bg ends: a server that went away is shown
-// as down with its error, not as connected, and is back without waiting
-// for a call.
-func (p *Provider) watchShared(bg context.Context, gen uint64, s *server, c *conn) {
-	select {
-	case <-c.done:
-	case <-bg.Done():
-		return
-	}
-	p.mu.Lock()
-	if p.gen != gen || p.conns[s.name] != c || p.health[s.name] == nil {
-		p.mu.Unlock()
-		return
-	}
-	why := "the session ended"
-	if c.endErr != nil {
-		why += ": " + redactText(c.endErr.Error())
-	}
-	p.health[s.name] = &health{state: StateFailed, err: fmt.Sprintf("%s: %s", s.where(), why), next: time.Now()}
-	p.mu.Unlock()
-	p.log.Warn("upstream session ended; reconnecting in the background", "server", s.name, "error", why)
-	for {
-		ctx, cancel := context.WithTimeout(bg, attemptTimeout(s))
-		_, err := p.sharedSession(ctx, s)
-		cancel()
-		if err == nil || bg.Err() != nil {
-			return
-		}
-		p.retryMu.Lock()
-		wait := time.Until(p.retries[s.name].next)
-		p.retryMu.Unlock()
-		t := time.NewTimer(max(wait, firstConnectRetry))
-		select {
-		case <-t.C:
-		case <-bg.Done():
-			t.Stop()
-			return
-		}
-		p.mu.RLock()
-		current := p.gen == gen
-		p.mu.RUnlock()
-		if !current {
-			return
-		}
-	}
-}
 
 // downReason says why the tools of the server whose prefix name starts
 // with are missing, for the unknown-tool error; "" when no server that is

@@ -1,14 +1,17 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,9 +139,15 @@ func TestServerThatDiesIsReportedDown(t *testing.T) {
 }
 
 // TestHTTPServerDownIsReported: a connected HTTP server that goes away is
-// reported failed with why, not connected, without a call; once it is
-// back the provider reconnects it by itself.
+// reported failed with why, not connected, without a call, whether the
+// shared session or a client's serves its catalog; once it is back the
+// provider reconnects it by itself.
 func TestHTTPServerDownIsReported(t *testing.T) {
+	t.Run("shared", func(t *testing.T) { testHTTPServerDown(t, false) })
+	t.Run("client", func(t *testing.T) { testHTTPServerDown(t, true) })
+}
+
+func testHTTPServerDown(t *testing.T, client bool) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "flaky", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
@@ -175,6 +184,17 @@ func TestHTTPServerDownIsReported(t *testing.T) {
 		return st[0]
 	}
 	testwait.Until(t, "the server connected", func() bool { return state().State == StateConnected })
+	if client {
+		res, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "web__echo", Arguments: json.RawMessage(`{"text":"x"}`), Caller: caller("A", "1")})
+		if err != nil || res.IsError {
+			t.Fatalf("call: %v %+v", err, res)
+		}
+		testwait.Until(t, "the client's session to serve the catalog alone", func() bool {
+			p.mu.RLock()
+			defer p.mu.RUnlock()
+			return p.conns["web"].key != "" && p.shared["web"] == nil
+		})
+	}
 	_ = srv.Close()
 	testwait.Until(t, "the server reported down", func() bool { return state().State == StateFailed })
 	if st := state(); !strings.Contains(st.Error, "127.0.0.1") || st.Error == "" {
@@ -182,4 +202,52 @@ func TestHTTPServerDownIsReported(t *testing.T) {
 	}
 	serve(addr)
 	testwait.Until(t, "the server reconnected by itself", func() bool { return state().State == StateConnected })
+}
+
+// TestUnansweredPingsEndTheCatalogSession: a client's session serving the
+// catalog of a server that stops answering pings (its connection still
+// open) is ended after two unanswered pings, and the server is reported
+// failed; once it answers again it is reconnected and reported connected.
+func TestUnansweredPingsEndTheCatalogSession(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "mute", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "http:" + in.Text}}}, nil, nil
+		})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	var mute atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if mute.Load() && bytes.Contains(body, []byte(`"method":"ping"`)) {
+			<-r.Context().Done()
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p := New(&Options{KeepAlive: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = p.Close() })
+	sdktest.Start(t, p, &sdktest.Options{Config: map[string]any{"servers": []map[string]any{{"name": "web", "endpoint": srv.URL + "/mcp"}}}})
+	res, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "web__echo", Arguments: json.RawMessage(`{"text":"x"}`), Caller: caller("A", "1")})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	p.mu.RLock()
+	cat := p.conns["web"]
+	p.mu.RUnlock()
+	if cat.key == "" {
+		t.Fatal("the client's session does not serve the catalog")
+	}
+	mute.Store(true)
+	testwait.Recv(t, cat.done, "the unanswered session to end")
+	testwait.Until(t, "the server reported down", func() bool {
+		st := p.Servers()
+		return len(st) == 1 && st[0].State == StateFailed
+	})
+	mute.Store(false)
+	testwait.Until(t, "the server reconnected", func() bool {
+		st := p.Servers()
+		return len(st) == 1 && st[0].State == StateConnected
+	})
 }

@@ -177,9 +177,9 @@ func (p *Provider) Complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk
 			}
 		}
 	}
-	shared := (*conn)(nil)
+	cat := (*conn)(nil)
 	if s != nil {
-		shared = p.conns[s.name]
+		cat = p.conns[s.name]
 	}
 	p.mu.RUnlock()
 	if s == nil {
@@ -193,8 +193,8 @@ func (p *Provider) Complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk
 		return nil, fmt.Errorf("upstream provider: %w: no %s to complete", sdk.ErrInvalidParams, what)
 	}
 	// Every session with a server declares the same capabilities: ask the
-	// shared one rather than open a client's session for nothing.
-	if shared != nil && !hasCompletions(shared) {
+	// catalog's rather than open a client's session for nothing.
+	if cat != nil && !hasCompletions(cat) {
 		return &sdk.CompleteResult{}, nil
 	}
 	params := &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: req.ArgumentName, Value: req.ArgumentValue}}

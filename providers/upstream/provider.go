@@ -70,10 +70,12 @@ type Options struct {
 	// HTTPClient makes the OAuth requests (metadata, registration,
 	// tokens). Nil uses http.DefaultClient.
 	HTTPClient *http.Client
-	// KeepAlive is how often each server's shared session is pinged; two
-	// pings in a row that get no answer within half of it end the
-	// session, and the server is reported failed and reconnected in the
-	// background. Default 0 means 30 s; a negative value disables it.
+	// KeepAlive is how often the session each server's catalog is read
+	// from (a client's, else the shared one) is pinged while no call is
+	// in flight on it; two pings in a row that get no answer within half
+	// of it end the session, and another client's session takes over or
+	// the server is reported failed and reconnected in the background.
+	// Default 0 means 30 s; a negative value disables it.
 	KeepAlive time.Duration
 }
 
@@ -91,11 +93,25 @@ type Provider struct {
 	// ones); Close waits for them.
 	closing sync.WaitGroup
 	mu      sync.RWMutex
-	host    sdk.Host         // from Configure; nil when the host offers none
-	servers []*server        // in config order, enabled or not
-	conns   map[string]*conn // by server name, connected servers only
-	// health holds the state of every enabled server's shared session, by
-	// server name.
+	host    sdk.Host  // from Configure; nil when the host offers none
+	servers []*server // in config order, enabled or not
+	// conns holds, by server name, the session each connected server's
+	// catalog is read from and pinged on (see catalog.go): one of the
+	// clients' own sessions while a client has one with the server, else
+	// the shared session. A session that ended stays until it is replaced.
+	conns map[string]*conn
+	// shared holds the shared sessions by server name: the one the
+	// catalog is read from while no client has a session with the server,
+	// also used by calls from no MCP session.
+	shared map[string]*conn
+	// retired holds sessions no longer wanted that a request still holds:
+	// each is closed when its last hold is released, or by Close.
+	retired map[*conn]bool
+	// reopening marks, by server name, the background opening of a shared
+	// session for a catalog that lost its last client session.
+	reopening map[string]bool
+	// health holds the state of every enabled server's catalog session,
+	// by server name.
 	health map[string]*health
 	// gen numbers the configurations: a background connect of an earlier
 	// one is dropped.
@@ -109,6 +125,9 @@ type Provider struct {
 	// background connects and shared sessions' watchers.
 	bg     context.Context
 	routes map[string]route // by exposed tool name, from the last Describe
+	// described numbers the Describe calls, so that an earlier one that
+	// ends later does not replace the routes of a later one.
+	described, routed uint64
 	// promptRoutes routes prompts by exposed name, from the last Describe.
 	promptRoutes map[string]route
 	// resourceRoutes and templateRoutes route resource reads, from the
@@ -224,13 +243,7 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	}
 	bg, stop := context.WithCancel(context.Background())
 	p.mu.Lock()
-	var old []*conn
-	for _, c := range p.conns {
-		old = append(old, c)
-	}
-	for _, cc := range p.clients {
-		old = append(old, cc.conn)
-	}
+	old := p.allConnsLocked()
 	if p.stopConnect != nil {
 		p.stopConnect()
 	}
@@ -238,7 +251,8 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	p.host = req.Host
 	p.gen++
 	gen := p.gen
-	p.servers, p.conns, p.routes, p.promptRoutes, p.clients = servers, map[string]*conn{}, nil, nil, nil
+	p.servers, p.conns, p.shared, p.routes, p.promptRoutes, p.clients = servers, map[string]*conn{}, map[string]*conn{}, nil, nil, nil
+	p.retired, p.reopening = map[*conn]bool{}, map[string]bool{}
 	p.health, p.configured, p.stopConnect, p.bg = map[string]*health{}, false, stop, bg
 	for _, s := range servers {
 		if s.enabled && s.unavailable != "" {
@@ -274,9 +288,23 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 // <prefix><prompt>), resources and resource templates are listed too;
 // failing to list them is logged and leaves that server's out.
 func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
-	p.mu.RLock()
-	servers, conns := p.servers, p.conns
-	p.mu.RUnlock()
+	// The catalog sessions are held while they are read: one that a
+	// client's session replaces meanwhile is closed only afterwards.
+	p.mu.Lock()
+	servers, gen := p.servers, p.gen
+	p.described++
+	seq := p.described
+	conns := make(map[string]*conn, len(p.conns))
+	for name, c := range p.conns {
+		c.holds++
+		conns[name] = c
+	}
+	p.mu.Unlock()
+	defer func() {
+		for _, c := range conns {
+			p.release(c)
+		}
+	}()
 	var tools []sdk.Tool
 	routes := map[string]route{}
 	for _, s := range servers {
@@ -316,24 +344,13 @@ func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
 	prompts, promptRoutes := p.promptCatalog(ctx, servers, conns)
 	resources, templates, byURI, tmplRoutes := p.resourceCatalog(ctx, servers, conns)
 	p.mu.Lock()
-	if sameConns(p.conns, conns) {
+	if p.gen == gen && seq > p.routed {
 		p.routes, p.promptRoutes, p.resourceRoutes, p.templateRoutes = routes, promptRoutes, byURI, tmplRoutes
+		p.routed = seq
 	}
 	p.mu.Unlock()
 	return &sdk.Catalog{Name: providerName, Version: Version, Tools: tools, Prompts: prompts,
 		Resources: resources, ResourceTemplates: templates}, nil
-}
-
-func sameConns(a, b map[string]*conn) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // listAll reads the pages of one of a server's lists (what names it in
@@ -690,14 +707,9 @@ func (p *Provider) Close() error {
 		p.stopConnect = nil
 	}
 	p.gen++
-	conns := []*conn{}
-	for _, c := range p.conns {
-		conns = append(conns, c)
-	}
-	for _, cc := range p.clients {
-		conns = append(conns, cc.conn)
-	}
-	p.conns, p.routes, p.promptRoutes, p.servers, p.clients, p.states, p.health = nil, nil, nil, nil, nil, nil, nil
+	conns := p.allConnsLocked()
+	p.conns, p.shared, p.retired, p.reopening = nil, nil, nil, nil
+	p.routes, p.promptRoutes, p.servers, p.clients, p.states, p.health = nil, nil, nil, nil, nil, nil
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range conns {

@@ -74,8 +74,9 @@ func TestExpiredHTTPSessionIsInitialisedAgain(t *testing.T) {
 	}
 }
 
-// Each host session gets its own session with an upstream server; calls
-// from no session share one.
+// Each host session gets its own session with an upstream server, and
+// one of them serves the catalog; a call from no session gets a shared
+// session, closed once the call has ended while clients have sessions.
 func TestSessionPerClient(t *testing.T) {
 	h, p := start(t, map[string]any{"name": "local", "command": stdioServer, "prefix": ""})
 	ctx := context.Background()
@@ -90,17 +91,25 @@ func TestSessionPerClient(t *testing.T) {
 	call("sha256:bbbbbbbb")
 	call("sha256:aaaaaaaa")
 	call("")
+	testwait.Until(t, "the shared session to end", func() bool {
+		p.mu.RLock()
+		defer p.mu.RUnlock()
+		return p.shared["local"] == nil && len(p.retired) == 0
+	})
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if len(p.clients) != 2 {
 		t.Fatalf("%d client sessions, want 2", len(p.clients))
 	}
-	pids := map[int]bool{p.conns["local"].cmd.Process.Pid: true}
+	pids := map[int]bool{}
 	for _, cc := range p.clients {
 		pids[cc.conn.cmd.Process.Pid] = true
 	}
-	if len(pids) != 3 {
-		t.Errorf("%d distinct upstream processes for 2 clients and the shared session, want 3", len(pids))
+	if len(pids) != 2 {
+		t.Errorf("%d distinct upstream processes for 2 clients, want 2", len(pids))
+	}
+	if cat := p.conns["local"]; cat == nil || !pids[cat.cmd.Process.Pid] {
+		t.Error("the catalog is not served by a client's session")
 	}
 }
 

@@ -39,7 +39,8 @@ type relay struct {
 	p   *Provider
 	srv *server
 	// owner is the caller whose host session the upstream session serves;
-	// nil for the shared session (Describe, command-line calls).
+	// nil for the shared session (the catalog while no client has a
+	// session with the server, command-line calls).
 	owner *sdk.Caller
 	// relaysElicitation is set once, before the session opens, when its
 	// elicitation requests go to the client.
@@ -110,11 +111,6 @@ func clientOptions(r *relay) *mcp.ClientOptions {
 				opts.Capabilities.Elicitation = declared.Elicitation
 			}
 		}
-	}
-	if r.owner == nil && r.p.keepAlive > 0 {
-		// The shared session is pinged, so that a server that went away
-		// is seen as down (and reconnected) before a call finds out.
-		opts.KeepAlive, opts.KeepAliveFailureThreshold = r.p.keepAlive, keepAliveFailures
 	}
 	opts.ProgressNotificationHandler = r.progress
 	opts.LoggingMessageHandler = r.logMessage

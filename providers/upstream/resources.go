@@ -191,11 +191,11 @@ func (p *Provider) Subscribe(ctx context.Context, req *sdk.SubscribeRequest) err
 	}
 	client := clientKey(req.Caller)
 	p.mu.RLock()
-	shared := p.conns[s.name]
+	cat := p.conns[s.name]
 	p.mu.RUnlock()
 	// Every session with a server declares the same capabilities: ask the
-	// shared one rather than open a client's session for nothing.
-	if shared != nil && !canSubscribe(shared) {
+	// catalog's rather than open a client's session for nothing.
+	if cat != nil && !canSubscribe(cat) {
 		p.log.Debug("subscription not relayed", "server", s.name, "reason", "the server does not declare resources.subscribe")
 		return nil
 	}

@@ -79,8 +79,7 @@ func sessionOwner(c sdk.Caller) *sdk.Caller {
 func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (c *conn, release func(), err error) {
 	client := clientKey(caller)
 	if client == "" {
-		c, err := p.sharedSession(ctx, s)
-		return c, func() {}, err
+		return p.sharedSession(ctx, s)
 	}
 	key := s.name + "\x00" + client
 	if c := p.holdClient(key); c != nil {
@@ -102,15 +101,23 @@ func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (c
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
 	p.connected(key)
+	nc.key = key
 	applied := p.prepare(ctx, nc, client)
+	var st settlement
 	p.mu.Lock()
 	if p.clients == nil {
 		p.clients = map[string]*clientConn{}
 	}
 	old := p.clients[key]
-	p.clients[key] = &clientConn{conn: nc, used: time.Now()}
-	nc.holds++
-	evicted := p.evictLocked(s.name)
+	p.clients[key] = &clientConn{conn: nc.hold(), used: time.Now()}
+	gone := p.evictLocked(s.name)
+	if old != nil {
+		gone = append(gone, old.conn)
+	}
+	// The new session may take the catalog over (closing the shared
+	// session) or bring the server back.
+	p.dropLocked(gone, &st)
+	p.settleLocked(s, &st)
 	// A level set while the session was being prepared reached neither
 	// prepare nor SetLoggingLevel's list of open sessions.
 	level := p.levelLocked(client)
@@ -118,16 +125,28 @@ func (p *Provider) session(ctx context.Context, s *server, caller sdk.Caller) (c
 	if level != applied {
 		p.applyLevel(ctx, nc, level)
 	}
-	if old != nil {
-		evicted = append(evicted, old.conn)
-	}
 	// Closing waits for the server (a stdio process to exit, a
 	// 2026-07-28 session's subscriptions/listen to end), which is no
-	// business of this call: it happens in the background.
-	for _, c := range evicted {
-		p.closing.Go(c.close)
-	}
+	// business of this call: apply does it in the background.
+	p.apply(st)
 	return nc, p.releaser(nc), nil
+}
+
+// dropLocked adds to st the client sessions in gone, just removed from
+// p.clients, to close, and settles their servers' catalogs; a live one
+// that serves its server's catalog is left to settleLocked, which keeps
+// it until a successor is up. p.mu must be held for writing.
+func (p *Provider) dropLocked(gone []*conn, st *settlement) {
+	servers := map[*server]bool{}
+	for _, c := range gone {
+		servers[c.srv] = true
+		if p.conns[c.srv.name] != c || !c.alive() {
+			st.closing = append(st.closing, c)
+		}
+	}
+	for s := range servers {
+		p.settleLocked(s, st)
+	}
 }
 
 // holdClient returns the live per-client session under key, held, and
@@ -144,16 +163,11 @@ func (p *Provider) holdClient(key string) *conn {
 	return cc.conn
 }
 
-// releaser returns the func that releases one hold of c, once.
+// releaser returns the func that releases one hold of c (see release),
+// once.
 func (p *Provider) releaser(c *conn) func() {
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			p.mu.Lock()
-			c.holds--
-			p.mu.Unlock()
-		})
-	}
+	return func() { once.Do(func() { p.release(c) }) }
 }
 
 // prepare sets a new session up for client: the logging level it set and
@@ -264,27 +278,26 @@ func (p *Provider) evictLocked(server string) []*conn {
 	return out
 }
 
-// sharedSession returns the shared session with s, reconnecting (with
-// backoff) when the last one ended: a stdio server that exited is started
-// again, an HTTP session the server forgot is initialised again.
-func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) {
-	p.mu.RLock()
-	c := p.conns[s.name]
-	p.mu.RUnlock()
-	if c != nil && c.alive() {
-		return c, nil
+// sharedSession returns the shared session with s, held (release must
+// be called), opening it when there is none or the last one ended (with
+// backoff): a stdio server that exited is started again, an HTTP session
+// the server forgot is initialised again. It serves the catalog while no
+// client has a session with s; otherwise it is closed once released.
+func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, func(), error) {
+	if c := p.holdShared(s); c != nil {
+		return c, p.releaser(c), nil
 	}
 	defer p.opening.lock(s.name)()
-	p.mu.RLock()
-	c = p.conns[s.name]
-	p.mu.RUnlock()
-	if c != nil && c.alive() {
-		return c, nil
+	if c := p.holdShared(s); c != nil {
+		return c, p.releaser(c), nil
 	}
 	if err := p.backingOff(s, s.name); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p.log.Warn("upstream session ended; reconnecting", "server", s.name)
+	p.mu.RLock()
+	gen := p.gen
+	p.mu.RUnlock()
+	p.log.Debug("opening the shared session", "server", s.name)
 	nc, err := p.connect(ctx, s, nil)
 	if err != nil {
 		p.connectFailed(ctx, s.name)
@@ -293,29 +306,45 @@ func (p *Provider) sharedSession(ctx context.Context, s *server) (*conn, error) 
 			st := p.retries[s.name]
 			p.retryMu.Unlock()
 			p.mu.Lock()
-			if h := p.health[s.name]; h != nil {
+			// While a client's session serves the catalog, the server is
+			// up for it.
+			if h := p.health[s.name]; h != nil && p.gen == gen && p.liveClientLocked(s) == nil {
 				p.health[s.name] = &health{state: StateFailed, err: redactText(err.Error()), attempts: st.failures, next: st.next}
 			}
 			p.mu.Unlock()
 		}
-		return nil, fmt.Errorf("reconnect: %w", err)
+		return nil, nil, fmt.Errorf("reconnect: %w", err)
 	}
 	p.connected(s.name)
 	p.prepare(ctx, nc, "")
+	var st settlement
 	p.mu.Lock()
-	p.conns[s.name] = nc
-	if p.health[s.name] != nil {
-		p.health[s.name] = &health{state: StateConnected}
+	if p.gen != gen || p.shared == nil {
+		// Configured again or closed meanwhile.
+		p.mu.Unlock()
+		nc.close()
+		return nil, nil, fmt.Errorf("%s: the provider was configured again or closed", s.where())
 	}
-	gen, bg := p.gen, p.bg
+	if old := p.shared[s.name]; old != nil {
+		st.closing = append(st.closing, old)
+	}
+	p.shared[s.name] = nc.hold()
+	p.settleLocked(s, &st)
 	p.mu.Unlock()
-	if bg != nil {
-		go p.watchShared(bg, gen, s, nc)
+	p.apply(st)
+	return nc, p.releaser(nc), nil
+}
+
+// holdShared returns the live shared session with s, held; nil when
+// there is none.
+func (p *Provider) holdShared(s *server) *conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.shared[s.name]
+	if c == nil || !c.alive() {
+		return nil
 	}
-	if c != nil {
-		c.close()
-	}
-	return nc, nil
+	return c.hold()
 }
 
 // backingOff returns an error while the session of s under key (the
@@ -393,15 +422,27 @@ func (k *keyedMutex) lock(key string) func() {
 // dropSession marks client's session with s as gone, so that the next
 // call reconnects.
 func (p *Provider) dropSession(s *server, c *conn, client string) {
+	var st settlement
 	p.mu.Lock()
-	if client == "" && p.conns[s.name] == c {
-		delete(p.conns, s.name)
+	if client == "" && p.shared[s.name] == c {
+		delete(p.shared, s.name)
 	}
 	if key := s.name + "\x00" + client; client != "" && p.clients[key] != nil && p.clients[key].conn == c {
 		delete(p.clients, key)
 	}
+	if p.conns[s.name] == c {
+		p.settleLocked(s, &st)
+		if p.conns[s.name] == c {
+			// No other session serves the catalog: the next one to open
+			// does (the request's own, or the shared session opened
+			// again), and the server, which answered, is not reported
+			// down meanwhile.
+			delete(p.conns, s.name)
+		}
+	}
 	p.mu.Unlock()
 	c.close()
+	p.apply(st)
 }
 
 // openSession returns client's open session with s without connecting:
@@ -411,7 +452,7 @@ func (p *Provider) openSession(s *server, client string) *conn {
 	defer p.mu.RUnlock()
 	var c *conn
 	if client == "" {
-		c = p.conns[s.name]
+		c = p.shared[s.name]
 	} else if cc := p.clients[s.name+"\x00"+client]; cc != nil {
 		c = cc.conn
 	}
@@ -473,23 +514,26 @@ func (p *Provider) SessionClosed(_ context.Context, caller sdk.Caller) error {
 	if client == "" {
 		return nil
 	}
+	var st settlement
 	p.mu.Lock()
-	var closing []*conn
+	var gone []*conn
 	for k, cc := range p.clients {
 		if keyClient(k) == client {
-			closing = append(closing, cc.conn)
+			gone = append(gone, cc.conn)
 			delete(p.clients, k)
 		}
 	}
 	delete(p.states, client)
+	// A catalog session among them is kept until another session serves
+	// the catalog.
+	p.dropLocked(gone, &st)
 	p.mu.Unlock()
-	if len(closing) > 0 {
-		p.log.Debug("client session closed", "upstream_sessions", len(closing))
+	if len(gone) > 0 {
+		p.log.Debug("client session closed", "upstream_sessions", len(gone))
 	}
-	// A stdio server gets terminateGrace to exit: do not hold the host up.
-	for _, c := range closing {
-		go c.close()
-	}
+	// A stdio server gets terminateGrace to exit: apply closes in the
+	// background, so as not to hold the host up.
+	p.apply(st)
 	return nil
 }
 
@@ -515,16 +559,18 @@ func (p *Provider) reapIdle(bg context.Context, servers []*server) {
 		case <-t.C:
 		}
 		var out []*conn
+		var st settlement
 		p.mu.Lock()
 		for _, s := range servers {
 			if s.idle > 0 {
 				out = append(out, p.evictLocked(s.name)...)
 			}
 		}
+		p.dropLocked(out, &st)
 		p.mu.Unlock()
 		for _, c := range out {
-			p.log.Debug("closed an idle client session", "server", c.srv.name)
-			c.close()
+			p.log.Debug("closing an idle client session", "server", c.srv.name)
 		}
+		p.apply(st)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+
+	"github.com/openhuman/openhuman-host/sdk/internal/wire"
 )
 
 // ServeOption configures [Serve].
@@ -89,17 +91,11 @@ func Serve(p Provider, opts ...ServeOption) {
 	}
 	onTerminate(cfg.logger)
 	restoreHandshakeOut()
-	plugins := VersionedPlugins(&levelFromHost{Provider: p, log: cfg.logger})
-	for _, set := range plugins {
-		if gp, ok := set[PluginName].(*GRPCProviderPlugin); ok {
-			gp.Logger = cfg.logger
-		}
-	}
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig:  Handshake,
-		VersionedPlugins: plugins,
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.VersionedPlugins(&levelFromHost{Provider: p, log: cfg.logger}, cfg.logger),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return plugin.DefaultGRPCServer(slices.Concat(opts, GRPCServerOptions(), tracingServerOptions()))
+			return plugin.DefaultGRPCServer(slices.Concat(opts, wire.GRPCServerOptions(), tracingServerOptions()))
 		},
 		Logger: cfg.logger,
 	})

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/openhuman/openhuman-host/sdk"
+	sdkplugin "github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
 // instance is one process of a provider.
@@ -85,8 +86,8 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 	var started atomic.Pointer[procRunner]
 	answered := new(atomic.Uint64)
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.VersionedPlugins(nil),
+		HandshakeConfig:  sdkplugin.Handshake,
+		VersionedPlugins: sdkplugin.VersionedPlugins(nil),
 		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
 			r, err := newProcRunner(path, spec.Args, m.environment(spec.Env), cmd, secure, copyDir(spec))
 			if err == nil {
@@ -102,7 +103,7 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		Stderr:           &stderrLog{log: log},
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
-		GRPCDialOptions:  slices.Concat(sdk.GRPCDialOptions(), answeredCounter(answered), m.opts.GRPCDialOptions),
+		GRPCDialOptions:  slices.Concat(sdkplugin.GRPCDialOptions(), answeredCounter(answered), m.opts.GRPCDialOptions),
 	})
 	rpc, err := handshake(ctx, client, &started)
 	inst := &instance{client: client, run: started.Load(), answered: answered}
@@ -123,7 +124,7 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 	}
 	inst.rpc = rpc
 	inst.version = client.NegotiatedVersion()
-	raw, err := rpc.Dispense(sdk.PluginName)
+	raw, err := rpc.Dispense(sdkplugin.PluginName)
 	if err != nil {
 		return fail(fmt.Errorf("dispense: %w", err))
 	}

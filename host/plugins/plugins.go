@@ -184,7 +184,7 @@ var baseEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "
 
 // ErrUnavailable is wrapped by errors of calls to a provider that is not
 // running: restarting after a crash, failed, or stopped. The call was not
-// sent. It is not [sdk.ErrUnavailable], which the sdk wraps when a call
+// sent. It is not sdk/plugin.ErrUnavailable, which the SDK wraps when a call
 // that was sent finds the connection broken.
 var ErrUnavailable = errors.New("provider is not running")
 

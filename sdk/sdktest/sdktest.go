@@ -97,6 +97,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/openhuman/openhuman-host/sdk"
+	sdkplugin "github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
 // ProgressToken is the progress token, as JSON, that the harness sends with
@@ -164,7 +165,7 @@ func Start(t testing.TB, p sdk.Provider, opts *Options) *Harness {
 		opts = &Options{}
 	}
 	client, _ := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{
-		sdk.PluginName: &sdk.GRPCProviderPlugin{Impl: p},
+		sdkplugin.PluginName: &sdkplugin.GRPCProviderPlugin{Impl: p},
 	})
 	// Closing the client asks the server to shut down through go-plugin's
 	// controller service; stopping the server here as well would race.
@@ -184,15 +185,15 @@ func StartExecutable(t testing.TB, path string, args []string, opts *Options) *H
 		opts = &Options{}
 	}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.VersionedPlugins(nil),
+		HandshakeConfig:  sdkplugin.Handshake,
+		VersionedPlugins: sdkplugin.VersionedPlugins(nil),
 		Cmd:              exec.Command(path, args...),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		Logger:           hclog.NewNullLogger(),
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
-		GRPCDialOptions:  sdk.GRPCDialOptions(),
+		GRPCDialOptions:  sdkplugin.GRPCDialOptions(),
 	})
 	t.Cleanup(client.Kill)
 	rpc, err := client.Client()
@@ -206,7 +207,7 @@ func StartExecutable(t testing.TB, path string, args []string, opts *Options) *H
 // and the catalog checks.
 func start(t testing.TB, client plugin.ClientProtocol, opts *Options) *Harness {
 	t.Helper()
-	raw, err := client.Dispense(sdk.PluginName)
+	raw, err := client.Dispense(sdkplugin.PluginName)
 	if err != nil {
 		t.Fatalf("dispense provider: %v", err)
 	}

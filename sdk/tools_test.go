@@ -153,5 +153,7 @@ func TestAddToolPanicsOnBadTags(t *testing.T) {
 	}()
 	var ts sdk.Tools
 	sdk.AddTool(&ts, sdk.Tool{Name: "t_bad", Class: sdk.ClassRead},
-		func(context.Context, *sdk.CallToolRequest, bad) (*sdk.CallToolResult, any, error) { return nil, nil, nil })
+		func(context.Context, *sdk.CallToolRequest, bad) (*sdk.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
 }

@@ -45,11 +45,24 @@ type instance struct {
 // exited reports whether the instance's process has exited.
 func (i *instance) exited() bool {
 	select {
-	case <-i.run.Exited():
+	case <-i.gone():
 		return true
 	default:
 		return false
 	}
+}
+
+// neverGone is the exit channel of a process the host did not start: the
+// health checks find out when it is gone.
+var neverGone = make(chan struct{})
+
+// gone is closed once the instance's process has exited; it never is for
+// a process the host reattached to.
+func (i *instance) gone() <-chan struct{} {
+	if i.run == nil {
+		return neverGone
+	}
+	return i.run.Exited()
 }
 
 // launch starts one process for p's spec and runs the handshake,
@@ -67,6 +80,26 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		if err := os.MkdirAll(spec.DataDir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("create data dir: %w", err)
 		}
+	}
+	if rc, ok := m.opts.Reattach[spec.Name]; ok {
+		log.Info("connecting to the provider's running process instead of starting it", "pid", rc.Pid, "address", rc.Addr.String())
+		client := plugin.NewClient(&plugin.ClientConfig{
+			HandshakeConfig: sdkplugin.Handshake,
+			// A reattached client takes the plugin set of the version
+			// the provider serves from Plugins, not VersionedPlugins.
+			Plugins:          sdkplugin.VersionedPlugins(nil)[rc.ProtocolVersion],
+			Reattach:         rc,
+			AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+			Logger:           log,
+			GRPCDialOptions:  slices.Concat(sdkplugin.GRPCDialOptions(), m.opts.GRPCDialOptions),
+		})
+		rpc, err := client.Client()
+		if err != nil {
+			client.Kill()
+			return nil, nil, fmt.Errorf("reattach to the provider process %d at %s (%s): %w", rc.Pid, rc.Addr, sdkplugin.EnvReattach, err)
+		}
+		inst := &instance{client: client, rpc: rpc, pid: rc.Pid, version: rc.ProtocolVersion, answered: new(atomic.Uint64)}
+		return m.configure(ctx, p, inst, spec, log)
 	}
 	// Hash and run the same file: the one exec would find for the
 	// command as written.
@@ -124,7 +157,22 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 	}
 	inst.rpc = rpc
 	inst.version = client.NegotiatedVersion()
-	raw, err := rpc.Dispense(sdkplugin.PluginName)
+	return m.configure(ctx, p, inst, spec, log)
+}
+
+// configure dispenses the provider of inst, whose connection is up, and
+// runs Configure and Describe under ctx's deadline (the spec's start
+// timeout); on failure inst is stopped.
+func (m *Manager) configure(ctx context.Context, p *Provider, inst *instance, spec Spec, log hclog.Logger) (*instance, *sdk.Catalog, error) {
+	timeout := spec.StartTimeout
+	if timeout <= 0 {
+		timeout = m.opts.StartTimeout
+	}
+	fail := func(err error) (*instance, *sdk.Catalog, error) {
+		inst.kill(log)
+		return nil, nil, err
+	}
+	raw, err := inst.rpc.Dispense(sdkplugin.PluginName)
 	if err != nil {
 		return fail(fmt.Errorf("dispense: %w", err))
 	}
@@ -321,6 +369,11 @@ func (i *instance) kill(log hclog.Logger) {
 	go func() {
 		defer close(done)
 		i.client.Kill()
+		if i.run == nil && i.rpc != nil {
+			// A reattached process: go-plugin's Kill leaves it alone, so
+			// closing the connection is what asks it to shut down.
+			_ = i.rpc.Close()
+		}
 	}()
 	select {
 	case <-done:

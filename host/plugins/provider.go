@@ -269,7 +269,7 @@ func (p *Provider) lost(inst *instance, err error) bool {
 		return false
 	}
 	select {
-	case <-inst.run.Exited():
+	case <-inst.gone():
 	case <-time.After(500 * time.Millisecond):
 	}
 	p.wake()

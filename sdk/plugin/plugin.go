@@ -129,3 +129,23 @@ func (p *GRPCProviderPlugin) GRPCClient(ctx context.Context, broker *plugin.GRPC
 }
 
 var _ plugin.GRPCPlugin = (*GRPCProviderPlugin)(nil)
+
+// EnvReattach is the environment variable through which a host uses
+// providers that are running already, such as one started under a
+// debugger with sdk.WithDebug: a JSON object that maps each provider's
+// name (its [providers.<name>] table) to go-plugin's reattach config, in
+// the form terraform's TF_REATTACH_PROVIDERS uses:
+//
+//	{"hello": {"Protocol": "grpc", "ProtocolVersion": 2, "Pid": 4242, "Test": true,
+//	  "Addr": {"Network": "unix", "String": "/tmp/plugin123456"}}}
+//
+// A provider in debug mode prints the whole assignment to stderr.
+const EnvReattach = wire.EnvReattach
+
+// ParseReattach reads a value of [EnvReattach] into go-plugin's reattach
+// configs by provider name. It fails, naming the provider, on a value that
+// is not such a JSON object, a protocol other than grpc, or an address
+// whose network is neither unix nor tcp.
+func ParseReattach(value string) (map[string]*plugin.ReattachConfig, error) {
+	return wire.ParseReattach(value)
+}

@@ -31,4 +31,3 @@ func TestStartExecutable(t *testing.T) {
 		t.Errorf("kit.ping with an unknown argument: %v", err)
 	}
 }
-

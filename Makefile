@@ -28,6 +28,12 @@ export CGO_CFLAGS ?= -O2
 CACHE    ?= $(CURDIR)/.cache
 export INTEROP_HOME ?= $(CACHE)/interop
 
+# The repository's Go modules: the host, the SDK (its own module, which
+# the host requires through a replace) and the example provider (a module
+# that requires only the SDK). `./...` stops at a nested go.mod, so every
+# target that means "all the Go code" runs in each of them.
+MODULES  := . sdk examples/provider-hello
+
 # Pinned generator and linter versions.
 BUF_VERSION                := v1.75.0
 PROTOC_GEN_GO_VERSION      := v1.36.12
@@ -56,8 +62,11 @@ run-http: build
 # with the race detector.
 test: build interop-deps windows-exe postgres-deps haproxy-deps prometheus-deps vet-platforms
 	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 OPENHUMAN_REQUIRE_POSTGRES=1 \
-		OPENHUMAN_REQUIRE_HAPROXY=1 OPENHUMAN_REQUIRE_PROMETHEUS=1 \
+		OPENHUMAN_REQUIRE_HAPROXY=1 OPENHUMAN_REQUIRE_PROMETHEUS=1 OPENHUMAN_REQUIRE_SDK_MODULE=1 \
 		$(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 -timeout 20m ./...
+	@# The SDK module's own tests (the example provider's run inside the
+	@# host's suite, which builds it as an outside module would).
+	cd sdk && $(GO) test -race -ldflags '-s -w' -count=1 -timeout 20m ./...
 	@# The memory provider's driver-neutral tests again, on PostgreSQL.
 	OPENHUMAN_MEMORY_TEST_DRIVER=postgres OPENHUMAN_REQUIRE_POSTGRES=1 \
 		$(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 -timeout 20m ./providers/memory/
@@ -66,7 +75,10 @@ test: build interop-deps windows-exe postgres-deps haproxy-deps prometheus-deps 
 
 # Go tests only, without the npm-based interop tests.
 test-go:
-	$(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 ./...
+	@for m in $(MODULES); do \
+		echo "go test $$m"; \
+		(cd $$m && $(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 ./...) || exit 1; \
+	done
 
 # Runs every fuzz target for FUZZTIME on top of its committed corpus
 # (testdata/fuzz). The default is a count of inputs, not a duration: a
@@ -125,10 +137,10 @@ windows-exe: windows-deps
 PLATFORMS := windows/amd64 darwin/amd64 darwin/arm64 linux/arm64
 vet-platforms:
 	@$(GO) build -o $(TOOLS)/crosscheck ./internal/crosscheck
-	@for p in $(PLATFORMS); do \
-		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 GOFLAGS=-tags=$(TAGS) $(TOOLS)/crosscheck ./... \
-			|| { echo "go vet's checks failed for $$p" >&2; exit 1; }; \
-	done
+	@for p in $(PLATFORMS); do for m in $(MODULES); do \
+		(cd $$m && GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 GOFLAGS=-tags=$(TAGS) $(TOOLS)/crosscheck ./...) \
+			|| { echo "go vet's checks failed for $$p in $$m" >&2; exit 1; }; \
+	done; done
 
 bench: build
 	$(GO) run -tags $(TAGS) ./bench -host $(CURDIR)/$(BIN)
@@ -169,9 +181,11 @@ bench-memory:
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet -tags $(TAGS) ./...
 	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-	$(TOOLS)/staticcheck -tags $(TAGS) ./...
+	@for m in $(MODULES); do \
+		echo "go vet and staticcheck $$m"; \
+		(cd $$m && $(GO) vet -tags $(TAGS) ./... && $(TOOLS)/staticcheck -tags $(TAGS) ./...) || exit 1; \
+	done
 
 # Regenerates sdk/internal/providerv1 from sdk/proto with pinned generators.
 proto:

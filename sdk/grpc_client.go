@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/openhuman/openhuman-host/sdk/internal/providerv1"
+	"github.com/openhuman/openhuman-host/sdk/internal/wire"
 )
 
 // grpcProviderClient is the host side of the plugin connection: a Provider
@@ -32,7 +33,7 @@ func (c *grpcProviderClient) Configure(ctx context.Context, req *ConfigureReques
 		id := c.broker.NextId()
 		host := req.Host
 		go c.broker.AcceptAndServe(id, func(opts []grpc.ServerOption) *grpc.Server {
-			s := grpc.NewServer(append(opts, GRPCServerOptions()...)...)
+			s := grpc.NewServer(append(opts, wire.GRPCServerOptions()...)...)
 			providerv1.RegisterHostServer(s, &grpcHostServer{impl: host})
 			return s
 		})

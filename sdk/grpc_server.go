@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/openhuman/openhuman-host/sdk/internal/providerv1"
+	"github.com/openhuman/openhuman-host/sdk/internal/wire"
 )
 
 // grpcProviderServer serves a Provider on the provider side of the plugin
@@ -41,7 +42,7 @@ func (s *grpcProviderServer) Configure(ctx context.Context, req *providerv1.Conf
 		creq.Config = []byte("{}")
 	}
 	if id := req.GetHostBrokerId(); id != 0 && s.broker != nil {
-		conn, err := s.broker.DialWithOptions(id, GRPCDialOptions()...)
+		conn, err := s.broker.DialWithOptions(id, wire.GRPCDialOptions()...)
 		if err != nil {
 			return nil, status.Errorf(codes.Unavailable, "dial host service: %v", err)
 		}
@@ -194,7 +195,7 @@ func fromStatusNotFound(what string, err error, notFound error) error {
 	case codes.InvalidArgument:
 		return fmt.Errorf("%s: %w: %s", what, ErrInvalidParams, st.Message())
 	case codes.Unavailable:
-		return fmt.Errorf("%s: %w: %s", what, ErrUnavailable, st.Message())
+		return fmt.Errorf("%s: %w: %s", what, wire.ErrUnavailable, st.Message())
 	case codes.FailedPrecondition:
 		return fmt.Errorf("%s: %w", what, unavailableError(st.Message()))
 	case codes.Internal:
@@ -205,20 +206,6 @@ func fromStatusNotFound(what string, err error, notFound error) error {
 	return fmt.Errorf("%s: %s", what, st.Message())
 }
 
-// ErrUnavailable is wrapped by errors from a [Provider] or [Host] returned by
-// this package when the other process cannot be reached, for example
-// because it exited: the gRPC connection itself failed (codes.Unavailable).
-// The host's own plugins.ErrUnavailable is a different error: the host
-// wraps it when it does not even try, because the provider is not running
-// (restarting, failed or stopped).
-var ErrUnavailable = errors.New("plugin connection unavailable")
-
-// ErrPanicked is wrapped by the error of a call whose implementation
-// panicked on the other side of the connection. The panic was recovered,
-// so that process still serves; the host counts such calls as provider
-// failures (see host/plugins).
-var ErrPanicked = errors.New("panicked")
-
 // panicDomain and panicReason mark a recovered panic in a gRPC status, as
 // a google.rpc.ErrorInfo detail.
 const (
@@ -228,7 +215,7 @@ const (
 
 // recoverAsError keeps a panicking method from killing its process: the
 // call fails with codes.Internal, a message naming what panicked and the
-// panic value, and a detail that [fromStatus] turns into [ErrPanicked];
+// panic value, and a detail that [fromStatus] turns into sdk/plugin.ErrPanicked;
 // the stack goes to log (when set), never to the other side.
 func recoverAsError(what string, log hclog.Logger, err *error) {
 	r := recover()
@@ -258,13 +245,14 @@ func (e unavailableError) Is(target error) bool {
 	return target == ErrSamplingUnavailable || target == ErrClientUnavailable
 }
 
-// panicError is a recovered panic's message; it matches [ErrPanicked].
+// panicError is a recovered panic's message; it matches
+// sdk/plugin.ErrPanicked.
 type panicError string
 
 func (e panicError) Error() string { return string(e) }
 
-// Is reports whether target is [ErrPanicked].
-func (e panicError) Is(target error) bool { return target == ErrPanicked }
+// Is reports whether target is sdk/plugin.ErrPanicked.
+func (e panicError) Is(target error) bool { return target == wire.ErrPanicked }
 
 // isPanic reports whether st carries the detail recoverAsError adds.
 func isPanic(st *status.Status) bool {

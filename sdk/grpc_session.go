@@ -12,7 +12,7 @@ import (
 )
 
 // This file carries the RPCs that provider protocol 2 added (see
-// [ProtocolVersion]): on the provider side they dispatch to the optional
+// sdk/plugin.ProtocolVersion): on the provider side they dispatch to the optional
 // interfaces of session.go, on the host side they are the methods
 // host/plugins calls.
 
@@ -133,7 +133,7 @@ func (s *grpcProviderServer) SessionClosed(ctx context.Context, req *providerv1.
 }
 
 // providerV2Error turns a gRPC error of an RPC that provider protocol 2
-// added (not an MCP revision; see [ProtocolVersion]) into the sdk's:
+// added (not an MCP revision; see sdk/plugin.ProtocolVersion) into the sdk's:
 // UNIMPLEMENTED wraps [ErrNotImplemented].
 func providerV2Error(what string, err error, notFound error) error {
 	if status.Code(err) == codes.Unimplemented {

@@ -428,7 +428,7 @@ type Caller struct {
 	// that opens sessions of its own for the client (the upstream
 	// provider) asks for the same. Empty for calls from no MCP client (the
 	// command line). Sent from provider protocol 2 on; not to be confused
-	// with the package's [ProtocolVersion], the provider protocol's own
+	// with sdk/plugin's ProtocolVersion, the provider protocol's own
 	// version number.
 	ProtocolVersion string
 	// ClientCapabilities is what the client declared in initialize, a

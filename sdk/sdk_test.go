@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/plugin"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
 )
 
@@ -211,7 +212,7 @@ func TestCallTool(t *testing.T) {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("error = %v, want %q", err, tc.wantErr)
 				}
-				if panicked := errors.Is(err, sdk.ErrPanicked); panicked != (tc.tool == "echo.panic") {
+				if panicked := errors.Is(err, plugin.ErrPanicked); panicked != (tc.tool == "echo.panic") {
 					t.Errorf("errors.Is(err, ErrPanicked) = %v", panicked)
 				}
 				if unavailable := errors.Is(err, sdk.ErrSamplingUnavailable); unavailable != (tc.tool == "echo.nosample") {

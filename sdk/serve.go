@@ -2,14 +2,19 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+
+	"github.com/openhuman/openhuman-host/sdk/internal/wire"
 )
 
 // ServeOption configures [Serve].
@@ -18,6 +23,9 @@ type ServeOption func(*serveConfig)
 type serveConfig struct {
 	logger     hclog.Logger
 	parentPoll time.Duration
+	// debug is the provider's name in debug mode, "" otherwise.
+	debug    string
+	debugOut io.Writer
 }
 
 // WithLogger sets the logger the plugin machinery and the provider share.
@@ -35,6 +43,26 @@ func WithLogger(l hclog.Logger) ServeOption {
 // polling, so only whether every is positive matters.
 func WithParentWatch(every time.Duration) ServeOption {
 	return func(c *serveConfig) { c.parentPoll = every }
+}
+
+// WithDebug makes [Serve] run the provider in debug mode, for a provider
+// started by hand or under a debugger (dlv debug, an IDE) instead of by
+// the host. The provider listens on a local socket and writes to out
+// (os.Stderr when nil) the line that tells a host to use it, for name, the
+// name of its [providers.<name>] table:
+//
+//	OPENHUMAN_REATTACH_PROVIDERS='{"hello":{"Protocol":"grpc",...}}'
+//
+// Run the host with that variable set (export it, or put it before the
+// command) and the host, instead of starting the provider's command,
+// connects to this process, without checking its sha256. Serve returns
+// when that host stops the provider, or when the process is interrupted.
+// The parent watch is off in debug mode. Setting the environment variable
+// OPENHUMAN_PROVIDER_DEBUG to the name has the same effect without this
+// option (in code, WithDebug wins), so a provider needs no change to be
+// debugged.
+func WithDebug(name string, out io.Writer) ServeOption {
+	return func(c *serveConfig) { c.debug, c.debugOut = name, out }
 }
 
 // Logger returns the logger [Serve] creates by default, so a provider's own
@@ -84,32 +112,76 @@ func Serve(p Provider, opts ...ServeOption) {
 	if cfg.logger == nil {
 		cfg.logger = Logger("provider")
 	}
+	if cfg.debug == "" {
+		cfg.debug = os.Getenv(wire.EnvDebug)
+	}
+	if cfg.debug != "" {
+		serveDebug(p, &cfg)
+		return
+	}
 	if cfg.parentPoll > 0 {
 		go watchParent(cfg.logger, cfg.parentPoll)
 	}
 	onTerminate(cfg.logger)
 	restoreHandshakeOut()
-	plugins := VersionedPlugins(&levelFromHost{Provider: p, log: cfg.logger})
-	for _, set := range plugins {
-		if gp, ok := set[PluginName].(*GRPCProviderPlugin); ok {
-			gp.Logger = cfg.logger
-		}
-	}
-	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig:  Handshake,
-		VersionedPlugins: plugins,
+	plugin.Serve(serveConfigFor(p, &cfg))
+	closeProvider(p, &cfg)
+}
+
+// serveConfigFor is go-plugin's configuration for serving p.
+func serveConfigFor(p Provider, cfg *serveConfig) *plugin.ServeConfig {
+	return &plugin.ServeConfig{
+		HandshakeConfig:  wire.Handshake,
+		VersionedPlugins: wire.VersionedPlugins(&levelFromHost{Provider: p, log: cfg.logger}, cfg.logger),
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return plugin.DefaultGRPCServer(slices.Concat(opts, GRPCServerOptions(), tracingServerOptions()))
+			return plugin.DefaultGRPCServer(slices.Concat(opts, wire.GRPCServerOptions(), tracingServerOptions()))
 		},
 		Logger: cfg.logger,
-	})
-	// The host stopped the provider cleanly: let it release what it holds
-	// (close databases, so SQLite checkpoints and removes their WAL files).
+	}
+}
+
+// closeProvider lets p, once the host stopped it cleanly, release what it
+// holds (close databases, so SQLite checkpoints and removes their WAL
+// files).
+func closeProvider(p Provider, cfg *serveConfig) {
 	if c, ok := p.(io.Closer); ok {
 		if err := c.Close(); err != nil {
 			cfg.logger.Warn("closing the provider failed", "error", err)
 		}
 	}
+}
+
+// serveDebug serves p in go-plugin's test mode, which listens without the
+// host's handshake and hands back the reattach config, printed for the
+// host (see [WithDebug]).
+func serveDebug(p Provider, cfg *serveConfig) {
+	out := cfg.debugOut
+	if out == nil {
+		out = os.Stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	reattach := make(chan *plugin.ReattachConfig, 1)
+	closed := make(chan struct{})
+	sc := serveConfigFor(p, cfg)
+	// Without the host's handshake go-plugin would fall back to the oldest
+	// version; a host that reattaches speaks the newest.
+	sc.VersionedPlugins = map[int]plugin.PluginSet{wire.ProtocolVersion: sc.VersionedPlugins[wire.ProtocolVersion]}
+	sc.Test = &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed}
+	go plugin.Serve(sc)
+	select {
+	case rc := <-reattach:
+		line, err := json.Marshal(map[string]wire.Reattach{cfg.debug: wire.ReattachOf(rc)})
+		if err != nil {
+			cfg.logger.Error("cannot print the reattach config", "error", err)
+			stop()
+			break
+		}
+		fmt.Fprintf(out, "Provider %s is serving in debug mode. Run the host with:\n%s='%s'\n", cfg.debug, wire.EnvReattach, line)
+	case <-closed:
+	}
+	<-closed
+	closeProvider(p, cfg)
 }
 
 // levelFromHost applies the host's log level, which arrives in Configure,

@@ -5,6 +5,8 @@ package sdk
 import (
 	"os"
 	"syscall"
+
+	"github.com/openhuman/openhuman-host/sdk/internal/wire"
 )
 
 // handshakeOut is the process's original stdout when the host launched it,
@@ -21,7 +23,7 @@ var handshakeOut *os.File
 // (its main package's and those of packages importing sdk); packages that
 // do not import sdk may be initialised earlier.
 func init() {
-	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
+	if os.Getenv(wire.Handshake.MagicCookieKey) != wire.Handshake.MagicCookieValue {
 		return
 	}
 	fd, err := syscall.Dup(1)

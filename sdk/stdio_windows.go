@@ -4,6 +4,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/openhuman/openhuman-host/sdk/internal/wire"
 )
 
 // handshakeOut is the process's original standard output when the host
@@ -18,7 +20,7 @@ var handshakeOut *os.File
 // the provider's log instead of corrupting the handshake. (C code that
 // writes to the C runtime's descriptor 1 keeps the original handle.)
 func init() {
-	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
+	if os.Getenv(wire.Handshake.MagicCookieKey) != wire.Handshake.MagicCookieValue {
 		return
 	}
 	out, err := windows.GetStdHandle(windows.STD_OUTPUT_HANDLE)

@@ -14,23 +14,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-)
 
-// EnvTraces is the environment variable the host sets to "1" in a
-// provider's environment when it traces its calls with OpenTelemetry
-// ([telemetry] traces = true in its config). The host then also sets the
-// standard OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_PROTOCOL
-// (and passes OTEL_EXPORTER_OTLP_HEADERS on when it has it).
-//
-// While it is "1", [Serve] continues the host's W3C trace context: the
-// ctx of every [Provider] method carries a SERVER span of the host's gRPC
-// call (named by the gRPC method, with rpc.system.name and rpc.method),
-// recorded with OpenTelemetry's global tracer provider. A provider that
-// installs one (otel.SetTracerProvider, with an OTLP exporter that reads
-// those variables) before calling Serve exports its spans into the host's
-// traces; without one, nothing is recorded and the context still reaches
-// outgoing requests that propagate it.
-const EnvTraces = "OPENHUMAN_OTEL_TRACES"
+	"github.com/openhuman/openhuman-host/sdk/internal/wire"
+)
 
 // tracingName names the SDK's tracer.
 const tracingName = "github.com/openhuman/openhuman-host/sdk"
@@ -44,11 +30,11 @@ var callTracer = sync.OnceValue(func() trace.Tracer { return otel.Tracer(tracing
 var tracePropagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
 // tracingServerOptions are the gRPC server options that continue the
-// host's trace context: none unless the host traces ([EnvTraces]). They
+// host's trace context: none unless the host traces (sdk/plugin.EnvTraces). They
 // are interceptors rather than a stats handler: one span per call and
 // nothing per message, which is all a provider's calls need.
 func tracingServerOptions() []grpc.ServerOption {
-	if os.Getenv(EnvTraces) != "1" {
+	if os.Getenv(wire.EnvTraces) != "1" {
 		return nil
 	}
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(traceUnary), grpc.ChainStreamInterceptor(traceStream)}

@@ -20,6 +20,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/builtin"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
 // version is set at build time with -ldflags "-X main.version=..."; the
@@ -97,7 +98,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "openhuman-host %s (provider protocol %d)\n", hostVersion(), sdk.ProtocolVersion)
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "openhuman-host %s (provider protocol %d)\n", hostVersion(), plugin.ProtocolVersion)
 			return err
 		},
 	}
@@ -122,7 +123,7 @@ func runProvider(name string) error {
 	if !ok {
 		return fmt.Errorf("no built-in provider %q; this build has: %v", name, builtin.Registered().Names())
 	}
-	if os.Getenv(sdk.Handshake.MagicCookieKey) != sdk.Handshake.MagicCookieValue {
+	if os.Getenv(plugin.Handshake.MagicCookieKey) != plugin.Handshake.MagicCookieValue {
 		return fmt.Errorf("\"provider %s\" is started by the host itself; run \"openhuman-host serve\" instead", name)
 	}
 	log := sdk.Logger("provider." + name)

@@ -16,8 +16,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -34,38 +32,25 @@ const countFile = "count.json"
 // readmeURI is the provider's one resource.
 const readmeURI = "hello://readme"
 
-// Input and output schemas. The host validates arguments against the input
-// schemas before a call reaches the provider, and rejects (never clamps)
-// values outside their bounds.
-var (
-	greetInput = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "name": {"type": "string", "minLength": 1, "maxLength": 100, "description": "Who to greet."},
-    "language": {"type": "string", "enum": ["en", "fr", "de"], "default": "en", "description": "Language of the greeting."}
-  },
-  "required": ["name"],
-  "additionalProperties": false
-}`)
-	greetOutput = json.RawMessage(`{
-  "type": "object",
-  "properties": {"greeting": {"type": "string"}},
-  "required": ["greeting"],
-  "additionalProperties": false
-}`)
-	countInput = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "by": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1, "description": "How much to add."}
-  },
-  "additionalProperties": false
-}`)
-	countOutput = json.RawMessage(`{
-  "type": "object",
-  "properties": {"count": {"type": "integer", "minimum": 1}},
-  "required": ["count"],
-  "additionalProperties": false
-}`)
+// The tools' arguments and results. sdk.AddTool derives their JSON
+// Schemas from these types: descriptions from the jsonschema tags, the
+// bounds the host enforces from the schema tags. The host validates
+// arguments against them before a call reaches the provider, and rejects
+// (never clamps) values outside their bounds.
+type (
+	greetArgs struct {
+		Name     string `json:"name" jsonschema:"Who to greet." schema:"minLength=1,maxLength=100"`
+		Language string `json:"language,omitempty" jsonschema:"Language of the greeting." schema:"enum=en|fr|de,default=en"`
+	}
+	greetResult struct {
+		Greeting string `json:"greeting"`
+	}
+	countArgs struct {
+		By int64 `json:"by,omitzero" jsonschema:"How much to add." schema:"minimum=1,maximum=1000,default=1"`
+	}
+	countResult struct {
+		Count int64 `json:"count" schema:"minimum=1"`
+	}
 )
 
 // greetings maps a language code to the greeting's first word.
@@ -76,9 +61,16 @@ var greetings = map[string]string{"en": "Hello", "fr": "Bonjour", "de": "Hallo"}
 //go:embed README.md
 var readme string
 
+// debugLogger is the part of the SDK's logger (sdk.Logger) the provider
+// uses.
+type debugLogger interface {
+	Debug(msg string, args ...any)
+}
+
 // hello is the provider. Its methods are safe for concurrent use.
 type hello struct {
-	log hclog.Logger
+	log   debugLogger
+	tools sdk.Tools
 
 	// mu guards the settings below and the counter file: two concurrent
 	// hello_count calls must not both read n and write n+by. It serialises
@@ -89,13 +81,34 @@ type hello struct {
 	dataDir string
 }
 
-// newHello returns the provider; log receives its own log lines (the host
-// reads them from stderr).
-func newHello(log hclog.Logger) *hello {
+// newHello returns the provider; log, when not nil, receives its own log
+// lines (the host reads them from stderr).
+func newHello(log debugLogger) *hello {
+	h := &hello{log: log}
 	if log == nil {
-		log = hclog.NewNullLogger()
+		h.log = sdk.Logger("hello")
 	}
-	return &hello{log: log}
+	sdk.AddTool(&h.tools, sdk.Tool{
+		Name:        "hello_greet",
+		Title:       "Greet someone",
+		Description: "Greets someone by name in English, French or German. Use it to say hello.",
+		Annotations: sdk.Annotations{ReadOnlyHint: sdk.Bool(true), OpenWorldHint: sdk.Bool(false)},
+		Class:       sdk.ClassRead,
+	}, h.greet)
+	sdk.AddTool(&h.tools, sdk.Tool{
+		Name:        "hello_count",
+		Title:       "Count up",
+		Description: "Adds `by` (default 1) to a persistent counter and returns the new count.",
+		Annotations: sdk.Annotations{
+			ReadOnlyHint:    sdk.Bool(false),
+			DestructiveHint: sdk.Bool(false),
+			IdempotentHint:  sdk.Bool(false),
+			OpenWorldHint:   sdk.Bool(false),
+		},
+		Class:   sdk.ClassAct,
+		Timeout: 10 * time.Second,
+	}, h.count)
+	return h
 }
 
 // Configure reads the [providers.hello] settings. The host passes only the
@@ -136,29 +149,7 @@ func (h *hello) Describe(context.Context) (*sdk.Catalog, error) {
 	return &sdk.Catalog{
 		Name:    providerName,
 		Version: "0.1.0",
-		Tools: []sdk.Tool{{
-			Name:         "hello_greet",
-			Title:        "Greet someone",
-			Description:  "Greets someone by name in English, French or German. Use it to say hello.",
-			InputSchema:  greetInput,
-			OutputSchema: greetOutput,
-			Annotations:  sdk.Annotations{ReadOnlyHint: sdk.Bool(true), OpenWorldHint: sdk.Bool(false)},
-			Class:        sdk.ClassRead,
-		}, {
-			Name:         "hello_count",
-			Title:        "Count up",
-			Description:  "Adds `by` (default 1) to a persistent counter and returns the new count.",
-			InputSchema:  countInput,
-			OutputSchema: countOutput,
-			Annotations: sdk.Annotations{
-				ReadOnlyHint:    sdk.Bool(false),
-				DestructiveHint: sdk.Bool(false),
-				IdempotentHint:  sdk.Bool(false),
-				OpenWorldHint:   sdk.Bool(false),
-			},
-			Class:   sdk.ClassAct,
-			Timeout: 10 * time.Second,
-		}},
+		Tools:   h.tools.List(),
 		Resources: []sdk.Resource{{
 			URI:         readmeURI,
 			Name:        "readme",
@@ -170,81 +161,42 @@ func (h *hello) Describe(context.Context) (*sdk.Catalog, error) {
 	}, nil
 }
 
-// CallTool runs a tool. Problems the model can fix are results built with
-// sdk.ErrorResult; a returned error is for failures of the provider itself.
+// CallTool runs a tool. The tools' arguments arrive validated and
+// decoded; an error a tool returns reaches the model as an error result.
 func (h *hello) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	switch req.Name {
-	case "hello_greet":
-		return h.greet(req)
-	case "hello_count":
-		return h.count(ctx, req)
-	}
-	return sdk.ErrorResult("unknown tool %q; provider-hello serves hello_greet and hello_count", req.Name), nil
+	return h.tools.Call(ctx, req)
 }
 
-func (h *hello) greet(req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	// The host has validated the arguments already; the provider still
-	// checks what it relies on, for callers that bypass the host.
-	var args struct {
-		Name     string `json:"name"`
-		Language string `json:"language"`
-	}
-	if err := json.Unmarshal(req.Arguments, &args); err != nil {
-		return sdk.ErrorResult("hello_greet takes {\"name\": string, \"language\": \"en\"|\"fr\"|\"de\"}: %v", err), nil
-	}
-	name := strings.TrimSpace(args.Name)
-	if name == "" || utf8.RuneCountInString(name) > 100 {
-		return sdk.ErrorResult("argument \"name\" must be 1 to 100 characters, not blank"), nil
-	}
-	if args.Language == "" {
-		args.Language = "en"
-	}
-	word, ok := greetings[args.Language]
-	if !ok {
-		return sdk.ErrorResult("argument \"language\" must be one of \"en\", \"fr\", \"de\""), nil
-	}
+func (h *hello) greet(_ context.Context, _ *sdk.CallToolRequest, args greetArgs) (*sdk.CallToolResult, greetResult, error) {
 	h.mu.Lock()
 	suffix := h.suffix
 	h.mu.Unlock()
-	greeting := word + ", " + name + "!" + suffix
-	return sdk.StructuredResult(greeting, map[string]string{"greeting": greeting})
+	greeting := greetings[args.Language] + ", " + strings.TrimSpace(args.Name) + "!" + suffix
+	return sdk.TextResult(greeting), greetResult{Greeting: greeting}, nil
 }
 
-func (h *hello) count(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	args := struct {
-		By *int64 `json:"by"`
-	}{}
-	if err := json.Unmarshal(req.Arguments, &args); err != nil {
-		return sdk.ErrorResult("hello_count takes {\"by\": integer from 1 to 1000}: %v", err), nil
-	}
-	by := int64(1)
-	if args.By != nil {
-		by = *args.By
-	}
-	if by < 1 || by > 1000 {
-		return sdk.ErrorResult("argument \"by\" must be between 1 and 1000; got %d", by), nil
-	}
+func (h *hello) count(ctx context.Context, req *sdk.CallToolRequest, args countArgs) (*sdk.CallToolResult, countResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	// The call may have been cancelled while it waited for the lock.
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, countResult{}, err
 	}
 	n, err := readCount(h.dataDir)
 	if err != nil {
-		return nil, err
+		return nil, countResult{}, err
 	}
-	n += by
+	n += args.By
 	if err := writeCount(h.dataDir, n); err != nil {
-		return nil, err
+		return nil, countResult{}, err
 	}
 	// Progress reaches the client only when it sent a progress token; the
 	// call is a no-op otherwise.
 	if err := req.Progress(ctx, sdk.Progress{Progress: 1, Total: 1, Message: "counter saved"}); err != nil {
-		return nil, err
+		return nil, countResult{}, err
 	}
-	h.log.Debug("counter updated", "by", by, "count", n)
-	return sdk.StructuredResult(fmt.Sprintf("The count is %d.", n), map[string]int64{"count": n})
+	h.log.Debug("counter updated", "by", args.By, "count", n)
+	return sdk.TextResult(fmt.Sprintf("The count is %d.", n)), countResult{Count: n}, nil
 }
 
 // readCount returns the saved count, 0 when nothing was saved yet.

@@ -9,7 +9,7 @@
 //
 // Build it and load it into the host:
 //
-//	go build -o provider-hello ./examples/provider-hello
+//	cd examples/provider-hello && go build -o provider-hello .
 //	openhuman-host providers add ./provider-hello
 //	openhuman-host tools call hello_greet '{"name":"Ada","language":"fr"}'
 //
@@ -21,7 +21,10 @@
 //	greeting_suffix = " :)" # optional, at most 20 characters
 //
 // The host starts the executable itself; run by hand, it prints a notice
-// and exits with status 1. docs/writing-a-provider.md walks through it.
+// and exits with status 1, unless OPENHUMAN_PROVIDER_DEBUG=hello asks for
+// debug mode (see sdk.WithDebug). docs/writing-a-provider.md walks
+// through it. This directory is a module of its own that requires only
+// the SDK module.
 package main
 
 import "github.com/openhuman/openhuman-host/sdk"

@@ -17,12 +17,9 @@ package catalog
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/openhuman/openhuman-host/sdk"
@@ -47,12 +44,7 @@ type Tool struct {
 	// declared name is not client-safe ("hello.greet" for "hello_greet").
 	Declared string
 
-	schema   *jsonschema.Schema
-	resolved *jsonschema.Resolved
-	required map[string]bool
-	// closed is true when the schema sets "additionalProperties": false,
-	// decided once here rather than on every call.
-	closed bool
+	args *sdk.ArgumentValidator
 }
 
 // Resource is one accepted resource.
@@ -92,10 +84,16 @@ type Catalog struct {
 	byPrompt  map[string]*Prompt
 }
 
-// ErrInvalidTool is wrapped by the errors [ValidateTool] returns.
-var ErrInvalidTool = errors.New("invalid tool spec")
+// ErrInvalidTool is wrapped by the errors [ValidateTool] returns; it is
+// [sdk.ErrInvalidTool].
+var ErrInvalidTool = sdk.ErrInvalidTool
 
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+// ArgumentError is a rejected tool argument; it is [sdk.ArgumentError].
+type ArgumentError = sdk.ArgumentError
+
+// ErrInvalidArguments is matched by every [ArgumentError] with errors.Is;
+// it is [sdk.ErrInvalidArguments].
+var ErrInvalidArguments = sdk.ErrInvalidArguments
 
 // Build merges sources in order. Tools that fail [ValidateTool], and tools,
 // prompts or resources whose advertised name or URI an earlier source
@@ -212,75 +210,35 @@ func admit(log hclog.Logger, kind, provider, declared, name string, claim Claim,
 	return true
 }
 
-// ValidateTool checks what the host requires of a tool spec: a name
-// matching [A-Za-z0-9_.-]{1,128} (the host advertises it as
-// [sdk.ClientName] of it), a description, an input schema that is a
-// JSON object schema with "type": "object" and resolves, an output schema
-// (when present) of type object, and a policy class of "read" or "act".
-// Errors wrap [ErrInvalidTool].
-func ValidateTool(t sdk.Tool) error {
-	_, err := newTool("", t)
-	return err
-}
+// ValidateTool checks what the host requires of a tool spec; it is
+// [sdk.ValidateTool], the one statement of those rules. Errors wrap
+// [ErrInvalidTool].
+func ValidateTool(t sdk.Tool) error { return sdk.ValidateTool(t) }
 
-// ErrInvalidPrompt is wrapped by the errors [ValidatePrompt] returns.
-var ErrInvalidPrompt = errors.New("invalid prompt spec")
+// ErrInvalidPrompt is wrapped by the errors [ValidatePrompt] returns; it
+// is [sdk.ErrInvalidPrompt].
+var ErrInvalidPrompt = sdk.ErrInvalidPrompt
 
-// ValidatePrompt checks what the host requires of a prompt: a name
-// matching [A-Za-z0-9_.-]{1,128}, as tool names, and arguments with
-// distinct, non-empty names. Errors wrap [ErrInvalidPrompt].
-func ValidatePrompt(p sdk.Prompt) error {
-	if !toolName.MatchString(p.Name) {
-		return fmt.Errorf("%w: name %q must match [A-Za-z0-9_.-]{1,128}", ErrInvalidPrompt, p.Name)
-	}
-	seen := map[string]bool{}
-	for _, a := range p.Arguments {
-		if a.Name == "" || seen[a.Name] {
-			return fmt.Errorf("%w: %s: argument names must be non-empty and distinct, got %q twice or empty", ErrInvalidPrompt, p.Name, a.Name)
-		}
-		seen[a.Name] = true
-	}
-	return nil
-}
+// ValidatePrompt checks what the host requires of a prompt; it is
+// [sdk.ValidatePrompt]. Errors wrap [ErrInvalidPrompt].
+func ValidatePrompt(p sdk.Prompt) error { return sdk.ValidatePrompt(p) }
 
 func newTool(provider string, t sdk.Tool) (*Tool, error) {
-	if !toolName.MatchString(t.Name) {
-		return nil, fmt.Errorf("%w: name %q must match [A-Za-z0-9_.-]{1,128}", ErrInvalidTool, t.Name)
-	}
-	if t.Class != sdk.ClassRead && t.Class != sdk.ClassAct {
-		return nil, fmt.Errorf("%w: %s: policy class %q must be \"read\" or \"act\"", ErrInvalidTool, t.Name, t.Class)
-	}
-	if len(t.InputSchema) == 0 {
-		return nil, fmt.Errorf("%w: %s: no input schema", ErrInvalidTool, t.Name)
-	}
-	var schema jsonschema.Schema
-	if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
-		return nil, fmt.Errorf("%w: %s: input schema: %v", ErrInvalidTool, t.Name, err)
-	}
-	if schema.Type != "object" {
-		return nil, fmt.Errorf("%w: %s: input schema must have \"type\": \"object\"", ErrInvalidTool, t.Name)
-	}
-	resolved, err := schema.Resolve(nil)
+	args, err := sdk.NewArgumentValidator(t)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: input schema does not resolve: %v", ErrInvalidTool, t.Name, err)
+		return nil, err
 	}
-	if len(t.OutputSchema) > 0 {
-		var out jsonschema.Schema
-		if err := json.Unmarshal(t.OutputSchema, &out); err != nil {
-			return nil, fmt.Errorf("%w: %s: output schema: %v", ErrInvalidTool, t.Name, err)
-		}
-		if out.Type != "object" {
-			return nil, fmt.Errorf("%w: %s: output schema must have \"type\": \"object\"", ErrInvalidTool, t.Name)
-		}
-	}
-	required := map[string]bool{}
-	for _, r := range schema.Required {
-		required[r] = true
-	}
-	entry := &Tool{Tool: t, Provider: provider, Declared: t.Name, schema: &schema, resolved: resolved, required: required,
-		closed: isFalseSchema(schema.AdditionalProperties)}
+	entry := &Tool{Tool: t, Provider: provider, Declared: t.Name, args: args}
 	entry.Name = sdk.ClientName(t.Name)
 	return entry, nil
+}
+
+// ValidateArguments checks raw against the tool's input schema and the
+// host's rules and returns the arguments to forward, as
+// [sdk.ArgumentValidator.Validate] does; the error is an *[ArgumentError]
+// that names the tool by its advertised name.
+func (t *Tool) ValidateArguments(raw json.RawMessage) (json.RawMessage, error) {
+	return t.args.Validate(raw)
 }
 
 // Tool returns the tool with the given advertised name, or whose

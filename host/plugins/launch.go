@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/openhuman/openhuman-host/sdk"
+	sdkplugin "github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
 // instance is one process of a provider.
@@ -44,11 +45,24 @@ type instance struct {
 // exited reports whether the instance's process has exited.
 func (i *instance) exited() bool {
 	select {
-	case <-i.run.Exited():
+	case <-i.gone():
 		return true
 	default:
 		return false
 	}
+}
+
+// neverGone is the exit channel of a process the host did not start: the
+// health checks find out when it is gone.
+var neverGone = make(chan struct{})
+
+// gone is closed once the instance's process has exited; it never is for
+// a process the host reattached to.
+func (i *instance) gone() <-chan struct{} {
+	if i.run == nil {
+		return neverGone
+	}
+	return i.run.Exited()
 }
 
 // launch starts one process for p's spec and runs the handshake,
@@ -66,6 +80,26 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		if err := os.MkdirAll(spec.DataDir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("create data dir: %w", err)
 		}
+	}
+	if rc, ok := m.opts.Reattach[spec.Name]; ok {
+		log.Info("connecting to the provider's running process instead of starting it", "pid", rc.Pid, "address", rc.Addr.String())
+		client := plugin.NewClient(&plugin.ClientConfig{
+			HandshakeConfig: sdkplugin.Handshake,
+			// A reattached client takes the plugin set of the version
+			// the provider serves from Plugins, not VersionedPlugins.
+			Plugins:          sdkplugin.VersionedPlugins(nil)[rc.ProtocolVersion],
+			Reattach:         rc,
+			AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+			Logger:           log,
+			GRPCDialOptions:  slices.Concat(sdkplugin.GRPCDialOptions(), m.opts.GRPCDialOptions),
+		})
+		rpc, err := client.Client()
+		if err != nil {
+			client.Kill()
+			return nil, nil, fmt.Errorf("reattach to the provider process %d at %s (%s): %w", rc.Pid, rc.Addr, sdkplugin.EnvReattach, err)
+		}
+		inst := &instance{client: client, rpc: rpc, pid: rc.Pid, version: rc.ProtocolVersion, answered: new(atomic.Uint64)}
+		return m.configure(ctx, p, inst, spec, log, startSteps{})
 	}
 	// Hash and run the same file: the one exec would find for the
 	// command as written.
@@ -89,8 +123,8 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 	var started atomic.Pointer[procRunner]
 	answered := new(atomic.Uint64)
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.VersionedPlugins(nil),
+		HandshakeConfig:  sdkplugin.Handshake,
+		VersionedPlugins: sdkplugin.VersionedPlugins(nil),
 		RunnerFunc: func(_ hclog.Logger, cmd *exec.Cmd, _ string) (runner.Runner, error) {
 			r, err := newProcRunner(path, spec.Args, m.environment(spec.Env), cmd, secure, copyDir(spec))
 			if err == nil {
@@ -106,7 +140,7 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		Stderr:           &stderrLog{log: log},
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
-		GRPCDialOptions:  slices.Concat(sdk.GRPCDialOptions(), answeredCounter(answered), m.opts.GRPCDialOptions),
+		GRPCDialOptions:  slices.Concat(sdkplugin.GRPCDialOptions(), answeredCounter(answered), m.opts.GRPCDialOptions),
 	})
 	rpc, err := handshake(ctx, client, &started)
 	tHandshake := time.Now()
@@ -128,7 +162,33 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 	}
 	inst.rpc = rpc
 	inst.version = client.NegotiatedVersion()
-	raw, err := rpc.Dispense(sdk.PluginName)
+	return m.configure(ctx, p, inst, spec, log, startSteps{checksum: tChecksum.Sub(t0), handshake: tHandshake.Sub(tChecksum)})
+}
+
+// startSteps are how long a launch's steps before Configure took, logged
+// with "provider loaded"; zero for a provider the host attached to.
+type startSteps struct {
+	// checksum is hashing the executable against its sha256.
+	checksum time.Duration
+	// handshake is starting the process through go-plugin's handshake
+	// (automatic mTLS included).
+	handshake time.Duration
+}
+
+// configure dispenses the provider of inst, whose connection is up, and
+// runs Configure and Describe under ctx's deadline (the spec's start
+// timeout); on failure inst is stopped.
+func (m *Manager) configure(ctx context.Context, p *Provider, inst *instance, spec Spec, log hclog.Logger, steps startSteps) (*instance, *sdk.Catalog, error) {
+	tStart := time.Now()
+	timeout := spec.StartTimeout
+	if timeout <= 0 {
+		timeout = m.opts.StartTimeout
+	}
+	fail := func(err error) (*instance, *sdk.Catalog, error) {
+		inst.kill(log)
+		return nil, nil, err
+	}
+	raw, err := inst.rpc.Dispense(sdkplugin.PluginName)
 	if err != nil {
 		return fail(fmt.Errorf("dispense: %w", err))
 	}
@@ -158,7 +218,7 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		return fail(timeoutError(ctx, "describe", timeout, spec.timeoutKey(), err))
 	}
 	log.Debug("provider loaded", "pid", inst.pid, "protocol", inst.version, "version", cat.Version, "tools", len(cat.Tools), "resources", len(cat.Resources),
-		"checksum", tChecksum.Sub(t0), "handshake", tHandshake.Sub(tChecksum), "configure", tConfigure.Sub(tHandshake), "describe", time.Since(tConfigure))
+		"checksum", steps.checksum, "handshake", steps.handshake, "configure", tConfigure.Sub(tStart), "describe", time.Since(tConfigure))
 	return inst, cat, nil
 }
 
@@ -327,6 +387,11 @@ func (i *instance) kill(log hclog.Logger) {
 	go func() {
 		defer close(done)
 		i.client.Kill()
+		if i.run == nil && i.rpc != nil {
+			// A reattached process: go-plugin's Kill leaves it alone, so
+			// closing the connection is what asks it to shut down.
+			_ = i.rpc.Close()
+		}
 	}()
 	select {
 	case <-done:

@@ -33,9 +33,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
 	"github.com/openhuman/openhuman-host/sdk"
+	sdkplugin "github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
 // Spec says how to launch and configure one provider.
@@ -171,6 +173,13 @@ type Options struct {
 	// catalogChanged is true when a restart brought a catalog that differs
 	// from the one before. It must not block for long.
 	OnChange func(p *Provider, catalogChanged bool)
+	// Reattach maps provider names to providers that run already, such as
+	// one under a debugger (sdk.WithDebug): the host connects to the
+	// process instead of starting the spec's command, and checks no
+	// checksum. Nil reads the host's environment variable
+	// OPENHUMAN_REATTACH_PROVIDERS (sdk/plugin.EnvReattach); a value that
+	// does not parse is logged and ignored.
+	Reattach map[string]*plugin.ReattachConfig
 }
 
 // DefaultEnv is the environment allow-list providers get by default:
@@ -184,7 +193,7 @@ var baseEnv = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "
 
 // ErrUnavailable is wrapped by errors of calls to a provider that is not
 // running: restarting after a crash, failed, or stopped. The call was not
-// sent. It is not [sdk.ErrUnavailable], which the sdk wraps when a call
+// sent. It is not sdk/plugin.ErrUnavailable, which the SDK wraps when a call
 // that was sent finds the connection broken.
 var ErrUnavailable = errors.New("provider is not running")
 
@@ -222,6 +231,15 @@ func NewManager(opts *Options) *Manager {
 	}
 	if m.opts.Env == nil {
 		m.opts.Env = DefaultEnv
+	}
+	if m.opts.Reattach == nil {
+		if v := os.Getenv(sdkplugin.EnvReattach); v != "" {
+			r, err := sdkplugin.ParseReattach(v)
+			if err != nil {
+				m.opts.Logger.Warn("ignoring the providers to reattach to", "error", err)
+			}
+			m.opts.Reattach = r
+		}
 	}
 	if m.opts.HealthInterval <= 0 {
 		m.opts.HealthInterval = 5 * time.Second

@@ -20,6 +20,7 @@ import (
 	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/plugin"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
 )
 
@@ -172,7 +173,7 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 	pid := p.Pid()
 	for i := range 3 {
 		_, err := p.CallTool(t.Context(), &sdk.CallToolRequest{Name: "kit.panic", Arguments: []byte("{}")})
-		if !errors.Is(err, sdk.ErrPanicked) || !strings.HasSuffix(err.Error(), "CallTool kit.panic panicked: testprovider: kit.panic called") {
+		if !errors.Is(err, plugin.ErrPanicked) || !strings.HasSuffix(err.Error(), "CallTool kit.panic panicked: testprovider: kit.panic called") {
 			t.Fatalf("call %d to a panicking tool: %v", i, err)
 		}
 		if i < 2 {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
 // State is a loaded provider's state.
@@ -197,7 +198,7 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	res, err := forward(ctx, p, p.enter, "call", func(inst *instance) (*sdk.CallToolResult, error) {
 		return inst.impl.CallTool(ctx, req)
 	})
-	if errors.Is(err, sdk.ErrPanicked) {
+	if errors.Is(err, plugin.ErrPanicked) {
 		p.panicked(err)
 	}
 	return res, err
@@ -260,15 +261,15 @@ func (p *Provider) endedError(what string) error {
 }
 
 // lost reports whether err means inst's process is gone, waking the
-// supervisor if so. A broken connection (sdk.ErrUnavailable) shows up
+// supervisor if so. A broken connection (plugin.ErrUnavailable) shows up
 // slightly before go-plugin notices the exit, so that is waited for
 // briefly.
 func (p *Provider) lost(inst *instance, err error) bool {
-	if !inst.exited() && !errors.Is(err, sdk.ErrUnavailable) && status.Code(err) != codes.Unavailable {
+	if !inst.exited() && !errors.Is(err, plugin.ErrUnavailable) && status.Code(err) != codes.Unavailable {
 		return false
 	}
 	select {
-	case <-inst.run.Exited():
+	case <-inst.gone():
 	case <-time.After(500 * time.Millisecond):
 	}
 	p.wake()

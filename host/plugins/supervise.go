@@ -52,7 +52,7 @@ func (p *Provider) supervise() {
 				p.describeAgain(inst)
 			}
 			continue
-		case <-inst.run.Exited():
+		case <-inst.gone():
 			reason = "its process exited"
 		case <-health.C:
 			err := p.healthCheck(inst)

@@ -35,7 +35,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
-	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
 // OTLP protocols, as OTEL_EXPORTER_OTLP_PROTOCOL names them.
@@ -49,7 +49,7 @@ const (
 // Environment variables a provider process reads in [FromEnv].
 const (
 	// EnvTraces is "1" when the host traces and the provider should too.
-	EnvTraces = sdk.EnvTraces
+	EnvTraces = plugin.EnvTraces
 	// EnvSampleRatio is the sampling ratio of spans that start a trace
 	// in the provider (rare: a provider's spans have the host's as
 	// parent, whose sampling decision they follow).

@@ -15,14 +15,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openhuman/openhuman-host/internal/telemetry"
-	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
-// tracing reports whether the host traces calls ([sdk.EnvTraces]): then
+// tracing reports whether the host traces calls ([plugin.EnvTraces]): then
 // every request to an upstream server gets a CLIENT span and carries its
 // trace context, in params._meta (every transport) and, over Streamable
 // HTTP, in the traceparent header too.
-var tracing = os.Getenv(sdk.EnvTraces) == "1"
+var tracing = os.Getenv(plugin.EnvTraces) == "1"
 
 // attrServer is the attribute naming the upstream server of a span.
 const attrServer = attribute.Key("openhuman.upstream.server")

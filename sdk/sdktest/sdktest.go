@@ -96,8 +96,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/sdk"
+	sdkplugin "github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
 // ProgressToken is the progress token, as JSON, that the harness sends with
@@ -140,9 +140,17 @@ type Harness struct {
 	// DataDir is the data directory passed to Configure.
 	DataDir string
 
-	caller  sdk.Caller
-	tools   *catalog.Catalog
+	caller sdk.Caller
+	// tools holds the catalog's tools by the name clients see
+	// ([sdk.ClientName] of the declared one).
+	tools   map[string]harnessTool
 	outputs map[string]*jsonschema.Resolved
+}
+
+// harnessTool is one tool of the catalog with its argument validator.
+type harnessTool struct {
+	sdk.Tool
+	args *sdk.ArgumentValidator
 }
 
 // Start serves p over go-plugin's gRPC test connection, calls Configure
@@ -157,7 +165,7 @@ func Start(t testing.TB, p sdk.Provider, opts *Options) *Harness {
 		opts = &Options{}
 	}
 	client, _ := plugin.TestPluginGRPCConn(t, false, map[string]plugin.Plugin{
-		sdk.PluginName: &sdk.GRPCProviderPlugin{Impl: p},
+		sdkplugin.PluginName: &sdkplugin.GRPCProviderPlugin{Impl: p},
 	})
 	// Closing the client asks the server to shut down through go-plugin's
 	// controller service; stopping the server here as well would race.
@@ -177,15 +185,15 @@ func StartExecutable(t testing.TB, path string, args []string, opts *Options) *H
 		opts = &Options{}
 	}
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake,
-		VersionedPlugins: sdk.VersionedPlugins(nil),
+		HandshakeConfig:  sdkplugin.Handshake,
+		VersionedPlugins: sdkplugin.VersionedPlugins(nil),
 		Cmd:              exec.Command(path, args...),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		Logger:           hclog.NewNullLogger(),
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
-		GRPCDialOptions:  sdk.GRPCDialOptions(),
+		GRPCDialOptions:  sdkplugin.GRPCDialOptions(),
 	})
 	t.Cleanup(client.Kill)
 	rpc, err := client.Client()
@@ -199,7 +207,7 @@ func StartExecutable(t testing.TB, path string, args []string, opts *Options) *H
 // and the catalog checks.
 func start(t testing.TB, client plugin.ClientProtocol, opts *Options) *Harness {
 	t.Helper()
-	raw, err := client.Dispense(sdk.PluginName)
+	raw, err := client.Dispense(sdkplugin.PluginName)
 	if err != nil {
 		t.Fatalf("dispense provider: %v", err)
 	}
@@ -245,19 +253,18 @@ func start(t testing.TB, client plugin.ClientProtocol, opts *Options) *Harness {
 	if caller.ProgressToken == nil && !opts.NoProgressToken {
 		caller.ProgressToken = json.RawMessage(ProgressToken)
 	}
-	name := cat.Name
-	if name == "" {
-		name = "sdktest"
-	}
 	h := &Harness{
 		Provider: prov,
 		Catalog:  cat,
 		DataDir:  dataDir,
 		caller:   caller,
-		tools:    catalog.Build(hclog.NewNullLogger(), []catalog.Source{{Provider: name, Catalog: cat}}),
+		tools:    map[string]harnessTool{},
 		outputs:  map[string]*jsonschema.Resolved{},
 	}
 	for _, tool := range cat.Tools {
+		// CheckCatalog has accepted every tool, under distinct names.
+		args, _ := sdk.NewArgumentValidator(tool)
+		h.tools[sdk.ClientName(tool.Name)] = harnessTool{Tool: tool, args: args}
 		if len(tool.OutputSchema) > 0 {
 			// CheckCatalog has resolved it already; keyed by the declared
 			// name, which the provider is called with.
@@ -268,7 +275,7 @@ func start(t testing.TB, client plugin.ClientProtocol, opts *Options) *Harness {
 }
 
 // CheckCatalog reports what the host would leave out of cat when it loads
-// the provider: tools that fail the host's checks ([catalog.ValidateTool]:
+// the provider: tools that fail the host's checks ([sdk.ValidateTool]:
 // name matching ^[A-Za-z0-9_.-]{1,128}$ (advertised as [sdk.ClientName]
 // of it; see [NameWarnings]), policy class "read" or "act",
 // an input schema with "type": "object" that resolves, an output schema of
@@ -285,7 +292,7 @@ func CheckCatalog(cat *sdk.Catalog) error {
 	var errs []error
 	tools := map[string]string{} // advertised name → declared name
 	for _, t := range cat.Tools {
-		if err := catalog.ValidateTool(t); err != nil {
+		if err := sdk.ValidateTool(t); err != nil {
 			errs = append(errs, fmt.Errorf("tool %q would be refused by the host: %w", t.Name, err))
 			continue
 		}
@@ -316,7 +323,7 @@ func CheckCatalog(cat *sdk.Catalog) error {
 	}
 	prompts := map[string]string{}
 	for _, p := range cat.Prompts {
-		if err := catalog.ValidatePrompt(p); err != nil {
+		if err := sdk.ValidatePrompt(p); err != nil {
 			errs = append(errs, fmt.Errorf("prompt %q would be refused by the host: %w", p.Name, err))
 			continue
 		}
@@ -380,8 +387,10 @@ func resolveOutputSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
 	return r, nil
 }
 
-// ErrInvalidArguments is matched, with errors.Is, by every [*ArgumentError].
-var ErrInvalidArguments = errors.New("invalid arguments")
+// ErrInvalidArguments is matched, with errors.Is, by every [*ArgumentError];
+// it is [sdk.ErrInvalidArguments], which the host's own argument errors
+// match too.
+var ErrInvalidArguments = sdk.ErrInvalidArguments
 
 // ArgumentError is returned by [Harness.Call] and [Harness.CallWithEvents]
 // for arguments the host would reject before dispatch; the provider is not
@@ -483,7 +492,7 @@ func (h *Harness) Call(ctx context.Context, name string, args any) (*sdk.CallToo
 // CallWithEvents is [Harness.Call] that also returns the progress and log
 // events the tool emitted before its result, also when the call fails.
 func (h *Harness) CallWithEvents(ctx context.Context, name string, args any) (*sdk.CallToolResult, Events, error) {
-	tool, ok := h.tools.Tool(name)
+	tool, ok := h.tool(name)
 	if !ok {
 		return nil, Events{}, h.unknownTool(name)
 	}
@@ -491,16 +500,26 @@ func (h *Harness) CallWithEvents(ctx context.Context, name string, args any) (*s
 	if err != nil {
 		return nil, Events{}, err
 	}
-	forwarded, err := tool.ValidateArguments(raw)
+	forwarded, err := tool.args.Validate(raw)
 	if err != nil {
 		out := &ArgumentError{Tool: name, Message: err.Error()}
-		var argErr *catalog.ArgumentError
+		var argErr *sdk.ArgumentError
 		if errors.As(err, &argErr) {
 			out.Argument = argErr.Argument
 		}
 		return nil, Events{}, out
 	}
-	return h.call(ctx, tool.Declared, forwarded)
+	return h.call(ctx, tool.Name, forwarded)
+}
+
+// tool finds a tool of the catalog as the host does: by the name clients
+// see, or by a name whose [sdk.ClientName] that is (the declared one).
+func (h *Harness) tool(name string) (harnessTool, bool) {
+	if t, ok := h.tools[name]; ok {
+		return t, true
+	}
+	t, ok := h.tools[sdk.ClientName(name)]
+	return t, ok
 }
 
 // CallRaw calls a tool with args as given (marshalled as in
@@ -518,7 +537,7 @@ func (h *Harness) CallRaw(ctx context.Context, name string, args any) (*sdk.Call
 }
 
 func (h *Harness) call(ctx context.Context, name string, args json.RawMessage) (*sdk.CallToolResult, Events, error) {
-	if tool, ok := h.tools.Tool(name); ok && tool.Timeout > 0 {
+	if tool, ok := h.tool(name); ok && tool.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, tool.Timeout)
 		defer cancel()
@@ -565,8 +584,8 @@ func (h *Harness) checkOutput(name string, res *sdk.CallToolResult) error {
 
 func (h *Harness) unknownTool(name string) error {
 	names := make([]string, 0, len(h.Catalog.Tools))
-	for _, t := range h.tools.Tools() {
-		names = append(names, t.Name)
+	for _, t := range h.Catalog.Tools {
+		names = append(names, sdk.ClientName(t.Name))
 	}
 	list := "no tools"
 	if len(names) > 0 {

@@ -15,8 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/openhuman/openhuman-host/internal/testproc"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
 )
@@ -258,7 +256,8 @@ func TestToolTimeoutBoundsTheCall(t *testing.T) {
 		_, err := h.Call(context.Background(), "shout_wait", nil)
 		errc <- err
 	}()
-	if err := testwait.Recv(t, errc, "the call to end at the tool's timeout"); !errors.Is(err, context.DeadlineExceeded) {
+	// Nothing else ends the call: the test's own timeout bounds the wait.
+	if err := <-errc; !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error = %v, want a deadline", err)
 	}
 }
@@ -366,27 +365,6 @@ func TestStartFailsForToolsTheHostRefuses(t *testing.T) {
 	want := `provider "shout": tool "shout_say" would be refused by the host: invalid tool spec: shout_say: policy class "" must be "read" or "act"`
 	if diff := cmp.Diff([]string{want}, rec.failed); diff != "" {
 		t.Errorf("Start's failure (-want +got):\n%s", diff)
-	}
-}
-
-func TestStartExecutable(t *testing.T) {
-	t.Parallel()
-	bin := testproc.Build(t, "github.com/openhuman/openhuman-host/test/testprovider")
-	// The test provider prints to stdout before its handshake.
-	h := sdktest.StartExecutable(t, bin, nil, nil)
-	if h.Catalog.Name != "kit" || len(h.Catalog.Tools) != 12 {
-		t.Fatalf("catalog %q with %d tools", h.Catalog.Name, len(h.Catalog.Tools))
-	}
-	res, err := h.Call(t.Context(), "kit.print", nil)
-	if err != nil || res.Content[0].Text != "printed" {
-		t.Fatalf("kit.print: %v %+v", err, res)
-	}
-	res, events, err := h.CallWithEvents(t.Context(), "kit.progress", nil)
-	if err != nil || res.Content[0].Text != "done" || len(events.Progress) != 3 || events.Progress[2].Message != "step 3" {
-		t.Fatalf("kit.progress: %v %+v %+v", err, res, events)
-	}
-	if _, err := h.Call(t.Context(), "kit.ping", map[string]any{"x": 1}); err == nil || !strings.Contains(err.Error(), `unknown argument "x"`) {
-		t.Errorf("kit.ping with an unknown argument: %v", err)
 	}
 }
 

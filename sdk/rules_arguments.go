@@ -1,4 +1,4 @@
-package catalog
+package sdk
 
 import (
 	"bytes"
@@ -15,8 +15,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// ArgumentError is a rejected tool argument. Message names the argument
-// and the bound it broke, in words a model can act on.
+// ArgumentError is a tool argument the host rejects before dispatch
+// ([ArgumentValidator.Validate]). Message names the argument and the bound
+// it broke, in words a model can act on; the host returns it to the client
+// as the text of an isError result.
 type ArgumentError struct {
 	// Argument is the top-level argument's name; empty when the arguments
 	// as a whole are wrong (not an object, for example).
@@ -37,9 +39,9 @@ var ErrInvalidArguments = errors.New("invalid arguments")
 // Is reports whether target is [ErrInvalidArguments].
 func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArguments }
 
-// ValidateArguments checks raw (a JSON object; empty or null means {})
-// against the tool's input schema and the host's rules, and returns the
-// arguments to forward. Host rules, checked first with precise messages:
+// Validate checks raw (a JSON object; empty or null means {}) against the
+// tool's input schema and the host's rules, and returns the arguments to
+// forward: raw without surrounding white space, "{}" for empty or null. Host rules, checked first with precise messages:
 // no argument the schema does not list when it sets
 // "additionalProperties": false; types of top-level arguments; required
 // arguments present and, for strings, not blank after trimming; numeric
@@ -47,8 +49,9 @@ func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgum
 // each string item of an array. Everything else in the schema (patterns,
 // enums, nested objects) is then checked by the JSON Schema validator the
 // go-sdk uses. Values are never clamped or rewritten. The error is an
-// *[ArgumentError].
-func (t *Tool) ValidateArguments(raw json.RawMessage) (json.RawMessage, error) {
+// *[ArgumentError]; messages name the tool as clients see it
+// ([ClientName] of its declared name).
+func (v *ArgumentValidator) Validate(raw json.RawMessage) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		trimmed = []byte("{}")
@@ -57,9 +60,9 @@ func (t *Tool) ValidateArguments(raw json.RawMessage) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
 	if err := dec.Decode(&args); err != nil || args == nil {
-		return nil, &ArgumentError{Message: fmt.Sprintf("arguments must be a JSON object; %s takes: %s", t.Name, t.argumentList())}
+		return nil, &ArgumentError{Message: fmt.Sprintf("arguments must be a JSON object; %s takes: %s", v.name, v.argumentList())}
 	}
-	if err := t.checkHostRules(args); err != nil {
+	if err := v.checkHostRules(args); err != nil {
 		return nil, err
 	}
 	// The validator wants plain JSON values, not json.Number.
@@ -67,7 +70,7 @@ func (t *Tool) ValidateArguments(raw json.RawMessage) (json.RawMessage, error) {
 	if err := json.Unmarshal(trimmed, &plain); err != nil {
 		return nil, &ArgumentError{Message: fmt.Sprintf("arguments must be a JSON object: %v", err)}
 	}
-	if err := t.resolved.Validate(plain); err != nil {
+	if err := v.resolved.Validate(plain); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "validating root: ")
 		// The validator quotes values; keep the message short so little of
 		// them reaches the model and the audit log.
@@ -78,17 +81,17 @@ func (t *Tool) ValidateArguments(raw json.RawMessage) (json.RawMessage, error) {
 			}
 			msg = msg[:cut] + "..."
 		}
-		return nil, &ArgumentError{Message: fmt.Sprintf("invalid arguments for %s: %s", t.Name, msg)}
+		return nil, &ArgumentError{Message: fmt.Sprintf("invalid arguments for %s: %s", v.name, msg)}
 	}
 	return trimmed, nil
 }
 
-func (t *Tool) argumentList() string {
-	if len(t.schema.Properties) == 0 {
+func (v *ArgumentValidator) argumentList() string {
+	if len(v.schema.Properties) == 0 {
 		return "no arguments"
 	}
-	names := make([]string, 0, len(t.schema.Properties))
-	for name := range t.schema.Properties {
+	names := make([]string, 0, len(v.schema.Properties))
+	for name := range v.schema.Properties {
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -104,30 +107,30 @@ func isEmptySchema(s *jsonschema.Schema) bool {
 	return err == nil && (string(b) == "{}" || string(b) == "true")
 }
 
-func (t *Tool) checkHostRules(args map[string]any) error {
+func (v *ArgumentValidator) checkHostRules(args map[string]any) error {
 	names := make([]string, 0, len(args))
 	for name := range args {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	if t.closed {
+	if v.closed {
 		for _, name := range names {
-			if _, ok := t.schema.Properties[name]; !ok {
-				return &ArgumentError{Argument: name, Message: fmt.Sprintf("unknown argument %q; %s takes: %s", name, t.Name, t.argumentList())}
+			if _, ok := v.schema.Properties[name]; !ok {
+				return &ArgumentError{Argument: name, Message: fmt.Sprintf("unknown argument %q; %s takes: %s", name, v.name, v.argumentList())}
 			}
 		}
 	}
-	for _, name := range t.schema.Required {
+	for _, name := range v.schema.Required {
 		if _, ok := args[name]; !ok {
 			return &ArgumentError{Argument: name, Message: fmt.Sprintf("missing required argument %q", name)}
 		}
 	}
 	for _, name := range names {
-		prop := t.schema.Properties[name]
+		prop := v.schema.Properties[name]
 		if prop == nil {
 			continue
 		}
-		if err := checkValue(name, prop, args[name], t.required[name]); err != nil {
+		if err := checkValue(name, prop, args[name], v.required[name]); err != nil {
 			return err
 		}
 	}

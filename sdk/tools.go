@@ -1,0 +1,297 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// ToolHandler runs one call of a tool added with [AddTool]: in holds the
+// call's arguments, validated and decoded. It returns a result, the
+// output, or an error:
+//
+//   - out becomes the result's StructuredContent (unless Out is any and out
+//     is nil), checked against the tool's output schema; a nil res stands
+//     for an empty result, and a result without content gets one text
+//     block holding the JSON of out;
+//   - a res with IsError set is returned as it is, and out is ignored:
+//     build it with [ErrorResult] for a message the model should see;
+//   - a non-nil error becomes a result with IsError set and the error's
+//     text, except one that wraps context.Canceled or
+//     context.DeadlineExceeded, which is returned as the call's error so
+//     that the host reports the cancellation or deadline.
+type ToolHandler[In, Out any] func(ctx context.Context, req *CallToolRequest, in In) (res *CallToolResult, out Out, err error)
+
+// Tools is a provider's set of tools added with [AddTool]: [Tools.List]
+// gives their specs for Describe, [Tools.Call] runs CallTool. The zero
+// value is an empty set, ready to use; it is safe for concurrent use, and
+// adding a tool while calls run is allowed.
+type Tools struct {
+	mu    sync.RWMutex
+	order []string
+	tools map[string]*typedTool
+}
+
+// typedTool is one tool of a [Tools].
+type typedTool struct {
+	spec Tool
+	call func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error)
+}
+
+// AddTool adds the tool t, run by h, to ts, replacing a tool of the same
+// name. Where t leaves them nil, it derives t's schemas from Go types,
+// with github.com/google/jsonschema-go:
+//
+//   - InputSchema from In, which must be a struct (or a map with string
+//     keys, or any for an object schema that allows anything): each
+//     exported field is a property named by its json tag, required unless
+//     the tag says omitempty or omitzero, described by its jsonschema tag;
+//     other properties are refused ("additionalProperties": false);
+//   - OutputSchema from Out, likewise, unless Out is any, which declares
+//     no output schema.
+//
+// A field's schema tag adds the JSON Schema keywords the host enforces
+// with precise messages, as comma-separated key=value pairs: minLength,
+// maxLength, minItems, maxItems (integers), minimum, maximum,
+// exclusiveMinimum, exclusiveMaximum (numbers), default (a value of the
+// field's type), enum (values separated by "|") and pattern (last, as it
+// takes the rest of the tag, commas included); "items." before a key
+// applies it to the items of a slice. For example:
+//
+//	Name string `json:"name" jsonschema:"Who to greet." schema:"minLength=1,maxLength=100"`
+//	Tags []string `json:"tags,omitempty" schema:"maxItems=5,items.enum=a|b|c"`
+//
+// Slices and maps that are not pointers are derived as "array" and
+// "object", without null: return empty ones, not nil, in Out.
+//
+// Before h runs, each call's arguments are validated as the host does
+// ([ArgumentValidator]), so a call that did not come through the host
+// gets the host's messages as an error result; then the defaults of the
+// input schema fill in missing arguments, and the arguments are decoded
+// into In with encoding/json.
+//
+// AddTool panics when a schema cannot be derived or the tool breaks a rule
+// of [ValidateTool], or when the output schema does not have "type":
+// "object": mistakes in the provider's code, found the first time it
+// runs (sdktest.Start runs it).
+func AddTool[In, Out any](ts *Tools, t Tool, h ToolHandler[In, Out]) {
+	tool, err := newTypedTool(t, h)
+	if err != nil {
+		panic(fmt.Sprintf("sdk.AddTool: tool %q: %v", t.Name, err))
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.tools == nil {
+		ts.tools = map[string]*typedTool{}
+	}
+	if _, ok := ts.tools[t.Name]; !ok {
+		ts.order = append(ts.order, t.Name)
+	}
+	ts.tools[t.Name] = tool
+}
+
+// List returns the specs of the tools in the order they were first added,
+// with their derived schemas, for [Catalog].Tools.
+func (ts *Tools) List() []Tool {
+	ts.mu.RLock()
+	defer ts.mu.RUnlock()
+	out := make([]Tool, 0, len(ts.order))
+	for _, name := range ts.order {
+		out = append(out, ts.tools[name].spec)
+	}
+	return out
+}
+
+// Call runs the tool req.Name, as [Provider.CallTool] does: see
+// [ToolHandler] for what becomes of its result. A name that no tool of ts
+// has is an error that lists the tools.
+func (ts *Tools) Call(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+	ts.mu.RLock()
+	tool, ok := ts.tools[req.Name]
+	names := strings.Join(ts.order, ", ")
+	ts.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("no tool %q; the provider serves %s", req.Name, names)
+	}
+	return tool.call(ctx, req)
+}
+
+// newTypedTool derives t's schemas and wraps h.
+func newTypedTool[In, Out any](t Tool, h ToolHandler[In, Out]) (*typedTool, error) {
+	if t.InputSchema == nil {
+		schema, err := deriveSchema(reflect.TypeFor[In]())
+		if err != nil {
+			return nil, fmt.Errorf("input schema: %w", err)
+		}
+		t.InputSchema = schema
+	}
+	untyped := reflect.TypeFor[Out]() == reflect.TypeFor[any]()
+	if t.OutputSchema == nil && !untyped {
+		schema, err := deriveSchema(reflect.TypeFor[Out]())
+		if err != nil {
+			return nil, fmt.Errorf("output schema: %w", err)
+		}
+		t.OutputSchema = schema
+	}
+	args, err := NewArgumentValidator(t)
+	if err != nil {
+		return nil, err
+	}
+	var input jsonschema.Schema
+	if err := json.Unmarshal(t.InputSchema, &input); err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	inputResolved, err := input.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	var output *jsonschema.Resolved
+	if len(t.OutputSchema) > 0 {
+		var s jsonschema.Schema
+		if err := json.Unmarshal(t.OutputSchema, &s); err != nil {
+			return nil, fmt.Errorf("output schema: %w", err)
+		}
+		if output, err = s.Resolve(nil); err != nil {
+			return nil, fmt.Errorf("output schema: %w", err)
+		}
+	}
+	call := func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		in, errRes := decodeArguments[In](args, inputResolved, req.Arguments)
+		if errRes != nil {
+			return errRes, nil
+		}
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return nil, err
+			}
+			return ErrorResult("%s", err.Error()), nil
+		}
+		if res == nil {
+			res = &CallToolResult{}
+		}
+		if res.IsError || len(res.InputRequests) > 0 || (untyped && any(out) == nil) {
+			return res, nil
+		}
+		structured, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("%s: marshal output: %w", req.Name, err)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(structured, &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("%s: output must be a JSON object, got %.40s", req.Name, structured)
+		}
+		if output != nil {
+			if err := output.Validate(obj); err != nil {
+				return nil, fmt.Errorf("%s: output does not match the tool's output schema: %s", req.Name,
+					strings.TrimPrefix(err.Error(), "validating root: "))
+			}
+		}
+		res.StructuredContent = structured
+		if len(res.Content) == 0 {
+			res.Content = []Content{TextContent(string(structured))}
+		}
+		return res, nil
+	}
+	return &typedTool{spec: t, call: call}, nil
+}
+
+// decodeArguments validates raw as the host does, fills in the input
+// schema's defaults and decodes the result into In; a failure is the
+// error result to return.
+func decodeArguments[In any](args *ArgumentValidator, input *jsonschema.Resolved, raw json.RawMessage) (In, *CallToolResult) {
+	var in In
+	checked, err := args.Validate(raw)
+	if err != nil {
+		return in, ErrorResult("%s", err.Error())
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(checked, &obj); err != nil {
+		return in, ErrorResult("arguments must be a JSON object: %v", err)
+	}
+	if err := input.ApplyDefaults(&obj); err != nil {
+		return in, ErrorResult("arguments: %v", err)
+	}
+	filled, err := json.Marshal(obj)
+	if err != nil {
+		return in, ErrorResult("arguments: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(filled))
+	dec.UseNumber()
+	if err := dec.Decode(&in); err != nil {
+		return in, ErrorResult("arguments do not fit the tool: %v", err)
+	}
+	return in, nil
+}
+
+// deriveSchema returns the JSON Schema of t as [AddTool] describes it.
+func deriveSchema(t reflect.Type) (json.RawMessage, error) {
+	if t == reflect.TypeFor[any]() {
+		return json.RawMessage(`{"type":"object"}`), nil
+	}
+	s, err := jsonschema.ForType(t, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := refine(t, s); err != nil {
+		return nil, err
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf("%s is not a struct or a map: the schema's type must be object", t)
+	}
+	return json.Marshal(s)
+}
+
+// refine walks the schema s derived from t: it drops null from the types
+// of slices that are not pointers and applies the schema tags of struct
+// fields.
+func refine(t reflect.Type, s *jsonschema.Schema) error {
+	if s == nil {
+		return nil
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	} else if t.Kind() == reflect.Slice && slices.Equal(s.Types, []string{"null", "array"}) {
+		s.Type, s.Types = "array", nil
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return refine(t.Elem(), s.Items)
+	case reflect.Map:
+		return refine(t.Elem(), s.AdditionalProperties)
+	case reflect.Struct:
+		for _, f := range reflect.VisibleFields(t) {
+			if !f.IsExported() || f.Anonymous {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			prop := s.Properties[name]
+			if prop == nil {
+				continue
+			}
+			if err := refine(f.Type, prop); err != nil {
+				return err
+			}
+			if tag, ok := f.Tag.Lookup("schema"); ok {
+				if err := applySchemaTag(prop, tag); err != nil {
+					return fmt.Errorf("%s.%s: schema tag: %w", t, f.Name, err)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package sdk_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/sdktest"
+)
+
+type searchIn struct {
+	Query string   `json:"query" jsonschema:"What to look for." schema:"minLength=1,maxLength=50"`
+	Limit int      `json:"limit,omitzero" schema:"minimum=1,maximum=20,default=5"`
+	Kind  string   `json:"kind,omitempty" schema:"enum=a|b"`
+	Tags  []string `json:"tags,omitempty" schema:"maxItems=2,items.pattern=^[a-z,]+$"`
+}
+
+type searchOut struct {
+	Hits  []string `json:"hits"`
+	Limit int      `json:"limit" schema:"minimum=1"`
+}
+
+// typed is a provider whose tools are all added with sdk.AddTool.
+type typed struct{ tools sdk.Tools }
+
+func newTyped() *typed {
+	p := &typed{}
+	sdk.AddTool(&p.tools, sdk.Tool{Name: "t_search", Description: "Searches.", Class: sdk.ClassRead},
+		func(_ context.Context, _ *sdk.CallToolRequest, in searchIn) (*sdk.CallToolResult, searchOut, error) {
+			switch in.Query {
+			case "fail":
+				return nil, searchOut{}, errors.New("the index is offline")
+			case "late":
+				return nil, searchOut{}, fmt.Errorf("waited: %w", context.DeadlineExceeded)
+			case "bad output":
+				return nil, searchOut{Hits: []string{}}, nil
+			case "refuse":
+				return sdk.ErrorResult("no %s here", in.Query), searchOut{}, nil
+			}
+			return sdk.TextResult(fmt.Sprintf("%d hits", in.Limit)), searchOut{Hits: []string{in.Query + in.Kind}, Limit: in.Limit}, nil
+		})
+	sdk.AddTool(&p.tools, sdk.Tool{Name: "t_ping", Description: "Pings.", Class: sdk.ClassAct},
+		func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+			return sdk.TextResult("pong"), nil, nil
+		})
+	return p
+}
+
+func (p *typed) Configure(context.Context, *sdk.ConfigureRequest) error { return nil }
+func (p *typed) Describe(context.Context) (*sdk.Catalog, error) {
+	return &sdk.Catalog{Name: "t", Tools: p.tools.List()}, nil
+}
+func (p *typed) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	return p.tools.Call(ctx, req)
+}
+func (p *typed) ReadResource(context.Context, *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	return nil, sdk.ErrResourceNotFound
+}
+
+func TestAddToolDerivesSchemas(t *testing.T) {
+	t.Parallel()
+	tools := newTyped().tools.List()
+	if len(tools) != 2 || tools[0].Name != "t_search" || tools[1].Name != "t_ping" {
+		t.Fatalf("tools = %+v", tools)
+	}
+	wantIn := `{"type":"object","properties":{"query":{"type":"string","description":"What to look for.","minLength":1,"maxLength":50},` +
+		`"limit":{"type":"integer","default":5,"minimum":1,"maximum":20},"kind":{"type":"string","enum":["a","b"]},` +
+		`"tags":{"type":"array","items":{"type":"string","pattern":"^[a-z,]+$"},"maxItems":2}},"required":["query"],"additionalProperties":false}`
+	assertSameJSON(t, "t_search input", wantIn, tools[0].InputSchema)
+	wantOut := `{"type":"object","properties":{"hits":{"type":"array","items":{"type":"string"}},"limit":{"type":"integer","minimum":1}},` +
+		`"required":["hits","limit"],"additionalProperties":false}`
+	assertSameJSON(t, "t_search output", wantOut, tools[0].OutputSchema)
+	assertSameJSON(t, "t_ping input", `{"type":"object","additionalProperties":false}`, tools[1].InputSchema)
+	if tools[1].OutputSchema != nil {
+		t.Errorf("t_ping, whose Out is any, has the output schema %s", tools[1].OutputSchema)
+	}
+}
+
+func assertSameJSON(t *testing.T, what, want string, got json.RawMessage) {
+	t.Helper()
+	var w, g any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s: %v in %s", what, err, got)
+	}
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Errorf("%s (-want +got):\n%s\ngot %s", what, diff, got)
+	}
+}
+
+func TestAddToolCalls(t *testing.T) {
+	t.Parallel()
+	h := sdktest.Start(t, newTyped(), nil)
+	ctx := context.Background()
+	tests := []struct {
+		args        string
+		wantText    string
+		wantIsError bool
+		wantOut     string
+	}{
+		{`{"query":"x"}`, "5 hits", false, `{"hits":["x"],"limit":5}`},
+		{`{"query":"x","limit":2,"kind":"b"}`, "2 hits", false, `{"hits":["xb"],"limit":2}`},
+		{`{"query":"fail"}`, "the index is offline", true, ``},
+		{`{"query":"refuse"}`, "no refuse here", true, ``},
+		// What the host would refuse, sent past it: the host's messages.
+		{`{"query":"  "}`, `argument "query" must not be blank`, true, ``},
+		{`{"query":"x","limit":0}`, `argument "limit" must be between 1 and 20; got 0`, true, ``},
+		{`{"query":"x","other":1}`, `unknown argument "other"; t_search takes: kind, limit, query, tags`, true, ``},
+	}
+	for _, tc := range tests {
+		res, err := h.CallRaw(ctx, "t_search", json.RawMessage(tc.args))
+		if err != nil {
+			t.Errorf("%s: %v", tc.args, err)
+			continue
+		}
+		if res.IsError != tc.wantIsError || len(res.Content) != 1 || res.Content[0].Text != tc.wantText || string(res.StructuredContent) != tc.wantOut {
+			t.Errorf("%s: isError=%v %+v %s, want isError=%v %q %s", tc.args, res.IsError, res.Content, res.StructuredContent, tc.wantIsError, tc.wantText, tc.wantOut)
+		}
+	}
+	if _, err := h.Call(ctx, "t_search", map[string]any{"query": "late"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a handler's deadline error: %v, want it returned as the call's error", err)
+	}
+	if _, err := h.Call(ctx, "t_search", map[string]any{"query": "bad output"}); err == nil || !strings.Contains(err.Error(), "output does not match") {
+		t.Errorf("output breaking the schema: %v", err)
+	}
+	res, err := h.Call(ctx, "t_ping", nil)
+	if err != nil || res.IsError || res.StructuredContent != nil || res.Content[0].Text != "pong" {
+		t.Errorf("t_ping: %+v %v", res, err)
+	}
+	if _, err := h.CallRaw(ctx, "t_nope", nil); err == nil || !strings.Contains(err.Error(), `no tool "t_nope"; the provider serves t_search, t_ping`) {
+		t.Errorf("unknown tool: %v", err)
+	}
+}
+
+func TestAddToolPanicsOnBadTags(t *testing.T) {
+	t.Parallel()
+	type bad struct {
+		N int `json:"n" schema:"minimum=one"`
+	}
+	defer func() {
+		r := recover()
+		if r == nil || !strings.Contains(fmt.Sprint(r), `sdk.AddTool: tool "t_bad": input schema:`) {
+			t.Errorf("recovered %v", r)
+		}
+	}()
+	var ts sdk.Tools
+	sdk.AddTool(&ts, sdk.Tool{Name: "t_bad", Class: sdk.ClassRead},
+		func(context.Context, *sdk.CallToolRequest, bad) (*sdk.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
+}

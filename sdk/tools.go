@@ -70,7 +70,12 @@ type typedTool struct {
 //	Tags []string `json:"tags,omitempty" schema:"maxItems=5,items.enum=a|b|c"`
 //
 // Slices and maps that are not pointers are derived as "array" and
-// "object", without null: return empty ones, not nil, in Out.
+// "object", without null: return empty ones, not nil, in Out. A pointer
+// field of Out tagged omitempty or omitzero is left out when nil, never
+// null, so its schema does not allow null.
+//
+// A tool whose input schema follows the provider's settings starts from
+// [InputSchemaFor] and sets t.InputSchema itself.
 //
 // Before h runs, each call's arguments are validated as the host does
 // ([ArgumentValidator]), so a call that did not come through the host
@@ -127,7 +132,7 @@ func (ts *Tools) Call(ctx context.Context, req *CallToolRequest) (*CallToolResul
 // newTypedTool derives t's schemas and wraps h.
 func newTypedTool[In, Out any](t Tool, h ToolHandler[In, Out]) (*typedTool, error) {
 	if t.InputSchema == nil {
-		schema, err := deriveSchema(reflect.TypeFor[In]())
+		schema, err := deriveJSON(reflect.TypeFor[In](), false)
 		if err != nil {
 			return nil, fmt.Errorf("input schema: %w", err)
 		}
@@ -135,7 +140,7 @@ func newTypedTool[In, Out any](t Tool, h ToolHandler[In, Out]) (*typedTool, erro
 	}
 	untyped := reflect.TypeFor[Out]() == reflect.TypeFor[any]()
 	if t.OutputSchema == nil && !untyped {
-		schema, err := deriveSchema(reflect.TypeFor[Out]())
+		schema, err := deriveJSON(reflect.TypeFor[Out](), true)
 		if err != nil {
 			return nil, fmt.Errorf("output schema: %w", err)
 		}
@@ -232,28 +237,52 @@ func decodeArguments[In any](args *ArgumentValidator, input *jsonschema.Resolved
 	return in, nil
 }
 
-// deriveSchema returns the JSON Schema of t as [AddTool] describes it.
-func deriveSchema(t reflect.Type) (json.RawMessage, error) {
+// InputSchemaFor returns the input schema [AddTool] derives from In, for
+// a tool whose schema follows the provider's settings (a default taken
+// from them, say): change what differs, then set the schema, marshalled,
+// as the tool's InputSchema, which AddTool then uses as it is. Like
+// AddTool, it panics when the schema cannot be derived.
+func InputSchemaFor[In any]() *jsonschema.Schema {
+	s, err := deriveSchema(reflect.TypeFor[In](), false)
+	if err != nil {
+		panic(fmt.Sprintf("sdk.InputSchemaFor: %v", err))
+	}
+	return s
+}
+
+// deriveJSON returns the JSON of t's schema as [AddTool] describes it.
+func deriveJSON(t reflect.Type, output bool) (json.RawMessage, error) {
+	s, err := deriveSchema(t, output)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(s)
+}
+
+// deriveSchema returns the JSON Schema of t as [AddTool] describes it: an
+// output schema when output is set.
+func deriveSchema(t reflect.Type, output bool) (*jsonschema.Schema, error) {
 	if t == reflect.TypeFor[any]() {
-		return json.RawMessage(`{"type":"object"}`), nil
+		return &jsonschema.Schema{Type: "object"}, nil
 	}
 	s, err := jsonschema.ForType(t, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := refine(t, s); err != nil {
+	if err := refine(t, s, output); err != nil {
 		return nil, err
 	}
 	if s.Type != "object" {
 		return nil, fmt.Errorf("%s is not a struct or a map: the schema's type must be object", t)
 	}
-	return json.Marshal(s)
+	return s, nil
 }
 
 // refine walks the schema s derived from t: it drops null from the types
-// of slices that are not pointers and applies the schema tags of struct
-// fields.
-func refine(t reflect.Type, s *jsonschema.Schema) error {
+// of slices that are not pointers and, in an output schema, of pointer
+// fields tagged omitempty or omitzero, which encoding/json leaves out
+// rather than write null; and it applies the schema tags of struct fields.
+func refine(t reflect.Type, s *jsonschema.Schema, output bool) error {
 	if s == nil {
 		return nil
 	}
@@ -264,15 +293,15 @@ func refine(t reflect.Type, s *jsonschema.Schema) error {
 	}
 	switch t.Kind() {
 	case reflect.Slice, reflect.Array:
-		return refine(t.Elem(), s.Items)
+		return refine(t.Elem(), s.Items, output)
 	case reflect.Map:
-		return refine(t.Elem(), s.AdditionalProperties)
+		return refine(t.Elem(), s.AdditionalProperties, output)
 	case reflect.Struct:
 		for _, f := range reflect.VisibleFields(t) {
 			if !f.IsExported() || f.Anonymous {
 				continue
 			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if name == "-" {
 				continue
 			}
@@ -283,8 +312,12 @@ func refine(t reflect.Type, s *jsonschema.Schema) error {
 			if prop == nil {
 				continue
 			}
-			if err := refine(f.Type, prop); err != nil {
+			if err := refine(f.Type, prop, output); err != nil {
 				return err
+			}
+			omitted := slices.ContainsFunc(strings.Split(opts, ","), func(o string) bool { return o == "omitempty" || o == "omitzero" })
+			if output && omitted && f.Type.Kind() == reflect.Pointer && len(prop.Types) == 2 && prop.Types[0] == "null" {
+				prop.Type, prop.Types = prop.Types[1], nil
 			}
 			if tag, ok := f.Tag.Lookup("schema"); ok {
 				if err := applySchemaTag(prop, tag); err != nil {

@@ -24,6 +24,10 @@ type searchIn struct {
 type searchOut struct {
 	Hits  []string `json:"hits"`
 	Limit int      `json:"limit" schema:"minimum=1"`
+	// Best is left out when nil, so its schema does not allow null; Note
+	// is written as null.
+	Best *float64 `json:"best,omitempty" schema:"minimum=0"`
+	Note *string  `json:"note"`
 }
 
 // typed is a provider whose tools are all added with sdk.AddTool.
@@ -73,8 +77,8 @@ func TestAddToolDerivesSchemas(t *testing.T) {
 		`"limit":{"type":"integer","default":5,"minimum":1,"maximum":20},"kind":{"type":"string","enum":["a","b"]},` +
 		`"tags":{"type":"array","items":{"type":"string","pattern":"^[a-z,]+$"},"maxItems":2}},"required":["query"],"additionalProperties":false}`
 	assertSameJSON(t, "t_search input", wantIn, tools[0].InputSchema)
-	wantOut := `{"type":"object","properties":{"hits":{"type":"array","items":{"type":"string"}},"limit":{"type":"integer","minimum":1}},` +
-		`"required":["hits","limit"],"additionalProperties":false}`
+	wantOut := `{"type":"object","properties":{"hits":{"type":"array","items":{"type":"string"}},"limit":{"type":"integer","minimum":1},` +
+		`"best":{"type":"number","minimum":0},"note":{"type":["null","string"]}},"required":["hits","limit","note"],"additionalProperties":false}`
 	assertSameJSON(t, "t_search output", wantOut, tools[0].OutputSchema)
 	assertSameJSON(t, "t_ping input", `{"type":"object","additionalProperties":false}`, tools[1].InputSchema)
 	if tools[1].OutputSchema != nil {
@@ -106,8 +110,8 @@ func TestAddToolCalls(t *testing.T) {
 		wantIsError bool
 		wantOut     string
 	}{
-		{`{"query":"x"}`, "5 hits", false, `{"hits":["x"],"limit":5}`},
-		{`{"query":"x","limit":2,"kind":"b"}`, "2 hits", false, `{"hits":["xb"],"limit":2}`},
+		{`{"query":"x"}`, "5 hits", false, `{"hits":["x"],"limit":5,"note":null}`},
+		{`{"query":"x","limit":2,"kind":"b"}`, "2 hits", false, `{"hits":["xb"],"limit":2,"note":null}`},
 		{`{"query":"fail"}`, "the index is offline", true, ``},
 		{`{"query":"refuse"}`, "no refuse here", true, ``},
 		// What the host would refuse, sent past it: the host's messages.
@@ -156,4 +160,35 @@ func TestAddToolPanicsOnBadTags(t *testing.T) {
 		func(context.Context, *sdk.CallToolRequest, bad) (*sdk.CallToolResult, any, error) {
 			return nil, nil, nil
 		})
+}
+
+// TestInputSchemaFor adds a tool whose default follows a setting: the
+// derived schema, changed, is the one advertised and the one whose
+// default fills in a missing argument.
+func TestInputSchemaFor(t *testing.T) {
+	t.Parallel()
+	schema := sdk.InputSchemaFor[searchIn]()
+	schema.Properties["limit"].Default = json.RawMessage(`12`)
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &typed{}
+	sdk.AddTool(&p.tools, sdk.Tool{Name: "t_search", Description: "Searches.", Class: sdk.ClassRead, InputSchema: raw},
+		func(_ context.Context, _ *sdk.CallToolRequest, in searchIn) (*sdk.CallToolResult, any, error) {
+			return sdk.TextResult(fmt.Sprintf("%d hits", in.Limit)), nil, nil
+		})
+	h := sdktest.Start(t, p, nil)
+	tool, _ := h.Tool("t_search")
+	wantIn := `{"type":"object","properties":{"query":{"type":"string","description":"What to look for.","minLength":1,"maxLength":50},` +
+		`"limit":{"type":"integer","default":12,"minimum":1,"maximum":20},"kind":{"type":"string","enum":["a","b"]},` +
+		`"tags":{"type":"array","items":{"type":"string","pattern":"^[a-z,]+$"},"maxItems":2}},"required":["query"],"additionalProperties":false}`
+	assertSameJSON(t, "t_search input", wantIn, tool.InputSchema)
+	res, err := h.Call(context.Background(), "t_search", map[string]any{"query": "x"})
+	if err != nil || res.IsError || res.Content[0].Text != "12 hits" {
+		t.Errorf("call without limit: %+v %v, want the changed default", res, err)
+	}
+	if again := sdk.InputSchemaFor[searchIn](); string(again.Properties["limit"].Default) != "5" {
+		t.Errorf("a second InputSchemaFor has the default %s, want a fresh schema with 5", again.Properties["limit"].Default)
+	}
 }

@@ -1,7 +1,6 @@
 package searxng
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,7 +25,6 @@ func TestNormaliseCategories(t *testing.T) {
 		{[]string{"videos"}, nil, `unknown category "videos" in "categories"; valid categories are web (the same as general), general, news, images`},
 		{[]string{"news", ""}, nil, `unknown category "" in "categories"; valid categories are web (the same as general), general, news, images`},
 		{[]string{"it"}, nil, `unknown category "it" in "categories"; valid categories are web (the same as general), general, news, images`},
-		{[]string{"web", "web", "web", "web", "web"}, nil, `argument "categories" has 5 items; at most 4 allowed (web (the same as general), general, news, images)`},
 	}
 	for _, tt := range tests {
 		got, err := normaliseCategories(tt.in)
@@ -77,22 +75,22 @@ func TestCanonicalLanguage(t *testing.T) {
 	}
 }
 
-func TestParseArgs(t *testing.T) {
+func TestCheckArgs(t *testing.T) {
 	cfg := settings{maxResults: 8, language: "fr"}
-	got, err := parseArgs(json.RawMessage(`{"query":"  climate  report ","categories":["NEWS","web"],"max_results":12.0}`), cfg)
-	if err != nil {
+	got := searchArgs{Query: "  climate  report ", Categories: []string{"NEWS", "web"}, MaxResults: 12}
+	if err := got.check(cfg); err != nil {
 		t.Fatal(err)
 	}
-	want := searchArgs{query: "climate  report", categories: []string{"news", "general"}, language: "fr", maxResults: 12}
-	if !cmp.Equal(got, want, cmp.AllowUnexported(searchArgs{})) {
+	want := searchArgs{Query: "climate  report", Categories: []string{"news", "general"}, Language: "fr", MaxResults: 12}
+	if !cmp.Equal(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	got, err = parseArgs(json.RawMessage(`{"query":"x","language":"it","categories":null}`), cfg)
-	if err != nil {
+	got = searchArgs{Query: "x", Language: " DE-ch ", MaxResults: 8}
+	if err := got.check(cfg); err != nil {
 		t.Fatal(err)
 	}
-	want = searchArgs{query: "x", language: "it", maxResults: 8}
-	if !cmp.Equal(got, want, cmp.AllowUnexported(searchArgs{})) {
+	want = searchArgs{Query: "x", Language: "de-CH", MaxResults: 8}
+	if !cmp.Equal(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }

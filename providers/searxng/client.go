@@ -140,20 +140,20 @@ func (c *client) searchURL(a searchArgs) string {
 	u.RawPath = ""
 	var q strings.Builder
 	q.WriteString("q=")
-	q.WriteString(url.QueryEscape(a.query))
+	q.WriteString(url.QueryEscape(a.Query))
 	q.WriteString("&format=json")
-	if len(a.categories) > 0 {
+	if len(a.Categories) > 0 {
 		q.WriteString("&categories=")
-		for i, cat := range a.categories {
+		for i, cat := range a.Categories {
 			if i > 0 {
 				q.WriteByte(',')
 			}
 			q.WriteString(url.QueryEscape(cat))
 		}
 	}
-	if a.language != "" {
+	if a.Language != "" {
 		q.WriteString("&language=")
-		q.WriteString(url.QueryEscape(a.language))
+		q.WriteString(url.QueryEscape(a.Language))
 	}
 	u.RawQuery = q.String()
 	u.Fragment = ""

@@ -20,13 +20,13 @@ func TestSearchURL(t *testing.T) {
 		args searchArgs
 		want string
 	}{
-		{"http://127.0.0.1:8888", searchArgs{query: "hello"}, "http://127.0.0.1:8888/search?q=hello&format=json"},
-		{"http://127.0.0.1:8888/", searchArgs{query: "hello world"}, "http://127.0.0.1:8888/search?q=hello+world&format=json"},
-		{"https://example.org/searxng/", searchArgs{query: "a+b&c=d", categories: []string{"general", "news"}, language: "de-CH"},
+		{"http://127.0.0.1:8888", searchArgs{Query: "hello"}, "http://127.0.0.1:8888/search?q=hello&format=json"},
+		{"http://127.0.0.1:8888/", searchArgs{Query: "hello world"}, "http://127.0.0.1:8888/search?q=hello+world&format=json"},
+		{"https://example.org/searxng/", searchArgs{Query: "a+b&c=d", Categories: []string{"general", "news"}, Language: "de-CH"},
 			"https://example.org/searxng/search?q=a%2Bb%26c%3Dd&format=json&categories=general,news&language=de-CH"},
-		{"https://example.org/my%20searx", searchArgs{query: "日本", categories: []string{"images"}},
+		{"https://example.org/my%20searx", searchArgs{Query: "日本", Categories: []string{"images"}},
 			"https://example.org/my%20searx/search?q=%E6%97%A5%E6%9C%AC&format=json&categories=images"},
-		{"http://[::1]:8080", searchArgs{query: "#tag ?x", language: "all"}, "http://[::1]:8080/search?q=%23tag+%3Fx&format=json&language=all"},
+		{"http://[::1]:8080", searchArgs{Query: "#tag ?x", Language: "all"}, "http://[::1]:8080/search?q=%23tag+%3Fx&format=json&language=all"},
 	}
 	for _, tt := range tests {
 		c := newClient(testSettings(t, tt.base))
@@ -82,7 +82,7 @@ func TestRedirects(t *testing.T) {
 			srv := httptest.NewServer(hops(n))
 			defer srv.Close()
 			c := newClient(testSettings(t, srv.URL))
-			raw, _, err := c.search(context.Background(), searchArgs{query: "q"})
+			raw, _, err := c.search(context.Background(), searchArgs{Query: "q"})
 			if n <= maxRedirects {
 				if err != nil || len(raw.Results) != 9 {
 					t.Fatalf("%d redirects: %v", n, err)
@@ -107,7 +107,7 @@ func TestRedirectChangingScheme(t *testing.T) {
 
 	c := newClient(testSettings(t, secure.URL))
 	c.hc.Transport.(*http.Transport).TLSClientConfig = secure.Client().Transport.(*http.Transport).TLSClientConfig
-	_, _, err := c.search(context.Background(), searchArgs{query: "q"})
+	_, _, err := c.search(context.Background(), searchArgs{Query: "q"})
 	want := "SearXNG at " + secure.URL + " redirected from https to plain http (" + plain.URL + "); refused. Fix the instance's redirect or its server.base_url"
 	if err == nil || err.Error() != want {
 		t.Errorf("https→http: got %v\nwant %s", err, want)
@@ -118,7 +118,7 @@ func TestRedirectChangingScheme(t *testing.T) {
 	}))
 	defer upgrade.Close()
 	c = newClient(testSettings(t, upgrade.URL+"/searx"))
-	_, _, err = c.search(context.Background(), searchArgs{query: "q"})
+	_, _, err = c.search(context.Background(), searchArgs{Query: "q"})
 	want = "SearXNG at " + upgrade.URL + " redirected to " + secure.URL + ": set [providers.searxng] base_url to " + secure.URL + "/searx"
 	if err == nil || err.Error() != want {
 		t.Errorf("http→https: got %v\nwant %s", err, want)
@@ -138,7 +138,7 @@ func TestRedirectToAnotherHostIsRefused(t *testing.T) {
 	defer instance.Close()
 
 	c := newClient(testSettings(t, instance.URL))
-	_, _, err := c.search(context.Background(), searchArgs{query: "private words"})
+	_, _, err := c.search(context.Background(), searchArgs{Query: "private words"})
 	want := "SearXNG at " + instance.URL + " redirected to another host (" + other.URL + "); refused: only redirects within " + instance.URL +
 		" are followed. If the instance moved, set [providers.searxng] base_url to " + other.URL
 	if err == nil || err.Error() != want {
@@ -155,7 +155,7 @@ func TestTLSErrors(t *testing.T) {
 	secure.StartTLS()
 	defer secure.Close()
 	c := newClient(testSettings(t, secure.URL))
-	_, _, err := c.search(context.Background(), searchArgs{query: "q"})
+	_, _, err := c.search(context.Background(), searchArgs{Query: "q"})
 	if err == nil || !strings.HasPrefix(err.Error(), "cannot reach "+secure.URL+": its TLS certificate is not trusted (") {
 		t.Errorf("untrusted certificate: %v", err)
 	}
@@ -164,7 +164,7 @@ func TestTLSErrors(t *testing.T) {
 	defer plain.Close()
 	httpsURL := "https://" + strings.TrimPrefix(plain.URL, "http://")
 	c = newClient(testSettings(t, httpsURL))
-	_, _, err = c.search(context.Background(), searchArgs{query: "q"})
+	_, _, err = c.search(context.Background(), searchArgs{Query: "q"})
 	if want := "cannot reach " + httpsURL + ": it does not speak TLS; use http:// in [providers.searxng] base_url"; err == nil || err.Error() != want {
 		t.Errorf("https to a plain server: got %v\nwant %s", err, want)
 	}
@@ -184,10 +184,10 @@ func TestBodyCap(t *testing.T) {
 	defer srv.Close()
 	c := newClient(testSettings(t, srv.URL))
 	c.maxBody = 1000
-	if _, _, err := c.search(context.Background(), searchArgs{query: "at"}); err != nil {
+	if _, _, err := c.search(context.Background(), searchArgs{Query: "at"}); err != nil {
 		t.Errorf("an answer of exactly the cap: %v", err)
 	}
-	_, _, err := c.search(context.Background(), searchArgs{query: "over"})
+	_, _, err := c.search(context.Background(), searchArgs{Query: "over"})
 	want := "SearXNG at " + srv.URL + " sent an answer larger than 1000 bytes; refused (is [providers.searxng] base_url the SearXNG root?)"
 	var ierr *instanceError
 	if !errors.As(err, &ierr) || err.Error() != want {
@@ -206,7 +206,7 @@ func TestTimeoutCoversTheBody(t *testing.T) {
 	c := newClient(testSettings(t, srv.URL))
 	c.timeout = 200 * time.Millisecond
 	// The body never ends, so only the timeout ends the search.
-	_, _, err := c.search(context.Background(), searchArgs{query: "q"})
+	_, _, err := c.search(context.Background(), searchArgs{Query: "q"})
 	want := "SearXNG at " + srv.URL + " gave no answer within 10s ([providers.searxng] timeout_secs): the instance or its engines are slow or stuck. " +
 		"Try again, raise timeout_secs, or lower the instance's outgoing.request_timeout"
 	if err == nil || err.Error() != want {
@@ -220,7 +220,7 @@ func TestCallerDeadlineIsNotTheTimeout(t *testing.T) {
 	c := newClient(testSettings(t, srv.URL))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, _, err := c.search(ctx, searchArgs{query: "q"})
+	_, _, err := c.search(ctx, searchArgs{Query: "q"})
 	var ierr *instanceError
 	if errors.As(err, &ierr) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("the caller's deadline must come back as its own error, got %v", err)
@@ -236,7 +236,7 @@ func TestConnectionClosedEarly(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := newClient(testSettings(t, srv.URL))
-	_, _, err := c.search(context.Background(), searchArgs{query: "q"})
+	_, _, err := c.search(context.Background(), searchArgs{Query: "q"})
 	want := "SearXNG at " + srv.URL + " closed the connection before answering in full; try again, and check the instance's log"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)

@@ -26,64 +26,64 @@ const (
 	maxShortRunes        = 200
 )
 
-// searchOutput is searxng_search's structured content; outputSchema
-// describes it.
+// searchOutput is searxng_search's structured content; sdk.AddTool
+// derives the output schema from it and the types below.
 type searchOutput struct {
-	Query               string         `json:"query"`
-	Results             []result       `json:"results"`
-	UnresponsiveEngines []unresponsive `json:"unresponsive_engines"`
-	NumberOfResults     *int64         `json:"number_of_results,omitempty"`
-	Answers             []answer       `json:"answers"`
-	Suggestions         []string       `json:"suggestions"`
-	Infoboxes           []infobox      `json:"infoboxes,omitempty"`
+	Query               string         `json:"query" jsonschema:"The query as searched."`
+	Results             []result       `json:"results" jsonschema:"The results, best first, at most max_results."`
+	UnresponsiveEngines []unresponsive `json:"unresponsive_engines" jsonschema:"Engines that failed during this search."`
+	NumberOfResults     int64          `json:"number_of_results,omitzero" jsonschema:"How many results the engines estimated in all; absent when they did not say." schema:"minimum=1"`
+	Answers             []answer       `json:"answers" jsonschema:"Direct answers to the query."`
+	Suggestions         []string       `json:"suggestions" jsonschema:"Related queries the engines suggested."`
+	Infoboxes           []infobox      `json:"infoboxes,omitempty" jsonschema:"Summaries of the query's topic (Wikipedia, Wikidata); absent when there are none."`
 }
 
 // result is one normalised result.
 type result struct {
-	Title     string   `json:"title"`
-	URL       string   `json:"url"`
-	Snippet   string   `json:"snippet"`
-	Source    string   `json:"source"`
-	Engines   []string `json:"engines"`
-	Score     *float64 `json:"score,omitempty"`
-	Category  string   `json:"category,omitempty"`
-	Published string   `json:"published,omitempty"`
-	Image     string   `json:"image,omitempty"`
+	Title     string   `json:"title" jsonschema:"The page's title, or its url when it has none."`
+	URL       string   `json:"url" jsonschema:"The page's address." schema:"minLength=1"`
+	Snippet   string   `json:"snippet" jsonschema:"Plain text from the page, as the engines showed it; may be empty."`
+	Source    string   `json:"source" jsonschema:"The engine that found the result (the first of engines); empty when the instance did not say."`
+	Engines   []string `json:"engines" jsonschema:"Every engine that found the result."`
+	Score     *float64 `json:"score,omitempty" jsonschema:"SearXNG's ranking score; higher is better."`
+	Category  string   `json:"category,omitempty" jsonschema:"The result's category, such as general, news or images."`
+	Published string   `json:"published,omitempty" jsonschema:"When the page was published, as the instance reported it."`
+	Image     string   `json:"image,omitempty" jsonschema:"For image results: the image's address."`
 }
 
 // unresponsive is an engine that failed, with SearXNG's reason.
 type unresponsive struct {
-	Engine string `json:"engine"`
-	Reason string `json:"reason"`
+	Engine string `json:"engine" jsonschema:"The engine's name."`
+	Reason string `json:"reason" jsonschema:"Why it failed, as SearXNG says: timeout, CAPTCHA, HTTP error, too many requests…"`
 }
 
 // answer is a direct answer (a calculation, a conversion, a definition).
 type answer struct {
-	Answer string `json:"answer"`
-	URL    string `json:"url,omitempty"`
-	Engine string `json:"engine,omitempty"`
+	Answer string `json:"answer" jsonschema:"A direct answer, such as a calculation or a definition."`
+	URL    string `json:"url,omitempty" jsonschema:"Where the answer comes from."`
+	Engine string `json:"engine,omitempty" jsonschema:"The engine or answerer that gave it."`
 }
 
 // infobox is a summary of the query's topic.
 type infobox struct {
-	Title      string          `json:"title"`
-	Content    string          `json:"content,omitempty"`
-	URL        string          `json:"url,omitempty"`
-	Engine     string          `json:"engine,omitempty"`
-	URLs       []infoboxLink   `json:"urls"`
-	Attributes []infoboxAttrib `json:"attributes"`
+	Title      string          `json:"title" jsonschema:"The topic."`
+	Content    string          `json:"content,omitempty" jsonschema:"A summary of the topic."`
+	URL        string          `json:"url,omitempty" jsonschema:"The topic's page."`
+	Engine     string          `json:"engine,omitempty" jsonschema:"The engine that gave the infobox."`
+	URLs       []infoboxLink   `json:"urls" jsonschema:"Links about the topic."`
+	Attributes []infoboxAttrib `json:"attributes" jsonschema:"Facts about the topic."`
 }
 
 // infoboxLink is one link of an infobox.
 type infoboxLink struct {
-	Title string `json:"title"`
-	URL   string `json:"url"`
+	Title string `json:"title" jsonschema:"The link's title."`
+	URL   string `json:"url" jsonschema:"The link."`
 }
 
 // infoboxAttrib is one fact of an infobox.
 type infoboxAttrib struct {
-	Label string `json:"label"`
-	Value string `json:"value"`
+	Label string `json:"label" jsonschema:"The fact's name."`
+	Value string `json:"value" jsonschema:"The fact."`
 }
 
 // normalise turns an answer into the tool's output: results without a url
@@ -150,8 +150,7 @@ func normalise(raw *rawResponse, query string, max int) searchOutput {
 		out.UnresponsiveEngines = append(out.UnresponsiveEngines, unresponsive{Engine: name, Reason: reason})
 	}
 	if n := raw.NumberOfResults; n.Valid && n.Value >= 1 && n.Value < 1<<53 {
-		v := int64(n.Value)
-		out.NumberOfResults = &v
+		out.NumberOfResults = int64(n.Value)
 	}
 	for _, a := range raw.Answers {
 		if len(out.Answers) == maxAnswers {
@@ -245,8 +244,8 @@ func renderText(out searchOutput) string {
 			noun = "result"
 		}
 		fmt.Fprintf(&b, "%d %s for %q", len(out.Results), noun, out.Query)
-		if out.NumberOfResults != nil && *out.NumberOfResults > int64(len(out.Results)) {
-			fmt.Fprintf(&b, " (about %d in all)", *out.NumberOfResults)
+		if out.NumberOfResults > int64(len(out.Results)) {
+			fmt.Fprintf(&b, " (about %d in all)", out.NumberOfResults)
 		}
 		b.WriteString(":")
 		for i, r := range out.Results {

@@ -95,7 +95,7 @@ func TestDecodeVariations(t *testing.T) {
 			{Engine: "mojeek", Reason: "unknown error"},
 			{Engine: "bing", Reason: "HTTP error"},
 		},
-		NumberOfResults: ptr(int64(42)),
+		NumberOfResults: 42,
 		Answers:         []answer{{Answer: "a string answer"}, {Answer: "a text answer"}},
 		Suggestions:     []string{"a single suggestion"},
 	}

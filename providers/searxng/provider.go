@@ -43,19 +43,23 @@ type Options struct {
 // Configure before anything else; its methods are safe for concurrent use
 // once Configure has returned. It implements [sdk.Provider].
 type Provider struct {
-	log hclog.Logger
+	log   hclog.Logger
+	tools sdk.Tools // searxng_search, for the current settings
 
 	mu     sync.RWMutex
-	cfg    settings
 	client *client // nil until Configure succeeds
 }
 
-// New returns an unconfigured SearXNG provider.
+// New returns an unconfigured SearXNG provider, whose catalog shows
+// searxng_search with the default settings; CallTool refuses calls until
+// Configure replaces the tool with one that has a client.
 func New(opts *Options) *Provider {
 	p := &Provider{log: hclog.NewNullLogger()}
 	if opts != nil && opts.Logger != nil {
 		p.log = opts.Logger
 	}
+	defaults := settings{maxResults: defaultMaxResults, timeoutSecs: defaultTimeoutSecs}
+	sdk.AddTool(&p.tools, searchTool(defaults), search{cfg: defaults, log: p.log}.run)
 	return p
 }
 
@@ -71,7 +75,8 @@ func (p *Provider) Configure(_ context.Context, req *sdk.ConfigureRequest) error
 	c := newClient(cfg)
 	p.mu.Lock()
 	old := p.client
-	p.cfg, p.client = cfg, c
+	sdk.AddTool(&p.tools, searchTool(cfg), search{cfg: cfg, c: c, log: p.log}.run)
+	p.client = c
 	p.mu.Unlock()
 	if old != nil {
 		old.closeIdle()
@@ -84,16 +89,10 @@ func (p *Provider) Configure(_ context.Context, req *sdk.ConfigureRequest) error
 // Describe returns the catalog: the tool searxng_search, whose
 // max_results default and deadline follow the settings.
 func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
-	p.mu.RLock()
-	cfg := p.cfg
-	p.mu.RUnlock()
-	if cfg.base == nil {
-		cfg = settings{maxResults: defaultMaxResults, timeoutSecs: defaultTimeoutSecs}
-	}
 	return &sdk.Catalog{
 		Name:         providerName,
 		Version:      Version,
-		Tools:        []sdk.Tool{searchTool(cfg)},
+		Tools:        p.tools.List(),
 		Instructions: instructions,
 	}, nil
 }
@@ -103,39 +102,13 @@ func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
 // only when the call's context ends, the provider is not configured, or
 // the tool is not searxng_search.
 func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	if req.Name != ToolSearch {
-		return nil, fmt.Errorf("searxng provider has no tool %q; its tool is %s", req.Name, ToolSearch)
-	}
 	p.mu.RLock()
-	cfg, c := p.cfg, p.client
+	configured := p.client != nil
 	p.mu.RUnlock()
-	if c == nil {
+	if !configured {
 		return nil, errors.New("searxng provider is not configured")
 	}
-	args, err := parseArgs(req.Arguments, cfg)
-	if err != nil {
-		return sdk.ErrorResult("%s: %s", ToolSearch, err), nil
-	}
-	start := time.Now()
-	raw, status, err := c.search(ctx, args)
-	elapsed := time.Since(start).Round(time.Millisecond)
-	var ierr *instanceError
-	if errors.As(err, &ierr) {
-		p.log.Warn("search failed", "endpoint", c.endpoint(), "status", status, "duration", elapsed.String(), "error", ierr.msg)
-		return sdk.ErrorResult("%s: %s", ToolSearch, ierr.msg), nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := normalise(raw, args.query, args.maxResults)
-	p.log.Debug("search", "endpoint", c.endpoint(), "status", status, "duration", elapsed.String(),
-		"results", len(out.Results), "unresponsive_engines", len(out.UnresponsiveEngines))
-	if allEnginesFailed(out) {
-		return sdk.ErrorResult("%s: every engine failed: %s. SearXNG at %s got no results from any of its engines: "+
-			"check that the instance can reach the internet and that these engines work (its logs, or its preferences page), then try again",
-			ToolSearch, enginesList(out.UnresponsiveEngines), c.endpoint()), nil
-	}
-	return sdk.StructuredResult(renderText(out), out)
+	return p.tools.Call(ctx, req)
 }
 
 // ReadResource always fails: the provider serves no resources.

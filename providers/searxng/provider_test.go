@@ -117,12 +117,15 @@ func TestCatalog(t *testing.T) {
 	if got := len(in.Properties); got != 4 {
 		t.Errorf("%d properties, want query, categories, language, max_results", got)
 	}
-	if in.Properties["max_results"]["default"] != float64(7) || in.Properties["max_results"]["maximum"] != float64(50) {
+	if in.Properties["max_results"]["default"] != float64(7) || in.Properties["max_results"]["maximum"] != float64(maxResults) {
 		t.Errorf("max_results schema %v: want the configured default 7 and maximum 50", in.Properties["max_results"])
 	}
 	cats := in.Properties["categories"]
 	if cats["maxItems"] != float64(4) {
 		t.Errorf("categories maxItems %v", cats["maxItems"])
+	}
+	if desc, _ := cats["description"].(string); !strings.Contains(desc, validCategories) {
+		t.Errorf("categories description %q does not list %s", desc, validCategories)
 	}
 	if strings.Contains(string(tool.InputSchema), "enum") {
 		t.Errorf("categories are checked in code, case-insensitively; the schema has an enum: %s", tool.InputSchema)
@@ -146,6 +149,11 @@ func TestCatalog(t *testing.T) {
 		if _, ok := out.Properties[k]; !ok {
 			t.Errorf("output schema has no %s", k)
 		}
+	}
+	// Optional outputs are left out, never null.
+	if !strings.Contains(string(tool.OutputSchema), `"score":{"type":"number"`) ||
+		string(out.Properties["number_of_results"]) != `{"type":"integer","description":"How many results the engines estimated in all; absent when they did not say.","minimum":1}` {
+		t.Errorf("output schema %s: want score a number and number_of_results an integer from 1, neither null", tool.OutputSchema)
 	}
 }
 
@@ -250,7 +258,7 @@ func TestSearch(t *testing.T) {
 			},
 		},
 		UnresponsiveEngines: []unresponsive{{Engine: "google", Reason: "Suspended: CAPTCHA"}, {Engine: "qwant", Reason: "timeout"}},
-		NumberOfResults:     ptr(int64(1230000)),
+		NumberOfResults:     1230000,
 		Answers: []answer{{
 			Answer: "WithCancel returns a derived context that points to the parent context but has a new Done channel.",
 			URL:    "https://pkg.go.dev/context#WithCancel",
@@ -339,7 +347,8 @@ func TestSearchNewsAndImages(t *testing.T) {
 	inst := newFakeInstance(t)
 	h := start(t, inst, nil)
 
-	news := structured(t, call(t, h, map[string]any{"query": "news", "categories": []string{"news"}}))
+	newsRes := call(t, h, map[string]any{"query": "news", "categories": []string{"news"}})
+	news := structured(t, newsRes)
 	if len(news.Results) != 2 {
 		t.Fatalf("%d news results", len(news.Results))
 	}
@@ -347,8 +356,8 @@ func TestSearchNewsAndImages(t *testing.T) {
 		r.Image != "https://www.nasa.gov/wp-content/uploads/msr.jpg" || !cmp.Equal(r.Engines, []string{"bing news", "yahoo news"}) {
 		t.Errorf("news result %+v", r)
 	}
-	if news.NumberOfResults != nil {
-		t.Errorf("number_of_results %d: SearXNG's 0 means unknown and must be left out", *news.NumberOfResults)
+	if strings.Contains(string(newsRes.StructuredContent), "number_of_results") {
+		t.Errorf("number_of_results in %s: SearXNG's 0 means unknown and must be left out", newsRes.StructuredContent)
 	}
 	if !cmp.Equal(news.Answers, []answer{{Answer: "Mars Sample Return is a joint NASA-ESA campaign."}}) {
 		t.Errorf("answers %+v", news.Answers)
@@ -537,17 +546,21 @@ func TestArgumentErrors(t *testing.T) {
 func TestCallRawArguments(t *testing.T) {
 	inst := newFakeInstance(t)
 	h := start(t, inst, nil)
+	// Arguments sent past the host get the host's own messages: sdk.AddTool
+	// checks them with the host's validator.
 	tests := []struct {
 		args any
 		want string
 	}{
-		{json.RawMessage(`[1]`), "searxng_search: arguments must be a JSON object with query, categories, language, max_results"},
-		{json.RawMessage(`{"query":"x","k":1}`), `searxng_search: unknown argument "k"; searxng_search takes query, categories, language, max_results`},
-		{json.RawMessage(`{"query":["x"]}`), `searxng_search: argument "query" has the wrong type (a JSON array): query is a string, categories an array of strings, language a string, max_results an integer`},
-		{json.RawMessage(`{}`), `searxng_search: argument "query" is required: the words to search the web for`},
-		{json.RawMessage(`{"query":"x"} {}`), "searxng_search: arguments must be a single JSON object"},
-		{json.RawMessage(`{"query":"x","max_results":0}`), `searxng_search: argument "max_results" must be an integer from 1 to 50; got 0`},
-		{json.RawMessage(`{"query":"x","categories":["a","b","c","d","e"]}`), `searxng_search: argument "categories" has 5 items; at most 4 allowed (web (the same as general), general, news, images)`},
+		{json.RawMessage(`[1]`), "arguments must be a JSON object; searxng_search takes: categories, language, max_results, query"},
+		{json.RawMessage(`{"query":"x","k":1}`), `unknown argument "k"; searxng_search takes: categories, language, max_results, query`},
+		{json.RawMessage(`{"query":["x"]}`), `argument "query" must be of type string; got array (1 items)`},
+		{json.RawMessage(`{}`), `missing required argument "query"`},
+		{json.RawMessage(`{"query":"x"} {}`), "arguments must be a JSON object: invalid character '{' after top-level value"},
+		{json.RawMessage(`{"query":"x","max_results":0}`), `argument "max_results" must be between 1 and 50; got 0`},
+		{json.RawMessage(`{"query":"x","categories":["a","b","c","d","e"]}`), `argument "categories" has 5 items; at most 4 allowed`},
+		// What the schema lets through and the provider refuses.
+		{json.RawMessage(`{"query":"x","categories":["a"]}`), `searxng_search: unknown category "a" in "categories"; valid categories are web (the same as general), general, news, images`},
 	}
 	for _, tt := range tests {
 		res, err := h.CallRaw(context.Background(), ToolSearch, tt.args)

@@ -1,16 +1,42 @@
 package searxng
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
+// searchArgs are searxng_search's arguments; sdk.AddTool derives the input
+// schema from them and checks each call against it. Categories are not an
+// enum: check matches them case-insensitively, so the schema only bounds
+// them. max_results gets its default, the configured one, in searchTool.
+type searchArgs struct {
+	Query      string   `json:"query" jsonschema:"What to search for, as you would type it into a search engine." schema:"minLength=1,maxLength=500"`
+	Categories []string `json:"categories,omitempty" jsonschema:"Categories to search, any of: web (the same as general), general, news, images; case does not matter. Leave it out for the instance's default (general)." schema:"maxItems=4,items.minLength=1,items.maxLength=32"`
+	Language   string   `json:"language,omitempty" jsonschema:"Language of the results: a code such as \"en\" or \"de\", a code with a region such as \"de-CH\", \"all\" for every language or \"auto\" to detect it from the query. Leave it out for the configured default." schema:"minLength=1,maxLength=16"`
+	MaxResults int      `json:"max_results,omitzero" schema:"minimum=1,maximum=50"`
+}
+
 // searchTool is searxng_search's catalog entry for the given settings:
 // max_results defaults to the configured value, and the tool's deadline
-// is timeout_secs plus a margin.
+// is timeout_secs plus a margin. The output schema is derived from
+// searchOutput.
 func searchTool(cfg settings) sdk.Tool {
+	in := sdk.InputSchemaFor[searchArgs]()
+	limit := in.Properties["max_results"]
+	limit.Default = json.RawMessage(strconv.Itoa(cfg.maxResults))
+	limit.Description = fmt.Sprintf("Most results to return, %d to %d; default %d.", minResults, maxResults, cfg.maxResults)
+	schema, err := json.Marshal(in)
+	if err != nil {
+		panic(fmt.Sprintf("searxng: marshal the input schema: %v", err))
+	}
 	return sdk.Tool{
 		Name:  ToolSearch,
 		Title: "Web search",
@@ -19,8 +45,7 @@ func searchTool(cfg settings) sdk.Tool {
 			"with direct answers, infoboxes and suggestions when there are any. Use it for current or public information that is " +
 			"not in memory; open the urls with another tool to read a page. categories narrows the search: general (or web), news, images. " +
 			"unresponsive_engines lists engines that failed; an error result says what went wrong and what to do.",
-		InputSchema:  mustJSON(inputSchema(cfg)),
-		OutputSchema: mustJSON(outputSchema()),
+		InputSchema: schema,
 		Annotations: sdk.Annotations{
 			Title:        "Web search",
 			ReadOnlyHint: sdk.Bool(true),
@@ -32,118 +57,39 @@ func searchTool(cfg settings) sdk.Tool {
 	}
 }
 
-// inputSchema is searxng_search's input schema. Categories are not an
-// enum: they are matched case-insensitively, in code, so the schema only
-// bounds them.
-func inputSchema(cfg settings) map[string]any {
-	return map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"query": map[string]any{
-				"type":        "string",
-				"minLength":   1,
-				"maxLength":   maxQueryRunes,
-				"description": "What to search for, as you would type it into a search engine.",
-			},
-			"categories": map[string]any{
-				"type":     "array",
-				"maxItems": maxCategories,
-				"items": map[string]any{
-					"type":      "string",
-					"minLength": 1,
-					"maxLength": maxCategoryRunes,
-				},
-				"description": "Categories to search, any of: " + validCategories + "; case does not matter. " +
-					"Leave it out for the instance's default (general).",
-			},
-			"language": map[string]any{
-				"type":      "string",
-				"minLength": 1,
-				"maxLength": maxLanguageRunes,
-				"description": "Language of the results: a code such as \"en\" or \"de\", a code with a region such as \"de-CH\", " +
-					"\"all\" for every language or \"auto\" to detect it from the query. Leave it out for the configured default.",
-			},
-			"max_results": map[string]any{
-				"type":        "integer",
-				"minimum":     minResults,
-				"maximum":     maxResults,
-				"default":     cfg.maxResults,
-				"description": fmt.Sprintf("Most results to return, %d to %d; default %d.", minResults, maxResults, cfg.maxResults),
-			},
-		},
-		"required":             []string{"query"},
-		"additionalProperties": false,
+// search runs searxng_search with one configuration's settings and
+// client.
+type search struct {
+	cfg settings
+	c   *client
+	log hclog.Logger
+}
+
+// run is searxng_search's handler. Arguments the schema cannot check and
+// every failure of the instance are errors, which sdk.AddTool turns into
+// isError results; the call's context ending is returned as it is.
+func (s search) run(ctx context.Context, _ *sdk.CallToolRequest, args searchArgs) (*sdk.CallToolResult, searchOutput, error) {
+	if err := args.check(s.cfg); err != nil {
+		return nil, searchOutput{}, fmt.Errorf("%s: %w", ToolSearch, err)
 	}
-}
-
-// object is a JSON Schema object with exactly the given properties.
-func object(required []string, props map[string]any) map[string]any {
-	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if len(required) > 0 {
-		s["required"] = required
+	start := time.Now()
+	raw, status, err := s.c.search(ctx, args)
+	elapsed := time.Since(start).Round(time.Millisecond)
+	var ierr *instanceError
+	if errors.As(err, &ierr) {
+		s.log.Warn("search failed", "endpoint", s.c.endpoint(), "status", status, "duration", elapsed.String(), "error", ierr.msg)
+		return nil, searchOutput{}, fmt.Errorf("%s: %s", ToolSearch, ierr.msg)
 	}
-	return s
-}
-
-func str(description string) map[string]any {
-	return map[string]any{"type": "string", "description": description}
-}
-
-func arrayOf(items map[string]any, description string) map[string]any {
-	return map[string]any{"type": "array", "items": items, "description": description}
-}
-
-// outputSchema describes searchOutput.
-func outputSchema() map[string]any {
-	strs := map[string]any{"type": "string"}
-	return object([]string{"query", "results", "unresponsive_engines", "answers", "suggestions"}, map[string]any{
-		"query": str("The query as searched."),
-		"results": arrayOf(object([]string{"title", "url", "snippet", "source", "engines"}, map[string]any{
-			"title":     str("The page's title, or its url when it has none."),
-			"url":       map[string]any{"type": "string", "minLength": 1, "description": "The page's address."},
-			"snippet":   str("Plain text from the page, as the engines showed it; may be empty."),
-			"source":    str("The engine that found the result (the first of engines); empty when the instance did not say."),
-			"engines":   arrayOf(strs, "Every engine that found the result."),
-			"score":     map[string]any{"type": "number", "description": "SearXNG's ranking score; higher is better."},
-			"category":  str("The result's category, such as general, news or images."),
-			"published": str("When the page was published, as the instance reported it."),
-			"image":     str("For image results: the image's address."),
-		}), "The results, best first, at most max_results."),
-		"unresponsive_engines": arrayOf(object([]string{"engine", "reason"}, map[string]any{
-			"engine": str("The engine's name."),
-			"reason": str("Why it failed, as SearXNG says: timeout, CAPTCHA, HTTP error, too many requests…"),
-		}), "Engines that failed during this search."),
-		"number_of_results": map[string]any{
-			"type": "integer", "minimum": 1,
-			"description": "How many results the engines estimated in all; absent when they did not say.",
-		},
-		"answers": arrayOf(object([]string{"answer"}, map[string]any{
-			"answer": str("A direct answer, such as a calculation or a definition."),
-			"url":    str("Where the answer comes from."),
-			"engine": str("The engine or answerer that gave it."),
-		}), "Direct answers to the query."),
-		"suggestions": arrayOf(strs, "Related queries the engines suggested."),
-		"infoboxes": arrayOf(object([]string{"title", "urls", "attributes"}, map[string]any{
-			"title":   str("The topic."),
-			"content": str("A summary of the topic."),
-			"url":     str("The topic's page."),
-			"engine":  str("The engine that gave the infobox."),
-			"urls": arrayOf(object([]string{"title", "url"}, map[string]any{
-				"title": str("The link's title."),
-				"url":   str("The link."),
-			}), "Links about the topic."),
-			"attributes": arrayOf(object([]string{"label", "value"}, map[string]any{
-				"label": str("The fact's name."),
-				"value": str("The fact."),
-			}), "Facts about the topic."),
-		}), "Summaries of the query's topic (Wikipedia, Wikidata); absent when there are none."),
-	})
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("searxng: marshal schema: %v", err))
+		return nil, searchOutput{}, err
 	}
-	return b
+	out := normalise(raw, args.Query, args.MaxResults)
+	s.log.Debug("search", "endpoint", s.c.endpoint(), "status", status, "duration", elapsed.String(),
+		"results", len(out.Results), "unresponsive_engines", len(out.UnresponsiveEngines))
+	if allEnginesFailed(out) {
+		return nil, searchOutput{}, fmt.Errorf("%s: every engine failed: %s. SearXNG at %s got no results from any of its engines: "+
+			"check that the instance can reach the internet and that these engines work (its logs, or its preferences page), then try again",
+			ToolSearch, enginesList(out.UnresponsiveEngines), s.c.endpoint())
+	}
+	return sdk.TextResult(renderText(out)), out, nil
 }

@@ -107,7 +107,12 @@ func (p *Provider) settleLocked(s *server, st *settlement) {
 		// No live session: a leaving client's live session (cur) serves
 		// the catalog until the shared session replacing it is up. A
 		// server that never connected is keepConnecting's.
-		if cur != nil && !p.reopening[s.name] {
+		if cur != nil && cur.refused() {
+			// The server refused the credentials: opening the shared
+			// session again would be refused again.
+			p.refused[s.name] = true
+		}
+		if cur != nil && !p.reopening[s.name] && !p.refused[s.name] {
 			p.reopening[s.name] = true
 			st.reopen = append(st.reopen, s)
 			st.gen, st.bg = p.gen, p.bg
@@ -119,6 +124,7 @@ func (p *Provider) settleLocked(s *server, st *settlement) {
 		delete(p.shared, s.name)
 		p.retireLocked(sh, st)
 	}
+	delete(p.refused, s.name)
 	if cur != next {
 		p.conns[s.name] = next
 		go p.watchCatalog(p.bg, p.gen, s, next)
@@ -276,11 +282,18 @@ func (p *Provider) catalogEnded(gen uint64, s *server, c *conn) {
 		p.mu.Unlock()
 		return
 	}
+	refused := c.refused()
+	if refused {
+		p.refused[s.name] = true
+	}
 	p.settleLocked(s, &st)
 	down := p.conns[s.name] == c
 	why := "the session ended"
 	if c.endErr != nil {
 		why += ": " + redactText(c.endErr.Error())
+	}
+	if refused {
+		why += "; the server refused its credentials: " + authHint(s)
 	}
 	if down && p.health[s.name].state != StateFailed {
 		// A failed attempt to open the shared session again already
@@ -288,9 +301,12 @@ func (p *Provider) catalogEnded(gen uint64, s *server, c *conn) {
 		p.health[s.name] = &health{state: StateFailed, err: fmt.Sprintf("%s: %s", s.where(), why), next: time.Now()}
 	}
 	p.mu.Unlock()
-	if down {
+	switch {
+	case down && refused:
+		p.log.Warn("upstream session ended; not reconnecting in the background until the configuration is loaded again", "server", s.name, "error", why)
+	case down:
 		p.log.Warn("upstream session ended; reconnecting in the background", "server", s.name, "error", why)
-	} else {
+	default:
 		p.log.Debug("catalog session ended; another client's session serves the catalog", "server", s.name, "error", why)
 	}
 	p.apply(st)

@@ -49,11 +49,22 @@ type conn struct {
 	key string
 	// closeOnce makes close safe to call more than once.
 	closeOnce sync.Once
+	// opened is when the session was established.
+	opened time.Time
+}
+
+// refused reports whether the server refused the credentials of c, an
+// HTTP session, after it was established (HTTP 401 or 403 once the OAuth
+// handler, if any, had tried): the sign-in cannot give what the server
+// wants.
+func (c *conn) refused() bool {
+	return c.http != nil && c.http.refusedSince(c.opened)
 }
 
 // watch closes c.done once the session ends (the stdio server exited, the
 // HTTP connection failed for good, or close was called).
 func (c *conn) watch() *conn {
+	c.opened = time.Now()
 	c.done = make(chan struct{})
 	go func() {
 		c.endErr = c.session.Wait()
@@ -265,6 +276,7 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
 
 // refusedSince reports whether the server answered 401 or 403 at or after
 // since.

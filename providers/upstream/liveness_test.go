@@ -251,3 +251,75 @@ func TestUnansweredPingsEndTheCatalogSession(t *testing.T) {
 		return len(st) == 1 && st[0].State == StateConnected
 	})
 }
+
+// TestRefusedCatalogSessionIsNotReopened: a server that accepts the
+// session but refuses its credentials on a later request (HTTP 403, as
+// for a scope the sign-in cannot grant) is reported failed with what to
+// do, and its shared session is not opened again in the background, which
+// would be refused again and, with OAuth, start another authorization
+// each time, until a new configuration (a reload, or a sign-in with
+// `openhuman-host upstream login`) connects it again.
+func TestRefusedCatalogSessionIsNotReopened(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "strict", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	var refuse atomic.Bool
+	var initializes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"method":"initialize"`)) {
+			initializes.Add(1)
+		} else if refuse.Load() && r.Method == http.MethodPost {
+			http.Error(w, "insufficient scope", http.StatusForbidden)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p := New(nil)
+	t.Cleanup(func() { _ = p.Close() })
+	sdktest.Start(t, p, &sdktest.Options{Config: map[string]any{"servers": []map[string]any{{"name": "web", "endpoint": srv.URL + "/mcp"}}}})
+	state := func() ServerStatus {
+		st := p.Servers()
+		if len(st) != 1 {
+			t.Fatalf("Servers() = %+v", st)
+		}
+		return st[0]
+	}
+	testwait.Until(t, "the server connected", func() bool { return state().State == StateConnected })
+	refuse.Store(true)
+	if _, err := p.Describe(testwait.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the server reported failed", func() bool { return state().State == StateFailed })
+	if st := state(); !strings.Contains(st.Error, "refused its credentials") || !strings.Contains(st.Error, "auth table") {
+		t.Errorf("Servers() = %+v, want the refusal and what to do", st)
+	}
+	p.mu.RLock()
+	refused, reopening, shared := p.refused["web"], p.reopening["web"], p.shared["web"]
+	p.mu.RUnlock()
+	if !refused || reopening || (shared != nil && shared.alive()) {
+		t.Errorf("after the refusal: refused %v, reopening %v, shared session %v; want refused, no reopening, none open", refused, reopening, shared)
+	}
+	refuse.Store(false)
+	before := initializes.Load()
+	raw, err := json.Marshal(map[string]any{"servers": []map[string]any{{"name": "web", "endpoint": srv.URL + "/mcp"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Configure(testwait.Context(t), &sdk.ConfigureRequest{Config: raw}); err != nil {
+		t.Fatalf("configuring again: %v", err)
+	}
+	testwait.Until(t, "the server connected again after a new configuration", func() bool { return state().State == StateConnected })
+	if initializes.Load() <= before {
+		t.Error("the new configuration opened no session")
+	}
+	res, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "web__echo", Arguments: json.RawMessage(`{"text":"x"}`), Caller: caller("A", "1")})
+	if err != nil || res.IsError {
+		t.Fatalf("a client's call once the server accepts again: %v %+v", err, res)
+	}
+}

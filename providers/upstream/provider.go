@@ -110,6 +110,13 @@ type Provider struct {
 	// reopening marks, by server name, the background opening of a shared
 	// session for a catalog that lost its last client session.
 	reopening map[string]bool
+	// refused marks, by server name, a server whose catalog session
+	// ended on a refusal of its credentials (HTTP 401 or 403 after the
+	// sign-in was tried): its shared session is not opened again in the
+	// background, which would only be refused again (and, with OAuth,
+	// start another authorization each time), until a new
+	// configuration or a client's own session connects it.
+	refused map[string]bool
 	// health holds the state of every enabled server's catalog session,
 	// by server name.
 	health map[string]*health
@@ -252,7 +259,7 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	p.gen++
 	gen := p.gen
 	p.servers, p.conns, p.shared, p.routes, p.promptRoutes, p.clients = servers, map[string]*conn{}, map[string]*conn{}, nil, nil, nil
-	p.retired, p.reopening = map[*conn]bool{}, map[string]bool{}
+	p.retired, p.reopening, p.refused = map[*conn]bool{}, map[string]bool{}, map[string]bool{}
 	p.health, p.configured, p.stopConnect, p.bg = map[string]*health{}, false, stop, bg
 	for _, s := range servers {
 		if s.enabled && s.unavailable != "" {
@@ -708,7 +715,7 @@ func (p *Provider) Close() error {
 	}
 	p.gen++
 	conns := p.allConnsLocked()
-	p.conns, p.shared, p.retired, p.reopening = nil, nil, nil, nil
+	p.conns, p.shared, p.retired, p.reopening, p.refused = nil, nil, nil, nil, nil
 	p.routes, p.promptRoutes, p.servers, p.clients, p.states, p.health = nil, nil, nil, nil, nil, nil
 	p.mu.Unlock()
 	var wg sync.WaitGroup

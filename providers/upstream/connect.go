@@ -277,7 +277,6 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-
 // refusedSince reports whether the server answered 401 or 403 at or after
 // since.
 func (t *headerTransport) refusedSince(since time.Time) bool {

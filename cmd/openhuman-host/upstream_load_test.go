@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -63,29 +61,7 @@ read_only_tools = ["echo"]
 		t.Fatal(err)
 	}
 	token := hex.EncodeToString([]byte("a test token of 32 random bytes!"))
-	cmd := exec.Command(testExe(t), "--config", cfgPath, "serve", "--transport", "http", "--port", "0")
-	cmd.Env = append(os.Environ(), cliEnv+"=1", "OPENHUMAN_MCP_TOKEN="+token)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}()
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "openhuman-host: MCP endpoint "); ok {
-				urls <- u
-			}
-		}
-	}()
-	url := testwait.Recv(t, urls, "the server's endpoint line")
+	url := serveMCPForTest(t, cfgPath, token)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, clients*calls+clients)

@@ -1,21 +1,18 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 )
 
@@ -59,29 +56,7 @@ read_only_tools = ["echo", "pid"]
 		t.Fatal(err)
 	}
 	token := hex.EncodeToString([]byte("a test token of 32 random bytes!"))
-	cmd := exec.Command(testExe(t), "--config", cfgPath, "serve", "--transport", "http", "--port", "0")
-	cmd.Env = append(os.Environ(), cliEnv+"=1", "OPENHUMAN_MCP_TOKEN="+token)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}()
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "openhuman-host: MCP endpoint "); ok {
-				urls <- u
-			}
-		}
-	}()
-	url := testwait.Recv(t, urls, "the server's endpoint line")
+	url := serveMCPForTest(t, cfgPath, token)
 
 	// Clients of 2025-11-25 have sessions that end when they close them
 	// (DELETE); a 2026-07-28 client has none to end, and the host forgets
@@ -123,7 +98,7 @@ read_only_tools = ["echo", "pid"]
 		slices.Sort(want)
 		var got []int
 		testwait.Until(t, what, func() bool {
-			got = runningPIDs(t, starts)
+			got = testproc.RunningPIDs(t, starts)
 			return slices.Equal(got, want)
 		})
 	}
@@ -136,8 +111,8 @@ read_only_tools = ["echo", "pid"]
 		return len(entries)
 	}
 
-	testwait.Until(t, "the catalog's process to start", func() bool { return len(runningPIDs(t, starts)) == 1 })
-	shared := runningPIDs(t, starts)[0]
+	testwait.Until(t, "the catalog's process to start", func() bool { return len(testproc.RunningPIDs(t, starts)) == 1 })
+	shared := testproc.RunningPIDs(t, starts)[0]
 
 	first := connect("first")
 	a := pid(first)
@@ -173,37 +148,10 @@ read_only_tools = ["echo", "pid"]
 		t.Fatalf("close the second client: %v", err)
 	}
 	testwait.Until(t, "a new process alone to serve the catalog", func() bool {
-		r := runningPIDs(t, starts)
+		r := testproc.RunningPIDs(t, starts)
 		return len(r) == 1 && r[0] != shared && r[0] != a && r[0] != b
 	})
 	third := connect("third")
 	defer third.Close()
 	listed(third)
-}
-
-// runningPIDs returns the process IDs recorded in dir whose processes
-// still run (not zombies), sorted.
-func runningPIDs(t *testing.T, dir string) []int {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
-			continue
-		}
-		out = append(out, pid)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -17,50 +17,13 @@ import (
 // in a folder (testdata/stdioserver, STDIOSERVER_STARTS), and one is
 // running while /proc shows it and it is no zombie.
 
-// starts is the stdio server's process IDs recorded in dir, in no order.
-func starts(t *testing.T, dir string) []int {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			t.Fatalf("unexpected file %s", e.Name())
-		}
-		out = append(out, pid)
-	}
-	return out
-}
-
-// running returns those of the recorded processes that still run.
-func running(t *testing.T, dir string) []int {
-	t.Helper()
-	var out []int
-	for _, pid := range starts(t, dir) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ...: the state follows the last ')'.
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
-			continue
-		}
-		out = append(out, pid)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // untilRunning waits until exactly want recorded processes run, and
 // returns them.
 func untilRunning(t *testing.T, dir string, want int) []int {
 	t.Helper()
 	var got []int
 	testwait.Until(t, fmt.Sprintf("%d upstream processes running", want), func() bool {
-		got = running(t, dir)
+		got = testproc.RunningPIDs(t, dir)
 		return len(got) == want
 	})
 	return got
@@ -168,7 +131,7 @@ func TestOneUpstreamProcessPerClient(t *testing.T) {
 	if pidOf(t, p, "A") != a || pidOf(t, p, "B") != b {
 		t.Fatal("a client's call ran on another client's session")
 	}
-	if n := len(starts(t, dir)); n != 3 {
+	if n := len(testproc.RecordedPIDs(t, dir)); n != 3 {
 		t.Fatalf("%d processes started for the shared session and two clients, want 3", n)
 	}
 
@@ -187,7 +150,7 @@ func TestOneUpstreamProcessPerClient(t *testing.T) {
 	if pidOf(t, p, "B") != b {
 		t.Fatal("client B's call ran elsewhere after A left")
 	}
-	if n := len(starts(t, dir)); n != 3 {
+	if n := len(testproc.RecordedPIDs(t, dir)); n != 3 {
 		t.Fatalf("%d processes started, want 3: A leaving starts none", n)
 	}
 
@@ -198,7 +161,7 @@ func TestOneUpstreamProcessPerClient(t *testing.T) {
 	untilShared(t, p, dir, shared, a, b)
 	describeHas(t, p, "local__echo")
 	connected(t, p)
-	if n := len(starts(t, dir)); n != 4 {
+	if n := len(testproc.RecordedPIDs(t, dir)); n != 4 {
 		t.Fatalf("%d processes started, want 4", n)
 	}
 }
@@ -208,7 +171,7 @@ func TestOneUpstreamProcessPerClient(t *testing.T) {
 func untilShared(t *testing.T, p *Provider, dir string, before ...int) {
 	t.Helper()
 	testwait.Until(t, "a new shared session alone to serve the catalog", func() bool {
-		r := running(t, dir)
+		r := testproc.RunningPIDs(t, dir)
 		return len(r) == 1 && !slices.Contains(before, r[0]) && catalogPID(p) == r[0]
 	})
 }
@@ -348,7 +311,7 @@ func TestHeldSharedSessionOutlivesTakeOver(t *testing.T) {
 	if !shared.alive() {
 		t.Fatal("the held shared session was closed under its request")
 	}
-	if got := running(t, dir); !slices.Equal(got, sorted(a, shared.cmd.Process.Pid)) {
+	if got := testproc.RunningPIDs(t, dir); !slices.Equal(got, sorted(a, shared.cmd.Process.Pid)) {
 		t.Fatalf("running %v, want A's and the held shared session's", got)
 	}
 	release()

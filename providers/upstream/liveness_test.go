@@ -148,12 +148,7 @@ func TestHTTPServerDownIsReported(t *testing.T) {
 }
 
 func testHTTPServerDown(t *testing.T, client bool) {
-	s := mcp.NewServer(&mcp.Implementation{Name: "flaky", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "http:" + in.Text}}}, nil, nil
-		})
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	handler := echoHandler("flaky", "http:")
 	serve := func(addr string) *http.Server {
 		t.Helper()
 		l, err := net.Listen("tcp", addr)
@@ -209,12 +204,7 @@ func testHTTPServerDown(t *testing.T, client bool) {
 // open) is ended after two unanswered pings, and the server is reported
 // failed; once it answers again it is reconnected and reported connected.
 func TestUnansweredPingsEndTheCatalogSession(t *testing.T) {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mute", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "http:" + in.Text}}}, nil, nil
-		})
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	handler := echoHandler("mute", "http:")
 	var mute atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -260,12 +250,7 @@ func TestUnansweredPingsEndTheCatalogSession(t *testing.T) {
 // each time, until a new configuration (a reload, or a sign-in with
 // `openhuman-host upstream login`) connects it again.
 func TestRefusedCatalogSessionIsNotReopened(t *testing.T) {
-	s := mcp.NewServer(&mcp.Implementation{Name: "strict", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-		})
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	handler := echoHandler("strict", "")
 	var refuse atomic.Bool
 	var initializes atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -322,4 +307,15 @@ func TestRefusedCatalogSessionIsNotReopened(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("a client's call once the server accepts again: %v %+v", err, res)
 	}
+}
+
+// echoHandler is a Streamable HTTP MCP server named name with one tool,
+// echo, which answers prefix followed by its text argument.
+func echoHandler(name, prefix string) http.Handler {
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: prefix + in.Text}}}, nil, nil
+		})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 }

@@ -168,17 +168,7 @@ func testHTTPServerDown(t *testing.T, client bool) {
 	_ = l.Close()
 	srv := serve(addr)
 	// Pinged often, so that the test need not wait 30 s for it.
-	p := New(&Options{KeepAlive: 100 * time.Millisecond})
-	t.Cleanup(func() { _ = p.Close() })
-	sdktest.Start(t, p, &sdktest.Options{Config: map[string]any{"servers": []map[string]any{{"name": "web", "endpoint": "http://" + addr + "/mcp"}}}})
-	state := func() ServerStatus {
-		st := p.Servers()
-		if len(st) != 1 {
-			t.Fatalf("Servers() = %+v", st)
-		}
-		return st[0]
-	}
-	testwait.Until(t, "the server connected", func() bool { return state().State == StateConnected })
+	p, state := startWeb(t, &Options{KeepAlive: 100 * time.Millisecond}, "http://"+addr+"/mcp")
 	if client {
 		res, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "web__echo", Arguments: json.RawMessage(`{"text":"x"}`), Caller: caller("A", "1")})
 		if err != nil || res.IsError {
@@ -265,17 +255,7 @@ func TestRefusedCatalogSessionIsNotReopened(t *testing.T) {
 		handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	p := New(nil)
-	t.Cleanup(func() { _ = p.Close() })
-	sdktest.Start(t, p, &sdktest.Options{Config: map[string]any{"servers": []map[string]any{{"name": "web", "endpoint": srv.URL + "/mcp"}}}})
-	state := func() ServerStatus {
-		st := p.Servers()
-		if len(st) != 1 {
-			t.Fatalf("Servers() = %+v", st)
-		}
-		return st[0]
-	}
-	testwait.Until(t, "the server connected", func() bool { return state().State == StateConnected })
+	p, state := startWeb(t, nil, srv.URL+"/mcp")
 	refuse.Store(true)
 	if _, err := p.Describe(testwait.Context(t)); err != nil {
 		t.Fatal(err)
@@ -318,4 +298,24 @@ func echoHandler(name, prefix string) http.Handler {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: prefix + in.Text}}}, nil, nil
 		})
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+}
+
+// startWeb starts a provider with opts relaying one HTTP server, "web",
+// at endpoint, waits until it is connected, and returns the provider and
+// a func that reads the server's status.
+func startWeb(t *testing.T, opts *Options, endpoint string) (*Provider, func() ServerStatus) {
+	t.Helper()
+	p := New(opts)
+	t.Cleanup(func() { _ = p.Close() })
+	sdktest.Start(t, p, &sdktest.Options{Config: map[string]any{"servers": []map[string]any{{"name": "web", "endpoint": endpoint}}}})
+	state := func() ServerStatus {
+		t.Helper()
+		st := p.Servers()
+		if len(st) != 1 {
+			t.Fatalf("Servers() = %+v", st)
+		}
+		return st[0]
+	}
+	testwait.Until(t, "the server connected", func() bool { return state().State == StateConnected })
+	return p, state
 }

@@ -34,11 +34,13 @@ const (
 	// maxBatch caps the rows the writer commits in one transaction.
 	maxBatch = 256
 	// linger is how long the writer waits for more records after the
-	// first of a batch: a commit (BEGIN, INSERT, fsync) costs far more than
-	// a row, so gathering the calls of a few milliseconds into one
-	// transaction keeps the audit cheap under load. Calls never wait for
-	// it: they only enqueue.
-	linger = 2 * time.Millisecond
+	// first of a batch: a commit (the INSERT's statement and the WAL's
+	// fsync) costs far more than a row, so gathering the calls of some
+	// milliseconds into one commit keeps the audit cheap under load: at 8
+	// calls in flight, 10 ms halves the writer's CPU per call against 2 ms
+	// (docs/performance.md, Audit cost). Calls never wait for it: they
+	// only enqueue, and Flush ends the wait at once.
+	linger = 10 * time.Millisecond
 	// closeAttempts is how many times the writer tries a batch once Close has begun, before discarding it.
 	closeAttempts = 3
 	// Retry delays grow from minBackoff, doubling per attempt, up to maxBackoff.

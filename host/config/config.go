@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/openhuman/openhuman-host/host/builtin"
 	"github.com/openhuman/openhuman-host/internal/embeddings"
 )
 
@@ -431,6 +432,12 @@ type UpstreamConfig struct {
 func Default() *Config {
 	c := &Config{Providers: map[string]ProviderConfig{}}
 	if err := decodeInto(c, defaultTOML, DefaultSource); err != nil {
+		if len(builtin.Registered().Names()) == 0 {
+			// The defaults name the built-in providers, which a program
+			// registers by importing them.
+			panic(fmt.Sprintf("config: embedded defaults are invalid: %v (no built-in provider is registered: "+
+				"import _ \"github.com/openhuman/openhuman-host/internal/builtins\")", err))
+		}
 		panic(fmt.Sprintf("config: embedded defaults are invalid: %v", err))
 	}
 	c.Source = DefaultSource

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -36,32 +33,7 @@ func TestManyHTTPClientsOnOneStdioUpstream(t *testing.T) {
 		calls   = 5
 	)
 	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "config.toml")
-	cfg := fmt.Sprintf(`[server]
-data_dir = %q
-log_level = "off"
-%s
-[autonomy]
-level = "full"
-confirm_acts = "off"
-
-[providers.memory]
-enabled = false
-
-[providers.agent]
-enabled = false
-
-[[upstream.servers]]
-name = "local"
-command = %q
-args = [%q]
-read_only_tools = ["echo"]
-`, filepath.Join(dir, "data"), slowStart, testExe(t), mcpServerArg)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	token := hex.EncodeToString([]byte("a test token of 32 random bytes!"))
-	url := serveMCPForTest(t, cfgPath, token)
+	url := serveUpstreamForTest(t, dir, slowStart, "read_only_tools = [\"echo\"]\n")
 
 	var wg sync.WaitGroup
 	errs := make(chan error, clients*calls+clients)
@@ -69,7 +41,7 @@ read_only_tools = ["echo"]
 		wg.Go(func() {
 			client := mcp.NewClient(&mcp.Implementation{Name: fmt.Sprintf("load-%d", c), Version: "1"}, nil)
 			cs, err := client.Connect(testwait.Context(t), &mcp.StreamableClientTransport{Endpoint: url,
-				HTTPClient: &http.Client{Transport: bearerTransport{token}}}, nil)
+				HTTPClient: &http.Client{Transport: bearerTransport{testToken}}}, nil)
 			if err != nil {
 				errs <- fmt.Errorf("client %d: connect: %w", c, err)
 				return

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -30,33 +29,7 @@ func TestOneUpstreamProcessPerClient(t *testing.T) {
 	if err := os.Mkdir(starts, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cfgPath := filepath.Join(dir, "config.toml")
-	cfg := fmt.Sprintf(`[server]
-data_dir = %q
-log_level = "off"
-%s
-[autonomy]
-level = "full"
-confirm_acts = "off"
-
-[providers.memory]
-enabled = false
-
-[providers.agent]
-enabled = false
-
-[[upstream.servers]]
-name = "local"
-command = %q
-args = [%q]
-env = { %s = %q }
-read_only_tools = ["echo", "pid"]
-`, filepath.Join(dir, "data"), slowStart, testExe(t), mcpServerArg, upstreamStartsEnv, starts)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	token := hex.EncodeToString([]byte("a test token of 32 random bytes!"))
-	url := serveMCPForTest(t, cfgPath, token)
+	url := serveUpstreamForTest(t, dir, slowStart, fmt.Sprintf("env = { %s = %q }\nread_only_tools = [\"echo\", \"pid\"]\n", upstreamStartsEnv, starts))
 
 	// Clients of 2025-11-25 have sessions that end when they close them
 	// (DELETE); a 2026-07-28 client has none to end, and the host forgets
@@ -65,7 +38,7 @@ read_only_tools = ["echo", "pid"]
 		t.Helper()
 		client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
 		cs, err := client.Connect(testwait.Context(t), &mcp.StreamableClientTransport{Endpoint: url,
-			HTTPClient: &http.Client{Transport: bearerTransport{token}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			HTTPClient: &http.Client{Transport: bearerTransport{testToken}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatalf("%s: connect: %v", name, err)
 		}

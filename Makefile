@@ -44,7 +44,7 @@ PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 STATICCHECK_VERSION        := v0.8.2
 TOOLS := $(CACHE)/tools
 
-.PHONY: all build run run-http test test-go fuzz interop-deps postgres-deps haproxy-deps prometheus-deps windows-deps windows-exe vet-platforms bench bench-memory bench-discovery bench-replicas soak-replicas lint proto inspect release release-deps clean
+.PHONY: all build run run-http test test-prereqs debian-deps test-go fuzz interop-deps postgres-deps haproxy-deps prometheus-deps windows-deps windows-exe vet-platforms bench bench-memory bench-discovery bench-replicas soak-replicas lint proto inspect release release-deps clean
 
 all: build
 
@@ -62,19 +62,31 @@ run-http: build
 # and interop tests (the TypeScript SDK client over stdio and HTTP, the MCP
 # conformance suite over HTTP, the Windows build under Wine, the storage
 # tests on a throwaway PostgreSQL, replicas behind a throwaway HAProxy),
-# with the race detector.
-test: build interop-deps windows-exe postgres-deps haproxy-deps prometheus-deps vet-platforms
-	OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 OPENHUMAN_REQUIRE_POSTGRES=1 \
+# with the race detector. Four go test runs go side by side: the host
+# module, the SDK module (the example provider's tests run inside the
+# host's suite, which builds it as an outside module would), the memory
+# provider's driver-neutral tests again on PostgreSQL, and a build without
+# the FTS5 tag, which must refuse to start the memory provider; each run's
+# output is printed in one piece when it ends.
+test:
+	@$(MAKE) --no-print-directory -j4 --output-sync=target test-prereqs
+	@OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 OPENHUMAN_REQUIRE_POSTGRES=1 \
 		OPENHUMAN_REQUIRE_HAPROXY=1 OPENHUMAN_REQUIRE_PROMETHEUS=1 OPENHUMAN_REQUIRE_SDK_MODULE=1 \
-		$(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 -timeout 20m ./...
-	@# The SDK module's own tests (the example provider's run inside the
-	@# host's suite, which builds it as an outside module would).
-	cd sdk && $(GO) test -race -ldflags '-s -w' -count=1 -timeout 20m ./...
-	@# The memory provider's driver-neutral tests again, on PostgreSQL.
-	OPENHUMAN_MEMORY_TEST_DRIVER=postgres OPENHUMAN_REQUIRE_POSTGRES=1 \
-		$(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 -timeout 20m ./providers/memory/
-	@# A build without the tag must refuse to start the memory provider.
-	$(GO) test -race -ldflags '-s -w' -count=1 -run 'TestConfigureWithoutFTS5|TestCheckFTS5' ./providers/memory/
+		./scripts/parallel.sh \
+		'$(GO) test -race -tags $(TAGS) -ldflags "-s -w" -count=1 -timeout 20m ./...' \
+		'cd sdk && $(GO) test -race -ldflags "-s -w" -count=1 -timeout 20m ./...' \
+		'OPENHUMAN_MEMORY_TEST_DRIVER=postgres $(GO) test -race -tags $(TAGS) -ldflags "-s -w" -count=1 -timeout 20m ./providers/memory/' \
+		'$(GO) test -race -ldflags "-s -w" -count=1 -run "TestConfigureWithoutFTS5|TestCheckFTS5" ./providers/memory/'
+
+# What the suite needs before it starts, made side by side: the binary,
+# the npm packages, the Debian packages (in one apt-get run) and the
+# Windows binary after them, and go vet for the other platforms.
+test-prereqs: build interop-deps windows-exe vet-platforms
+
+# Every Debian package the suite uses, in one apt-get run (dpkg allows one
+# at a time): PostgreSQL, HAProxy, Prometheus, MinGW-w64 and Wine.
+debian-deps:
+	@./scripts/debian-packages.sh postgresql haproxy prometheus gcc-mingw-w64-x86-64 wine wine64
 
 # Go tests only, without the npm-based interop tests.
 test-go:
@@ -128,7 +140,7 @@ windows-deps:
 # The Windows binary, cross-built with cgo for SQLite, that test/windows
 # runs under Wine. Go's build cache makes a rebuild take seconds.
 WINDOWS_EXE := $(CACHE)/windows/openhuman-host.exe
-windows-exe: windows-deps
+windows-exe: debian-deps
 	@CC=x86_64-w64-mingw32-gcc GOOS=windows GOARCH=amd64 CGO_ENABLED=1 \
 		$(GO) build -tags $(TAGS) -ldflags '-s -w' -o $(WINDOWS_EXE) ./cmd/openhuman-host
 

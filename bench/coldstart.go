@@ -52,8 +52,29 @@ type breakdown struct {
 	// audit log opened, every provider loaded (in parallel), the
 	// catalog and the MCP server built.
 	Providers time.Duration `json:"providers_ns"`
+	// Host is the host's own steps within Providers, as it logs them
+	// with "host started"; zero when the log has no such line.
+	Host hostSteps `json:"host"`
 	// Steps are each provider's steps, by provider name.
 	Steps map[string]providerSteps `json:"steps"`
+}
+
+// hostSteps are the steps of the host's start (host.Start) as it logs
+// them with "host started".
+type hostSteps struct {
+	// Audit is opening the audit log (and migrating its schema).
+	Audit time.Duration `json:"audit_ns"`
+	// Providers is starting every provider, in parallel: the longest
+	// provider's steps plus the wait for the slowest.
+	Providers time.Duration `json:"providers_ns"`
+	// Catalog is merging the providers' catalogs into the host's.
+	Catalog time.Duration `json:"catalog_ns"`
+	// StateKey is reading or making the key that seals request state.
+	StateKey time.Duration `json:"state_key_ns"`
+	// Server is building the MCP server: tool index, compiled schemas.
+	Server time.Duration `json:"server_ns"`
+	// Rest is metrics, warnings and the status file.
+	Rest time.Duration `json:"rest_ns"`
 }
 
 // providerSteps are the steps of one provider's start as the host logs
@@ -101,7 +122,7 @@ func parseBreakdown(log string, total time.Duration) (*breakdown, error) {
 	for _, line := range strings.Split(log, "\n") {
 		fields := map[string]string{}
 		for _, m := range logField.FindAllStringSubmatch(line, -1) {
-			fields[m[1]] = m[2]
+			fields[m[1]] = strings.Trim(m[2], `"`)
 		}
 		dur := func(k string) time.Duration {
 			d, _ := time.ParseDuration(fields[k])
@@ -112,6 +133,9 @@ func parseBreakdown(log string, total time.Duration) (*breakdown, error) {
 			b.Init = dur("since_start")
 		case strings.Contains(line, "openhuman-host: providers loaded:"):
 			loaded = dur("since_start")
+		case strings.Contains(line, "openhuman-host: host started:"):
+			b.Host = hostSteps{Audit: dur("audit"), Providers: dur("providers"), Catalog: dur("catalog"),
+				StateKey: dur("state_key"), Server: dur("server"), Rest: dur("rest")}
 		default:
 			if m := providerLogger.FindStringSubmatch(line); m != nil {
 				b.Steps[m[1]] = providerSteps{Checksum: dur("checksum"), Handshake: dur("handshake"),
@@ -131,6 +155,10 @@ func (b *breakdown) print(w io.Writer) {
 	fmt.Fprintf(w, "\ncold start of %s, one launch with debug logging: %s to tools/list =\n", defaultsTarget, fmtMs(b.Total))
 	fmt.Fprintf(w, "  %s init (from Go's package initialization: config, logging)\n", fmtMs(b.Init))
 	fmt.Fprintf(w, "  + %s starting the host (audit log, providers in parallel, catalog, server):\n", fmtMs(b.Providers))
+	if h := b.Host; h != (hostSteps{}) {
+		fmt.Fprintf(w, "      host: audit log %s, providers %s, catalog %s, state key %s, MCP server %s, the rest %s\n",
+			fmtMs(h.Audit), fmtMs(h.Providers), fmtMs(h.Catalog), fmtMs(h.StateKey), fmtMs(h.Server), fmtMs(h.Rest))
+	}
 	for _, name := range slices.Sorted(maps.Keys(b.Steps)) {
 		s := b.Steps[name]
 		fmt.Fprintf(w, "      %s: checksum %s, process start and go-plugin handshake (mTLS) %s, Configure %s, Describe %s\n",

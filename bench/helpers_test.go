@@ -93,7 +93,8 @@ func TestTOMLString(t *testing.T) {
 func TestParseBreakdown(t *testing.T) {
 	log := `2026-12-03T09:02:50.824Z [DEBUG] openhuman-host: starting the host: since_start=16.5ms
 2026-12-03T09:02:51.182Z [DEBUG] openhuman-host.provider.agent: provider loaded: pid=10656 protocol=2 version=0.1.0 tools=4 resources=10 checksum=51ns handshake=288.5ms configure=10ms describe=4.75ms
-2026-12-03T09:02:51.200Z [DEBUG] openhuman-host.provider.memory: provider loaded: pid=10657 protocol=2 version=0.1.0 tools=11 resources=0 checksum=0s handshake=70ms configure=30ms describe=1ms
+2026-12-03T09:02:51.200Z [DEBUG] openhuman-host.provider.memory: provider loaded: pid=10657 protocol=2 version=0.1.0 tools=11 resources=0 checksum=0s handshake=70ms configure=30ms describe="1ms"
+2026-12-03T09:02:51.231Z [DEBUG] openhuman-host: host started: audit=2ms providers=380ms catalog="900µs" state_key="40µs" server=3ms rest="200µs"
 2026-12-03T09:02:51.232Z [INFO]  openhuman-host: providers loaded: count=2 failed=0 tools=15 since_start=424.5ms
 `
 	b, err := parseBreakdown(log, 450*time.Millisecond)
@@ -101,6 +102,8 @@ func TestParseBreakdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &breakdown{Total: 450 * time.Millisecond, Init: 16500 * time.Microsecond, Providers: 408 * time.Millisecond,
+		Host: hostSteps{Audit: 2 * time.Millisecond, Providers: 380 * time.Millisecond, Catalog: 900 * time.Microsecond,
+			StateKey: 40 * time.Microsecond, Server: 3 * time.Millisecond, Rest: 200 * time.Microsecond},
 		Steps: map[string]providerSteps{
 			"agent":  {Checksum: 51, Handshake: 288500 * time.Microsecond, Configure: 10 * time.Millisecond, Describe: 4750 * time.Microsecond},
 			"memory": {Handshake: 70 * time.Millisecond, Configure: 30 * time.Millisecond, Describe: time.Millisecond},

@@ -222,6 +222,8 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	if err != nil {
 		return nil, fmt.Errorf("security policy: %w", err)
 	}
+	var steps startSteps
+	mark := steps.clock()
 	auditLog, err := OpenAudit(ctx, cfg, dataDir, &audit.Options{
 		QueueSize:  cfg.Audit.QueueSize,
 		RetainDays: cfg.Audit.RetainDays,
@@ -239,6 +241,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
+	steps.audit = mark()
 	h := &Host{Config: cfg, audit: auditLog, log: o.Logger, started: time.Now(), statusFile: o.StatusFile, opts: o, dataDir: dataDir}
 	hostService := &hostService{}
 	h.manager = plugins.NewManager(&plugins.Options{
@@ -265,6 +268,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		return nil, fmt.Errorf("start providers: %w", err)
 	}
 	h.Providers, h.Failed = loaded, append(h.Failed, failed...)
+	steps.providers = mark()
 	// Hold changeMu until the server exists: a provider that changes now
 	// has its change applied right after.
 	h.changeMu.Lock()
@@ -273,12 +277,14 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		h.replayed[p.Name] = p.Pid()
 	}
 	cat, dispatchers, notLoaded := h.merge()
+	steps.catalog = mark()
 	key, err := sharedStateKey(ctx, cfg, dataDir, auditLog)
 	if err != nil {
 		h.changeMu.Unlock()
 		_ = h.Close(ctx)
 		return nil, err
 	}
+	steps.stateKey = mark()
 	srvOpts := h.serverOptions(cfg, pol)
 	srvOpts.Version = o.Version
 	srvOpts.Logger = o.Logger
@@ -297,6 +303,7 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 		_ = h.Close(ctx)
 		return nil, err
 	}
+	steps.server = mark()
 	h.Server = srv
 	h.policy = pol
 	hostService.srv.Store(srv)
@@ -321,7 +328,34 @@ func Start(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error
 			h.watchAudit(h.stopWatch)
 		}()
 	}
+	steps.rest = mark()
+	o.Logger.Debug("host started", steps.fields()...)
 	return h, nil
+}
+
+// startSteps are the durations of [Start]'s steps, logged at debug level
+// ("host started") so that a slow start can be broken down (the bench's
+// cold start reads them).
+type startSteps struct {
+	audit, providers, catalog, stateKey, server, rest time.Duration
+}
+
+// clock returns a function that reports the time since its previous call
+// (or since clock was called).
+func (startSteps) clock() func() time.Duration {
+	last := time.Now()
+	return func() time.Duration {
+		now := time.Now()
+		d := now.Sub(last)
+		last = now
+		return d
+	}
+}
+
+// fields are the steps as log fields.
+func (s startSteps) fields() []any {
+	return []any{"audit", s.audit, "providers", s.providers, "catalog", s.catalog, "state_key", s.stateKey,
+		"server", s.server, "rest", s.rest}
 }
 
 // merge builds the catalog from the providers that are not failed, their

@@ -69,7 +69,7 @@ run-http: build
 # the FTS5 tag, which must refuse to start the memory provider; each run's
 # output is printed in one piece when it ends.
 test:
-	@$(MAKE) --no-print-directory -j4 --output-sync=target test-prereqs
+	@$(MAKE) --no-print-directory -j4 --output-sync=line test-prereqs
 	@OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 OPENHUMAN_REQUIRE_POSTGRES=1 \
 		OPENHUMAN_REQUIRE_HAPROXY=1 OPENHUMAN_REQUIRE_PROMETHEUS=1 OPENHUMAN_REQUIRE_SDK_MODULE=1 \
 		./scripts/parallel.sh \

@@ -10,7 +10,7 @@ import (
 )
 
 // ChangedKeys names the settings whose values differ between old and next,
-// as dotted config keys ("autonomy.level", "providers.memory.settings.k",
+// as dotted config keys ("autonomy.level", "providers.notes.settings.k",
 // "upstream.servers.github.timeout_secs"), sorted. A table or entry that
 // only one side has is named once with " (added)" or " (removed)". Values
 // are never included: settings and env entries may hold secrets. Source

@@ -35,6 +35,18 @@ type Manifest struct {
 	// [providers.<name>] table after the config file is applied, in this
 	// order. Variable names are unique among the built-ins; nil for none.
 	Env []EnvOverride
+	// DefaultConfig is the provider's part of the host's documented
+	// default configuration: a TOML document, ending in a newline, whose
+	// only table is the provider's [providers.<Name>] (sub-tables of it
+	// included), with each key set to its default or shown commented out,
+	// and comments that say what the keys do. The host appends the
+	// built-ins' fragments to its own defaults in registration order, each
+	// after one blank line, and merges a config file over the result; its
+	// keys are the provider's settings, as those of a config file's table
+	// are. Only a provider without a Section may have one. "" (the
+	// default) for none: the provider then runs only when the config file
+	// has its table.
+	DefaultConfig string
 	// PassEnv names variables of the host's environment that the
 	// provider's process gets besides the few every provider gets; nil for
 	// none.

@@ -70,8 +70,8 @@ func ClientName(name string) string {
 }
 
 // ClientNameGlob maps a path.Match pattern written for declared or dotted
-// tool names ("memory.*") to one that matches the names [ClientName]
-// gives ("memory_*"): every "." becomes "_". The host applies it to
+// tool names ("notes.*") to one that matches the names [ClientName]
+// gives ("notes_*"): every "." becomes "_". The host applies it to
 // [autonomy] allowed_tools and denied_tools, and the agent provider to
 // sub-agent tool scopes, so configurations written with dotted names
 // keep their meaning.

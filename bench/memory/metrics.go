@@ -121,8 +121,9 @@ func (g *grepIndex) add(key, text string) {
 	g.docs = append(g.docs, grepDoc{key: key, text: strings.ToLower(text)})
 }
 
-// stopWords are dropped from grep queries, as memory_recall drops English
-// function words: the baseline's query is the question's content words.
+// stopWords are dropped from grep queries, as [memory.ToolRecall] drops
+// English function words: the baseline's query is the question's content
+// words.
 var stopWords = func() map[string]bool {
 	m := make(map[string]bool, len(functionWords))
 	for _, w := range functionWords {

@@ -4,7 +4,7 @@
 //	openhuman-host serve                     # stdio, for an MCP client's config
 //	openhuman-host serve --transport http    # Streamable HTTP on 127.0.0.1:9300
 //	openhuman-host tools list
-//	openhuman-host tools call memory_search '{"query":"reef"}'
+//	openhuman-host tools call NAME '{"query":"reef"}'   # NAME from tools list
 package main
 
 import (

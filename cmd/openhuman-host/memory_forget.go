@@ -14,7 +14,7 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// newMemoryForgetCmd returns "memory forget": memory_forget from the
+// newMemoryForgetCmd returns "memory forget": [memory.ToolForget] from the
 // command line, through the host's policy and audit like "tools call".
 func newMemoryForgetCmd(g *globalFlags) *cobra.Command {
 	var (
@@ -29,7 +29,7 @@ func newMemoryForgetCmd(g *globalFlags) *cobra.Command {
 			"--chunk and --query (every word must match) and --before select chunks, and a document none of\n" +
 			"whose chunks is left goes too; --document, --source and --namespace alone select whole documents.\n" +
 			"Notes about a removed chunk, the previous versions of a removed document and entities nothing else\n" +
-			"mentions go with it. --dry-run prints what would go and changes nothing. It runs the memory_forget\n" +
+			"mentions go with it. --dry-run prints what would go and changes nothing. It runs the " + memory.ToolForget + "\n" +
 			"tool through the host's security policy and audit log (source type \"cli\"), while a server runs\n" +
 			"on the same data directory too. Imported files come back if imported again while still on disk.",
 		Example: "  openhuman-host memory forget --dry-run --namespace work\n" +

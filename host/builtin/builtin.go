@@ -50,7 +50,9 @@ var (
 // the provider and the fact, for a name that is invalid or taken (also as
 // another's reserved name), a namespace that is invalid or overlaps
 // another's (one a prefix of the other), an environment variable another
-// override already uses, an incomplete ConfigDir, or a nil New.
+// override already uses, an incomplete ConfigDir, a DefaultConfig that is
+// not TOML holding the provider's [providers.<name>] table alone (or is
+// set for a provider with a Section), or a nil New.
 func NewRegistry(ps ...Provider) (*Registry, error) {
 	r := &Registry{}
 	for _, p := range ps {
@@ -73,6 +75,9 @@ func (r *Registry) check(p Provider) error {
 	}
 	if m.ConfigDir != nil && (m.ConfigDir.Setting == "" || m.ConfigDir.Default == "" || m.ConfigDir.Holds == "") {
 		return fmt.Errorf("built-in provider %s: ConfigDir needs Setting, Default and Holds", m.Name)
+	}
+	if err := checkDefaultConfig(m); err != nil {
+		return err
 	}
 	reserved := r.reservedNames()
 	if m.ConfigDir != nil {

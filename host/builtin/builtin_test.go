@@ -20,7 +20,8 @@ func TestRegistryKeepsOrderAndLooksUp(t *testing.T) {
 	r, err := NewRegistry(
 		provider(sdk.Manifest{Name: "notes", Namespaces: []string{"notes_", "page_"}}),
 		provider(sdk.Manifest{Name: "relay", Section: "[[relay.servers]]"}),
-		provider(sdk.Manifest{Name: "clock", Namespaces: []string{"clock_"}}),
+		provider(sdk.Manifest{Name: "clock", Namespaces: []string{"clock_"},
+			DefaultConfig: "# The clock.\n[providers.clock]\nenabled = true\n\n# Sub-tables are its own.\n# [providers.clock.alarm]\n[providers.clock.zone]\nname = \"UTC\"\n"}),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +116,34 @@ func TestRegistryRefusesClashes(t *testing.T) {
 		"incomplete config directory": {
 			[]Provider{provider(sdk.Manifest{Name: "notes", ConfigDir: &sdk.ConfigDir{Setting: "pages_dir"}})},
 			"built-in provider notes: ConfigDir needs Setting, Default and Holds",
+		},
+		"default config of another table": {
+			[]Provider{provider(sdk.Manifest{Name: "notes", DefaultConfig: "[providers.notes]\nenabled = true\n\n[server]\nport = 1\n"})},
+			"built-in provider notes: DefaultConfig must hold only its [providers.notes] table; it has [providers.notes], [server]",
+		},
+		"default config of another provider": {
+			[]Provider{provider(sdk.Manifest{Name: "notes", DefaultConfig: "[providers.jot]\nenabled = true\n"})},
+			"built-in provider notes: DefaultConfig must hold only its [providers.notes] table; it has [providers.jot]",
+		},
+		"default config of comments alone": {
+			[]Provider{provider(sdk.Manifest{Name: "notes", DefaultConfig: "# nothing\n"})},
+			"built-in provider notes: DefaultConfig must hold only its [providers.notes] table; it has nothing",
+		},
+		"default config setting the table to a value": {
+			[]Provider{provider(sdk.Manifest{Name: "notes", DefaultConfig: "providers.notes = 1\n"})},
+			"built-in provider notes: DefaultConfig must hold only its [providers.notes] table; it has [providers.notes]",
+		},
+		"default config that is not TOML": {
+			[]Provider{provider(sdk.Manifest{Name: "notes", DefaultConfig: "[providers.notes\n"})},
+			"built-in provider notes: DefaultConfig is not TOML: ",
+		},
+		"default config without a final newline": {
+			[]Provider{provider(sdk.Manifest{Name: "notes", DefaultConfig: "[providers.notes]"})},
+			"built-in provider notes: DefaultConfig must end in a newline",
+		},
+		"default config of a provider with a section": {
+			[]Provider{provider(sdk.Manifest{Name: "relay", Section: "[[relay.servers]]", DefaultConfig: "[providers.relay]\n"})},
+			"built-in provider relay: DefaultConfig is set, but its settings come from [[relay.servers]]",
 		},
 	}
 	for name, tc := range tests {

@@ -15,10 +15,26 @@ import (
 	"github.com/openhuman/openhuman-host/internal/embeddings"
 )
 
-// defaultTOML is the documented default configuration; Default parses it.
+// defaultTOML is the host's part of the documented default configuration;
+// defaultText adds the built-in providers' parts to it.
 //
 //go:embed default.toml
 var defaultTOML []byte
+
+// defaultText returns the documented default configuration, which Default
+// parses: default.toml, then the Manifest.DefaultConfig of every built-in
+// provider registered ([builtin.Registered]) that has one, in registration
+// order, each after a blank line. A new slice each call.
+func defaultText() []byte {
+	out := bytes.Clone(defaultTOML)
+	for _, b := range builtin.Registered().Providers() {
+		if frag := b.Manifest.DefaultConfig; frag != "" {
+			out = append(out, '\n')
+			out = append(out, frag...)
+		}
+	}
+	return out
+}
 
 // DefaultSource is Config.Source for a configuration built from the embedded
 // defaults alone.
@@ -426,12 +442,13 @@ type UpstreamConfig struct {
 	Checked []UpstreamServer `toml:"-"`
 }
 
-// Default returns the embedded default configuration (default.toml) with
-// Source set to DefaultSource. Environment overrides are not applied. Each
+// Default returns the embedded default configuration (default.toml and
+// the built-in providers' tables, see defaultText) with Source set to
+// DefaultSource. Environment overrides are not applied. Each
 // call returns a fresh value the caller may modify.
 func Default() *Config {
 	c := &Config{Providers: map[string]ProviderConfig{}}
-	if err := decodeInto(c, defaultTOML, DefaultSource); err != nil {
+	if err := decodeInto(c, defaultText(), DefaultSource); err != nil {
 		if len(builtin.Registered().Names()) == 0 {
 			// The defaults name the built-in providers, which a program
 			// registers by importing them.

@@ -16,6 +16,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/openhuman/openhuman-host/host/builtin"
 )
 
 const testSHA = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -157,6 +160,40 @@ func TestDefaultTOMLDocumentsEveryKey(t *testing.T) {
 				t.Errorf("default.toml: [%s] %s is missing", section, key)
 			}
 		}
+	}
+}
+
+// TestHostDefaultsNameNoBuiltin keeps the host's part of the defaults
+// free of the built-in providers, whose tables and tool names live in
+// their own packages: default.toml has no [providers.<name>] table and no
+// word in a built-in's namespace, and the composed defaults are it
+// followed by the built-ins' tables in registration order.
+func TestHostDefaultsNameNoBuiltin(t *testing.T) {
+	t.Parallel()
+	var doc map[string]any
+	if err := toml.Unmarshal(defaultTOML, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := doc["providers"]; ok {
+		t.Errorf("default.toml has [providers] tables: %v", p)
+	}
+	want := string(defaultTOML)
+	for _, b := range builtin.Registered().Providers() {
+		m := b.Manifest
+		for _, ns := range m.Namespaces {
+			if re := regexp.MustCompile(`\b` + regexp.QuoteMeta(ns) + `\w+`); re.MatchString(string(defaultTOML)) {
+				t.Errorf("default.toml names %q, in the namespace of built-in provider %s", re.FindString(string(defaultTOML)), m.Name)
+			}
+		}
+		if strings.Contains(string(defaultTOML), "[providers."+m.Name) {
+			t.Errorf("default.toml names [providers.%s], a built-in provider's table", m.Name)
+		}
+		if m.DefaultConfig != "" {
+			want += "\n" + m.DefaultConfig
+		}
+	}
+	if got := string(defaultText()); got != want {
+		t.Errorf("defaultText() is not default.toml followed by the built-ins' tables:\n%s", got)
 	}
 }
 
@@ -1524,7 +1561,7 @@ func TestDurations(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	seeds := []string{
 		"",
-		string(defaultTOML),
+		string(defaultText()),
 		"[[server]]\nport = 1\n",
 		"server.port.x = 1\n",
 		"[providers.memory]\n[[providers.memory.x]]\na_env = 1\n",

@@ -302,7 +302,7 @@ func checkOrigin(o string) string {
 }
 
 // checkToolName checks an allowed_tools or denied_tools entry: a tool name
-// or a path.Match glob such as "tree_*".
+// or a path.Match glob such as "notes_*".
 func checkToolName(t string) string {
 	if t == "" || strings.TrimSpace(t) != t {
 		return fmt.Sprintf("tool names must be non-empty without surrounding spaces; got %q", t)

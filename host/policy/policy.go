@@ -66,9 +66,9 @@ type Options struct {
 	// MaxActionsPerHour caps act tools allowed in any sliding hour ([autonomy] max_actions_per_hour).
 	// Default nil means unlimited; 0 refuses every act; a negative value is an error from New.
 	MaxActionsPerHour *int
-	// AllowedTools are path.Match glob patterns (such as "tree_*") of the tools that may run
+	// AllowedTools are path.Match glob patterns (such as "notes_*") of the tools that may run
 	// ([autonomy] allowed_tools), matched against advertised tool names. Dots in a pattern match "_"
-	// ([sdk.ClientNameGlob]), so patterns written for the old dotted names ("tree.*") keep their
+	// ([sdk.ClientNameGlob]), so patterns written for the old dotted names ("notes.*") keep their
 	// meaning. Default empty means every tool.
 	AllowedTools []string
 	// DeniedTools are path.Match glob patterns of tools that never run ([autonomy] denied_tools), checked

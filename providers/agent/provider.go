@@ -233,9 +233,9 @@ func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
 		Version: Version,
 		Tools: []sdk.Tool{
 			{
-				Name:        "agent_list_subagents",
+				Name:        ToolListSubagents,
 				Title:       "List sub-agents",
-				Description: "Lists the sub-agents agent_run_subagent can run: id, name, when to use each, and the tools it may call.",
+				Description: "Lists the sub-agents " + ToolRunSubagent + " can run: id, name, when to use each, and the tools it may call.",
 				InputSchema: noArguments,
 				OutputSchema: json.RawMessage(`{"type":"object","properties":{"definitions":{"type":"array","items":{"type":"object",` +
 					`"properties":{"id":{"type":"string"},"display_name":{"type":"string"},"when_to_use":{"type":"string"},"tools":{"type":"array","items":{"type":"string"}},` +
@@ -245,13 +245,13 @@ func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
 				Class:       sdk.ClassRead,
 			},
 			{
-				Name:  "agent_run_subagent",
+				Name:  ToolRunSubagent,
 				Title: "Run a sub-agent",
 				Description: "Hands a whole task to a specialised sub-agent, which works on it with its own model and the host's tools " +
-					"(within its tool scope and the security policy) and returns its answer. Use agent_list_subagents to pick one. " +
+					"(within its tool scope and the security policy) and returns its answer. Use " + ToolListSubagents + " to pick one. " +
 					"Valid agent_id values: " + strings.Join(ids, ", ") + ".",
 				InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
-					`"agent_id":{"type":"string","minLength":1,"maxLength":64,"description":"The sub-agent's id, from agent_list_subagents."},`+
+					`"agent_id":{"type":"string","minLength":1,"maxLength":64,"description":"The sub-agent's id, from `+ToolListSubagents+`."},`+
 					`"prompt":{"type":"string","minLength":1,"maxLength":%d,"description":"The task, with everything the sub-agent needs to know: it cannot ask back."}},`+
 					`"required":["agent_id","prompt"],"additionalProperties":false}`, maxPromptLength)),
 				OutputSchema: json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string"},"response":{"type":"string"},` +
@@ -262,7 +262,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
 				Timeout:     p.runTimeout,
 			},
 			{
-				Name:        "core_list_tools",
+				Name:        ToolListTools,
 				Title:       "List tools for sub-agents",
 				Description: "Lists the host's tools a sub-agent may be given: name, description and JSON Schema parameters.",
 				InputSchema: noArguments,
@@ -272,7 +272,7 @@ func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
 				Class:       sdk.ClassRead,
 			},
 			{
-				Name:         "core_tool_instructions",
+				Name:         ToolToolInstructions,
 				Title:        "Tool-use instructions",
 				Description:  "Returns Markdown instructions for calling the host's tools by writing JSON, with the tool list, for models without native tool calling.",
 				InputSchema:  noArguments,
@@ -308,13 +308,13 @@ func (p *Provider) ReadResource(_ context.Context, req *sdk.ReadResourceRequest)
 // CallTool runs one of the four tools.
 func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	switch req.Name {
-	case "agent_list_subagents":
+	case ToolListSubagents:
 		return p.listSubagents()
-	case "agent_run_subagent":
+	case ToolRunSubagent:
 		return p.runSubagent(ctx, req)
-	case "core_list_tools":
+	case ToolListTools:
 		return p.listTools(ctx)
-	case "core_tool_instructions":
+	case ToolToolInstructions:
 		return p.toolInstructions(ctx)
 	}
 	return sdk.ErrorResult("the agent provider has no tool %q", req.Name), nil

@@ -1,16 +1,28 @@
 package memory
 
-import "github.com/openhuman/openhuman-host/sdk"
+import (
+	_ "embed"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
+
+// defaultConfig is the provider's [providers.memory] table of the host's
+// documented default configuration ([sdk.Manifest].DefaultConfig).
+//
+//go:embed default.toml
+var defaultConfig string
 
 // Manifest returns what the host knows of the memory provider before it
-// launches it ([sdk.Manifest]): its tools' namespaces, that it keeps its
-// data in the host's shared database on PostgreSQL, the argument keys
-// whose values audit rows keep, and how the host's instructions introduce
-// it. Each call returns a new value.
+// launches it ([sdk.Manifest]): its table of the host's default
+// configuration, its tools' namespaces, that it keeps its data in the
+// host's shared database on PostgreSQL, the argument keys whose values
+// audit rows keep, and how the host's instructions introduce it. Each call
+// returns a new value.
 func Manifest() sdk.Manifest {
 	return sdk.Manifest{
-		Name:    "memory",
-		Summary: "a personal memory store",
+		Name:          "memory",
+		DefaultConfig: defaultConfig,
+		Summary:       "a personal memory store",
 		Instructions: "Use memory_search to find what the user stored before, tree_read_chunk to read a hit in full, " +
 			"and memory_store to save something worth remembering.",
 		Namespaces:    []string{"memory_", "tree_"},

@@ -9,9 +9,6 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// ToolForget deletes chunks, documents, sources or namespaces from memory.
-const ToolForget = "memory_forget"
-
 // forgetArgs are memory_forget's arguments.
 type forgetArgs struct {
 	ChunkIDs        []string `json:"chunk_ids"`

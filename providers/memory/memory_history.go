@@ -10,9 +10,6 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// ToolHistory lists and reads the previous versions of a document.
-const ToolHistory = "memory_history"
-
 // historyArgs are memory_history's arguments.
 type historyArgs struct {
 	DocumentID *string  `json:"document_id"`

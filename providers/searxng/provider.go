@@ -16,9 +16,6 @@ import (
 // User-Agent of every search (openhuman-host-searxng/<Version>).
 const Version = "0.1.0"
 
-// ToolSearch is the name of the provider's one tool.
-const ToolSearch = "searxng_search"
-
 // providerName is the provider's name in its catalog.
 const providerName = "searxng"
 

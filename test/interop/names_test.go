@@ -13,6 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/internal/testproc"
+	"github.com/openhuman/openhuman-host/providers/agent"
+	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/searxng"
 )
 
 // clientSafe is the only tool name pattern Claude Desktop and
@@ -103,7 +106,7 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 			t.Errorf("tools/list has %q, which does not match %s", tool.Name, clientSafe)
 		}
 	}
-	for _, want := range []string{"tree_read_chunk", "agent_run_subagent", "core_list_tools", "searxng_search",
+	for _, want := range []string{memory.ToolReadChunk, agent.ToolRunSubagent, agent.ToolListTools, searxng.ToolSearch,
 		"kit_ping", "notes__notes_find", "notes__notes_archive_all"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools/list lacks %s: %v", want, names)
@@ -111,7 +114,7 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 	}
 	// The old dotted pattern still denies the memory tools, which are
 	// therefore not listed; a call by name is refused below.
-	for _, denied := range []string{"memory_store", "memory_search"} {
+	for _, denied := range []string{memory.ToolStore, memory.ToolSearch} {
 		if slices.Contains(names, denied) {
 			t.Errorf("tools/list shows %s, which denied_tools = [\"memory.*\"] refuses: %v", denied, names)
 		}
@@ -137,14 +140,15 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 		}
 		return strings.Join(parts, "\n")
 	}
+	storeDotted := strings.Replace(memory.ToolStore, "_", ".", 1)
 	calls := []struct {
 		name     string
 		args     map[string]any
 		denied   bool
 		wantText string
 	}{
-		{"memory.store", map[string]any{"title": "t", "content": "c"}, true, `memory_store matches "memory.*" in [autonomy] denied_tools`},
-		{"memory_search", map[string]any{"query": "reef"}, true, `memory_search matches "memory.*" in [autonomy] denied_tools`},
+		{storeDotted, map[string]any{"title": "t", "content": "c"}, true, memory.ToolStore + ` matches "memory.*" in [autonomy] denied_tools`},
+		{memory.ToolSearch, map[string]any{"query": "reef"}, true, memory.ToolSearch + ` matches "memory.*" in [autonomy] denied_tools`},
 		{"kit.ping", map[string]any{}, false, "pong "},
 	}
 	for _, c := range calls {
@@ -160,7 +164,7 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 		t.Logf("close: %v", err)
 	}
 
-	for filter, want := range map[string]string{"kit.ping": "kit_ping", "memory_store": "memory_store", "memory.store": "memory_store"} {
+	for filter, want := range map[string]string{"kit.ping": "kit_ping", memory.ToolStore: memory.ToolStore, storeDotted: memory.ToolStore} {
 		cmd := exec.Command(p.bin, "audit", "list", "--tool", filter, "--json")
 		cmd.Env = sb.environ("")
 		out, err := cmd.Output()
@@ -175,8 +179,8 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &row) != nil || row.Tool != want {
 			t.Errorf("audit list --tool %s: %s; want one row of %s", filter, out, want)
 		}
-		if want == "memory_store" && row.Decision != "denied:denied_tool" {
-			t.Errorf("audit row of memory_store has decision %q, want denied:denied_tool", row.Decision)
+		if want == memory.ToolStore && row.Decision != "denied:denied_tool" {
+			t.Errorf("audit row of "+memory.ToolStore+" has decision %q, want denied:denied_tool", row.Decision)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/openhuman/openhuman-host/providers/memory"
 )
 
 // TestUpstreamEverything: the reference "everything" MCP server (npm
@@ -59,10 +61,10 @@ func TestDiscoveryEverything(t *testing.T) {
 	sb := newSandbox(t)
 	script := filepath.Join(p.home, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	sb.writeConfig(t, fmt.Sprintf("[[upstream.servers]]\nname = \"everything\"\ncommand = %q\nargs = [%q, \"stdio\"]\n\n"+
-		"[profiles.lean]\ndiscovery = true\npinned_tools = [\"memory_search\"]\nexclude_tools = [\"everything__get-sum\"]\n",
-		p.node(), script))
+		"[profiles.lean]\ndiscovery = true\npinned_tools = [%q]\nexclude_tools = [\"everything__get-sum\"]\n",
+		p.node(), script, memory.ToolSearch))
 	env := []string{
-		`EXPECT_TOOLS=["memory_search","tool_call","tool_describe","tool_search"]`,
+		`EXPECT_TOOLS=["` + memory.ToolSearch + `","tool_call","tool_describe","tool_search"]`,
 		`FIND={"query":"echo back a message","tool":"everything__echo"}`,
 		`CALL={"arguments":{"message":"found through discovery"},"text":"Echo: found through discovery"}`,
 		`REFUSED={"name":"everything__get-sum","arguments":{"a":1,"b":2},"text":"[profiles.lean] exclude_tools"}`,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/internal/cluster"
 	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/providers/memory"
 )
 
 // TestMemoryAcrossReplicas stores one memory through each of three
@@ -30,18 +31,18 @@ func TestMemoryAcrossReplicas(t *testing.T) {
 	for _, r := range c.Replicas {
 		word := "reef" + strings.ToLower(rand.Text()[:10])
 		token[r.Name] = word
-		res, replica, err := direct[r.Name].CallArgs(ctx, "memory_store", map[string]any{
+		res, replica, err := direct[r.Name].CallArgs(ctx, memory.ToolStore, map[string]any{
 			"title": "Dive log " + word, "content": "Saw a turtle near the " + word + " wall at 18 m.",
 		})
 		if err != nil || res.IsError || replica != r.Name {
-			t.Fatalf("memory_store through %s = %q on %q, %v", r.Name, cluster.Text(res), replica, err)
+			t.Fatalf(memory.ToolStore+" through %s = %q on %q, %v", r.Name, cluster.Text(res), replica, err)
 		}
 	}
 	for _, q := range c.Replicas {
 		for _, owner := range c.Replicas {
-			res, _, err := direct[q.Name].CallArgs(ctx, "memory_search", map[string]any{"query": token[owner.Name]})
+			res, _, err := direct[q.Name].CallArgs(ctx, memory.ToolSearch, map[string]any{"query": token[owner.Name]})
 			if err != nil || res.IsError {
-				t.Fatalf("memory_search through %s = %q, %v", q.Name, cluster.Text(res), err)
+				t.Fatalf(memory.ToolSearch+" through %s = %q, %v", q.Name, cluster.Text(res), err)
 			}
 			found := strings.Contains(cluster.Text(res), "Dive log "+token[owner.Name])
 			if !found {

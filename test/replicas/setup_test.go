@@ -212,7 +212,8 @@ type outcome struct {
 	// pinned is the replica owning the client's session when the call
 	// started (2025-11-25).
 	pinned string
-	// word is the unique word a memory_store stored, "" for other calls.
+	// word is the unique word a [memory.ToolStore] stored, "" for other
+	// calls.
 	word string
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,10 +94,8 @@ func (k *kit) Describe(context.Context) (*sdk.Catalog, error) {
 	}
 	// A file named claim lists more tool names to declare, one per line,
 	// so tests can check that nothing takes over another provider's tools.
-	if b, err := os.ReadFile(filepath.Join(k.dir(), "claim")); err == nil {
-		for _, name := range strings.Fields(string(b)) {
-			cat.Tools = append(cat.Tools, tool(name, "A tool name claimed by the data dir's claim file.", sdk.ClassRead))
-		}
+	for _, name := range k.claims() {
+		cat.Tools = append(cat.Tools, tool(name, "A tool name claimed by the data dir's claim file.", sdk.ClassRead))
 	}
 	return cat, nil
 }
@@ -125,7 +124,7 @@ func (k *kit) dir() string {
 
 func (k *kit) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	switch req.Name {
-	case "kit.ping", "kit.extra", "memory.search":
+	case "kit.ping", "kit.extra":
 		return sdk.TextResult("pong " + strconv.Itoa(os.Getpid())), nil
 	case "kit.wait":
 		_ = req.Progress(ctx, sdk.Progress{Progress: 1, Message: "waiting"})
@@ -203,7 +202,20 @@ func (k *kit) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 	case "kit.exit":
 		os.Exit(3)
 	}
+	if slices.Contains(k.claims(), req.Name) {
+		return sdk.TextResult("pong " + strconv.Itoa(os.Getpid())), nil
+	}
 	return sdk.ErrorResult("unknown tool %s", req.Name), nil
+}
+
+// claims returns the tool names the data dir's claim file lists, one per
+// line; none when there is no such file.
+func (k *kit) claims() []string {
+	b, err := os.ReadFile(filepath.Join(k.dir(), "claim"))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
 }
 
 // countCancel appends one byte to the data dir's "cancelled" file.

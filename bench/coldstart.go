@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // defaultsTarget is the host on its embedded default config (the memory
@@ -32,7 +32,7 @@ func defaultsHost(o *options, dir string) (*target, error) {
 	// No --config: the config folder in XDG_CONFIG_HOME is empty, so
 	// the host runs on its embedded defaults.
 	t.configPath = ""
-	t.tool, t.listed, t.coldOnly = memory.ToolSearch, memory.ToolSearch, true
+	t.tool, t.listed, t.coldOnly = memorytool.Search, memorytool.Search, true
 	bin := o.hostBin
 	t.command = func() *exec.Cmd {
 		cmd := exec.Command(bin, "serve")

@@ -12,7 +12,7 @@
 //     (lookup, validation, policy, audit) and the go-plugin gRPC hop.
 //
 // A third server, host+memory, runs the host with the built-in memory
-// provider and is driven with [memory.ToolSearch] over seeded documents; it
+// provider and is driven with [memorytool.Search] over seeded documents; it
 // is extra information, not part of the ratios (-memory=false skips it).
 //
 // The bench builds the helper programs with `go build` into a temporary
@@ -98,7 +98,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/bench/internal/cputime"
 	"github.com/openhuman/openhuman-host/host/plugins"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // options are the command-line flags.
@@ -233,8 +233,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.Var(&o.floorEnv, "floor-env", "KEY=VALUE added to the floor server's environment (repeatable)")
 	fs.StringVar(&o.providerArgs, "provider-args", "", "args of the no-op provider, space-separated (-gogc=N, -memlimit=BYTES, -maxprocs=N)")
 	fs.Var(&o.variants, "variant", "NAME:ENV[,ENV...][:PROVIDER-ARGS]: one more host, host/NAME, with ENV added to its environment and\nPROVIDER-ARGS as the no-op provider's args, measured in the same rounds (repeatable)")
-	fs.BoolVar(&o.memory, "memory", true, "also measure "+memory.ToolSearch+" through the host with the memory provider")
-	fs.IntVar(&o.memoryDocs, "memory-docs", 200, "documents stored before "+memory.ToolSearch+" is measured")
+	fs.BoolVar(&o.memory, "memory", true, "also measure "+memorytool.Search+" through the host with the memory provider")
+	fs.IntVar(&o.memoryDocs, "memory-docs", 200, "documents stored before "+memorytool.Search+" is measured")
 	fs.BoolVar(&o.recordReads, "record-reads", true, "the host's [audit] record_reads (its default is true)")
 	fs.BoolVar(&o.auditCost, "audit-cost", true, "also measure host/no-audit (record_reads = false) in the same rounds, for the audit's cost")
 	fs.BoolVar(&o.telemetry, "telemetry", true, "also measure host/telemetry (traces and metrics exported over OTLP to a sink in the bench, and kept for Prometheus) in the same rounds, for telemetry's cost")

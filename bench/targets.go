@@ -19,7 +19,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/bench/internal/noop"
 	"github.com/openhuman/openhuman-host/internal/mcpwire"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -208,7 +208,7 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 		if err != nil {
 			return nil, err
 		}
-		mem.tool, mem.listed = memory.ToolSearch, memory.ToolSearch
+		mem.tool, mem.listed = memorytool.Search, memorytool.Search
 		mem.args = map[string]any{"query": "reef harbour", "k": 10}
 		docs := o.memoryDocs
 		mem.seed = func(ctx context.Context, r *running) error { return seedMemory(ctx, r.cs, docs) }
@@ -380,7 +380,7 @@ var seedWords = strings.Fields(`reef harbour tide coral lagoon anchor current sa
 	garden kitchen recipe bread coffee music river mountain forest bridge`)
 
 // seedMemory stores n documents of about 300 words through
-// [memory.ToolStore]; about one in four mentions the reef.
+// [memorytool.Store]; about one in four mentions the reef.
 func seedMemory(ctx context.Context, cs *mcp.ClientSession, n int) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range n {
@@ -396,7 +396,7 @@ func seedMemory(ctx context.Context, cs *mcp.ClientSession, n int) error {
 			b.WriteString(word)
 		}
 		callCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: memory.ToolStore, Arguments: map[string]any{
+		res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: memorytool.Store, Arguments: map[string]any{
 			"title":   fmt.Sprintf("Bench document %d", i),
 			"content": b.String(),
 		}})
@@ -405,7 +405,7 @@ func seedMemory(ctx context.Context, cs *mcp.ClientSession, n int) error {
 			return err
 		}
 		if res.IsError {
-			return fmt.Errorf(memory.ToolStore+": %s", resultText(res))
+			return fmt.Errorf(memorytool.Store+": %s", resultText(res))
 		}
 	}
 	return nil

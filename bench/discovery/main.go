@@ -46,8 +46,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 //go:embed testdata/tasks.json
@@ -125,7 +124,7 @@ func run(hostBin, everything, node string, emb embedFlags) error {
 
 	var cfg strings.Builder
 	cfg.WriteString("[providers.searxng]\nenabled = true\nbase_url = \"http://127.0.0.1:9\"\n\n")
-	cfg.WriteString("[profiles.full]\n\n[profiles.lean]\ndiscovery = true\npinned_tools = [\"" + memory.ToolSearch + "\", \"" + memory.ToolStore + "\"]\n\n")
+	cfg.WriteString("[profiles.full]\n\n[profiles.lean]\ndiscovery = true\npinned_tools = [\"" + memorytool.Search + "\", \"" + memorytool.Store + "\"]\n\n")
 	cfg.WriteString(emb.toml())
 	if everything != "" {
 		fmt.Fprintf(&cfg, "[[upstream.servers]]\nname = \"everything\"\ncommand = %q\nargs = [%q, \"stdio\"]\n\n", node, filepath.Join(everything, "dist", "index.js"))
@@ -156,7 +155,7 @@ func run(hostBin, everything, node string, emb embedFlags) error {
 
 	// The upstream servers connect in the background: wait until every
 	// generated server's tools are listed.
-	want := []string{"twilio__create_sms", "github__create_issue", memory.ToolStore}
+	want := []string{"twilio__create_sms", "github__create_issue", memorytool.Store}
 	if everything != "" {
 		want = append(want, "everything__echo")
 	}

@@ -338,7 +338,7 @@ func NewQueries(seed uint64) *Queries {
 	return &Queries{rng: rng, vocab: NewVocabulary(seed, rng)}
 }
 
-// Search returns a [memory.ToolSearch] query: 1 to 3 words, each drawn from
+// Search returns a [memorytool.Search] query: 1 to 3 words, each drawn from
 // the Zipf distribution, so queries mix very common and rare words as typed
 // keywords do.
 func (q *Queries) Search() string {
@@ -349,7 +349,7 @@ func (q *Queries) Search() string {
 	return strings.Join(words, " ")
 }
 
-// Recall returns a natural-language [memory.ToolRecall] query: a question of
+// Recall returns a natural-language [memorytool.Recall] query: a question of
 // English function words around two vocabulary words.
 func (q *Queries) Recall() string {
 	t := recallTemplates[q.rng.IntN(len(recallTemplates))]

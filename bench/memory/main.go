@@ -1,5 +1,5 @@
 // Command memory benchmarks the memory provider in-process: import
-// throughput, [memory.ToolSearch] and [memory.ToolRecall] latency, and
+// throughput, [memorytool.Search] and [memorytool.Recall] latency, and
 // database size, as the store grows over a generated corpus.
 //
 // Run it from the module with the FTS5 build tag:
@@ -19,26 +19,26 @@
 // and 100000). Each step writes enough new files to reach the size and
 // imports them with Provider.Import, which gives the step's import
 // throughput (chunks written / elapsed). Then, at that size, it times
-// -queries calls of [memory.ToolSearch] (k=10; 1 to 3 words, each drawn
+// -queries calls of [memorytool.Search] (k=10; 1 to 3 words, each drawn
 // from the Zipf distribution, which mixes frequent and rare words) and as
-// many of [memory.ToolRecall] (a question of English function words around
+// many of [memorytool.Recall] (a question of English function words around
 // two vocabulary words; keyword mode, as no embedder is configured), each
 // after -warmup unmeasured calls. The same queries are used at every size.
 // A call's latency is that of Provider.CallTool alone: no host, no gRPC, no
 // JSON-RPC. The table also gives the database's bytes per chunk
 // (Stats.DBBytes, memory.db with its write-ahead log, over Stats.Chunks).
 // Then the first -cold queries of each tool are timed again, each right
-// after a one-chunk [memory.ToolStore]: the ranking keeps each word's
+// after a one-chunk [memorytool.Store]: the ranking keeps each word's
 // posting list until the full-text index changes, so these are the
 // latencies of a memory that is written between queries.
 //
 // With -analyze (the default), the chunks each search query matches are
-// counted after the timing with [memory.ToolBrowse], whose total counts the
-// chunks containing every word as [memory.ToolSearch] matches them; the
+// counted after the timing with [memorytool.Browse], whose total counts the
+// chunks containing every word as [memorytool.Search] matches them; the
 // report then breaks search latency down by how many chunks matched and
 // lists the -slowest queries with the chunks each of their words matches.
 //
-// The report ends with the project's goal, [memory.ToolSearch] p99 under 20
+// The report ends with the project's goal, [memorytool.Search] p99 under 20
 // ms at 100,000 chunks, as "goal met" or "goal MISSED"; it is printed,
 // never asserted. The run's wall time and its peak disk use (corpus files
 // plus the database) come last. Progress goes to stderr, results to stdout;
@@ -47,7 +47,7 @@
 // With -quality (the default), the run first measures retrieval quality on
 // a real corpus, Debian's git-doc package fetched with apt-get download
 // into -cache (realcorpus.go): recall@5, precision@5 and MRR of
-// [memory.ToolSearch], [memory.ToolRecall] and a grep baseline on the
+// [memorytool.Search], [memorytool.Recall] and a grep baseline on the
 // judged queries of quality/questions.json, alone and, after the first
 // size, with the real corpus imported into the generated store at every
 // size; and its import against a plain SQLite + FTS5 insert of the same
@@ -86,10 +86,11 @@ import (
 	"github.com/openhuman/openhuman-host/bench/internal/cputime"
 	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// The goal the project tracks: [memory.ToolSearch] p99 at goalChunks.
+// The goal the project tracks: [memorytool.Search] p99 at goalChunks.
 const (
 	goalChunks = 100000
 	goalP99    = 20 * time.Millisecond
@@ -158,15 +159,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sizes := fs.String("sizes", "1000,10000,100000", "store sizes to measure at, in chunks, comma-separated and increasing")
-	fs.IntVar(&o.queries, "queries", 500, "timed calls of "+memory.ToolSearch+", and of "+memory.ToolRecall+", at each size")
+	fs.IntVar(&o.queries, "queries", 500, "timed calls of "+memorytool.Search+", and of "+memorytool.Recall+", at each size")
 	fs.IntVar(&o.warmup, "warmup", 50, "unmeasured calls before each timed series")
 	fs.IntVar(&o.cold, "cold", 100, "calls of each tool timed right after a write, which empties the cache of posting lists (0: none)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the corpus and the queries")
 	fs.StringVar(&o.dir, "dir", "", "directory for the corpus and the database, kept after the run (default: a temporary directory, removed)")
 	fs.BoolVar(&o.json, "json", false, "also print the results as JSON")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
-	fs.BoolVar(&o.analyze, "analyze", true, "count the chunks each search query matches (untimed, with "+memory.ToolBrowse+") and report latency by match count")
-	fs.IntVar(&o.slowest, "slowest", 10, "with -analyze, list this many slowest "+memory.ToolSearch+" queries per size")
+	fs.BoolVar(&o.analyze, "analyze", true, "count the chunks each search query matches (untimed, with "+memorytool.Browse+") and report latency by match count")
+	fs.IntVar(&o.slowest, "slowest", 10, "with -analyze, list this many slowest "+memorytool.Search+" queries per size")
 	fs.BoolVar(&o.quality, "quality", true, "measure retrieval quality on the real corpus (Debian's git-doc), alone and mixed into the generated corpus at each size")
 	fs.BoolVar(&o.qualityOnly, "quality-only", false, "measure retrieval quality on the real corpus alone and nothing else (a quick run)")
 	fs.IntVar(&o.qualityRounds, "quality-rounds", 10, "timed passes over the judged questions per method and store")
@@ -269,7 +270,7 @@ func summarize(ds []time.Duration) latency {
 // ms converts d to fractional milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// slowQuery is one of the slowest [memory.ToolSearch] calls of a size.
+// slowQuery is one of the slowest [memorytool.Search] calls of a size.
 type slowQuery struct {
 	Query string  `json:"query"`
 	MS    float64 `json:"ms"`
@@ -340,7 +341,7 @@ type results struct {
 	Queries   int           `json:"queries"`
 	Warmup    int           `json:"warmup"`
 	Sizes     []*sizeResult `json:"sizes"`
-	// Goal says whether [memory.ToolSearch] p99 was under 20 ms at 100,000
+	// Goal says whether [memorytool.Search] p99 was under 20 ms at 100,000
 	// chunks: "met", "missed" or "not measured".
 	Goal        string  `json:"goal"`
 	WallSeconds float64 `json:"wall_seconds"`
@@ -457,7 +458,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) error {
 }
 
 // scale runs the generated corpus's steps to each size in one store, timing
-// [memory.ToolSearch] and [memory.ToolRecall] at each. With q, the real
+// [memorytool.Search] and [memorytool.Recall] at each. With q, the real
 // corpus is imported into the same store right after the first size is
 // measured (so the generated documents of later steps are newer than it, as
 // distractors written later would be) and its questions are measured at
@@ -727,7 +728,7 @@ func (b *bench) series(ctx context.Context, tool string, warm, queries []string)
 }
 
 // coldSeries times tool over queries, each right after an untimed
-// [memory.ToolStore] that replaces one small document, so that every query
+// [memorytool.Store] that replaces one small document, so that every query
 // finds the full-text index changed since the last.
 func (b *bench) coldSeries(ctx context.Context, tool string, queries []string) (latency, error) {
 	ds := make([]time.Duration, len(queries))
@@ -736,12 +737,12 @@ func (b *bench) coldSeries(ctx context.Context, tool string, queries []string) (
 		if err != nil {
 			return latency{}, err
 		}
-		res, err := b.p.CallTool(ctx, &sdk.CallToolRequest{Name: memory.ToolStore, Arguments: args})
+		res, err := b.p.CallTool(ctx, &sdk.CallToolRequest{Name: memorytool.Store, Arguments: args})
 		if err != nil {
-			return latency{}, fmt.Errorf("%s: %w", memory.ToolStore, err)
+			return latency{}, fmt.Errorf("%s: %w", memorytool.Store, err)
 		}
 		if res.IsError {
-			return latency{}, fmt.Errorf("%s: %s", memory.ToolStore, resultText(res))
+			return latency{}, fmt.Errorf("%s: %s", memorytool.Store, resultText(res))
 		}
 		if ds[i], _, err = b.call(ctx, tool, q); err != nil {
 			return latency{}, err
@@ -774,7 +775,7 @@ func countNonZero(ns []int) int {
 	return c
 }
 
-// measure times [memory.ToolSearch] and [memory.ToolRecall] at the store's
+// measure times [memorytool.Search] and [memorytool.Recall] at the store's
 // current size, records its size on disk and, with -analyze, explains the
 // search latencies by the chunks each query matched.
 func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ, recallWarm, recallQ []string) error {
@@ -788,26 +789,26 @@ func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ,
 	}
 	b.sampleDisk()
 
-	b.logf("at %d chunks: %d "+memory.ToolSearch+" calls after %d warm-up calls", r.Chunks, len(searchQ), len(searchWarm))
-	searchDs, searchHits, searchCPU, err := b.series(ctx, memory.ToolSearch, searchWarm, searchQ)
+	b.logf("at %d chunks: %d "+memorytool.Search+" calls after %d warm-up calls", r.Chunks, len(searchQ), len(searchWarm))
+	searchDs, searchHits, searchCPU, err := b.series(ctx, memorytool.Search, searchWarm, searchQ)
 	if err != nil {
 		return err
 	}
 	r.SearchCPU = searchCPU
 	r.Search, r.SearchHits = summarize(searchDs), countNonZero(searchHits)
-	b.logf("at %d chunks: %d "+memory.ToolRecall+" calls after %d warm-up calls", r.Chunks, len(recallQ), len(recallWarm))
-	recallDs, recallHits, recallCPU, err := b.series(ctx, memory.ToolRecall, recallWarm, recallQ)
+	b.logf("at %d chunks: %d "+memorytool.Recall+" calls after %d warm-up calls", r.Chunks, len(recallQ), len(recallWarm))
+	recallDs, recallHits, recallCPU, err := b.series(ctx, memorytool.Recall, recallWarm, recallQ)
 	if err != nil {
 		return err
 	}
 	r.RecallCPU = recallCPU
 	r.Recall, r.RecallHits = summarize(recallDs), countNonZero(recallHits)
 	if n := min(b.o.cold, len(searchQ)); n > 0 {
-		b.logf("at %d chunks: %d "+memory.ToolSearch+" and %d "+memory.ToolRecall+" calls, each after a write", r.Chunks, n, n)
-		if r.SearchCold, err = b.coldSeries(ctx, memory.ToolSearch, searchQ[:n]); err != nil {
+		b.logf("at %d chunks: %d "+memorytool.Search+" and %d "+memorytool.Recall+" calls, each after a write", r.Chunks, n, n)
+		if r.SearchCold, err = b.coldSeries(ctx, memorytool.Search, searchQ[:n]); err != nil {
 			return err
 		}
-		if r.RecallCold, err = b.coldSeries(ctx, memory.ToolRecall, recallQ[:min(n, len(recallQ))]); err != nil {
+		if r.RecallCold, err = b.coldSeries(ctx, memorytool.Recall, recallQ[:min(n, len(recallQ))]); err != nil {
 			return err
 		}
 	}
@@ -818,24 +819,24 @@ func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ,
 }
 
 // matched counts the chunks containing every word of query, as
-// [memory.ToolSearch] matches them, with [memory.ToolBrowse]'s total.
+// [memorytool.Search] matches them, with [memorytool.Browse]'s total.
 func (b *bench) matched(ctx context.Context, query string) (int64, error) {
 	args, err := json.Marshal(map[string]any{"query": query, "k": 1})
 	if err != nil {
 		return 0, err
 	}
-	res, err := b.p.CallTool(ctx, &sdk.CallToolRequest{Name: memory.ToolBrowse, Arguments: args})
+	res, err := b.p.CallTool(ctx, &sdk.CallToolRequest{Name: memorytool.Browse, Arguments: args})
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: %w", memory.ToolBrowse, query, err)
+		return 0, fmt.Errorf("%s %q: %w", memorytool.Browse, query, err)
 	}
 	if res.IsError {
-		return 0, fmt.Errorf("%s %q: %s", memory.ToolBrowse, query, resultText(res))
+		return 0, fmt.Errorf("%s %q: %s", memorytool.Browse, query, resultText(res))
 	}
 	var out struct {
 		Total *int64 `json:"total"`
 	}
 	if err := json.Unmarshal(res.StructuredContent, &out); err != nil || out.Total == nil {
-		return 0, fmt.Errorf("%s %q: no total in %.200s", memory.ToolBrowse, query, res.StructuredContent)
+		return 0, fmt.Errorf("%s %q: no total in %.200s", memorytool.Browse, query, res.StructuredContent)
 	}
 	return *out.Total, nil
 }
@@ -847,7 +848,7 @@ var bucketBounds = []int64{0, 1, 10, 100, 1000, 10000, 100000, 1000000}
 // r.ByMatched and r.Slowest.
 func (b *bench) analyze(ctx context.Context, r *sizeResult, queries []string, ds []time.Duration, hits []int) error {
 	start := time.Now()
-	b.logf("at %d chunks: counting the chunks each search query matches ("+memory.ToolBrowse+", untimed)", r.Chunks)
+	b.logf("at %d chunks: counting the chunks each search query matches ("+memorytool.Browse+", untimed)", r.Chunks)
 	counts := map[string]int64{}
 	count := func(q string) (int64, error) {
 		if n, ok := counts[q]; ok {
@@ -974,7 +975,7 @@ func report(w io.Writer, res *results, o *options) {
 		if len(r.Slowest) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "slowest %d "+memory.ToolSearch+" calls at %d chunks (matched: chunks with every word; per word: chunks with each word):\n", len(r.Slowest), r.Chunks)
+		fmt.Fprintf(w, "slowest %d "+memorytool.Search+" calls at %d chunks (matched: chunks with every word; per word: chunks with each word):\n", len(r.Slowest), r.Chunks)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "latency\treturned\tmatched\tper word\tquery")
 		for _, s := range r.Slowest {

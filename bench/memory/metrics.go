@@ -121,7 +121,7 @@ func (g *grepIndex) add(key, text string) {
 	g.docs = append(g.docs, grepDoc{key: key, text: strings.ToLower(text)})
 }
 
-// stopWords are dropped from grep queries, as [memory.ToolRecall] drops
+// stopWords are dropped from grep queries, as [memorytool.Recall] drops
 // English function words: the baseline's query is the question's content
 // words.
 var stopWords = func() map[string]bool {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/bench/internal/cputime"
 	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -436,7 +437,7 @@ func (b *bench) evaluate(ctx context.Context, q *quality, p *memory.Provider, la
 	}
 	stage := &qualityStage{Label: label, Chunks: st.Chunks, Documents: st.Documents}
 	b.logf("quality, %s (%d chunks): %d questions, %d timed rounds", label, st.Chunks, len(q.qs.Questions), b.o.qualityRounds)
-	for _, tool := range []string{memory.ToolSearch, memory.ToolRecall} {
+	for _, tool := range []string{memorytool.Search, memorytool.Recall} {
 		arg := argName(ctx, p, tool)
 		m, err := q.measureMethod(ctx, tool, b.o.qualityRounds, func(query string) ([]string, error) {
 			ids, err := rankCall(ctx, p, tool, arg, query)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/internal/scriptedllm"
-	"github.com/openhuman/openhuman-host/providers/agent"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // llmConfig points the agent provider at a scripted endpoint.
@@ -25,15 +25,15 @@ func llmConfig(url string) string {
 }
 
 // The acceptance path: the CLI runs the archivist on a scripted model; the
-// archivist stores a memory through the host; [memory.ToolSearch] finds it;
+// archivist stores a memory through the host; [memorytool.Search] finds it;
 // the audit log attributes the inner call to the agent.
 func TestSubagentStoresMemoryThroughTheHost(t *testing.T) {
 	llm := scriptedllm.New(t,
-		scriptedllm.CallTools(scriptedllm.Call{Name: memory.ToolStore, Arguments: `{"title":"Reef survey","content":"Coral bleaching seen at site four."}`}),
+		scriptedllm.CallTools(scriptedllm.Call{Name: memorytool.Store, Arguments: `{"title":"Reef survey","content":"Coral bleaching seen at site four."}`}),
 		scriptedllm.Reply("Filed it as \"Reef survey\"."),
 	)
 	home := cliHome(t, llmConfig(llm.URL))
-	out, err := runCLI(t, "tools", "call", "--json", agent.ToolRunSubagent, `{"agent_id":"archivist","prompt":"File this: coral bleaching at site four."}`)
+	out, err := runCLI(t, "tools", "call", "--json", agenttool.RunSubagent, `{"agent_id":"archivist","prompt":"File this: coral bleaching at site four."}`)
 	if err != nil {
 		t.Fatalf("run_subagent: %v\n%s", err, out)
 	}
@@ -51,14 +51,14 @@ func TestSubagentStoresMemoryThroughTheHost(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	sc := res.StructuredContent
-	if sc.AgentID != "archivist" || sc.Response != `Filed it as "Reef survey".` || len(sc.ToolCalls) != 1 || sc.ToolCalls[0].Name != memory.ToolStore || sc.ToolCalls[0].IsError {
+	if sc.AgentID != "archivist" || sc.Response != `Filed it as "Reef survey".` || len(sc.ToolCalls) != 1 || sc.ToolCalls[0].Name != memorytool.Store || sc.ToolCalls[0].IsError {
 		t.Errorf("result = %+v", sc)
 	}
 	reqs := llm.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d model requests, want 2", len(reqs))
 	}
-	if got := strings.Join(reqs[0].Tools, ","); got != memory.ToolStore+","+memory.ToolNote+","+memory.ToolTag+","+memory.ToolSearch+","+memory.ToolReadChunk {
+	if got := strings.Join(reqs[0].Tools, ","); got != memorytool.Store+","+memorytool.Note+","+memorytool.Tag+","+memorytool.Search+","+memorytool.ReadChunk {
 		t.Errorf("tools offered to the archivist: %s", got)
 	}
 	if reqs[0].Messages[0].Role != "system" || !strings.HasPrefix(reqs[0].Messages[0].Content, "# Archivist") {
@@ -68,17 +68,17 @@ func TestSubagentStoresMemoryThroughTheHost(t *testing.T) {
 		t.Errorf("the tool result sent back: %+v", last)
 	}
 
-	out, err = runCLI(t, "tools", "call", memory.ToolSearch, `{"query":"coral bleaching"}`)
+	out, err = runCLI(t, "tools", "call", memorytool.Search, `{"query":"coral bleaching"}`)
 	if err != nil || !strings.Contains(out, "Reef survey") {
-		t.Fatalf(memory.ToolSearch+" after the run: %v\n%s", err, out)
+		t.Fatalf(memorytool.Search+" after the run: %v\n%s", err, out)
 	}
 	rows := auditRows(t, filepath.Join(home, "data", "openhuman-host"))
 	var inner, outer *audit.Record
 	for i := range rows {
 		switch rows[i].Tool {
-		case memory.ToolStore:
+		case memorytool.Store:
 			inner = &rows[i]
-		case agent.ToolRunSubagent:
+		case agenttool.RunSubagent:
 			outer = &rows[i]
 		}
 	}
@@ -96,14 +96,14 @@ func TestSubagentStoresMemoryThroughTheHost(t *testing.T) {
 func TestSubagentUnderPolicy(t *testing.T) {
 	t.Parallel()
 	llm := scriptedllm.New(t,
-		scriptedllm.CallTools(scriptedllm.Call{Name: memory.ToolStore, Arguments: `{"title":"T","content":"C"}`}),
-		scriptedllm.Reply("I could not store it: the policy denies "+memory.ToolStore+"."),
+		scriptedllm.CallTools(scriptedllm.Call{Name: memorytool.Store, Arguments: `{"title":"T","content":"C"}`}),
+		scriptedllm.Reply("I could not store it: the policy denies "+memorytool.Store+"."),
 	)
-	cfg, dataDir := testConfig(t, "[autonomy]\ndenied_tools = [\""+memory.ToolStore+"\"]\n"+llmConfig(llm.URL))
+	cfg, dataDir := testConfig(t, "[autonomy]\ndenied_tools = [\""+memorytool.Store+"\"]\n"+llmConfig(llm.URL))
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
-	res := call(t, h, agent.ToolRunSubagent, `{"agent_id":"archivist","prompt":"store T"}`)
-	if res.IsError || text(res) != "I could not store it: the policy denies "+memory.ToolStore+"." {
+	res := call(t, h, agenttool.RunSubagent, `{"agent_id":"archivist","prompt":"store T"}`)
+	if res.IsError || text(res) != "I could not store it: the policy denies "+memorytool.Store+"." {
 		t.Fatalf("run: %q", text(res))
 	}
 	reqs := llm.Requests()
@@ -116,7 +116,7 @@ func TestSubagentUnderPolicy(t *testing.T) {
 	}
 	var denied []audit.Record
 	for _, r := range auditRows(t, dataDir) {
-		if r.Tool == memory.ToolStore {
+		if r.Tool == memorytool.Store {
 			denied = append(denied, r)
 		}
 	}
@@ -127,7 +127,7 @@ func TestSubagentUnderPolicy(t *testing.T) {
 	ro, _ := testConfig(t, "[autonomy]\nlevel = \"readonly\"\n"+llmConfig(llm.URL))
 	h2 := startTestHost(t, ro)
 	defer h2.Close(context.Background())
-	res = call(t, h2, agent.ToolRunSubagent, `{"agent_id":"archivist","prompt":"store T"}`)
+	res = call(t, h2, agenttool.RunSubagent, `{"agent_id":"archivist","prompt":"store T"}`)
 	if !res.IsError || !strings.Contains(text(res), `[autonomy] level is "readonly"`) {
 		t.Fatalf("run_subagent under readonly: %q", text(res))
 	}
@@ -142,7 +142,7 @@ func TestSubagentDepthLimit(t *testing.T) {
 	t.Parallel()
 	var steps []scriptedllm.Step
 	for range 7 {
-		steps = append(steps, scriptedllm.CallTools(scriptedllm.Call{Name: agent.ToolRunSubagent, Arguments: `{"agent_id":"orchestrator","prompt":"go deeper"}`}))
+		steps = append(steps, scriptedllm.CallTools(scriptedllm.Call{Name: agenttool.RunSubagent, Arguments: `{"agent_id":"orchestrator","prompt":"go deeper"}`}))
 	}
 	for i := range 7 {
 		steps = append(steps, scriptedllm.Reply(fmt.Sprintf("level %d done", 6-i)))
@@ -151,7 +151,7 @@ func TestSubagentDepthLimit(t *testing.T) {
 	cfg, dataDir := testConfig(t, llmConfig(llm.URL))
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
-	res := call(t, h, agent.ToolRunSubagent, `{"agent_id":"orchestrator","prompt":"go deeper"}`)
+	res := call(t, h, agenttool.RunSubagent, `{"agent_id":"orchestrator","prompt":"go deeper"}`)
 	if res.IsError || text(res) != "level 0 done" {
 		t.Fatalf("outer run: %q", text(res))
 	}
@@ -188,7 +188,7 @@ func TestSubagentOnTheClientsModel(t *testing.T) {
 	cfg, _ := testConfig(t, "")
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
-	if res := call(t, h, memory.ToolStore, `{"title":"Tide tables","content":"High tide at 06:12 on Monday."}`); res.IsError {
+	if res := call(t, h, memorytool.Store, `{"title":"Tide tables","content":"High tide at 06:12 on Monday."}`); res.IsError {
 		t.Fatal(text(res))
 	}
 	var mu sync.Mutex
@@ -200,12 +200,12 @@ func TestSubagentOnTheClientsModel(t *testing.T) {
 		mu.Unlock()
 		if n == 1 {
 			return &mcp.CreateMessageWithToolsResult{Model: "client-model", Role: "assistant", StopReason: "toolUse",
-				Content: []mcp.Content{&mcp.ToolUseContent{ID: "u1", Name: memory.ToolSearch, Input: map[string]any{"query": "tide"}}}}, nil
+				Content: []mcp.Content{&mcp.ToolUseContent{ID: "u1", Name: memorytool.Search, Input: map[string]any{"query": "tide"}}}}, nil
 		}
 		return &mcp.CreateMessageWithToolsResult{Model: "client-model", Role: "assistant", StopReason: "endTurn",
 			Content: []mcp.Content{&mcp.TextContent{Text: "High tide is at 06:12 on Monday."}}}, nil
 	}})
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: agent.ToolRunSubagent, Arguments: map[string]any{"agent_id": "researcher", "prompt": "When is high tide?"}})
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: agenttool.RunSubagent, Arguments: map[string]any{"agent_id": "researcher", "prompt": "When is high tide?"}})
 	if err != nil || res.IsError {
 		t.Fatalf("run on the client's model: %v %+v %q", err, res, res.Content[0].(*mcp.TextContent).Text)
 	}
@@ -221,7 +221,7 @@ func TestSubagentOnTheClientsModel(t *testing.T) {
 	for _, tl := range seen[0].Tools {
 		toolNames = append(toolNames, tl.Name)
 	}
-	if !strings.Contains(strings.Join(toolNames, ","), memory.ToolSearch) || strings.Contains(strings.Join(toolNames, ","), agent.ToolRunSubagent) {
+	if !strings.Contains(strings.Join(toolNames, ","), memorytool.Search) || strings.Contains(strings.Join(toolNames, ","), agenttool.RunSubagent) {
 		t.Errorf("tools offered through sampling: %v", toolNames)
 	}
 	if !strings.Contains(seen[0].SystemPrompt, "researcher") && !strings.Contains(strings.ToLower(seen[0].SystemPrompt), "research") {
@@ -238,7 +238,7 @@ func TestSubagentOnTheClientsModel(t *testing.T) {
 	// 2026-07-28, which cannot be sent requests during a call, is asked
 	// through the call's multi-round-trip result and answers the same.
 	plain := connect(t, h, nil)
-	res, err = plain.CallTool(t.Context(), &mcp.CallToolParams{Name: agent.ToolRunSubagent, Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
+	res, err = plain.CallTool(t.Context(), &mcp.CallToolParams{Name: agenttool.RunSubagent, Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "[providers.agent.llm]") {
 		t.Errorf("run for a client that cannot sample: %v %+v", err, res)
 	}
@@ -249,7 +249,7 @@ func TestSubagentOnTheClientsModel(t *testing.T) {
 	if v := newer.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		t.Fatalf("the newer client negotiated %s", v)
 	}
-	res, err = newer.CallTool(t.Context(), &mcp.CallToolParams{Name: agent.ToolRunSubagent, Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
+	res, err = newer.CallTool(t.Context(), &mcp.CallToolParams{Name: agenttool.RunSubagent, Arguments: map[string]any{"agent_id": "researcher", "prompt": "x"}})
 	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "Asked through the result." {
 		t.Errorf("run for a client on 2026-07-28: %v %+v", err, res)
 	}

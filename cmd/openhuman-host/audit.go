@@ -19,7 +19,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/audit"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // maxAuditLimit bounds "audit list --limit".
@@ -51,7 +51,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			"Filters apply to what follows as to what is listed (with --failed, an act is printed once it has\n" +
 			"failed). It works on SQLite and PostgreSQL alike, and sees the rows of every server on the database.",
 		Example: "  openhuman-host audit list --since 24h --failed\n" +
-			"  openhuman-host audit list --tool " + memory.ToolStore + " --client mcp:claude-desktop --json\n" +
+			"  openhuman-host audit list --tool " + memorytool.Store + " --client mcp:claude-desktop --json\n" +
 			"  openhuman-host audit list --follow --limit 10",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -82,7 +82,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	list.Flags().StringVar(&since, "since", "", "only records at or after: a duration ago (90m, 24h, 7d) or a time (2026-11-30, 2026-11-30T08:00:00Z)")
-	list.Flags().StringVar(&tool, "tool", "", "only this tool, such as "+memory.ToolStore+" (old dotted names match too)")
+	list.Flags().StringVar(&tool, "tool", "", "only this tool, such as "+memorytool.Store+" (old dotted names match too)")
 	list.Flags().StringVar(&client, "client", "", "only this source type or client name, such as mcp:claude-desktop or cli")
 	list.Flags().BoolVar(&failed, "failed", false, "only calls that failed or were denied")
 	list.Flags().IntVar(&limit, "limit", 50, fmt.Sprintf("at most this many records, 1 to %d", maxAuditLimit))

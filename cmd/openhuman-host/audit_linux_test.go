@@ -19,11 +19,11 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/providers/agent"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
-// actTitles returns the title of every [memory.ToolStore] row in the audit
+// actTitles returns the title of every [memorytool.Store] row in the audit
 // log at path, with how many rows have it.
 func actTitles(t *testing.T, path string) map[string]int {
 	t.Helper()
@@ -32,7 +32,7 @@ func actTitles(t *testing.T, path string) map[string]int {
 		t.Fatal(err)
 	}
 	defer log.Close(context.Background())
-	rows, err := log.List(context.Background(), audit.Query{Tool: memory.ToolStore, Limit: 1 << 20})
+	rows, err := log.List(context.Background(), audit.Query{Tool: memorytool.Store, Limit: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestAuditDiskFull(t *testing.T) {
 
 	acked := map[string]bool{}
 	store := func(title string) (string, bool) {
-		text, isErr := mcpCallText(t, cs, memory.ToolStore, fmt.Sprintf(`{"title":%q,"content":"disk full test note %s"}`, title, title))
+		text, isErr := mcpCallText(t, cs, memorytool.Store, fmt.Sprintf(`{"title":%q,"content":"disk full test note %s"}`, title, title))
 		if !isErr {
 			acked[title] = true
 		}
@@ -94,7 +94,7 @@ func TestAuditDiskFull(t *testing.T) {
 
 	refused := ""
 	for i := 0; refused == "" && i < 500; i++ {
-		if text, isErr := mcpCallText(t, cs, memory.ToolSearch, `{"query":"disk full test note"}`); isErr {
+		if text, isErr := mcpCallText(t, cs, memorytool.Search, `{"query":"disk full test note"}`); isErr {
 			t.Fatalf("read %d while the disk is full failed: %s", i, text)
 		}
 		if i%10 != 0 {
@@ -118,7 +118,7 @@ func TestAuditDiskFull(t *testing.T) {
 	if text, isErr := store("after"); isErr {
 		t.Fatalf("store once space returned: %s", text)
 	}
-	if text, isErr := mcpCallText(t, cs, memory.ToolSearch, `{"query":"after"}`); isErr || !strings.Contains(text, "after") {
+	if text, isErr := mcpCallText(t, cs, memorytool.Search, `{"query":"after"}`); isErr || !strings.Contains(text, "after") {
 		t.Errorf("search once space returned = %q (isError %v), want the stored note", text, isErr)
 	}
 
@@ -178,7 +178,7 @@ func TestAuditKillDuringWrites(t *testing.T) {
 			wg.Go(func() {
 				for i := 0; ; i++ {
 					title := fmt.Sprintf("r%d-w%d-%d", round, w, i)
-					res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: memory.ToolStore,
+					res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: memorytool.Store,
 						Arguments: map[string]any{"title": title, "content": "kill test note " + title}})
 					if err != nil {
 						return // the server is gone
@@ -267,7 +267,7 @@ func TestCleanStopLeavesNoWAL(t *testing.T) {
 	exe := testExe(t)
 	dataDir := t.TempDir()
 	cfgPath := serveConfig(t, dataDir)
-	cmd := exec.Command(exe, "--config", cfgPath, "tools", "call", memory.ToolStore, `{"title":"cli","content":"from the command line"}`)
+	cmd := exec.Command(exe, "--config", cfgPath, "tools", "call", memorytool.Store, `{"title":"cli","content":"from the command line"}`)
 	cmd.Env = append(os.Environ(), cliEnv+"=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tools call: %v\n%s", err, out)
@@ -279,7 +279,7 @@ func TestCleanStopLeavesNoWAL(t *testing.T) {
 
 	srv := exec.Command(exe, "--config", cfgPath, "serve")
 	cs := serveStdio(t, srv)
-	if text, isErr := mcpCallText(t, cs, memory.ToolStore, `{"title":"server","content":"from a client"}`); isErr {
+	if text, isErr := mcpCallText(t, cs, memorytool.Store, `{"title":"server","content":"from a client"}`); isErr {
 		t.Fatal(text)
 	}
 	if err := cs.Close(); err != nil {
@@ -304,18 +304,18 @@ func TestServeStartsOnFullDisk(t *testing.T) {
 	dataDir := t.TempDir()
 	cfgPath := serveConfig(t, dataDir)
 	cmd := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs -o size=8m,mode=0700 tmpfs "$0" &&
-		"$1" --config "$2" tools call `+memory.ToolStore+` '{"title":"before","content":"stored before the disk filled"}' >/dev/null &&
+		"$1" --config "$2" tools call `+memorytool.Store+` '{"title":"before","content":"stored before the disk filled"}' >/dev/null &&
 		{ head -c 16m /dev/zero > "$0/filler" 2>/dev/null; true; } && exec "$1" --config "$2" serve`,
 		dataDir, exe, cfgPath)
 	cs := serveStdio(t, cmd)
 	defer cs.Close()
 	inside := fmt.Sprintf("/proc/%d/root%s", cmd.Process.Pid, dataDir)
 
-	if text, isErr := mcpCallText(t, cs, agent.ToolListTools, `{}`); isErr {
+	if text, isErr := mcpCallText(t, cs, agenttool.ListTools, `{}`); isErr {
 		t.Fatalf("a read on a full disk failed: %s", text)
 	}
 	const refusal = "the audit log could not record it first"
-	if text, isErr := mcpCallText(t, cs, agent.ToolRunSubagent, `{"agent_id":"researcher","prompt":"hi"}`); !isErr || !strings.Contains(text, refusal) {
+	if text, isErr := mcpCallText(t, cs, agenttool.RunSubagent, `{"agent_id":"researcher","prompt":"hi"}`); !isErr || !strings.Contains(text, refusal) {
 		t.Fatalf("an act on a full disk = %q (isError %v), want it refused for the audit", text, isErr)
 	}
 
@@ -323,10 +323,10 @@ func TestServeStartsOnFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.Until(t, "acts to be allowed once space returned", func() bool {
-		text, _ := mcpCallText(t, cs, agent.ToolRunSubagent, `{"agent_id":"researcher","prompt":"hi"}`)
+		text, _ := mcpCallText(t, cs, agenttool.RunSubagent, `{"agent_id":"researcher","prompt":"hi"}`)
 		return !strings.Contains(text, refusal)
 	})
-	if text, isErr := mcpCallText(t, cs, agent.ToolListTools, `{}`); isErr {
+	if text, isErr := mcpCallText(t, cs, agenttool.ListTools, `{}`); isErr {
 		t.Fatalf("a read once space returned failed: %s", text)
 	}
 	// The rows of the read and the refusal made while the audit log could
@@ -341,9 +341,9 @@ func TestServeStartsOnFullDisk(t *testing.T) {
 		reads, refused := 0, 0
 		for _, r := range rows {
 			switch {
-			case r.Tool == agent.ToolListTools && r.Decision == audit.DecisionAllowed && r.Success:
+			case r.Tool == agenttool.ListTools && r.Decision == audit.DecisionAllowed && r.Success:
 				reads++
-			case r.Tool == agent.ToolRunSubagent && r.Decision == "denied:audit":
+			case r.Tool == agenttool.RunSubagent && r.Decision == "denied:audit":
 				refused++
 			}
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 func TestParseSince(t *testing.T) {
@@ -59,10 +59,10 @@ func TestCLIAuditListAndStats(t *testing.T) {
 		err := cmd.Execute()
 		return out.String(), err
 	}
-	if _, err := run("tools", "call", memory.ToolStore, `{"title":"Audit trail","content":"private body text"}`); err != nil {
+	if _, err := run("tools", "call", memorytool.Store, `{"title":"Audit trail","content":"private body text"}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run("tools", "call", memory.ToolSearch, `{"query":"x","k":99}`); err == nil {
+	if _, err := run("tools", "call", memorytool.Search, `{"query":"x","k":99}`); err == nil {
 		t.Fatal("k 99 accepted")
 	}
 	out, err := run("audit", "list", "--json")
@@ -80,10 +80,10 @@ func TestCLIAuditListAndStats(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[1]), &oldest); err != nil {
 		t.Fatal(err)
 	}
-	if newest["tool"] != memory.ToolSearch || newest["decision"] != "denied:invalid_arguments" || newest["success"] != false || newest["source_type"] != "cli" {
+	if newest["tool"] != memorytool.Search || newest["decision"] != "denied:invalid_arguments" || newest["success"] != false || newest["source_type"] != "cli" {
 		t.Errorf("newest record = %v", newest)
 	}
-	if oldest["tool"] != memory.ToolStore || oldest["decision"] != "allowed" || oldest["success"] != true {
+	if oldest["tool"] != memorytool.Store || oldest["decision"] != "allowed" || oldest["success"] != true {
 		t.Errorf("oldest record = %v", oldest)
 	}
 	if strings.Contains(out, "private body text") {
@@ -92,7 +92,7 @@ func TestCLIAuditListAndStats(t *testing.T) {
 	if sum, _ := json.Marshal(oldest["args_summary"]); string(sum) != `{"content":{"len":17},"title":"Audit trail"}` {
 		t.Errorf("args_summary = %s", sum)
 	}
-	for args, want := range map[string]int{"--failed": 1, "--tool " + memory.ToolStore: 1, "--client cli": 2, "--client mcp:other": 0, "--since 1h": 2, "--limit 1": 1} {
+	for args, want := range map[string]int{"--failed": 1, "--tool " + memorytool.Store: 1, "--client cli": 2, "--client mcp:other": 0, "--since 1h": 2, "--limit 1": 1} {
 		out, err := run(append([]string{"audit", "list"}, strings.Fields(args)...)...)
 		if err != nil {
 			t.Fatalf("audit list %s: %v", args, err)
@@ -113,7 +113,7 @@ func TestCLIAuditListAndStats(t *testing.T) {
 		f := strings.Fields(l)
 		fields[f[0]] = f[1:5] // calls, failed, pending, denied
 	}
-	if strings.Join(fields[memory.ToolSearch], " ") != "1 0 0 1" || strings.Join(fields[memory.ToolStore], " ") != "1 0 0 0" {
+	if strings.Join(fields[memorytool.Search], " ") != "1 0 0 1" || strings.Join(fields[memorytool.Store], " ") != "1 0 0 0" {
 		t.Errorf("audit stats:\n%s", out)
 	}
 }

@@ -24,8 +24,8 @@ import (
 	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/providers/agent"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -210,7 +210,7 @@ func TestStoreSearchReadAcrossRestart(t *testing.T) {
 	cfg, dataDir := testConfig(t, "")
 	h := startTestHost(t, cfg)
 
-	res := call(t, h, memory.ToolStore, `{"title":"Reef log","content":"The zebrafish swims near the northern reef."}`)
+	res := call(t, h, memorytool.Store, `{"title":"Reef log","content":"The zebrafish swims near the northern reef."}`)
 	if res.IsError {
 		t.Fatalf("store: %s", text(res))
 	}
@@ -223,7 +223,7 @@ func TestStoreSearchReadAcrossRestart(t *testing.T) {
 
 	h = startTestHost(t, cfg)
 	defer h.Close(context.Background())
-	res = call(t, h, memory.ToolSearch, `{"query":"ZEBRAFISH reef","k":5}`)
+	res = call(t, h, memorytool.Search, `{"query":"ZEBRAFISH reef","k":5}`)
 	if res.IsError {
 		t.Fatalf("search: %s", text(res))
 	}
@@ -235,7 +235,7 @@ func TestStoreSearchReadAcrossRestart(t *testing.T) {
 	if err := json.Unmarshal(res.StructuredContent, &hits); err != nil || len(hits.Chunks) != 1 {
 		t.Fatalf("search after restart: %s (%v)", res.StructuredContent, err)
 	}
-	res = call(t, h, memory.ToolReadChunk, fmt.Sprintf(`{"chunk_id":%q}`, hits.Chunks[0].ChunkID))
+	res = call(t, h, memorytool.ReadChunk, fmt.Sprintf(`{"chunk_id":%q}`, hits.Chunks[0].ChunkID))
 	if res.IsError || !strings.Contains(string(res.StructuredContent), "northern reef") {
 		t.Fatalf("read_chunk: %s %s", text(res), res.StructuredContent)
 	}
@@ -251,11 +251,11 @@ func TestEveryAttemptHasOneAuditRow(t *testing.T) {
 		wantDecision string
 		wantSuccess  bool
 	}{
-		{memory.ToolStore, `{"title":"Audit me","content":"secret body text"}`, "allowed", true},
-		{memory.ToolSearch, `{"query":"audit"}`, "allowed", true},
-		{memory.ToolSearch, `{"query":"x","k":51}`, "denied:invalid_arguments", false},
-		{memory.ToolSearch, `{"query":"   "}`, "denied:invalid_arguments", false},
-		{memory.ToolReadChunk, `{"chunk_id":"chk_x"}`, "denied:denied_tool", false},
+		{memorytool.Store, `{"title":"Audit me","content":"secret body text"}`, "allowed", true},
+		{memorytool.Search, `{"query":"audit"}`, "allowed", true},
+		{memorytool.Search, `{"query":"x","k":51}`, "denied:invalid_arguments", false},
+		{memorytool.Search, `{"query":"   "}`, "denied:invalid_arguments", false},
+		{memorytool.ReadChunk, `{"chunk_id":"chk_x"}`, "denied:denied_tool", false},
 	}
 	for _, a := range attempts {
 		if res := call(t, h, a.tool, a.args); res.IsError == a.wantSuccess {
@@ -320,7 +320,7 @@ func TestBrokenProviderDoesNotStopTheOthers(t *testing.T) {
 	if diff := cmp.Diff([]string{"memory", "agent"}, names); diff != "" {
 		t.Errorf("loaded providers (-want +got):\n%s", diff)
 	}
-	if res := call(t, h, memory.ToolSearch, `{"query":"x"}`); res.IsError {
+	if res := call(t, h, memorytool.Search, `{"query":"x"}`); res.IsError {
 		t.Errorf("memory unusable next to a broken provider: %s", text(res))
 	}
 }
@@ -344,8 +344,8 @@ func TestCLIToolsListAndCall(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		names = append(names, strings.SplitN(line, "\t", 2)[0])
 	}
-	if diff := cmp.Diff([]string{memory.ToolStore, memory.ToolForget, memory.ToolNote, memory.ToolTag, memory.ToolSearch, memory.ToolRecall, memory.ToolReadChunk, memory.ToolHistory, memory.ToolBrowse, memory.ToolTopEntities, memory.ToolListSources,
-		agent.ToolListSubagents, agent.ToolRunSubagent, agent.ToolListTools, agent.ToolToolInstructions}, names); diff != "" {
+	if diff := cmp.Diff([]string{memorytool.Store, memorytool.Forget, memorytool.Note, memorytool.Tag, memorytool.Search, memorytool.Recall, memorytool.ReadChunk, memorytool.History, memorytool.Browse, memorytool.TopEntities, memorytool.ListSources,
+		agenttool.ListSubagents, agenttool.RunSubagent, agenttool.ListTools, agenttool.ToolInstructions}, names); diff != "" {
 		t.Errorf("tools list names (-want +got):\n%s", diff)
 	}
 	out, _, err = run("tools", "list", "--json")
@@ -371,14 +371,14 @@ func TestCLIToolsListAndCall(t *testing.T) {
 			t.Errorf("tools list --json entry %d = %+v", i, tl)
 		}
 	}
-	if _, _, err := run("tools", "call", memory.ToolStore, `{"title":"CLI note","content":"kumquat season"}`); err != nil {
+	if _, _, err := run("tools", "call", memorytool.Store, `{"title":"CLI note","content":"kumquat season"}`); err != nil {
 		t.Fatalf("store: %v", err)
 	}
-	out, _, err = run("tools", "call", memory.ToolSearch, `{"query":"kumquat"}`)
+	out, _, err = run("tools", "call", memorytool.Search, `{"query":"kumquat"}`)
 	if err != nil || !strings.Contains(out, "kumquat") {
 		t.Fatalf("search: %v %q", err, out)
 	}
-	_, errOut, err := run("tools", "call", memory.ToolSearch, `{"query":"kumquat","k":0}`)
+	_, errOut, err := run("tools", "call", memorytool.Search, `{"query":"kumquat","k":0}`)
 	if exitCode(err) != 1 || !strings.Contains(errOut, `argument "k" must be between 1 and 50; got 0`) {
 		t.Errorf("rejected call: exit %d, stderr %q", exitCode(err), errOut)
 	}
@@ -420,7 +420,7 @@ func TestTwoHostsShareADataDir(t *testing.T) {
 	if err := cli.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	res := call(t, serving, memory.ToolSearch, `{"query":"quince orchard","k":50}`)
+	res := call(t, serving, memorytool.Search, `{"query":"quince orchard","k":50}`)
 	var hits struct {
 		Chunks []json.RawMessage `json:"chunks"`
 	}
@@ -430,7 +430,7 @@ func TestTwoHostsShareADataDir(t *testing.T) {
 }
 
 func storeCall(args string) server.Call {
-	return server.Call{Tool: memory.ToolStore, Arguments: json.RawMessage(args), Caller: sdk.Caller{SourceType: "cli"}}
+	return server.Call{Tool: memorytool.Store, Arguments: json.RawMessage(args), Caller: sdk.Caller{SourceType: "cli"}}
 }
 
 // TestHungProviderDoesNotBlockShutdown stops the provider (SIGSTOP), so it

@@ -22,8 +22,8 @@ import (
 	"github.com/openhuman/openhuman-host/host/server"
 	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/providers/agent"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 var (
@@ -121,7 +121,7 @@ func TestKilledProviderIsBack(t *testing.T) {
 		if err := killPID(pid); err != nil {
 			t.Fatal(err)
 		}
-		tool, args := memory.ToolSearch, `{"query":"anything"}`
+		tool, args := memorytool.Search, `{"query":"anything"}`
 		if name == "kit" {
 			tool, args = "kit.ping", `{}`
 		}
@@ -155,7 +155,7 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 	testwait.Until(t, "kit marked failed", func() bool { return kit.Status().State == plugins.StateFailed })
 	testwait.Recv(t, changed, "notifications/tools/list_changed after kit failed")
 	names := toolNames(t, cs)
-	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "kit_") }) || !slices.Contains(names, memory.ToolSearch) {
+	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "kit_") }) || !slices.Contains(names, memorytool.Search) {
 		t.Errorf("tools after kit failed: %v", names)
 	}
 	_, err := h.Server.Call(t.Context(), server.Call{Tool: "kit.ping", Arguments: json.RawMessage(`{}`)})
@@ -168,7 +168,7 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, "kit (it crashed or stopped answering too often") {
 		t.Errorf("MCP call to a failed provider's tool: %v", err)
 	}
-	if res := call(t, h, memory.ToolSearch, `{"query":"x"}`); res.IsError {
+	if res := call(t, h, memorytool.Search, `{"query":"x"}`); res.IsError {
 		t.Errorf("memory unusable next to a failed provider: %s", text(res))
 	}
 	var failed []string
@@ -355,7 +355,7 @@ func TestTamperedProviderIsRefused(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}
 	}
-	if res := call(t, h, memory.ToolSearch, `{"query":"x"}`); res.IsError {
+	if res := call(t, h, memorytool.Search, `{"query":"x"}`); res.IsError {
 		t.Errorf("memory unusable next to refused providers: %s", text(res))
 	}
 }
@@ -374,7 +374,7 @@ func TestToolsAreNotTakenOver(t *testing.T) {
 	// kit2 declares kit's tools (it is the same program) and the dotted
 	// name of the memory provider's search tool, which clients would see as
 	// that tool's name.
-	claimed := strings.Replace(memory.ToolSearch, "_", ".", 1)
+	claimed := strings.Replace(memorytool.Search, "_", ".", 1)
 	if err := os.WriteFile(filepath.Join(dataDir, "kit2", "claim"), []byte(claimed+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -387,11 +387,11 @@ func TestToolsAreNotTakenOver(t *testing.T) {
 		}
 		return ""
 	}
-	if owner(memory.ToolSearch) != "memory" || owner("kit.ping") != "kit" {
-		t.Fatalf("owners at start: "+memory.ToolSearch+" %q, kit.ping %q", owner(memory.ToolSearch), owner("kit.ping"))
+	if owner(memorytool.Search) != "memory" || owner("kit.ping") != "kit" {
+		t.Fatalf("owners at start: "+memorytool.Search+" %q, kit.ping %q", owner(memorytool.Search), owner("kit.ping"))
 	}
 	if !strings.Contains(logs.String(), `provider=kit2 tool=`+claimed+` error="tool names starting with \"memory_\" are reserved for the built-in provider memory"`) {
-		t.Errorf("no reason logged for kit2's "+memory.ToolSearch+" (failed %v):\n%s", h.Failed, logs.String())
+		t.Errorf("no reason logged for kit2's "+memorytool.Search+" (failed %v):\n%s", h.Failed, logs.String())
 	}
 	// kit fails for good; its tools must not pass to kit2.
 	kit := providerByName(t, h, "kit")
@@ -440,10 +440,10 @@ func TestReload(t *testing.T) {
 	defer h.Close(context.Background())
 	changed := make(chan struct{}, 8)
 	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
-	if names := toolNames(t, cs); slices.Contains(names, "kit_ping") || slices.Contains(names, agent.ToolRunSubagent) {
+	if names := toolNames(t, cs); slices.Contains(names, "kit_ping") || slices.Contains(names, agenttool.RunSubagent) {
 		t.Fatalf("disabled providers' tools listed: %v", names)
 	}
-	_, err = h.Server.Call(t.Context(), server.Call{Tool: agent.ToolListSubagents, Arguments: json.RawMessage(`{}`)})
+	_, err = h.Server.Call(t.Context(), server.Call{Tool: agenttool.ListSubagents, Arguments: json.RawMessage(`{}`)})
 	if err == nil || !strings.Contains(err.Error(), "it belongs to the agent provider, which is disabled; set [providers.agent] enabled = true in test.toml") {
 		t.Errorf("a disabled built-in's tool: %v", err)
 	}
@@ -455,7 +455,7 @@ func TestReload(t *testing.T) {
 		t.Fatalf("reload on: %+v, %v", res, err)
 	}
 	testwait.Recv(t, changed, "list_changed after enabling providers")
-	if names := toolNames(t, cs); !slices.Contains(names, "kit_ping") || !slices.Contains(names, agent.ToolRunSubagent) {
+	if names := toolNames(t, cs); !slices.Contains(names, "kit_ping") || !slices.Contains(names, agenttool.RunSubagent) {
 		t.Fatalf("tools after enabling: %v", names)
 	}
 	if r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.ping", Arguments: map[string]any{}}); err != nil || r.IsError {
@@ -496,7 +496,7 @@ func TestReloadPicksUpAgentDefinitions(t *testing.T) {
 	cfg, _ := testConfig(t, extra)
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
-	if strings.Contains(text(call(t, h, agent.ToolListSubagents, `{}`)), "tide") {
+	if strings.Contains(text(call(t, h, agenttool.ListSubagents, `{}`)), "tide") {
 		t.Fatal("tide listed before it exists")
 	}
 	def := "display_name = \"Tide\"\nwhen_to_use = \"Tide questions.\"\nprompt = \"Answer about tides.\"\n"
@@ -507,7 +507,7 @@ func TestReloadPicksUpAgentDefinitions(t *testing.T) {
 	if err != nil || fmt.Sprint(res.Started) != "[agent]" {
 		t.Fatalf("reload: %+v %v", res, err)
 	}
-	if out := text(call(t, h, agent.ToolListSubagents, `{}`)); !strings.Contains(out, "- tide (Tide): Tide questions.") {
+	if out := text(call(t, h, agenttool.ListSubagents, `{}`)); !strings.Contains(out, "- tide (Tide): Tide questions.") {
 		t.Errorf("after the reload: %s", out)
 	}
 	if res, err := h.Reload(t.Context(), cfg); err != nil || len(res.Started) != 0 {

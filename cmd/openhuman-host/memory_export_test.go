@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // memoryCLI runs the binary with cfgPath and returns its stdout and
@@ -57,7 +57,7 @@ func TestMemoryExportImportBackupCommands(t *testing.T) {
 		}
 	}
 	run(nil, "memory", "import", notes)
-	run(nil, "tools", "call", memory.ToolStore, `{"title":"Work plan","namespace":"work","content":"Ship it on 2026-11-30.","tags":["plan"]}`)
+	run(nil, "tools", "call", memorytool.Store, `{"title":"Work plan","namespace":"work","content":"Ship it on 2026-11-30.","tags":["plan"]}`)
 	stats, _ := run(nil, "memory", "stats")
 
 	out := t.TempDir()
@@ -134,8 +134,8 @@ func TestMemoryExportImportBackupCommands(t *testing.T) {
 	if got := run2(nil, "memory", "stats"); statsWithoutFile(got) != statsWithoutFile(stats) {
 		t.Errorf("stats after restoring:\n%s\nwant:\n%s", got, stats)
 	}
-	if got := run2(nil, "tools", "call", memory.ToolSearch, `{"query":"harbour"}`); !strings.Contains(got, "ana@example.com") {
-		t.Errorf(memory.ToolSearch+" after restoring:\n%s", got)
+	if got := run2(nil, "tools", "call", memorytool.Search, `{"query":"harbour"}`); !strings.Contains(got, "ana@example.com") {
+		t.Errorf(memorytool.Search+" after restoring:\n%s", got)
 	}
 	// Folders and Markdown files still import as files.
 	if stdout := run2(nil, "memory", "import", notes); !strings.HasPrefix(stdout, "2 files found: 0 imported (new or changed), 2 unchanged") {

@@ -10,11 +10,11 @@ import (
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/server"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// newMemoryForgetCmd returns "memory forget": [memory.ToolForget] from the
+// newMemoryForgetCmd returns "memory forget": [memorytool.Forget] from the
 // command line, through the host's policy and audit like "tools call".
 func newMemoryForgetCmd(g *globalFlags) *cobra.Command {
 	var (
@@ -29,7 +29,7 @@ func newMemoryForgetCmd(g *globalFlags) *cobra.Command {
 			"--chunk and --query (every word must match) and --before select chunks, and a document none of\n" +
 			"whose chunks is left goes too; --document, --source and --namespace alone select whole documents.\n" +
 			"Notes about a removed chunk, the previous versions of a removed document and entities nothing else\n" +
-			"mentions go with it. --dry-run prints what would go and changes nothing. It runs the " + memory.ToolForget + "\n" +
+			"mentions go with it. --dry-run prints what would go and changes nothing. It runs the " + memorytool.Forget + "\n" +
 			"tool through the host's security policy and audit log (source type \"cli\"), while a server runs\n" +
 			"on the same data directory too. Imported files come back if imported again while still on disk.",
 		Example: "  openhuman-host memory forget --dry-run --namespace work\n" +
@@ -63,9 +63,9 @@ func newMemoryForgetCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withHostFor(g, memory.ToolForget, func(ctx context.Context, h *host.Host) error {
+			return withHostFor(g, memorytool.Forget, func(ctx context.Context, h *host.Host) error {
 				res, err := h.Server.Call(ctx, server.Call{
-					Tool:      memory.ToolForget,
+					Tool:      memorytool.Forget,
 					Arguments: raw,
 					Caller:    sdk.Caller{SourceType: "cli", ClientName: "openhuman-host", ClientVersion: hostVersion()},
 				})

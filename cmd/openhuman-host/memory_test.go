@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // TestMemoryRecoverCommand damages memory.db the way a failing disk does
@@ -93,7 +93,7 @@ func TestMemoryRecoverCommand(t *testing.T) {
 	if out, err := cli("memory", "recover"); err != nil || !strings.Contains(out, "passed SQLite's integrity check; nothing to do (--force rebuilds it anyway)") {
 		t.Errorf("memory recover on the rebuilt database: %v\n%s", err, out)
 	}
-	if out, err := cli("tools", "call", memory.ToolSearch, `{"query":"RECOVER-KEPT"}`); err != nil || !strings.Contains(out, "harbour notes") {
-		t.Errorf(memory.ToolSearch+" after recover: %v\n%s", err, out)
+	if out, err := cli("tools", "call", memorytool.Search, `{"query":"RECOVER-KEPT"}`); err != nil || !strings.Contains(out, "harbour notes") {
+		t.Errorf(memorytool.Search+" after recover: %v\n%s", err, out)
 	}
 }

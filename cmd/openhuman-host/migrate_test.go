@@ -13,7 +13,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/internal/storage"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // postgresHome sets up a CLI home whose config keeps the shared state in a
@@ -98,14 +98,14 @@ func TestCLIMigratePostgres(t *testing.T) {
 // written to the data directory's audit.db.
 func TestCLIAuditOnPostgres(t *testing.T) {
 	postgresHome(t)
-	if _, err := runCLI(t, "tools", "call", memory.ToolStore, `{"title":"Shared","content":"kept in one place"}`); err != nil {
+	if _, err := runCLI(t, "tools", "call", memorytool.Store, `{"title":"Shared","content":"kept in one place"}`); err != nil {
 		t.Fatal(err)
 	}
 	out, err := runCLI(t, "audit", "list", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"tool":"`+memory.ToolStore+`"`) ||
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"tool":"`+memorytool.Store+`"`) ||
 		!strings.Contains(lines[0], `"decision":"allowed"`) {
 		t.Errorf("audit list on PostgreSQL:\n%s", out)
 	}

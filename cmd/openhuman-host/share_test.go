@@ -18,7 +18,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // TestServerAndCLIShareMemory runs a server and command-line processes on
@@ -81,7 +81,7 @@ func TestServerAndCLIShareMemory(t *testing.T) {
 		wg.Go(func() {
 			for i := range cliWrites {
 				args := fmt.Sprintf(`{"title":"cli %d-%d","content":"sharedmarker from the command line, writer %d, note %d","namespace":"cli"}`, w, i, w, i)
-				if err := cli("tools", "call", memory.ToolStore, args); err != nil {
+				if err := cli("tools", "call", memorytool.Store, args); err != nil {
 					errs <- err
 				}
 			}
@@ -89,11 +89,11 @@ func TestServerAndCLIShareMemory(t *testing.T) {
 	}
 	wg.Go(func() {
 		for i := range serverWrites {
-			res := call(t, h, memory.ToolStore, fmt.Sprintf(`{"title":"server %d","content":"sharedmarker from the server, note %d","namespace":"server"}`, i, i))
+			res := call(t, h, memorytool.Store, fmt.Sprintf(`{"title":"server %d","content":"sharedmarker from the server, note %d","namespace":"server"}`, i, i))
 			if res.IsError {
 				errs <- fmt.Errorf("server store %d: %s", i, text(res))
 			}
-			if res := call(t, h, memory.ToolSearch, `{"query":"sharedmarker","k":50}`); res.IsError {
+			if res := call(t, h, memorytool.Search, `{"query":"sharedmarker","k":50}`); res.IsError {
 				errs <- fmt.Errorf("server search: %s", text(res))
 			}
 		}
@@ -107,7 +107,7 @@ func TestServerAndCLIShareMemory(t *testing.T) {
 	// Every write is visible to the server, per source.
 	want := map[string]int64{"mcp:server": serverWrites, "mcp:cli": cliWriters * cliWrites, "file:" + notes: files}
 	for source, n := range want {
-		res := call(t, h, memory.ToolBrowse, fmt.Sprintf(`{"source_ids":[%q],"query":"sharedmarker","k":1}`, source))
+		res := call(t, h, memorytool.Browse, fmt.Sprintf(`{"source_ids":[%q],"query":"sharedmarker","k":1}`, source))
 		var got struct{ Total int64 }
 		if err := json.Unmarshal(res.StructuredContent, &got); err != nil || got.Total != n {
 			t.Errorf("%s: %d chunks with the marker (%v), want %d: %s", source, got.Total, err, n, text(res))
@@ -137,7 +137,7 @@ func TestServerAndCLIShareMemory(t *testing.T) {
 }
 
 // TestLargeArgumentsReachProvider stores the largest content
-// [memory.ToolStore] accepts, made of characters JSON escapes six-fold,
+// [memorytool.Store] accepts, made of characters JSON escapes six-fold,
 // through a real provider process: the gRPC link must not be what refuses
 // it.
 func TestLargeArgumentsReachProvider(t *testing.T) {
@@ -153,10 +153,10 @@ func TestLargeArgumentsReachProvider(t *testing.T) {
 	if len(args) < 5_000_000 {
 		t.Fatalf("arguments are only %d bytes", len(args))
 	}
-	if res := call(t, h, memory.ToolStore, string(args)); res.IsError {
+	if res := call(t, h, memorytool.Store, string(args)); res.IsError {
 		t.Fatalf("store: %s", text(res))
 	}
-	res := call(t, h, memory.ToolSearch, `{"query":"start"}`)
+	res := call(t, h, memorytool.Search, `{"query":"start"}`)
 	if res.IsError || !strings.Contains(string(res.StructuredContent), "mcp-store-escaped") {
 		t.Errorf("search after a large store: %s", text(res))
 	}
@@ -170,8 +170,8 @@ func TestUnknownToolNamesProvidersThatDidNotLoad(t *testing.T) {
 	cfg, _ := testConfig(t, "[providers.memory]\nbogus = 1\n")
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
-	_, err := h.Server.Call(context.Background(), server.Call{Tool: memory.ToolSearch, Arguments: json.RawMessage(`{"query":"x"}`)})
-	want := `unknown tool "` + memory.ToolSearch + `"; it may belong to a provider that did not load: memory (configure: memory provider: unknown key "bogus" in [providers.memory] (accepted keys: embeddings, scopes, keep_versions_days); remove it); fix the config, then send the server SIGHUP or restart it`
+	_, err := h.Server.Call(context.Background(), server.Call{Tool: memorytool.Search, Arguments: json.RawMessage(`{"query":"x"}`)})
+	want := `unknown tool "` + memorytool.Search + `"; it may belong to a provider that did not load: memory (configure: memory provider: unknown key "bogus" in [providers.memory] (accepted keys: embeddings, scopes, keep_versions_days); remove it); fix the config, then send the server SIGHUP or restart it`
 	if !errors.Is(err, server.ErrUnknownTool) || err.Error() != want {
 		t.Errorf("error = %v\nwant %s", err, want)
 	}

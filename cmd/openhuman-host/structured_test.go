@@ -13,7 +13,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/server"
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // A client named in [server] structured_content_clients gets each result
@@ -54,12 +54,12 @@ func TestStructuredContentClientsEndToEnd(t *testing.T) {
 	}
 
 	brief := session("brief-client")
-	if text, _ := callTool(brief, memory.ToolStore, `{"title":"Reef log","content":"The zebrafish swims near the northern reef."}`); !strings.HasPrefix(text, "Stored ") {
+	if text, _ := callTool(brief, memorytool.Store, `{"title":"Reef log","content":"The zebrafish swims near the northern reef."}`); !strings.HasPrefix(text, "Stored ") {
 		t.Errorf("store, already short, keeps its text: %q", text)
 	}
-	briefText, briefStructured := callTool(brief, memory.ToolSearch, `{"query":"zebrafish"}`)
+	briefText, briefStructured := callTool(brief, memorytool.Search, `{"query":"zebrafish"}`)
 	if want := `1 hit for "zebrafish"; full results in structuredContent`; briefText != want {
-		t.Errorf(memory.ToolSearch+" for a listed client: %q, want %q", briefText, want)
+		t.Errorf(memorytool.Search+" for a listed client: %q, want %q", briefText, want)
 	}
 	kitText, kitStructured := callTool(brief, "kit_caller", `{}`)
 	if kitText != server.StructuredContentNote || kitStructured != `{"client_name":"brief-client","reads_structured_content":true}` {
@@ -68,9 +68,9 @@ func TestStructuredContentClientsEndToEnd(t *testing.T) {
 	_ = brief.Close()
 
 	full := session("full-client")
-	fullText, fullStructured := callTool(full, memory.ToolSearch, `{"query":"zebrafish"}`)
+	fullText, fullStructured := callTool(full, memorytool.Search, `{"query":"zebrafish"}`)
 	if !strings.HasPrefix(fullText, "1. chk_") || !strings.Contains(fullText, "**zebrafish**") {
-		t.Errorf(memory.ToolSearch+" for a client not listed: %q, want the hit in full", fullText)
+		t.Errorf(memorytool.Search+" for a client not listed: %q, want the hit in full", fullText)
 	}
 	if fullStructured != briefStructured || !strings.Contains(fullStructured, `"snippet"`) {
 		t.Errorf("structured content differs between clients:\n%s\n%s", briefStructured, fullStructured)

@@ -15,7 +15,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
 	"github.com/openhuman/openhuman-host/internal/storage"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -71,10 +71,10 @@ func newToolsCmd(g *globalFlags) *cobra.Command {
 		Short: "Call a tool with JSON arguments (default {}); exit status 1 on an error result",
 		Long: "call runs one tool through the host's full pipeline (validation, security policy, audit) with\n" +
 			"source type \"cli\" and prints its text result on stdout; --json prints the whole result.\n" +
-			"NAME is a name from \"tools list\"; the old dotted names (" + strings.Replace(memory.ToolStore, "_", ".", 1) + ") work too.\n" +
+			"NAME is a name from \"tools list\"; the old dotted names (" + strings.Replace(memorytool.Store, "_", ".", 1) + ") work too.\n" +
 			"An error result is printed on stderr and the exit status is 1. Use - as JSON to read stdin.",
-		Example: `  openhuman-host tools call ` + memory.ToolStore + ` '{"title":"Reef","content":"The reef is north."}'` + "\n" +
-			`  openhuman-host tools call ` + memory.ToolSearch + ` '{"query":"reef","k":3}'`,
+		Example: `  openhuman-host tools call ` + memorytool.Store + ` '{"title":"Reef","content":"The reef is north."}'` + "\n" +
+			`  openhuman-host tools call ` + memorytool.Search + ` '{"query":"reef","k":3}'`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			raw := "{}"

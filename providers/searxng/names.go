@@ -1,5 +1,9 @@
 package searxng
 
-// ToolSearch is the name of the provider's one tool, as clients see it:
-// it searches the web through the configured SearXNG instance.
-const ToolSearch = "searxng_search"
+import "github.com/openhuman/openhuman-host/providers/searxng/searxngtool"
+
+// Tool names served by the searxng provider, as clients see them; [searxngtool] holds
+// them for code outside the provider.
+const (
+	ToolSearch = searxngtool.Search
+)

@@ -526,7 +526,7 @@ func TestClientStdio(t *testing.T) {
 }
 
 // TestClientStdioReadonly: with [autonomy] level = "readonly" in the default
-// config file, [memory.ToolStore] is refused with a message naming `level`,
+// config file, [memorytool.Store] is refused with a message naming `level`,
 // while read tools and argument validation behave as usual.
 func TestClientStdioReadonly(t *testing.T) {
 	p := requireInterop(t)

@@ -16,7 +16,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // memoryClientName is the clientInfo.name client-memory.mjs announces,
@@ -73,7 +73,7 @@ func (r *memoryRun) decode(t *testing.T, name string, v any) {
 	}
 }
 
-// searchOut is [memory.ToolSearch]'s structured content, as far as checked.
+// searchOut is [memorytool.Search]'s structured content, as far as checked.
 type searchOut struct {
 	Chunks []struct {
 		ChunkID    string `json:"chunk_id"`
@@ -95,7 +95,7 @@ func (s searchOut) documents() []string {
 	return ids
 }
 
-// storeOut is [memory.ToolStore]'s structured content, as far as checked.
+// storeOut is [memorytool.Store]'s structured content, as far as checked.
 type storeOut struct {
 	DocumentID string `json:"document_id"`
 	Namespace  string `json:"namespace"`
@@ -105,7 +105,7 @@ type storeOut struct {
 	} `json:"replaced"`
 }
 
-// forgetOut is [memory.ToolForget]'s structured content.
+// forgetOut is [memorytool.Forget]'s structured content.
 type forgetOut struct {
 	DryRun           bool     `json:"dry_run"`
 	Documents        int      `json:"documents"`
@@ -116,7 +116,7 @@ type forgetOut struct {
 	DocumentsTouched int      `json:"documents_touched"`
 }
 
-// historyOut is [memory.ToolHistory]'s structured content.
+// historyOut is [memorytool.History]'s structured content.
 type historyOut struct {
 	DocumentID string `json:"document_id"`
 	Versions   []struct {
@@ -257,27 +257,27 @@ func TestMemoryForget(t *testing.T) {
 	old := fmt.Sprintf("Gym note: the %s bag hangs by the door.", word)
 
 	run := runMemoryPlan(t, p, sb, []memoryStep{
-		{"first", memory.ToolStore, map[string]any{"title": "Gym locker", "content": old}},
-		{"store", memory.ToolStore, map[string]any{"title": "Gym locker", "content": content}},
-		{"found", memory.ToolSearch, map[string]any{"query": word}},
-		{"dry", memory.ToolForget, map[string]any{"document_ids": []any{"${store.document_id}"}, "dry_run": true}},
-		{"still", memory.ToolSearch, map[string]any{"query": word}},
-		{"forget", memory.ToolForget, map[string]any{"document_ids": []any{"${store.document_id}"}}},
-		{"gone", memory.ToolSearch, map[string]any{"query": word}},
-		{"history", memory.ToolHistory, map[string]any{"document_id": "${store.document_id}"}},
+		{"first", memorytool.Store, map[string]any{"title": "Gym locker", "content": old}},
+		{"store", memorytool.Store, map[string]any{"title": "Gym locker", "content": content}},
+		{"found", memorytool.Search, map[string]any{"query": word}},
+		{"dry", memorytool.Forget, map[string]any{"document_ids": []any{"${store.document_id}"}, "dry_run": true}},
+		{"still", memorytool.Search, map[string]any{"query": word}},
+		{"forget", memorytool.Forget, map[string]any{"document_ids": []any{"${store.document_id}"}}},
+		{"gone", memorytool.Search, map[string]any{"query": word}},
+		{"history", memorytool.History, map[string]any{"document_id": "${store.document_id}"}},
 	})
 
 	var stored storeOut
 	run.decode(t, "store", &stored)
 	doc := stored.DocumentID
 	if doc != "mcp/mcp-store-gym-locker" || stored.Namespace != "mcp" || stored.ChunkCount != 1 || stored.Replaced == nil || stored.Replaced.Version != 1 {
-		t.Fatalf(memory.ToolStore+": %+v", stored)
+		t.Fatalf(memorytool.Store+": %+v", stored)
 	}
 	for _, name := range []string{"found", "still"} {
 		var s searchOut
 		run.decode(t, name, &s)
 		if got := s.documents(); len(got) != 1 || got[0] != doc {
-			t.Errorf("%s: "+memory.ToolSearch+" %q found documents %q, want [%s]", name, word, got, doc)
+			t.Errorf("%s: "+memorytool.Search+" %q found documents %q, want [%s]", name, word, got, doc)
 		}
 	}
 
@@ -303,16 +303,16 @@ func TestMemoryForget(t *testing.T) {
 	var gone searchOut
 	run.decode(t, "gone", &gone)
 	if len(gone.Chunks) != 0 {
-		t.Errorf(memory.ToolSearch+" %q after the forget: %+v", word, gone.Chunks)
+		t.Errorf(memorytool.Search+" %q after the forget: %+v", word, gone.Chunks)
 	}
 	if text := run.step(t, "history", true).Text; !strings.Contains(text, doc) {
-		t.Errorf(memory.ToolHistory+" of the forgotten document: %s", text)
+		t.Errorf(memorytool.History+" of the forgotten document: %s", text)
 	}
 
 	// The server has exited, so every audit row is written.
-	rows := auditRows(t, filepath.Join(sb.data, "openhuman-host", "audit.db"), memory.ToolForget)
+	rows := auditRows(t, filepath.Join(sb.data, "openhuman-host", "audit.db"), memorytool.Forget)
 	if len(rows) != 2 {
-		t.Fatalf("%d "+memory.ToolForget+" audit rows, want 2 (dry run, forget): %+v", len(rows), rows)
+		t.Fatalf("%d "+memorytool.Forget+" audit rows, want 2 (dry run, forget): %+v", len(rows), rows)
 	}
 	dryRow, row := rows[0], rows[1]
 	t.Logf("audit result_ref of the dry run: %q; of the forget: %q", dryRow.ResultRef, row.ResultRef)
@@ -328,7 +328,7 @@ func TestMemoryForget(t *testing.T) {
 	for _, r := range rows {
 		for _, field := range []string{r.ResultRef, r.ArgsSummary, r.Error} {
 			if strings.Contains(field, word) || strings.Contains(field, secret) || strings.Contains(field, "door") {
-				t.Errorf("an audit row of "+memory.ToolForget+" holds the document's text: %+v", r)
+				t.Errorf("an audit row of "+memorytool.Forget+" holds the document's text: %+v", r)
 			}
 		}
 	}
@@ -338,7 +338,7 @@ func TestMemoryForget(t *testing.T) {
 // client, one replaced once, go through `memory export` to a JSON Lines
 // file and `memory import` into a fresh data directory named by a second
 // config; a server on it finds both under the same ids, and
-// [memory.ToolHistory] returns the replaced text.
+// [memorytool.History] returns the replaced text.
 func TestMemoryExportImport(t *testing.T) {
 	p := requireInterop(t)
 	t.Parallel()
@@ -349,10 +349,10 @@ func TestMemoryExportImport(t *testing.T) {
 
 	from := newSandbox(t)
 	run := runMemoryPlan(t, p, from, []memoryStep{
-		{"a1", memory.ToolStore, map[string]any{"title": "Harbour timetable", "content": draft1}},
-		{"a2", memory.ToolStore, map[string]any{"title": "Harbour timetable", "content": draft2}},
-		{"b", memory.ToolStore, map[string]any{"title": "Orchard notes", "content": orchard, "namespace": "garden", "tags": []any{"spring"}}},
-		{"history", memory.ToolHistory, map[string]any{"document_id": "${a1.document_id}", "version": "${a2.replaced.version}"}},
+		{"a1", memorytool.Store, map[string]any{"title": "Harbour timetable", "content": draft1}},
+		{"a2", memorytool.Store, map[string]any{"title": "Harbour timetable", "content": draft2}},
+		{"b", memorytool.Store, map[string]any{"title": "Orchard notes", "content": orchard, "namespace": "garden", "tags": []any{"spring"}}},
+		{"history", memorytool.History, map[string]any{"document_id": "${a1.document_id}", "version": "${a2.replaced.version}"}},
 	})
 	var a1, a2, b storeOut
 	run.decode(t, "a1", &a1)
@@ -367,7 +367,7 @@ func TestMemoryExportImport(t *testing.T) {
 	var before historyOut
 	run.decode(t, "history", &before)
 	if len(before.Versions) != 1 || before.Versions[0].Content != draft1 {
-		t.Fatalf(memory.ToolHistory+" before the export: %+v", before)
+		t.Fatalf(memorytool.History+" before the export: %+v", before)
 	}
 
 	export := filepath.Join(from.dir, "memory.jsonl")
@@ -393,16 +393,16 @@ func TestMemoryExportImport(t *testing.T) {
 	}
 
 	run = runMemoryPlan(t, p, to, []memoryStep{
-		{"a", memory.ToolSearch, map[string]any{"query": wordA}},
-		{"b", memory.ToolSearch, map[string]any{"query": wordB}},
-		{"list", memory.ToolHistory, map[string]any{"document_id": a1.DocumentID}},
-		{"v1", memory.ToolHistory, map[string]any{"document_id": a1.DocumentID, "version": 1}},
+		{"a", memorytool.Search, map[string]any{"query": wordA}},
+		{"b", memorytool.Search, map[string]any{"query": wordB}},
+		{"list", memorytool.History, map[string]any{"document_id": a1.DocumentID}},
+		{"v1", memorytool.History, map[string]any{"document_id": a1.DocumentID, "version": 1}},
 	})
 	for name, want := range map[string]storeOut{"a": a1, "b": b} {
 		var s searchOut
 		run.decode(t, name, &s)
 		if len(s.Chunks) != 1 || s.Chunks[0].DocumentID != want.DocumentID || s.Chunks[0].Namespace != want.Namespace {
-			t.Errorf(memory.ToolSearch+" after the import (%s): %+v, want document %s in %s", name, s.Chunks, want.DocumentID, want.Namespace)
+			t.Errorf(memorytool.Search+" after the import (%s): %+v, want document %s in %s", name, s.Chunks, want.DocumentID, want.Namespace)
 		}
 	}
 	var a searchOut
@@ -413,11 +413,11 @@ func TestMemoryExportImport(t *testing.T) {
 	var list, v1 historyOut
 	run.decode(t, "list", &list)
 	if len(list.Versions) != 1 || list.Versions[0].Version != 1 || list.Versions[0].Title != "Harbour timetable" || list.Versions[0].Bytes != len(draft1) {
-		t.Errorf(memory.ToolHistory+" list after the import: %+v", list)
+		t.Errorf(memorytool.History+" list after the import: %+v", list)
 	}
 	run.decode(t, "v1", &v1)
 	if len(v1.Versions) != 1 || v1.Versions[0].Content != draft1 {
-		t.Errorf(memory.ToolHistory+" version 1 after the import: %+v, want content %q", v1, draft1)
+		t.Errorf(memorytool.History+" version 1 after the import: %+v, want content %q", v1, draft1)
 	}
 }
 
@@ -457,21 +457,21 @@ func TestMemoryScopes(t *testing.T) {
 	homeWord, workWord := uniqueWord(t, "lantern"), uniqueWord(t, "roadmap")
 
 	var home storeOut
-	callHostJSON(t, p, sb, memory.ToolStore, map[string]any{
+	callHostJSON(t, p, sb, memorytool.Store, map[string]any{
 		"title": "Attic inventory", "content": fmt.Sprintf("The %s is in the attic, left of the window.", homeWord), "namespace": "home",
 	}, &home)
 	if home.Namespace != "home" {
-		t.Fatalf(memory.ToolStore+" from the command line: %+v", home)
+		t.Fatalf(memorytool.Store+" from the command line: %+v", home)
 	}
 
 	run := runMemoryPlan(t, p, sb, []memoryStep{
-		{"search_home", memory.ToolSearch, map[string]any{"query": homeWord}},
-		{"store", memory.ToolStore, map[string]any{"title": "Quarter plan", "content": fmt.Sprintf("The %s review is on Friday.", workWord)}},
-		{"search_work", memory.ToolSearch, map[string]any{"query": workWord}},
-		{"search_ns_home", memory.ToolSearch, map[string]any{"query": homeWord, "namespaces": []any{"home"}}},
-		{"store_home", memory.ToolStore, map[string]any{"title": "Sneaky", "content": "x", "namespace": "home"}},
-		{"history_home", memory.ToolHistory, map[string]any{"document_id": home.DocumentID}},
-		{"forget_home", memory.ToolForget, map[string]any{"document_ids": []any{home.DocumentID}}},
+		{"search_home", memorytool.Search, map[string]any{"query": homeWord}},
+		{"store", memorytool.Store, map[string]any{"title": "Quarter plan", "content": fmt.Sprintf("The %s review is on Friday.", workWord)}},
+		{"search_work", memorytool.Search, map[string]any{"query": workWord}},
+		{"search_ns_home", memorytool.Search, map[string]any{"query": homeWord, "namespaces": []any{"home"}}},
+		{"store_home", memorytool.Store, map[string]any{"title": "Sneaky", "content": "x", "namespace": "home"}},
+		{"history_home", memorytool.History, map[string]any{"document_id": home.DocumentID}},
+		{"forget_home", memorytool.Forget, map[string]any{"document_ids": []any{home.DocumentID}}},
 	})
 
 	var s searchOut
@@ -482,30 +482,30 @@ func TestMemoryScopes(t *testing.T) {
 	var stored storeOut
 	run.decode(t, "store", &stored)
 	if stored.Namespace != "work" || !strings.HasPrefix(stored.DocumentID, "work/") {
-		t.Errorf(memory.ToolStore+" without a namespace from the client scoped to work: %+v", stored)
+		t.Errorf(memorytool.Store+" without a namespace from the client scoped to work: %+v", stored)
 	}
 	run.decode(t, "search_work", &s)
 	if got := s.documents(); len(got) != 1 || got[0] != stored.DocumentID || s.Chunks[0].Namespace != "work" {
-		t.Errorf(memory.ToolSearch+" for the work document: %+v", s.Chunks)
+		t.Errorf(memorytool.Search+" for the work document: %+v", s.Chunks)
 	}
 	if text := run.step(t, "search_ns_home", true).Text; !strings.Contains(text, "home") {
-		t.Errorf(memory.ToolSearch+" in namespace home: %s", text)
+		t.Errorf(memorytool.Search+" in namespace home: %s", text)
 	}
 	if text := run.step(t, "store_home", true).Text; !strings.Contains(text, "home") {
-		t.Errorf(memory.ToolStore+" in namespace home: %s", text)
+		t.Errorf(memorytool.Store+" in namespace home: %s", text)
 	}
 	if text := run.step(t, "history_home", true).Text; strings.Contains(text, homeWord) {
-		t.Errorf(memory.ToolHistory+" of the home document showed its text: %s", text)
+		t.Errorf(memorytool.History+" of the home document showed its text: %s", text)
 	}
 	var forgot forgetOut
 	run.decode(t, "forget_home", &forgot)
 	if forgot.DocumentsTouched != 0 || forgot.Documents != 0 || forgot.Chunks != 0 || len(forgot.DocumentIDs) != 0 {
-		t.Errorf(memory.ToolForget+" of the home document from the client scoped to work: %+v", forgot)
+		t.Errorf(memorytool.Forget+" of the home document from the client scoped to work: %+v", forgot)
 	}
 
 	// The command line, unrestricted, still finds the home document.
-	callHostJSON(t, p, sb, memory.ToolSearch, map[string]any{"query": homeWord}, &s)
+	callHostJSON(t, p, sb, memorytool.Search, map[string]any{"query": homeWord}, &s)
 	if got := s.documents(); len(got) != 1 || got[0] != home.DocumentID {
-		t.Errorf(memory.ToolSearch+" from the command line after the forget: %+v, want %s", s.Chunks, home.DocumentID)
+		t.Errorf(memorytool.Search+" from the command line after the forget: %+v, want %s", s.Chunks, home.DocumentID)
 	}
 }

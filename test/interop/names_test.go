@@ -13,9 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/internal/testproc"
-	"github.com/openhuman/openhuman-host/providers/agent"
-	"github.com/openhuman/openhuman-host/providers/memory"
-	"github.com/openhuman/openhuman-host/providers/searxng"
+	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/providers/searxng/searxngtool"
 )
 
 // clientSafe is the only tool name pattern Claude Desktop and
@@ -106,7 +106,7 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 			t.Errorf("tools/list has %q, which does not match %s", tool.Name, clientSafe)
 		}
 	}
-	for _, want := range []string{memory.ToolReadChunk, agent.ToolRunSubagent, agent.ToolListTools, searxng.ToolSearch,
+	for _, want := range []string{memorytool.ReadChunk, agenttool.RunSubagent, agenttool.ListTools, searxngtool.Search,
 		"kit_ping", "notes__notes_find", "notes__notes_archive_all"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools/list lacks %s: %v", want, names)
@@ -114,7 +114,7 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 	}
 	// The old dotted pattern still denies the memory tools, which are
 	// therefore not listed; a call by name is refused below.
-	for _, denied := range []string{memory.ToolStore, memory.ToolSearch} {
+	for _, denied := range []string{memorytool.Store, memorytool.Search} {
 		if slices.Contains(names, denied) {
 			t.Errorf("tools/list shows %s, which denied_tools = [\"memory.*\"] refuses: %v", denied, names)
 		}
@@ -140,15 +140,15 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 		}
 		return strings.Join(parts, "\n")
 	}
-	storeDotted := strings.Replace(memory.ToolStore, "_", ".", 1)
+	storeDotted := strings.Replace(memorytool.Store, "_", ".", 1)
 	calls := []struct {
 		name     string
 		args     map[string]any
 		denied   bool
 		wantText string
 	}{
-		{storeDotted, map[string]any{"title": "t", "content": "c"}, true, memory.ToolStore + ` matches "memory.*" in [autonomy] denied_tools`},
-		{memory.ToolSearch, map[string]any{"query": "reef"}, true, memory.ToolSearch + ` matches "memory.*" in [autonomy] denied_tools`},
+		{storeDotted, map[string]any{"title": "t", "content": "c"}, true, memorytool.Store + ` matches "memory.*" in [autonomy] denied_tools`},
+		{memorytool.Search, map[string]any{"query": "reef"}, true, memorytool.Search + ` matches "memory.*" in [autonomy] denied_tools`},
 		{"kit.ping", map[string]any{}, false, "pong "},
 	}
 	for _, c := range calls {
@@ -164,7 +164,7 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 		t.Logf("close: %v", err)
 	}
 
-	for filter, want := range map[string]string{"kit.ping": "kit_ping", memory.ToolStore: memory.ToolStore, storeDotted: memory.ToolStore} {
+	for filter, want := range map[string]string{"kit.ping": "kit_ping", memorytool.Store: memorytool.Store, storeDotted: memorytool.Store} {
 		cmd := exec.Command(p.bin, "audit", "list", "--tool", filter, "--json")
 		cmd.Env = sb.environ("")
 		out, err := cmd.Output()
@@ -179,8 +179,8 @@ func TestDottedNamesKeepWorking(t *testing.T) {
 		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &row) != nil || row.Tool != want {
 			t.Errorf("audit list --tool %s: %s; want one row of %s", filter, out, want)
 		}
-		if want == memory.ToolStore && row.Decision != "denied:denied_tool" {
-			t.Errorf("audit row of "+memory.ToolStore+" has decision %q, want denied:denied_tool", row.Decision)
+		if want == memorytool.Store && row.Decision != "denied:denied_tool" {
+			t.Errorf("audit row of "+memorytool.Store+" has decision %q, want denied:denied_tool", row.Decision)
 		}
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/providers/agent"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // TestClientQuestions: the TypeScript SDK's v2 client, on protocol
@@ -145,10 +145,10 @@ func goClientQuestions(t *testing.T, tr mcp.Transport, rev string) {
 		return out
 	}
 
-	res := call(memory.ToolStore, map[string]any{"title": "Reef survey", "content": "Corals recovered on the north reef."})
+	res := call(memorytool.Store, map[string]any{"title": "Reef survey", "content": "Corals recovered on the north reef."})
 	q := lastAsked()
-	if len(q) != 1 || !strings.Contains(q[0], memory.ToolStore) || !strings.Contains(q[0], "Reef survey") {
-		t.Errorf("confirmation asked %q, want one question naming "+memory.ToolStore+" and the title", q)
+	if len(q) != 1 || !strings.Contains(q[0], memorytool.Store) || !strings.Contains(q[0], "Reef survey") {
+		t.Errorf("confirmation asked %q, want one question naming "+memorytool.Store+" and the title", q)
 	}
 	if res.IsError {
 		t.Errorf("confirmed act: %s", text(res))
@@ -156,7 +156,7 @@ func goClientQuestions(t *testing.T, tr mcp.Transport, rev string) {
 	mu.Lock()
 	confirm = false
 	mu.Unlock()
-	if res := call(memory.ToolStore, map[string]any{"title": "Declined", "content": "x"}); !res.IsError || !strings.Contains(text(res), "you did not confirm it") {
+	if res := call(memorytool.Store, map[string]any{"title": "Declined", "content": "x"}); !res.IsError || !strings.Contains(text(res), "you did not confirm it") {
 		t.Errorf("declined act = %q, isError %v", text(res), res.IsError)
 	}
 	mu.Lock()
@@ -164,7 +164,7 @@ func goClientQuestions(t *testing.T, tr mcp.Transport, rev string) {
 	mu.Unlock()
 	lastAsked()
 
-	res = call(agent.ToolRunSubagent, map[string]any{"agent_id": "summarizer", "prompt": "Summarise: corals recovered on the north reef."})
+	res = call(agenttool.RunSubagent, map[string]any{"agent_id": "summarizer", "prompt": "Summarise: corals recovered on the north reef."})
 	mu.Lock()
 	n := sampled
 	mu.Unlock()

@@ -24,7 +24,7 @@ var reloadSummary = regexp.MustCompile(`(?m)^reload: (\d+) passed, (\d+) failed$
 
 // TestReloadWithConnectedClient: a TypeScript SDK client stays connected
 // over stdio while SIGHUP enables searxng (the client gets list_changed,
-// sees [searxng.ToolSearch] and calls it against a local test server), an
+// sees [searxngtool.Search] and calls it against a local test server), an
 // invalid config changes nothing (and the server logs the key and line),
 // and SIGHUP disables it again (list_changed, the tool is gone).
 func TestReloadWithConnectedClient(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // TestUpstreamEverything: the reference "everything" MCP server (npm
@@ -62,9 +62,9 @@ func TestDiscoveryEverything(t *testing.T) {
 	script := filepath.Join(p.home, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	sb.writeConfig(t, fmt.Sprintf("[[upstream.servers]]\nname = \"everything\"\ncommand = %q\nargs = [%q, \"stdio\"]\n\n"+
 		"[profiles.lean]\ndiscovery = true\npinned_tools = [%q]\nexclude_tools = [\"everything__get-sum\"]\n",
-		p.node(), script, memory.ToolSearch))
+		p.node(), script, memorytool.Search))
 	env := []string{
-		`EXPECT_TOOLS=["` + memory.ToolSearch + `","tool_call","tool_describe","tool_search"]`,
+		`EXPECT_TOOLS=["` + memorytool.Search + `","tool_call","tool_describe","tool_search"]`,
 		`FIND={"query":"echo back a message","tool":"everything__echo"}`,
 		`CALL={"arguments":{"message":"found through discovery"},"text":"Echo: found through discovery"}`,
 		`REFUSED={"name":"everything__get-sum","arguments":{"a":1,"b":2},"text":"[profiles.lean] exclude_tools"}`,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/internal/cluster"
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // TestMemoryAcrossReplicas stores one memory through each of three
@@ -31,18 +31,18 @@ func TestMemoryAcrossReplicas(t *testing.T) {
 	for _, r := range c.Replicas {
 		word := "reef" + strings.ToLower(rand.Text()[:10])
 		token[r.Name] = word
-		res, replica, err := direct[r.Name].CallArgs(ctx, memory.ToolStore, map[string]any{
+		res, replica, err := direct[r.Name].CallArgs(ctx, memorytool.Store, map[string]any{
 			"title": "Dive log " + word, "content": "Saw a turtle near the " + word + " wall at 18 m.",
 		})
 		if err != nil || res.IsError || replica != r.Name {
-			t.Fatalf(memory.ToolStore+" through %s = %q on %q, %v", r.Name, cluster.Text(res), replica, err)
+			t.Fatalf(memorytool.Store+" through %s = %q on %q, %v", r.Name, cluster.Text(res), replica, err)
 		}
 	}
 	for _, q := range c.Replicas {
 		for _, owner := range c.Replicas {
-			res, _, err := direct[q.Name].CallArgs(ctx, memory.ToolSearch, map[string]any{"query": token[owner.Name]})
+			res, _, err := direct[q.Name].CallArgs(ctx, memorytool.Search, map[string]any{"query": token[owner.Name]})
 			if err != nil || res.IsError {
-				t.Fatalf(memory.ToolSearch+" through %s = %q, %v", q.Name, cluster.Text(res), err)
+				t.Fatalf(memorytool.Search+" through %s = %q, %v", q.Name, cluster.Text(res), err)
 			}
 			found := strings.Contains(cluster.Text(res), "Dive log "+token[owner.Name])
 			if !found {

@@ -18,12 +18,12 @@ import (
 
 	"github.com/openhuman/openhuman-host/internal/cluster"
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // toolStore is the memory provider's store tool: an act, which the act
 // budget counts like any other.
-const toolStore = memory.ToolStore
+const toolStore = memorytool.Store
 
 // callGuard bounds one call: a call still unanswered after it has hung,
 // which the tests count as a failure of its own. It is a guard against a
@@ -86,7 +86,7 @@ func soak(t *testing.T) time.Duration {
 // replicas and the others are refused by the budget; the database holds
 // one audit row per call; every session stays on one replica and both
 // kinds of client reach every replica. Every fourth call is a
-// [memory.ToolStore]: each one acknowledged is then found through every
+// [memorytool.Store]: each one acknowledged is then found through every
 // replica.
 func TestLoadAcrossReplicas(t *testing.T) {
 	const clients, maxActs, callsPerClient = 100, 37, 10
@@ -151,7 +151,7 @@ func TestLoadAcrossReplicas(t *testing.T) {
 		}
 	}
 	if len(stored) == 0 {
-		t.Error("no " + memory.ToolStore + " was allowed under load")
+		t.Error("no " + memorytool.Store + " was allowed under load")
 	}
 	for i, r := range c.Replicas {
 		direct, err := cluster.Dial(ctx, "http://"+r.Addr+"/", 5000+i, cluster.Stateless)
@@ -159,7 +159,7 @@ func TestLoadAcrossReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, o := range stored {
-			res, _, err := direct.CallArgs(ctx, memory.ToolSearch, map[string]any{"query": o.word})
+			res, _, err := direct.CallArgs(ctx, memorytool.Search, map[string]any{"query": o.word})
 			if err != nil || res.IsError || !strings.Contains(cluster.Text(res), "Load note "+o.word) {
 				t.Errorf("memory stored through %s (acknowledged) not found through %s: %v\n%s", o.replica, r.Name, err, cluster.Text(res))
 			}
@@ -246,7 +246,7 @@ func TestLoadAcrossReplicas(t *testing.T) {
 	// left pending after a graceful stop) and acts the budget refused;
 	// the searches made after the load are left out.
 	var total int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM mcp_audit WHERE tool <> '"+memory.ToolSearch+"'").Scan(&total); err != nil {
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM mcp_audit WHERE tool <> '"+memorytool.Search+"'").Scan(&total); err != nil {
 		t.Fatal(err)
 	}
 	if total != len(outcomes) {
@@ -272,7 +272,7 @@ func TestLoadAcrossReplicas(t *testing.T) {
 		}
 		decisions[r.decision]++
 		if r.pending {
-			t.Errorf("a "+memory.ToolStore+" row is still pending after a graceful stop: %+v", r)
+			t.Errorf("a "+memorytool.Store+" row is still pending after a graceful stop: %+v", r)
 		}
 	}
 	if err := storeRows.Err(); err != nil {

@@ -212,7 +212,7 @@ type outcome struct {
 	// pinned is the replica owning the client's session when the call
 	// started (2025-11-25).
 	pinned string
-	// word is the unique word a [memory.ToolStore] stored, "" for other
+	// word is the unique word a [memorytool.Store] stored, "" for other
 	// calls.
 	word string
 }

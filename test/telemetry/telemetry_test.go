@@ -43,7 +43,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/internal/telemetry"
 	"github.com/openhuman/openhuman-host/internal/testwait"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // envRequire, set, turns a missing prerequisite into a failure.
@@ -202,14 +202,14 @@ func TestPrometheusScrapes(t *testing.T) {
 	cs := connect(t, h.url, token)
 	const stores = 3
 	for i := range stores {
-		res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: memory.ToolStore,
+		res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: memorytool.Store,
 			Arguments: map[string]any{"title": fmt.Sprintf("note %d", i), "content": "the offsite is in Lisbon"}})
 		if err != nil || res.IsError {
-			t.Fatalf(memory.ToolStore+" = %+v, %v", res, err)
+			t.Fatalf(memorytool.Store+" = %+v, %v", res, err)
 		}
 	}
-	if res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: memory.ToolSearch, Arguments: map[string]any{"query": "Lisbon"}}); err != nil || res.IsError {
-		t.Fatalf(memory.ToolSearch+" = %+v, %v", res, err)
+	if res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: memorytool.Search, Arguments: map[string]any{"query": "Lisbon"}}); err != nil || res.IsError {
+		t.Fatalf(memorytool.Search+" = %+v, %v", res, err)
 	}
 
 	dir := t.TempDir()
@@ -275,10 +275,10 @@ scrape_configs:
 	var got map[string]float64
 	testwait.Until(t, "Prometheus to return the call counter", func() bool {
 		got = query("openhuman_tool_calls_total")
-		return got[memory.ToolStore+" allowed"] == stores && got[memory.ToolSearch+" allowed"] == 1
+		return got[memorytool.Store+" allowed"] == stores && got[memorytool.Search+" allowed"] == 1
 	})
 	if len(got) != 2 {
-		t.Errorf("openhuman_tool_calls_total = %v, want "+memory.ToolStore+" and "+memory.ToolSearch+" only", got)
+		t.Errorf("openhuman_tool_calls_total = %v, want "+memorytool.Store+" and "+memorytool.Search+" only", got)
 	}
 	// The semantic conventions' histogram and the host's own gauges are
 	// scraped too.

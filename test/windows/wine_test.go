@@ -29,8 +29,8 @@ import (
 
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/internal/wineprefix"
-	"github.com/openhuman/openhuman-host/providers/agent"
-	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
+	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 
 // testTimeout bounds the whole test when go test sets no deadline. Wine
@@ -278,13 +278,13 @@ func TestWindowsUnderWine(t *testing.T) {
 		for _, tool := range tools.Tools {
 			names = append(names, tool.Name)
 		}
-		for _, want := range []string{memory.ToolStore, memory.ToolSearch, agent.ToolRunSubagent, agent.ToolListTools, "kit_spawn"} {
+		for _, want := range []string{memorytool.Store, memorytool.Search, agenttool.RunSubagent, agenttool.ListTools, "kit_spawn"} {
 			if !slices.Contains(names, want) {
 				t.Errorf("tools/list lacks %s: %v", want, names)
 			}
 		}
 
-		stored := call(ctx, t, session, memory.ToolStore, map[string]any{
+		stored := call(ctx, t, session, memorytool.Store, map[string]any{
 			"title": "Reef trip", "content": "The zebrafish swims near the northern reef.",
 		})
 		var store struct {
@@ -292,15 +292,15 @@ func TestWindowsUnderWine(t *testing.T) {
 		}
 		decode(t, stored, &store)
 		if len(store.ChunkIDs) != 1 {
-			t.Fatalf(memory.ToolStore+": chunk_ids = %v, want one", store.ChunkIDs)
+			t.Fatalf(memorytool.Store+": chunk_ids = %v, want one", store.ChunkIDs)
 		}
 		search := func() ([]string, error) {
-			res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: memory.ToolSearch, Arguments: map[string]any{"query": "zebrafish"}})
+			res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: memorytool.Search, Arguments: map[string]any{"query": "zebrafish"}})
 			if err != nil {
 				return nil, err
 			}
 			if res.IsError {
-				return nil, fmt.Errorf(memory.ToolSearch+": %s", text(res))
+				return nil, fmt.Errorf(memorytool.Search+": %s", text(res))
 			}
 			var hits struct {
 				Chunks []struct {
@@ -317,7 +317,7 @@ func TestWindowsUnderWine(t *testing.T) {
 		}
 		wantHits := []string{store.ChunkIDs[0] + " Reef trip"}
 		if got, err := search(); err != nil || !slices.Equal(got, wantHits) {
-			t.Fatalf(memory.ToolSearch+" = %v, %v; want %v", got, err, wantHits)
+			t.Fatalf(memorytool.Search+" = %v, %v; want %v", got, err, wantHits)
 		}
 
 		// Kill the memory provider as Windows would (TerminateProcess):

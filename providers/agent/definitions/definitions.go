@@ -30,6 +30,7 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/openhuman/openhuman-host/internal/tomltype"
+	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -126,7 +127,7 @@ const (
 	maxTemperature     = 2.0
 	// nestingTool is the one tool a scope must name exactly: "*"
 	// and patterns never grant it.
-	nestingTool = "agent_run_subagent"
+	nestingTool = agenttool.RunSubagent
 )
 
 var idPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)

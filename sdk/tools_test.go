@@ -162,6 +162,44 @@ func TestAddToolPanicsOnBadTags(t *testing.T) {
 		})
 }
 
+// TestAddToolOptionalPointers derives an input whose optional pointer
+// arguments tell a missing argument from a zero one: their schemas do not
+// allow null, and a call decodes 0 into a pointer to 0 and a missing
+// argument into nil.
+func TestAddToolOptionalPointers(t *testing.T) {
+	t.Parallel()
+	type window struct {
+		Since *int64  `json:"since,omitempty" schema:"minimum=0"`
+		Until *int64  `json:"until,omitzero"`
+		Note  *string `json:"note"`
+	}
+	var ts sdk.Tools
+	sdk.AddTool(&ts, sdk.Tool{Name: "t_window", Description: "Windows.", Class: sdk.ClassRead},
+		func(_ context.Context, _ *sdk.CallToolRequest, in window) (*sdk.CallToolResult, any, error) {
+			show := func(p *int64) string {
+				if p == nil {
+					return "nil"
+				}
+				return fmt.Sprint(*p)
+			}
+			return sdk.TextResult(show(in.Since) + " " + show(in.Until)), nil, nil
+		})
+	wantIn := `{"type":"object","properties":{"since":{"type":"integer","minimum":0},"until":{"type":"integer"},"note":{"type":["null","string"]}},` +
+		`"required":["note"],"additionalProperties":false}`
+	assertSameJSON(t, "t_window input", wantIn, ts.List()[0].InputSchema)
+	tests := []struct{ args, want string }{
+		{`{"note":null,"since":0}`, "0 nil"},
+		{`{"note":"x","until":5}`, "nil 5"},
+		{`{"note":null,"since":null}`, `argument "since" must be of type integer; got null`},
+	}
+	for _, tc := range tests {
+		res, err := ts.Call(context.Background(), &sdk.CallToolRequest{Name: "t_window", Arguments: json.RawMessage(tc.args)})
+		if err != nil || len(res.Content) != 1 || res.Content[0].Text != tc.want {
+			t.Errorf("%s: %+v %v, want %q", tc.args, res, err, tc.want)
+		}
+	}
+}
+
 // TestInputSchemaFor adds a tool whose default follows a setting: the
 // derived schema, changed, is the one advertised and the one whose
 // default fills in a missing argument.

@@ -62,12 +62,18 @@ type typedTool struct {
 // with precise messages, as comma-separated key=value pairs: minLength,
 // maxLength, minItems, maxItems (integers), minimum, maximum,
 // exclusiveMinimum, exclusiveMaximum (numbers), default (a value of the
-// field's type), enum (values separated by "|") and pattern (last, as it
-// takes the rest of the tag, commas included); "items." before a key
-// applies it to the items of a slice. For example:
+// field's type), enum (values separated by "|"), type (a JSON type such
+// as object, for a field whose Go type allows any JSON value:
+// json.RawMessage or an interface) and pattern (last, as it takes the
+// rest of the tag, commas included); "items." before a key applies it to
+// the items of a slice. For example:
 //
 //	Name string `json:"name" jsonschema:"Who to greet." schema:"minLength=1,maxLength=100"`
 //	Tags []string `json:"tags,omitempty" schema:"maxItems=5,items.enum=a|b|c"`
+//	Params json.RawMessage `json:"params" schema:"type=object"`
+//
+// A json.RawMessage field stands for any JSON value; its schema tag can
+// narrow it with type (below).
 //
 // Slices and maps that are not pointers are derived as "array" and
 // "object", without null: return empty ones, not nil, in Out. A pointer
@@ -267,7 +273,9 @@ func deriveSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	if t == reflect.TypeFor[any]() {
 		return &jsonschema.Schema{Type: "object"}, nil
 	}
-	s, err := jsonschema.ForType(t, nil)
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage](): {},
+	}})
 	if err != nil {
 		return nil, err
 	}
@@ -288,6 +296,10 @@ func deriveSchema(t reflect.Type) (*jsonschema.Schema, error) {
 func refine(t reflect.Type, s *jsonschema.Schema) error {
 	if s == nil {
 		return nil
+	}
+	if t == reflect.TypeFor[*json.RawMessage]() {
+		// Any JSON value, null included, rather than only null.
+		s.Types = nil
 	}
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()

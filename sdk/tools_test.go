@@ -200,6 +200,55 @@ func TestAddToolOptionalPointers(t *testing.T) {
 	}
 }
 
+// TestAddToolRawJSON derives json.RawMessage fields as any JSON value
+// (the schema true), narrowed by a type tag, and passes raw values
+// through to the result.
+func TestAddToolRawJSON(t *testing.T) {
+	t.Parallel()
+	type rawIn struct {
+		Value json.RawMessage `json:"value"`
+	}
+	type rawOut struct {
+		Params json.RawMessage  `json:"params" schema:"type=object"`
+		Any    json.RawMessage  `json:"any"`
+		Maybe  *json.RawMessage `json:"maybe"`
+	}
+	var ts sdk.Tools
+	sdk.AddTool(&ts, sdk.Tool{Name: "t_raw", Description: "Echoes.", Class: sdk.ClassRead},
+		func(_ context.Context, _ *sdk.CallToolRequest, in rawIn) (*sdk.CallToolResult, rawOut, error) {
+			return nil, rawOut{Params: in.Value, Any: in.Value}, nil
+		})
+	tool := ts.List()[0]
+	assertSameJSON(t, "t_raw input", `{"type":"object","properties":{"value":true},"required":["value"],"additionalProperties":false}`, tool.InputSchema)
+	assertSameJSON(t, "t_raw output", `{"type":"object","properties":{"params":{"type":"object"},"any":true,"maybe":true},`+
+		`"required":["params","any","maybe"],"additionalProperties":false}`, tool.OutputSchema)
+	res, err := ts.Call(context.Background(), &sdk.CallToolRequest{Name: "t_raw", Arguments: json.RawMessage(`{"value":{"a":[1,2]}}`)})
+	if err != nil || res.IsError || string(res.StructuredContent) != `{"params":{"a":[1,2]},"any":{"a":[1,2]},"maybe":null}` {
+		t.Errorf("object: %+v %v", res, err)
+	}
+	if _, err := ts.Call(context.Background(), &sdk.CallToolRequest{Name: "t_raw", Arguments: json.RawMessage(`{"value":[1]}`)}); err == nil ||
+		!strings.Contains(err.Error(), "output does not match") {
+		t.Errorf("an array where the output schema wants an object: %v", err)
+	}
+}
+
+func TestAddToolRefusesTypeOnTypedField(t *testing.T) {
+	t.Parallel()
+	type bad struct {
+		N string `json:"n" schema:"type=object"`
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "type narrows only a field that allows any JSON value") {
+			t.Errorf("recovered %v", r)
+		}
+	}()
+	var ts sdk.Tools
+	sdk.AddTool(&ts, sdk.Tool{Name: "t_bad", Class: sdk.ClassRead},
+		func(context.Context, *sdk.CallToolRequest, bad) (*sdk.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
+}
+
 // TestInputSchemaFor adds a tool whose default follows a setting: the
 // derived schema, changed, is the one advertised and the one whose
 // default fills in a missing argument.

@@ -3,6 +3,7 @@ package sdk
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,6 +69,15 @@ func setKeyword(s *jsonschema.Schema, key, value string) error {
 	case "pattern":
 		s.Pattern = value
 		return nil
+	case "type":
+		if s.Type != "" || len(s.Types) > 0 {
+			return fmt.Errorf("the field's type already gives the schema's type; type narrows only a field that allows any JSON value (json.RawMessage, an interface)")
+		}
+		if !slices.Contains([]string{"null", "boolean", "object", "array", "number", "string", "integer"}, value) {
+			return fmt.Errorf("%q is not a JSON type: null, boolean, object, array, number, string or integer", value)
+		}
+		s.Type = value
+		return nil
 	case "default":
 		v, err := typedValue(s, value)
 		if err != nil {
@@ -87,7 +97,7 @@ func setKeyword(s *jsonschema.Schema, key, value string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown keyword; the schema tag takes minLength, maxLength, minItems, maxItems, minimum, maximum, exclusiveMinimum, exclusiveMaximum, default, enum and pattern")
+	return fmt.Errorf("unknown keyword; the schema tag takes minLength, maxLength, minItems, maxItems, minimum, maximum, exclusiveMinimum, exclusiveMaximum, default, enum, type and pattern")
 }
 
 // typedValue parses text as a value of s's type: a string, an integer, a

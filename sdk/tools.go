@@ -62,17 +62,26 @@ type typedTool struct {
 // with precise messages, as comma-separated key=value pairs: minLength,
 // maxLength, minItems, maxItems (integers), minimum, maximum,
 // exclusiveMinimum, exclusiveMaximum (numbers), default (a value of the
-// field's type), enum (values separated by "|") and pattern (last, as it
-// takes the rest of the tag, commas included); "items." before a key
-// applies it to the items of a slice. For example:
+// field's type), enum (values separated by "|"), type (a JSON type such
+// as object, for a field whose Go type allows any JSON value:
+// json.RawMessage or an interface) and pattern (last, as it takes the
+// rest of the tag, commas included); "items." before a key applies it to
+// the items of a slice. For example:
 //
 //	Name string `json:"name" jsonschema:"Who to greet." schema:"minLength=1,maxLength=100"`
 //	Tags []string `json:"tags,omitempty" schema:"maxItems=5,items.enum=a|b|c"`
+//	Params json.RawMessage `json:"params" schema:"type=object"`
+//
+// A json.RawMessage field stands for any JSON value; its schema tag can
+// narrow it with type (below).
 //
 // Slices and maps that are not pointers are derived as "array" and
 // "object", without null: return empty ones, not nil, in Out. A pointer
-// field of Out tagged omitempty or omitzero is left out when nil, never
-// null, so its schema does not allow null.
+// field tagged omitempty or omitzero is optional rather than nullable, so
+// its schema does not allow null: in Out it is left out when nil, never
+// null; in In it tells a missing argument (nil) from one given with the
+// zero value, and a caller leaves the argument out instead of sending
+// null.
 //
 // A tool whose input schema follows the provider's settings starts from
 // [InputSchemaFor] and sets t.InputSchema itself.
@@ -132,7 +141,7 @@ func (ts *Tools) Call(ctx context.Context, req *CallToolRequest) (*CallToolResul
 // newTypedTool derives t's schemas and wraps h.
 func newTypedTool[In, Out any](t Tool, h ToolHandler[In, Out]) (*typedTool, error) {
 	if t.InputSchema == nil {
-		schema, err := deriveJSON(reflect.TypeFor[In](), false)
+		schema, err := deriveJSON(reflect.TypeFor[In]())
 		if err != nil {
 			return nil, fmt.Errorf("input schema: %w", err)
 		}
@@ -140,7 +149,7 @@ func newTypedTool[In, Out any](t Tool, h ToolHandler[In, Out]) (*typedTool, erro
 	}
 	untyped := reflect.TypeFor[Out]() == reflect.TypeFor[any]()
 	if t.OutputSchema == nil && !untyped {
-		schema, err := deriveJSON(reflect.TypeFor[Out](), true)
+		schema, err := deriveJSON(reflect.TypeFor[Out]())
 		if err != nil {
 			return nil, fmt.Errorf("output schema: %w", err)
 		}
@@ -243,7 +252,7 @@ func decodeArguments[In any](args *ArgumentValidator, input *jsonschema.Resolved
 // as the tool's InputSchema, which AddTool then uses as it is. Like
 // AddTool, it panics when the schema cannot be derived.
 func InputSchemaFor[In any]() *jsonschema.Schema {
-	s, err := deriveSchema(reflect.TypeFor[In](), false)
+	s, err := deriveSchema(reflect.TypeFor[In]())
 	if err != nil {
 		panic(fmt.Sprintf("sdk.InputSchemaFor: %v", err))
 	}
@@ -251,25 +260,26 @@ func InputSchemaFor[In any]() *jsonschema.Schema {
 }
 
 // deriveJSON returns the JSON of t's schema as [AddTool] describes it.
-func deriveJSON(t reflect.Type, output bool) (json.RawMessage, error) {
-	s, err := deriveSchema(t, output)
+func deriveJSON(t reflect.Type) (json.RawMessage, error) {
+	s, err := deriveSchema(t)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(s)
 }
 
-// deriveSchema returns the JSON Schema of t as [AddTool] describes it: an
-// output schema when output is set.
-func deriveSchema(t reflect.Type, output bool) (*jsonschema.Schema, error) {
+// deriveSchema returns the JSON Schema of t as [AddTool] describes it.
+func deriveSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	if t == reflect.TypeFor[any]() {
 		return &jsonschema.Schema{Type: "object"}, nil
 	}
-	s, err := jsonschema.ForType(t, nil)
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage](): {},
+	}})
 	if err != nil {
 		return nil, err
 	}
-	if err := refine(t, s, output); err != nil {
+	if err := refine(t, s); err != nil {
 		return nil, err
 	}
 	if s.Type != "object" {
@@ -279,12 +289,17 @@ func deriveSchema(t reflect.Type, output bool) (*jsonschema.Schema, error) {
 }
 
 // refine walks the schema s derived from t: it drops null from the types
-// of slices that are not pointers and, in an output schema, of pointer
-// fields tagged omitempty or omitzero, which encoding/json leaves out
-// rather than write null; and it applies the schema tags of struct fields.
-func refine(t reflect.Type, s *jsonschema.Schema, output bool) error {
+// of slices that are not pointers and of pointer fields tagged omitempty
+// or omitzero, which encoding/json leaves out rather than write null and
+// which stand for optional arguments; and it applies the schema tags of
+// struct fields.
+func refine(t reflect.Type, s *jsonschema.Schema) error {
 	if s == nil {
 		return nil
+	}
+	if t == reflect.TypeFor[*json.RawMessage]() {
+		// Any JSON value, null included, rather than only null.
+		s.Types = nil
 	}
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -293,9 +308,9 @@ func refine(t reflect.Type, s *jsonschema.Schema, output bool) error {
 	}
 	switch t.Kind() {
 	case reflect.Slice, reflect.Array:
-		return refine(t.Elem(), s.Items, output)
+		return refine(t.Elem(), s.Items)
 	case reflect.Map:
-		return refine(t.Elem(), s.AdditionalProperties, output)
+		return refine(t.Elem(), s.AdditionalProperties)
 	case reflect.Struct:
 		for _, f := range reflect.VisibleFields(t) {
 			if !f.IsExported() || f.Anonymous {
@@ -312,11 +327,11 @@ func refine(t reflect.Type, s *jsonschema.Schema, output bool) error {
 			if prop == nil {
 				continue
 			}
-			if err := refine(f.Type, prop, output); err != nil {
+			if err := refine(f.Type, prop); err != nil {
 				return err
 			}
 			omitted := slices.ContainsFunc(strings.Split(opts, ","), func(o string) bool { return o == "omitempty" || o == "omitzero" })
-			if output && omitted && f.Type.Kind() == reflect.Pointer && len(prop.Types) == 2 && prop.Types[0] == "null" {
+			if omitted && f.Type.Kind() == reflect.Pointer && len(prop.Types) == 2 && prop.Types[0] == "null" {
 				prop.Type, prop.Types = prop.Types[1], nil
 			}
 			if tag, ok := f.Tag.Lookup("schema"); ok {

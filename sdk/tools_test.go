@@ -162,6 +162,93 @@ func TestAddToolPanicsOnBadTags(t *testing.T) {
 		})
 }
 
+// TestAddToolOptionalPointers derives an input whose optional pointer
+// arguments tell a missing argument from a zero one: their schemas do not
+// allow null, and a call decodes 0 into a pointer to 0 and a missing
+// argument into nil.
+func TestAddToolOptionalPointers(t *testing.T) {
+	t.Parallel()
+	type window struct {
+		Since *int64  `json:"since,omitempty" schema:"minimum=0"`
+		Until *int64  `json:"until,omitzero"`
+		Note  *string `json:"note"`
+	}
+	var ts sdk.Tools
+	sdk.AddTool(&ts, sdk.Tool{Name: "t_window", Description: "Windows.", Class: sdk.ClassRead},
+		func(_ context.Context, _ *sdk.CallToolRequest, in window) (*sdk.CallToolResult, any, error) {
+			show := func(p *int64) string {
+				if p == nil {
+					return "nil"
+				}
+				return fmt.Sprint(*p)
+			}
+			return sdk.TextResult(show(in.Since) + " " + show(in.Until)), nil, nil
+		})
+	wantIn := `{"type":"object","properties":{"since":{"type":"integer","minimum":0},"until":{"type":"integer"},"note":{"type":["null","string"]}},` +
+		`"required":["note"],"additionalProperties":false}`
+	assertSameJSON(t, "t_window input", wantIn, ts.List()[0].InputSchema)
+	tests := []struct{ args, want string }{
+		{`{"note":null,"since":0}`, "0 nil"},
+		{`{"note":"x","until":5}`, "nil 5"},
+		{`{"note":null,"since":null}`, `argument "since" must be of type integer; got null`},
+	}
+	for _, tc := range tests {
+		res, err := ts.Call(context.Background(), &sdk.CallToolRequest{Name: "t_window", Arguments: json.RawMessage(tc.args)})
+		if err != nil || len(res.Content) != 1 || res.Content[0].Text != tc.want {
+			t.Errorf("%s: %+v %v, want %q", tc.args, res, err, tc.want)
+		}
+	}
+}
+
+// TestAddToolRawJSON derives json.RawMessage fields as any JSON value
+// (the schema true), narrowed by a type tag, and passes raw values
+// through to the result.
+func TestAddToolRawJSON(t *testing.T) {
+	t.Parallel()
+	type rawIn struct {
+		Value json.RawMessage `json:"value"`
+	}
+	type rawOut struct {
+		Params json.RawMessage  `json:"params" schema:"type=object"`
+		Any    json.RawMessage  `json:"any"`
+		Maybe  *json.RawMessage `json:"maybe"`
+	}
+	var ts sdk.Tools
+	sdk.AddTool(&ts, sdk.Tool{Name: "t_raw", Description: "Echoes.", Class: sdk.ClassRead},
+		func(_ context.Context, _ *sdk.CallToolRequest, in rawIn) (*sdk.CallToolResult, rawOut, error) {
+			return nil, rawOut{Params: in.Value, Any: in.Value}, nil
+		})
+	tool := ts.List()[0]
+	assertSameJSON(t, "t_raw input", `{"type":"object","properties":{"value":true},"required":["value"],"additionalProperties":false}`, tool.InputSchema)
+	assertSameJSON(t, "t_raw output", `{"type":"object","properties":{"params":{"type":"object"},"any":true,"maybe":true},`+
+		`"required":["params","any","maybe"],"additionalProperties":false}`, tool.OutputSchema)
+	res, err := ts.Call(context.Background(), &sdk.CallToolRequest{Name: "t_raw", Arguments: json.RawMessage(`{"value":{"a":[1,2]}}`)})
+	if err != nil || res.IsError || string(res.StructuredContent) != `{"params":{"a":[1,2]},"any":{"a":[1,2]},"maybe":null}` {
+		t.Errorf("object: %+v %v", res, err)
+	}
+	if _, err := ts.Call(context.Background(), &sdk.CallToolRequest{Name: "t_raw", Arguments: json.RawMessage(`{"value":[1]}`)}); err == nil ||
+		!strings.Contains(err.Error(), "output does not match") {
+		t.Errorf("an array where the output schema wants an object: %v", err)
+	}
+}
+
+func TestAddToolRefusesTypeOnTypedField(t *testing.T) {
+	t.Parallel()
+	type bad struct {
+		N string `json:"n" schema:"type=object"`
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "type narrows only a field that allows any JSON value") {
+			t.Errorf("recovered %v", r)
+		}
+	}()
+	var ts sdk.Tools
+	sdk.AddTool(&ts, sdk.Tool{Name: "t_bad", Class: sdk.ClassRead},
+		func(context.Context, *sdk.CallToolRequest, bad) (*sdk.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
+}
+
 // TestInputSchemaFor adds a tool whose default follows a setting: the
 // derived schema, changed, is the one advertised and the one whose
 // default fills in a missing argument.

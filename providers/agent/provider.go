@@ -34,9 +34,6 @@ const DefaultRunTimeout = 300 * time.Second
 // in bytes.
 const maxToolResultText = 32 << 10
 
-// maxPromptLength is agent_run_subagent's limit on prompt, in characters.
-const maxPromptLength = 100000
-
 // Options configures [New]; a nil *Options uses every default.
 type Options struct {
 	// Logger receives the provider's log. Default: a null logger.
@@ -65,6 +62,10 @@ type Provider struct {
 
 	budgetsMu sync.Mutex
 	budgets   map[string]*callBudget // by the client call's sdk.Caller.CallToken
+
+	// tools are the four tools; Configure adds agent_run_subagent again
+	// for the definitions and run timeout it reads.
+	tools sdk.Tools
 }
 
 // Defaults of the per-call budget ([providers.agent] max_runs_per_call and
@@ -88,6 +89,7 @@ func New(opts *Options) *Provider {
 	if opts != nil && opts.Logger != nil {
 		p.log = opts.Logger
 	}
+	p.addTools()
 	return p
 }
 
@@ -212,76 +214,15 @@ func (p *Provider) Configure(_ context.Context, req *sdk.ConfigureRequest) error
 	p.maxRuns, p.maxRequests = maxRuns, maxRequests
 	p.definitions = definitions.Merge(builtins, user)
 	p.resources = resources
+	sdk.AddTool(&p.tools, runSubagentTool(p.definitions, runTimeout), p.runSubagent)
 	return nil
 }
-
-var (
-	noArguments = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
-	readOnly    = sdk.Annotations{ReadOnlyHint: sdk.Bool(true), OpenWorldHint: sdk.Bool(false)}
-)
 
 // Describe lists the four tools and the prompt resources.
 func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	ids := make([]string, 0, len(p.definitions))
-	for _, d := range p.definitions {
-		ids = append(ids, d.ID)
-	}
-	cat := &sdk.Catalog{
-		Name:    "agent",
-		Version: Version,
-		Tools: []sdk.Tool{
-			{
-				Name:        ToolListSubagents,
-				Title:       "List sub-agents",
-				Description: "Lists the sub-agents " + ToolRunSubagent + " can run: id, name, when to use each, and the tools it may call.",
-				InputSchema: noArguments,
-				OutputSchema: json.RawMessage(`{"type":"object","properties":{"definitions":{"type":"array","items":{"type":"object",` +
-					`"properties":{"id":{"type":"string"},"display_name":{"type":"string"},"when_to_use":{"type":"string"},"tools":{"type":"array","items":{"type":"string"}},` +
-					`"model":{"type":"string"},"max_iterations":{"type":"integer"},"mcp_runnable":{"type":"boolean"},"source":{"type":"string"}},` +
-					`"required":["id","display_name","when_to_use","tools","max_iterations","mcp_runnable","source"]}}},"required":["definitions"]}`),
-				Annotations: readOnly,
-				Class:       sdk.ClassRead,
-			},
-			{
-				Name:  ToolRunSubagent,
-				Title: "Run a sub-agent",
-				Description: "Hands a whole task to a specialised sub-agent, which works on it with its own model and the host's tools " +
-					"(within its tool scope and the security policy) and returns its answer. Use " + ToolListSubagents + " to pick one. " +
-					"Valid agent_id values: " + strings.Join(ids, ", ") + ".",
-				InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
-					`"agent_id":{"type":"string","minLength":1,"maxLength":64,"description":"The sub-agent's id, from `+ToolListSubagents+`."},`+
-					`"prompt":{"type":"string","minLength":1,"maxLength":%d,"description":"The task, with everything the sub-agent needs to know: it cannot ask back."}},`+
-					`"required":["agent_id","prompt"],"additionalProperties":false}`, maxPromptLength)),
-				OutputSchema: json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string"},"response":{"type":"string"},` +
-					`"iterations":{"type":"integer"},"tool_calls":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"is_error":{"type":"boolean"}},"required":["name","is_error"]}}},` +
-					`"required":["agent_id","response","iterations","tool_calls"]}`),
-				Annotations: sdk.Annotations{ReadOnlyHint: sdk.Bool(false), DestructiveHint: sdk.Bool(true), IdempotentHint: sdk.Bool(false), OpenWorldHint: sdk.Bool(true)},
-				Class:       sdk.ClassAct,
-				Timeout:     p.runTimeout,
-			},
-			{
-				Name:        ToolListTools,
-				Title:       "List tools for sub-agents",
-				Description: "Lists the host's tools a sub-agent may be given: name, description and JSON Schema parameters.",
-				InputSchema: noArguments,
-				OutputSchema: json.RawMessage(`{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object",` +
-					`"properties":{"name":{"type":"string"},"description":{"type":"string"},"parameters":{"type":"object"}},"required":["name","description","parameters"]}}},"required":["tools"]}`),
-				Annotations: readOnly,
-				Class:       sdk.ClassRead,
-			},
-			{
-				Name:         ToolToolInstructions,
-				Title:        "Tool-use instructions",
-				Description:  "Returns Markdown instructions for calling the host's tools by writing JSON, with the tool list, for models without native tool calling.",
-				InputSchema:  noArguments,
-				OutputSchema: json.RawMessage(`{"type":"object","properties":{"instructions":{"type":"string"}},"required":["instructions"]}`),
-				Annotations:  readOnly,
-				Class:        sdk.ClassRead,
-			},
-		},
-	}
+	cat := &sdk.Catalog{Name: "agent", Version: Version, Tools: p.tools.List()}
 	uris := make([]string, 0, len(p.resources))
 	for uri := range p.resources {
 		uris = append(uris, uri)
@@ -305,49 +246,14 @@ func (p *Provider) ReadResource(_ context.Context, req *sdk.ReadResourceRequest)
 	return &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: r.URI, MIMEType: definitions.PromptMIMEType, Text: r.Text}}}, nil
 }
 
-// CallTool runs one of the four tools.
+// CallTool runs one of the four tools; a tool the provider does not have
+// is an error.
 func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	switch req.Name {
-	case ToolListSubagents:
-		return p.listSubagents()
-	case ToolRunSubagent:
-		return p.runSubagent(ctx, req)
-	case ToolListTools:
-		return p.listTools(ctx)
-	case ToolToolInstructions:
-		return p.toolInstructions(ctx)
+	res, err := p.tools.Call(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("agent provider: %w", err)
 	}
-	return sdk.ErrorResult("the agent provider has no tool %q", req.Name), nil
-}
-
-type definitionView struct {
-	ID            string   `json:"id"`
-	DisplayName   string   `json:"display_name"`
-	WhenToUse     string   `json:"when_to_use"`
-	Tools         []string `json:"tools"`
-	Model         string   `json:"model,omitempty"`
-	MaxIterations int      `json:"max_iterations"`
-	MCPRunnable   bool     `json:"mcp_runnable"`
-	Source        string   `json:"source"`
-}
-
-func (p *Provider) listSubagents() (*sdk.CallToolResult, error) {
-	p.mu.RLock()
-	defs := p.definitions
-	p.mu.RUnlock()
-	views := make([]definitionView, 0, len(defs))
-	var text strings.Builder
-	fmt.Fprintf(&text, "%d sub-agents:\n", len(defs))
-	for _, d := range defs {
-		tools := d.Tools
-		if tools == nil {
-			tools = []string{}
-		}
-		views = append(views, definitionView{ID: d.ID, DisplayName: d.DisplayName, WhenToUse: d.WhenToUse, Tools: tools, Model: d.Model,
-			MaxIterations: d.MaxIterations, MCPRunnable: d.MCPRunnable, Source: d.Source})
-		fmt.Fprintf(&text, "- %s (%s): %s\n", d.ID, d.DisplayName, d.WhenToUse)
-	}
-	return sdk.StructuredResult(text.String(), map[string]any{"definitions": views})
+	return res, nil
 }
 
 // hostTools lists the host's tools as the model sees them. Unless
@@ -377,62 +283,10 @@ func (p *Provider) hostTools(ctx context.Context, withCore bool) ([]ToolSpec, er
 	return out, nil
 }
 
-type toolView struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
-func (p *Provider) listTools(ctx context.Context) (*sdk.CallToolResult, error) {
-	tools, err := p.hostTools(ctx, false)
-	if err != nil {
-		return sdk.ErrorResult("%v", err), nil
-	}
-	views := make([]toolView, 0, len(tools))
-	var text strings.Builder
-	fmt.Fprintf(&text, "%d tools:\n", len(tools))
-	for _, t := range tools {
-		views = append(views, toolView(t))
-		fmt.Fprintf(&text, "- %s: %s\n", t.Name, firstSentence(t.Description))
-	}
-	return sdk.StructuredResult(text.String(), map[string]any{"tools": views})
-}
-
-func (p *Provider) toolInstructions(ctx context.Context) (*sdk.CallToolResult, error) {
-	tools, err := p.hostTools(ctx, false)
-	if err != nil {
-		return sdk.ErrorResult("%v", err), nil
-	}
-	var b strings.Builder
-	b.WriteString("# Calling openhuman-host tools\n\n" +
-		"To call a tool, answer with exactly one fenced JSON block and nothing else:\n\n" +
-		"```json\n{\"tool\": \"memory_search\", \"arguments\": {\"query\": \"reef survey\"}}\n```\n\n" +
-		"The result comes back as the next message. Call one tool at a time; when you have what you need, answer in plain text " +
-		"without a JSON block. `arguments` must be a JSON object that matches the tool's parameters: unknown arguments, blank required " +
-		"strings and out-of-range numbers are refused, with a message naming the argument. A refusal by the security policy is final: " +
-		"report it instead of working around it.\n\n## Tools\n")
-	for _, t := range tools {
-		fmt.Fprintf(&b, "\n### %s\n\n%s\n\nParameters (JSON Schema): `%s`\n", t.Name, t.Description, compactJSON(t.Parameters))
-	}
-	text := b.String()
-	return sdk.StructuredResult(text, map[string]string{"instructions": text})
-}
-
-type runArgs struct {
-	AgentID string `json:"agent_id"`
-	Prompt  string `json:"prompt"`
-}
-
-type callView struct {
-	Name    string `json:"name"`
-	IsError bool   `json:"is_error"`
-}
-
-func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	var args runArgs
-	if err := json.Unmarshal(req.Arguments, &args); err != nil {
-		return sdk.ErrorResult("agent_run_subagent takes {\"agent_id\": string, \"prompt\": string}: %v", err), nil
-	}
+// runSubagent is agent_run_subagent's handler. Refusals and failed runs
+// are isError results; the call's context ending is returned as it is.
+func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest, args runArgs) (*sdk.CallToolResult, runOutput, error) {
+	var none runOutput
 	p.mu.RLock()
 	defs, host, model, modelName := p.definitions, p.host, p.model, p.modelName
 	maxRuns, maxRequests := p.maxRuns, p.maxRequests
@@ -445,19 +299,19 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 		}
 	}
 	if i < 0 {
-		return sdk.ErrorResult("unknown agent_id %q; the sub-agents you can run are: %s", args.AgentID, strings.Join(runnable, ", ")), nil
+		return sdk.ErrorResult("unknown agent_id %q; the sub-agents you can run are: %s", args.AgentID, strings.Join(runnable, ", ")), none, nil
 	}
 	def := defs[i]
 	if !def.MCPRunnable && req.Caller.Depth == 0 {
 		return sdk.ErrorResult("sub-agent %q runs only for other sub-agents (mcp_runnable = false); the sub-agents you can run are: %s",
-			def.ID, strings.Join(runnable, ", ")), nil
+			def.ID, strings.Join(runnable, ", ")), none, nil
 	}
 	if host == nil {
-		return sdk.ErrorResult("the host offers no host service, so sub-agents cannot run"), nil
+		return sdk.ErrorResult("the host offers no host service, so sub-agents cannot run"), none, nil
 	}
 	all, err := p.hostTools(ctx, true)
 	if err != nil {
-		return sdk.ErrorResult("%v", err), nil
+		return sdk.ErrorResult("%v", err), none, nil
 	}
 	var tools []ToolSpec
 	for _, t := range all {
@@ -476,7 +330,7 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 	}
 	budget, release, refusal := p.startRun(req.Caller.CallToken, def.ID, maxRuns)
 	if refusal != nil {
-		return refusal, nil
+		return refusal, none, nil
 	}
 	defer release()
 	model = &budgetedModel{Model: model, p: p, budget: budget, max: maxRequests}
@@ -506,20 +360,18 @@ func (p *Provider) runSubagent(ctx context.Context, req *sdk.CallToolRequest) (*
 		switch {
 		case usingSampling && isSamplingUnavailable(err):
 			return sdk.ErrorResult("sub-agent %q has no model to run on: no endpoint is configured in [providers.agent.llm] (set base_url and model), "+
-				"and the MCP client cannot lend its own model (%v)", def.ID, err), nil
+				"and the MCP client cannot lend its own model (%v)", def.ID, err), none, nil
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return nil, none, ctx.Err()
 		}
 		return sdk.ErrorResult("sub-agent %q stopped after %s and %s: %v", def.ID,
-			countNoun(result.Iterations, "model request"), countNoun(len(result.ToolCalls), "tool call"), err), nil
+			countNoun(result.Iterations, "model request"), countNoun(len(result.ToolCalls), "tool call"), err), none, nil
 	}
 	calls := make([]callView, 0, len(result.ToolCalls))
 	for _, c := range result.ToolCalls {
 		calls = append(calls, callView(c))
 	}
-	return sdk.StructuredResult(result.Response, map[string]any{
-		"agent_id": def.ID, "response": result.Response, "iterations": result.Iterations, "tool_calls": calls,
-	})
+	return sdk.TextResult(result.Response), runOutput{AgentID: def.ID, Response: result.Response, Iterations: result.Iterations, ToolCalls: calls}, nil
 }
 
 // startRun counts one more run against the client call token belongs to,

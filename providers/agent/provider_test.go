@@ -450,6 +450,10 @@ func TestListToolsAndInstructions(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("core_list_tools names = %v, want %v", names, want)
 	}
+	// Parameters are the host's input schema as it is.
+	if got, want := string(out.Tools[2].Parameters), `{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`; got != want {
+		t.Errorf("memory_search parameters = %s, want %s", got, want)
+	}
 	if !strings.Contains(resultText(res), "- memory_search: Searches memory by keywords.\n") {
 		t.Errorf("core_list_tools text = %q", resultText(res))
 	}

@@ -31,12 +31,12 @@ const maxBriefBytes = 300
 var briefValue = regexp.MustCompile(`^[A-Za-z0-9_.:/@-]{1,80}$`)
 
 // briefResult returns res with its text blocks replaced by one line that
-// summarises its structured content (see briefText), for a tool that has
-// an output schema. Error results, results without structured content,
-// tools without an output schema, and results whose text is already no
-// longer than the summary come back unchanged; res itself never changes.
-func briefResult(spec sdk.Tool, args json.RawMessage, res *sdk.CallToolResult) *sdk.CallToolResult {
-	if res == nil || res.IsError || len(spec.OutputSchema) == 0 || len(res.StructuredContent) == 0 {
+// summarises its structured content (see briefText); every memory tool
+// has an output schema. Error results, results without structured
+// content, and results whose text is already no longer than the summary
+// come back unchanged; res itself never changes.
+func briefResult(args json.RawMessage, res *sdk.CallToolResult) *sdk.CallToolResult {
+	if res == nil || res.IsError || len(res.StructuredContent) == 0 {
 		return res
 	}
 	line, ok := briefText(args, res.StructuredContent)

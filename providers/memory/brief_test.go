@@ -167,11 +167,10 @@ func TestBriefMemoryResults(t *testing.T) {
 
 func TestBriefResultLeavesOthersAlone(t *testing.T) {
 	t.Parallel()
-	spec := sdk.Tool{Name: "t", OutputSchema: json.RawMessage(`{"type":"object"}`)}
 	long := strings.Repeat("a hit line that says a lot; ", 10)
 	structured := json.RawMessage(`{"chunks":[{},{}]}`)
 	ok := &sdk.CallToolResult{Content: []sdk.Content{sdk.TextContent(long), {Type: "image", Data: []byte{1}}, sdk.TextContent(long)}, StructuredContent: structured}
-	got := briefResult(spec, json.RawMessage(`{}`), ok)
+	got := briefResult(json.RawMessage(`{}`), ok)
 	want := []sdk.Content{sdk.TextContent("2 chunks; full results in structuredContent"), {Type: "image", Data: []byte{1}}}
 	if diff := diff(want, got.Content); diff != "" {
 		t.Errorf("content (-want +got):\n%s", diff)
@@ -179,16 +178,12 @@ func TestBriefResultLeavesOthersAlone(t *testing.T) {
 	if ok.Content[0].Text != long || len(ok.Content) != 3 {
 		t.Error("briefResult changed its argument")
 	}
-	for name, tc := range map[string]struct {
-		spec sdk.Tool
-		res  *sdk.CallToolResult
-	}{
-		"error":                 {spec, &sdk.CallToolResult{Content: []sdk.Content{sdk.TextContent(long)}, StructuredContent: structured, IsError: true}},
-		"no output schema":      {sdk.Tool{Name: "t"}, &sdk.CallToolResult{Content: []sdk.Content{sdk.TextContent(long)}, StructuredContent: structured}},
-		"no structured content": {spec, &sdk.CallToolResult{Content: []sdk.Content{sdk.TextContent(long)}}},
-		"nil":                   {spec, nil},
+	for name, res := range map[string]*sdk.CallToolResult{
+		"error":                 {Content: []sdk.Content{sdk.TextContent(long)}, StructuredContent: structured, IsError: true},
+		"no structured content": {Content: []sdk.Content{sdk.TextContent(long)}},
+		"nil":                   nil,
 	} {
-		if got := briefResult(tc.spec, json.RawMessage(`{}`), tc.res); got != tc.res {
+		if got := briefResult(json.RawMessage(`{}`), res); got != res {
 			t.Errorf("%s: result replaced: %+v", name, got)
 		}
 	}

@@ -2,18 +2,16 @@ package memory
 
 import (
 	"encoding/json"
-	"fmt"
 	"unicode/utf8"
 )
 
 // Token budgets. A result's size is estimated at one token per
 // bytesPerToken bytes of its text and structured content together, the
 // usual rule of thumb for English with current tokenizers; a budget bounds
-// what a call adds to the model's context.
+// what a call adds to the model's context. A max_tokens argument is 100 to
+// 1,000,000 tokens (its schema tag says so), 0 when none is given.
 const (
 	bytesPerToken = 4
-	minMaxTokens  = 100
-	maxMaxTokens  = 1_000_000
 	// defaultVersionTokens bounds memory_history's text of one version
 	// when the caller gives no max_tokens.
 	defaultVersionTokens = 8000
@@ -21,20 +19,6 @@ const (
 	// of a result other than its hits.
 	resultOverhead = 512
 )
-
-// maxTokensSchema is the input schema of a max_tokens argument.
-func maxTokensSchema(what string) map[string]any {
-	return map[string]any{
-		"type": "integer", "minimum": minMaxTokens, "maximum": maxMaxTokens,
-		"description": fmt.Sprintf("Upper bound on the size of the result, in tokens (estimated at %d bytes each): %s",
-			bytesPerToken, what),
-	}
-}
-
-// parseMaxTokens checks a max_tokens argument; 0 means none given.
-func parseMaxTokens(v *float64) (int, *argError) {
-	return intInRange("max_tokens", v, minMaxTokens, maxMaxTokens, 0)
-}
 
 // fitHits returns the longest prefix of hits whose lines (their text
 // rendering) and JSON fit within budget tokens, and whether hits were

@@ -39,16 +39,17 @@ func (f *forgetSelector) chunkLevel() bool {
 }
 
 // forgetCounts counts what a forget removed, or would remove.
+// The tags give memory_forget's output schema.
 type forgetCounts struct {
-	Documents int64 `json:"documents"`
-	Chunks    int64 `json:"chunks"`
+	Documents int64 `json:"documents" jsonschema:"Documents removed whole (notes included)." schema:"minimum=0"`
+	Chunks    int64 `json:"chunks" jsonschema:"Chunks removed, those of removed documents included." schema:"minimum=0"`
 	// Notes are memory_note documents removed, among Documents: notes
 	// about a removed chunk go with it.
-	Notes    int64 `json:"notes"`
-	Versions int64 `json:"versions"`
-	Sources  int64 `json:"sources"`
+	Notes    int64 `json:"notes" jsonschema:"memory_note notes removed: notes about a removed chunk go with it." schema:"minimum=0"`
+	Versions int64 `json:"versions" jsonschema:"Previous versions of removed documents, removed with them." schema:"minimum=0"`
+	Sources  int64 `json:"sources" jsonschema:"Sources left empty and removed." schema:"minimum=0"`
 	// Embeddings are the chunk vectors removed with the chunks.
-	Embeddings int64 `json:"embeddings"`
+	Embeddings int64 `json:"embeddings" jsonschema:"Embeddings removed with their chunks." schema:"minimum=0"`
 }
 
 // forgetResult is what store.forget did.

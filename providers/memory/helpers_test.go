@@ -201,13 +201,10 @@ func hitDocs(hits []searchHit) []string {
 // uses, checking that defaults match their own schemas.
 func resolvedSchema(t *testing.T, name, kind string) *jsonschema.Resolved {
 	t.Helper()
-	tl, ok := toolsByName[name]
-	if !ok {
-		t.Fatalf("no tool %q", name)
-	}
-	raw := tl.spec.InputSchema
+	tl := toolSpec(t, name)
+	raw := tl.InputSchema
 	if kind == "output" {
-		raw = tl.spec.OutputSchema
+		raw = tl.OutputSchema
 	}
 	var s jsonschema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -218,6 +215,18 @@ func resolvedSchema(t *testing.T, name, kind string) *jsonschema.Resolved {
 		t.Fatalf("%s: resolve %s schema: %v", name, kind, err)
 	}
 	return r
+}
+
+// toolSpec returns the catalog entry of the tool name.
+func toolSpec(t *testing.T, name string) sdk.Tool {
+	t.Helper()
+	for _, tl := range New(nil).tools.List() {
+		if tl.Name == name {
+			return tl
+		}
+	}
+	t.Fatalf("no tool %q", name)
+	return sdk.Tool{}
 }
 
 // validateOutput checks structured content against the tool's output

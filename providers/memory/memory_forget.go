@@ -2,94 +2,84 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// forgetArgs are memory_forget's arguments.
+// forgetArgs are memory_forget's arguments. UpdatedBeforeMS is nil when
+// the call leaves it out: 0 is a time.
 type forgetArgs struct {
-	ChunkIDs        []string `json:"chunk_ids"`
-	DocumentIDs     []string `json:"document_ids"`
-	SourceIDs       []string `json:"source_ids"`
-	Namespaces      []string `json:"namespaces"`
-	Query           *string  `json:"query"`
-	UpdatedBeforeMS *float64 `json:"updated_before_ms"`
-	DryRun          *bool    `json:"dry_run"`
+	ChunkIDs        []string `json:"chunk_ids,omitempty" jsonschema:"Chunk ids, from memory_search, memory_recall or tree_browse." schema:"maxItems=100,items.minLength=1,items.maxLength=256"`
+	DocumentIDs     []string `json:"document_ids,omitempty" jsonschema:"Document ids, e.g. mcp/mcp-store-trip-plan or file:/home/ana/notes/a.md." schema:"maxItems=100,items.minLength=1,items.maxLength=4096"`
+	SourceIDs       []string `json:"source_ids,omitempty" jsonschema:"Source ids from tree_list_sources, e.g. mcp:mcp or file:/home/ana/notes." schema:"maxItems=100,items.minLength=1,items.maxLength=4096"`
+	Namespaces      []string `json:"namespaces,omitempty" jsonschema:"Namespaces, e.g. mcp (memory_store's default) or file (imported files)." schema:"maxItems=100,items.pattern=^[A-Za-z0-9_.-]{1,64}$"`
+	Query           string   `json:"query,omitempty" jsonschema:"Remove the chunks that contain every word of this text (as memory_search matches)." schema:"minLength=1,maxLength=1024"`
+	UpdatedBeforeMS *int64   `json:"updated_before_ms,omitempty" jsonschema:"Remove the chunks last changed before this time, Unix milliseconds." schema:"minimum=0,maximum=9007199254740991"`
+	DryRun          bool     `json:"dry_run,omitempty" jsonschema:"Count what would be removed and change nothing." schema:"default=false"`
 }
 
 // forgetOutput is memory_forget's structured content.
 type forgetOutput struct {
-	DryRun bool `json:"dry_run"`
+	DryRun bool `json:"dry_run" jsonschema:"True when nothing was deleted and the counts say what would have been."`
 	forgetCounts
 	// DocumentIDs lists the documents removed or shortened (at most 50).
-	DocumentIDs []string `json:"document_ids"`
+	DocumentIDs []string `json:"document_ids" jsonschema:"Documents removed or shortened, sorted; at most 50." schema:"maxItems=50"`
 	// DocumentsTouched counts every document removed or shortened.
-	DocumentsTouched int64 `json:"documents_touched"`
+	DocumentsTouched int64 `json:"documents_touched" jsonschema:"How many documents were removed or shortened in all." schema:"minimum=0"`
 }
 
 // validate checks the arguments and returns the selector.
-func (a *forgetArgs) validate(sc scope) (forgetSelector, bool, *argError) {
+func (a *forgetArgs) validate(sc scope) (forgetSelector, *argError) {
 	var (
-		sel  = forgetSelector{Scope: sc}
+		sel  = forgetSelector{Scope: sc, UpdatedBeforeMS: a.UpdatedBeforeMS}
 		aerr *argError
 	)
-	if sel.ChunkIDs, aerr = stringList("chunk_ids", a.ChunkIDs, maxFilterItems, maxChunkIDRunes, nil); aerr != nil {
-		return sel, false, aerr
+	if sel.ChunkIDs, aerr = stringList("chunk_ids", a.ChunkIDs, nil); aerr != nil {
+		return sel, aerr
 	}
-	if sel.DocumentIDs, aerr = stringList("document_ids", a.DocumentIDs, maxFilterItems, maxSourceIDRunes, nil); aerr != nil {
-		return sel, false, aerr
+	if sel.DocumentIDs, aerr = stringList("document_ids", a.DocumentIDs, nil); aerr != nil {
+		return sel, aerr
 	}
-	if sel.SourceIDs, aerr = stringList("source_ids", a.SourceIDs, maxFilterItems, maxSourceIDRunes, nil); aerr != nil {
-		return sel, false, aerr
+	if sel.SourceIDs, aerr = stringList("source_ids", a.SourceIDs, nil); aerr != nil {
+		return sel, aerr
 	}
-	sel.Namespaces, aerr = stringList("namespaces", a.Namespaces, maxFilterItems, 64, func(ns string) string {
-		if !namespaceRE.MatchString(ns) {
-			return "must match " + namespacePattern
-		}
+	sel.Namespaces, aerr = stringList("namespaces", a.Namespaces, func(ns string) string {
 		if !sc.allows(ns) {
 			return "is outside what this client may forget in (" + sc.describe() + ")"
 		}
 		return ""
 	})
 	if aerr != nil {
-		return sel, false, aerr
+		return sel, aerr
 	}
-	if a.Query != nil {
-		q, aerr := requiredString("query", a.Query, maxQueryRunes)
-		if aerr != nil {
-			return sel, false, aerr
-		}
+	q, aerr := optionalString("query", a.Query)
+	if aerr != nil {
+		return sel, aerr
+	}
+	if q != "" {
 		terms := queryTerms(q)
 		if len(terms) == 0 {
-			return sel, false, argErrorf("argument \"query\" has no letters or digits to match")
+			return sel, argErrorf("argument \"query\" has no letters or digits to match")
 		}
 		sel.Match, sel.Terms = matchAll(terms), terms
 	}
-	if sel.UpdatedBeforeMS, aerr = optionalInt64("updated_before_ms", a.UpdatedBeforeMS, 0, maxSafeInteger); aerr != nil {
-		return sel, false, aerr
-	}
 	if len(sel.ChunkIDs)+len(sel.DocumentIDs)+len(sel.SourceIDs)+len(sel.Namespaces) == 0 && sel.Match == "" && sel.UpdatedBeforeMS == nil {
-		return sel, false, argErrorf("say what to forget: give chunk_ids, document_ids, source_ids, namespaces, query or updated_before_ms")
+		return sel, argErrorf("say what to forget: give chunk_ids, document_ids, source_ids, namespaces, query or updated_before_ms")
 	}
-	dry := a.DryRun != nil && *a.DryRun
-	return sel, dry, nil
+	return sel, nil
 }
 
-func runForget(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	var args forgetArgs
-	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return nil, aerr
-	}
-	sel, dry, aerr := args.validate(scopeOf(ctx))
+func runForget(ctx context.Context, p *Provider, st *store, args forgetArgs) (*sdk.CallToolResult, forgetOutput, error) {
+	sel, aerr := args.validate(scopeOf(ctx))
 	if aerr != nil {
-		return nil, aerr
+		return nil, forgetOutput{}, aerr
 	}
+	dry := args.DryRun
 	res, err := st.forget(ctx, sel, dry)
 	if err != nil {
-		return nil, fmt.Errorf("forget: %w", err)
+		return nil, forgetOutput{}, fmt.Errorf("forget: %w", err)
 	}
 	if !dry && res.Chunks > 0 {
 		p.logger.Info("forgot memory", "documents", res.Documents, "chunks", res.Chunks, "notes", res.Notes, "versions", res.Versions)
@@ -98,12 +88,9 @@ func runForget(ctx context.Context, p *Provider, st *store, raw json.RawMessage)
 	if out.DocumentIDs == nil {
 		out.DocumentIDs = []string{}
 	}
-	result, err := sdk.StructuredResult(forgetText(out), out)
-	if err != nil {
-		return nil, err
-	}
+	result := sdk.TextResult(forgetText(out))
 	result.AuditRef = forgetAuditRef(out)
-	return result, nil
+	return result, out, nil
 }
 
 // forgetSummary counts what a forget removed, in words.
@@ -154,97 +141,21 @@ func forgetAuditRef(o forgetOutput) string {
 	return ref
 }
 
-// forgetCountsSchema is the JSON Schema of forgetCounts's fields.
-func forgetCountsSchema() map[string]any {
-	count := func(desc string) map[string]any {
-		return map[string]any{"type": "integer", "minimum": 0, "description": desc}
-	}
-	return map[string]any{
-		"documents":  count("Documents removed whole (notes included)."),
-		"chunks":     count("Chunks removed, those of removed documents included."),
-		"notes":      count("memory_note notes removed: notes about a removed chunk go with it."),
-		"versions":   count("Previous versions of removed documents, removed with them."),
-		"sources":    count("Sources left empty and removed."),
-		"embeddings": count("Embeddings removed with their chunks."),
-	}
-}
-
-var forgetTool = tool{
-	spec: sdk.Tool{
-		Name:  ToolForget,
-		Title: "Forget from memory",
-		Description: "Forget what was stored: delete from memory, for good, chunks, whole documents or everything " +
-			"stored about a topic. It removes one or more chunks, whole documents, everything of a source " +
-			"or namespace, or the chunks that contain every word of a query or were last changed before a time. " +
-			"The selectors combine with AND (the values inside one list are alternatives); give at least one. " +
-			"With chunk_ids, query or updated_before_ms chunks are removed, and a document whose chunks are all " +
-			"gone goes too; otherwise whole documents are. Notes about a removed chunk, the previous versions of " +
-			"a removed document and the entities only it mentioned go with it, and search, recall and browse stop " +
-			"finding it at once. Call with dry_run true first to see the counts and documents it would remove; " +
-			"the result of the real call gives the counts removed. Files imported from a folder come back if " +
-			"they are imported again while still on disk.",
-		InputSchema: mustJSON(objectSchema(nil, map[string]any{
-			"chunk_ids": map[string]any{
-				"type": "array", "maxItems": maxFilterItems,
-				"items":       map[string]any{"type": "string", "minLength": 1, "maxLength": maxChunkIDRunes},
-				"description": "Chunk ids, from memory_search, memory_recall or tree_browse.",
-			},
-			"document_ids": map[string]any{
-				"type": "array", "maxItems": maxFilterItems,
-				"items":       map[string]any{"type": "string", "minLength": 1, "maxLength": maxSourceIDRunes},
-				"description": "Document ids, e.g. mcp/mcp-store-trip-plan or file:/home/ana/notes/a.md.",
-			},
-			"source_ids": map[string]any{
-				"type": "array", "maxItems": maxFilterItems,
-				"items":       map[string]any{"type": "string", "minLength": 1, "maxLength": maxSourceIDRunes},
-				"description": "Source ids from tree_list_sources, e.g. mcp:mcp or file:/home/ana/notes.",
-			},
-			"namespaces": map[string]any{
-				"type": "array", "maxItems": maxFilterItems,
-				"items":       map[string]any{"type": "string", "pattern": namespacePattern},
-				"description": "Namespaces, e.g. mcp (memory_store's default) or file (imported files).",
-			},
-			"query": map[string]any{
-				"type": "string", "minLength": 1, "maxLength": maxQueryRunes,
-				"description": "Remove the chunks that contain every word of this text (as memory_search matches).",
-			},
-			"updated_before_ms": map[string]any{
-				"type": "integer", "minimum": 0, "maximum": maxSafeInteger,
-				"description": "Remove the chunks last changed before this time, Unix milliseconds.",
-			},
-			"dry_run": map[string]any{
-				"type": "boolean", "default": false,
-				"description": "Count what would be removed and change nothing.",
-			},
-		})),
-		OutputSchema: mustJSON(func() map[string]any {
-			props := forgetCountsSchema()
-			props["dry_run"] = map[string]any{"type": "boolean", "description": "True when nothing was deleted and the counts say what would have been."}
-			props["document_ids"] = map[string]any{
-				"type": "array", "items": map[string]any{"type": "string"}, "maxItems": forgetListed,
-				"description": "Documents removed or shortened, sorted; at most 50.",
-			}
-			props["documents_touched"] = map[string]any{"type": "integer", "minimum": 0, "description": "How many documents were removed or shortened in all."}
-			return objectSchema([]string{"dry_run", "documents", "chunks", "notes", "versions", "sources", "embeddings", "document_ids", "documents_touched"}, props)
-		}()),
-		Annotations: actAnnotations("Forget from memory"),
-		Class:       sdk.ClassAct,
-	},
-	run: runForget,
-}
-
-// replacementSchema is the JSON Schema of a replacement.
-func replacementSchema() map[string]any {
-	n := func(desc string) map[string]any {
-		return map[string]any{"type": "integer", "minimum": 0, "description": desc}
-	}
-	return objectSchema([]string{"title_changed", "previous_bytes", "bytes", "chunks_kept", "chunks_added", "chunks_removed"}, map[string]any{
-		"version":        map[string]any{"type": "integer", "minimum": 1, "description": "The previous text is kept as this version (memory_history reads it); absent when it was not kept."},
-		"title_changed":  map[string]any{"type": "boolean"},
-		"previous_bytes": n("Size of the previous content, bytes of UTF-8."),
-		"bytes":          n("Size of the new content, bytes of UTF-8."),
-		"chunks_kept":    n("Chunks whose text and position did not change."),
-		"chunks_added":   n("Chunks written."),
-		"chunks_removed": n("Chunks of the previous content deleted."),
-	})
+// forgetTool is memory_forget's catalog entry; its schemas come from
+// forgetArgs and forgetOutput.
+var forgetTool = sdk.Tool{
+	Name:  ToolForget,
+	Title: "Forget from memory",
+	Description: "Forget what was stored: delete from memory, for good, chunks, whole documents or everything " +
+		"stored about a topic. It removes one or more chunks, whole documents, everything of a source " +
+		"or namespace, or the chunks that contain every word of a query or were last changed before a time. " +
+		"The selectors combine with AND (the values inside one list are alternatives); give at least one. " +
+		"With chunk_ids, query or updated_before_ms chunks are removed, and a document whose chunks are all " +
+		"gone goes too; otherwise whole documents are. Notes about a removed chunk, the previous versions of " +
+		"a removed document and the entities only it mentioned go with it, and search, recall and browse stop " +
+		"finding it at once. Call with dry_run true first to see the counts and documents it would remove; " +
+		"the result of the real call gives the counts removed. Files imported from a folder come back if " +
+		"they are imported again while still on disk.",
+	Annotations: actAnnotations("Forget from memory"),
+	Class:       sdk.ClassAct,
 }

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -10,24 +9,29 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// historyArgs are memory_history's arguments.
+// historyArgs are memory_history's arguments. Offset is filled in with
+// its default, 0, when the call leaves it out; Version and MaxTokens are
+// 0 when the call gives none.
 type historyArgs struct {
-	DocumentID *string  `json:"document_id"`
-	Version    *float64 `json:"version"`
-	Offset     *float64 `json:"offset"`
-	MaxTokens  *float64 `json:"max_tokens"`
+	DocumentID string `json:"document_id" jsonschema:"The document's id, e.g. mcp/mcp-store-trip-plan." schema:"minLength=1,maxLength=4096"`
+	Version    int    `json:"version,omitzero" jsonschema:"A version number from the list; returns that version's text." schema:"minimum=1"`
+	Offset     int    `json:"offset,omitzero" jsonschema:"With version: where to start reading its text, in bytes (next_offset of the previous call)." schema:"minimum=0,maximum=1000000,default=0"`
+	MaxTokens  int    `json:"max_tokens,omitzero" jsonschema:"Upper bound on the size of the result, in tokens (estimated at 4 bytes each): a version's text is cut to fit (default 8000) and next_offset says where to go on." schema:"minimum=100,maximum=1000000"`
 }
+
+// maxVersion is the largest version number memory_history reads.
+const maxVersion = 1<<31 - 1
 
 // versionView is one kept version; Content is set only when one version
 // was asked for.
 type versionView struct {
-	Version       int    `json:"version" gorm:"column:version"`
-	Title         string `json:"title" gorm:"column:title"`
-	Bytes         int64  `json:"bytes" gorm:"column:bytes"`
+	Version       int    `json:"version" gorm:"column:version" schema:"minimum=1"`
+	Title         string `json:"title" gorm:"column:title" jsonschema:"The document's title in that version."`
+	Bytes         int64  `json:"bytes" gorm:"column:bytes" jsonschema:"Size of that version's content, bytes of UTF-8." schema:"minimum=0"`
 	ContentSHA256 string `json:"content_sha256" gorm:"column:content_sha256"`
-	UpdatedMS     int64  `json:"updated_ms" gorm:"column:updated_ms"`
-	ReplacedMS    int64  `json:"replaced_ms" gorm:"column:replaced_ms"`
-	Content       string `json:"content,omitempty" gorm:"column:content"`
+	UpdatedMS     int64  `json:"updated_ms" gorm:"column:updated_ms" jsonschema:"When that version was written, Unix milliseconds."`
+	ReplacedMS    int64  `json:"replaced_ms" gorm:"column:replaced_ms" jsonschema:"When it was replaced, Unix milliseconds."`
+	Content       string `json:"content,omitempty" gorm:"column:content" jsonschema:"Only when version was given: the full text."`
 }
 
 // historyResult is memory_history's structured content.
@@ -36,7 +40,7 @@ type historyResult struct {
 	Versions   []versionView `json:"versions"`
 	// NextOffset, when one version's text did not fit max_tokens, is the
 	// offset to read the rest from.
-	NextOffset *int `json:"next_offset,omitempty"`
+	NextOffset *int `json:"next_offset,omitempty" jsonschema:"Present when the version's text was cut: pass it as offset to read on." schema:"minimum=1"`
 }
 
 // versions returns document id's kept versions, newest first, with the
@@ -71,42 +75,26 @@ func (s *store) versions(ctx context.Context, sc scope, id string, version int) 
 	return rows, true, nil
 }
 
-func runHistory(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	var args historyArgs
-	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return nil, aerr
-	}
-	id, aerr := requiredString("document_id", args.DocumentID, maxSourceIDRunes)
-	if aerr != nil {
-		return nil, aerr
-	}
-	version, aerr := intInRange("version", args.Version, 1, 1<<31-1, 0)
-	if aerr != nil {
-		return nil, aerr
-	}
-	offset, aerr := intInRange("offset", args.Offset, 0, maxContentBytes, 0)
-	if aerr != nil {
-		return nil, aerr
-	}
-	budget, aerr := parseMaxTokens(args.MaxTokens)
-	if aerr != nil {
-		return nil, aerr
+func runHistory(ctx context.Context, p *Provider, st *store, args historyArgs) (*sdk.CallToolResult, historyResult, error) {
+	id, version, offset, budget := strings.TrimSpace(args.DocumentID), args.Version, args.Offset, args.MaxTokens
+	if version > maxVersion {
+		return nil, historyResult{}, argErrorf("argument \"version\" must be an integer from 1 to %d, got %d", maxVersion, version)
 	}
 	if budget == 0 {
 		budget = defaultVersionTokens
 	}
-	if version == 0 && args.Offset != nil {
-		return nil, argErrorf("argument \"offset\" reads a version's text: give version too")
+	if version == 0 && offset > 0 {
+		return nil, historyResult{}, argErrorf("argument \"offset\" reads a version's text: give version too")
 	}
 	rows, ok, err := st.versions(ctx, scopeOf(ctx), id, version)
 	if err != nil {
-		return nil, err
+		return nil, historyResult{}, err
 	}
 	if !ok {
-		return nil, argErrorf("no document has id %s; get document ids from memory_store, memory_search or tree_browse", quoteShort(id))
+		return nil, historyResult{}, argErrorf("no document has id %s; get document ids from memory_store, memory_search or tree_browse", quoteShort(id))
 	}
 	if version > 0 && len(rows) == 0 {
-		return nil, argErrorf("document %s has no version %d; call memory_history without version to list the kept ones", quoteShort(id), version)
+		return nil, historyResult{}, argErrorf("document %s has no version %d; call memory_history without version to list the kept ones", quoteShort(id), version)
 	}
 	res := historyResult{DocumentID: id, Versions: rows}
 	var b strings.Builder
@@ -114,7 +102,7 @@ func runHistory(ctx context.Context, p *Provider, st *store, raw json.RawMessage
 	case version > 0:
 		v := &rows[0]
 		if offset > len(v.Content) {
-			return nil, argErrorf("offset %d is past the end of version %d (%d bytes)", offset, version, len(v.Content))
+			return nil, historyResult{}, argErrorf("offset %d is past the end of version %d (%d bytes)", offset, version, len(v.Content))
 		}
 		for offset > 0 && offset < len(v.Content) && !utf8.RuneStart(v.Content[offset]) {
 			offset-- // a character boundary
@@ -139,49 +127,17 @@ func runHistory(ctx context.Context, p *Provider, st *store, raw json.RawMessage
 			fmt.Fprintf(&b, "\n- version %d: title %s, %d bytes, replaced at %d ms", v.Version, quoteShort(v.Title), v.Bytes, v.ReplacedMS)
 		}
 	}
-	return sdk.StructuredResult(b.String(), res)
+	return sdk.TextResult(b.String()), res, nil
 }
 
-var historyTool = tool{
-	spec: sdk.Tool{
-		Name:  ToolHistory,
-		Title: "Previous versions of a memory document",
-		Description: "List the previous versions of a document that memory_store or memory_note replaced, newest " +
-			"first, or read one in full by its version number. Replaced text is kept for the number of days the " +
-			"operator configured (30 by default); memory_forget removes a document's versions with it.",
-		InputSchema: mustJSON(objectSchema([]string{"document_id"}, map[string]any{
-			"document_id": map[string]any{
-				"type": "string", "minLength": 1, "maxLength": maxSourceIDRunes,
-				"description": "The document's id, e.g. mcp/mcp-store-trip-plan.",
-			},
-			"version": map[string]any{
-				"type": "integer", "minimum": 1,
-				"description": "A version number from the list; returns that version's text.",
-			},
-			"offset": map[string]any{
-				"type": "integer", "minimum": 0, "maximum": maxContentBytes, "default": 0,
-				"description": "With version: where to start reading its text, in bytes (next_offset of the previous call).",
-			},
-			"max_tokens": maxTokensSchema(fmt.Sprintf("a version's text is cut to fit (default %d) and next_offset says where to go on.", defaultVersionTokens)),
-		})),
-		OutputSchema: mustJSON(objectSchema([]string{"document_id", "versions"}, map[string]any{
-			"document_id": map[string]any{"type": "string"},
-			"next_offset": map[string]any{"type": "integer", "minimum": 1, "description": "Present when the version's text was cut: pass it as offset to read on."},
-			"versions": map[string]any{
-				"type": "array",
-				"items": objectSchema([]string{"version", "title", "bytes", "content_sha256", "updated_ms", "replaced_ms"}, map[string]any{
-					"version":        map[string]any{"type": "integer", "minimum": 1},
-					"title":          map[string]any{"type": "string", "description": "The document's title in that version."},
-					"bytes":          map[string]any{"type": "integer", "minimum": 0, "description": "Size of that version's content, bytes of UTF-8."},
-					"content_sha256": map[string]any{"type": "string"},
-					"updated_ms":     map[string]any{"type": "integer", "description": "When that version was written, Unix milliseconds."},
-					"replaced_ms":    map[string]any{"type": "integer", "description": "When it was replaced, Unix milliseconds."},
-					"content":        map[string]any{"type": "string", "description": "Only when version was given: the full text."},
-				}),
-			},
-		})),
-		Annotations: readAnnotations("Previous versions of a memory document"),
-		Class:       sdk.ClassRead,
-	},
-	run: runHistory,
+// historyTool is memory_history's catalog entry; its schemas come from
+// historyArgs and historyResult.
+var historyTool = sdk.Tool{
+	Name:  ToolHistory,
+	Title: "Previous versions of a memory document",
+	Description: "List the previous versions of a document that memory_store or memory_note replaced, newest " +
+		"first, or read one in full by its version number. Replaced text is kept for the number of days the " +
+		"operator configured (30 by default); memory_forget removes a document's versions with it.",
+	Annotations: readAnnotations("Previous versions of a memory document"),
+	Class:       sdk.ClassRead,
 }

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,89 +28,69 @@ const (
 	recallCandidates = 100
 )
 
+// recallArgs are memory_recall's arguments.
+type recallArgs struct {
+	Query string `json:"query" jsonschema:"A question or description of what to find." schema:"minLength=1,maxLength=1024"`
+	rankArgs
+}
+
 // recallResult is memory_recall's structured content.
 type recallResult struct {
-	Mode   string      `json:"mode"`
+	Mode   string      `json:"mode" schema:"enum=hybrid|keyword"`
 	Chunks []recallHit `json:"chunks"`
 	// FallbackReason says why an embedder that is configured was not
 	// used for this call.
-	FallbackReason string `json:"fallback_reason,omitempty"`
+	FallbackReason string `json:"fallback_reason,omitempty" jsonschema:"Why keyword mode ran although an embeddings endpoint is configured."`
 	// WithoutEmbedding counts, in hybrid mode, the chunks that have no
 	// embedding of the configured model yet (the backfill is on it): they
 	// are ranked by keywords only.
-	WithoutEmbedding int64 `json:"without_embedding,omitempty"`
+	WithoutEmbedding int64 `json:"without_embedding,omitempty" jsonschema:"Hybrid mode: chunks that have no embedding yet and are ranked by keywords only." schema:"minimum=1"`
 	// Truncated is set when max_tokens left out hits that were found.
-	Truncated bool `json:"truncated,omitempty"`
+	Truncated bool `json:"truncated,omitempty" jsonschema:"Present when max_tokens left out hits that were found."`
 }
 
 // recallHit is one chunk of memory_recall.
 type recallHit struct {
 	chunkRef
-	Snippet string  `json:"snippet"`
-	Score   float64 `json:"score"`
+	Snippet string  `json:"snippet" jsonschema:"Excerpt of the chunk; keyword matches marked **like this**."`
+	Score   float64 `json:"score" jsonschema:"Relevance; higher is better. Reciprocal rank fusion in hybrid mode, BM25 in keyword mode." schema:"exclusiveMinimum=0"`
 	// Similarity is the cosine similarity of the chunk's embedding to the
 	// query's, in hybrid mode, for chunks that have an embedding.
-	Similarity *float64 `json:"similarity,omitempty"`
+	Similarity *float64 `json:"similarity,omitempty" jsonschema:"Hybrid mode only: cosine similarity of the chunk to the query." schema:"minimum=-1,maximum=1"`
 }
 
-var recallTool = tool{
-	spec: sdk.Tool{
-		Name:  ToolRecall,
-		Title: "Recall from memory",
-		Description: "Find the memory chunks that best answer a question or match a description in " +
-			"natural language, e.g. \"what did we decide about the launch date?\". When the operator " +
-			"configured an embeddings endpoint, chunks are ranked by meaning (cosine similarity of " +
-			"embeddings) fused with keyword relevance (mode \"hybrid\"); otherwise by keyword relevance " +
-			"over any of the question's words (mode \"keyword\"). The result says which mode ran. Use " +
-			"memory_search instead for exact keywords that must all appear.",
-		InputSchema: mustJSON(objectSchema([]string{"query"}, map[string]any{
-			"query": map[string]any{
-				"type": "string", "minLength": 1, "maxLength": maxQueryRunes,
-				"description": "A question or description of what to find.",
-			},
-			"k":          kSchema("chunks"),
-			"namespaces": namespacesSchema(),
-			"max_tokens": maxTokensSchema("hits that do not fit are left out, best kept, and the result says truncated."),
-		})),
-		OutputSchema: mustJSON(objectSchema([]string{"mode", "chunks"}, map[string]any{
-			"mode": map[string]any{"type": "string", "enum": []string{recallHybrid, recallKeyword}},
-			"chunks": map[string]any{
-				"type": "array",
-				"items": hitSchema([]string{"snippet", "score"}, map[string]any{
-					"snippet":    map[string]any{"type": "string", "description": "Excerpt of the chunk; keyword matches marked **like this**."},
-					"score":      map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "Relevance; higher is better. Reciprocal rank fusion in hybrid mode, BM25 in keyword mode."},
-					"similarity": map[string]any{"type": "number", "minimum": -1, "maximum": 1, "description": "Hybrid mode only: cosine similarity of the chunk to the query."},
-				}),
-			},
-			"truncated":       map[string]any{"type": "boolean", "description": "Present when max_tokens left out hits that were found."},
-			"fallback_reason": map[string]any{"type": "string", "description": "Why keyword mode ran although an embeddings endpoint is configured."},
-			"without_embedding": map[string]any{
-				"type": "integer", "minimum": 1,
-				"description": "Hybrid mode: chunks that have no embedding yet and are ranked by keywords only.",
-			},
-		})),
-		Annotations: readAnnotations("Recall from memory"),
-		Class:       sdk.ClassRead,
-	},
-	run: runRecall,
+// recallTool is memory_recall's catalog entry; its schemas come from
+// recallArgs and recallResult.
+var recallTool = sdk.Tool{
+	Name:  ToolRecall,
+	Title: "Recall from memory",
+	Description: "Find the memory chunks that best answer a question or match a description in " +
+		"natural language, e.g. \"what did we decide about the launch date?\". When the operator " +
+		"configured an embeddings endpoint, chunks are ranked by meaning (cosine similarity of " +
+		"embeddings) fused with keyword relevance (mode \"hybrid\"); otherwise by keyword relevance " +
+		"over any of the question's words (mode \"keyword\"). The result says which mode ran. Use " +
+		"memory_search instead for exact keywords that must all appear.",
+	Annotations: readAnnotations("Recall from memory"),
+	Class:       sdk.ClassRead,
 }
 
-func runRecall(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	ctx, qp, err := parseQueryArgs(ctx, raw)
-	if err != nil {
-		return nil, err
+func runRecall(ctx context.Context, p *Provider, st *store, args recallArgs) (*sdk.CallToolResult, recallResult, error) {
+	ctx, aerr := narrowScope(ctx, args.Namespaces)
+	if aerr != nil {
+		return nil, recallResult{}, aerr
 	}
-	res, err := p.recall(ctx, st, qp.query, qp.k)
+	query := strings.TrimSpace(args.Query)
+	res, err := p.recall(ctx, st, query, args.K)
 	if err != nil {
-		return nil, err
+		return nil, recallResult{}, err
 	}
 	all := len(res.Chunks)
-	res.Chunks, res.Truncated = fitHits(res.Chunks, qp.maxTokens, func(h recallHit) string { return recallLine(0, h) })
-	text := recallText(qp.query, res)
+	res.Chunks, res.Truncated = fitHits(res.Chunks, args.MaxTokens, func(h recallHit) string { return recallLine(0, h) })
+	text := recallText(query, res)
 	if res.Truncated {
-		text += fmt.Sprintf("\n%d more chunks were found but did not fit max_tokens %d; raise it or lower k.", all-len(res.Chunks), qp.maxTokens)
+		text += fmt.Sprintf("\n%d more chunks were found but did not fit max_tokens %d; raise it or lower k.", all-len(res.Chunks), args.MaxTokens)
 	}
-	return sdk.StructuredResult(text, res)
+	return sdk.TextResult(text), res, nil
 }
 
 // recall ranks chunks for query; see memory_recall's description.

@@ -2,67 +2,37 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// queryArgs are the arguments of memory_search and memory_recall. K is a
-// float so that 10.0, an integer in JSON Schema, decodes; intInRange
-// refuses fractions.
-type queryArgs struct {
-	Query      *string  `json:"query"`
-	K          *float64 `json:"k"`
-	Namespaces []string `json:"namespaces"`
-	MaxTokens  *float64 `json:"max_tokens"`
+// pageArgs are the arguments that page and scope a list of chunks:
+// memory_search, memory_recall and tree_browse embed them. K is filled in
+// with its default when the call leaves it out.
+type pageArgs struct {
+	K          int      `json:"k,omitzero" jsonschema:"Maximum number of chunks to return, 1 to 50." schema:"minimum=1,maximum=50,default=10"`
+	Namespaces []string `json:"namespaces,omitempty" jsonschema:"Only these namespaces, e.g. [\"mcp\"] or [\"file\"]; leave it out, or give [\"*\"], to cover every namespace this client may read." schema:"maxItems=100,items.pattern=^(\\*|[A-Za-z0-9_.-]{1,64})$"`
 }
 
-// queryParams are the checked arguments of memory_search and
-// memory_recall.
-type queryParams struct {
-	query string
-	k     int
-	// maxTokens is the result's budget, 0 for none.
-	maxTokens int
+// rankArgs are the arguments memory_search and memory_recall share
+// besides their query. MaxTokens is 0 when the call gives none.
+type rankArgs struct {
+	pageArgs
+	MaxTokens int `json:"max_tokens,omitzero" jsonschema:"Upper bound on the size of the result, in tokens (estimated at 4 bytes each): hits that do not fit are left out, best kept, and the result says truncated." schema:"minimum=100,maximum=1000000"`
 }
 
-// parseQueryArgs decodes and checks a query, k, namespaces and max_tokens,
-// and returns ctx narrowed to the namespaces asked for.
-func parseQueryArgs(ctx context.Context, raw json.RawMessage) (context.Context, queryParams, error) {
-	var (
-		args queryArgs
-		qp   queryParams
-		aerr *argError
-	)
-	if aerr = decodeArgs(raw, &args); aerr != nil {
-		return ctx, qp, aerr
-	}
-	if qp.query, aerr = requiredString("query", args.Query, maxQueryRunes); aerr != nil {
-		return ctx, qp, aerr
-	}
-	if qp.k, aerr = intInRange("k", args.K, minK, maxK, defaultK); aerr != nil {
-		return ctx, qp, aerr
-	}
-	if qp.maxTokens, aerr = parseMaxTokens(args.MaxTokens); aerr != nil {
-		return ctx, qp, aerr
-	}
-	if ctx, aerr = narrowScope(ctx, args.Namespaces); aerr != nil {
-		return ctx, qp, aerr
-	}
-	return ctx, qp, nil
+// searchArgs are memory_search's arguments.
+type searchArgs struct {
+	Query string `json:"query" jsonschema:"Words to look for; all must match, common function words aside. \"A phrase\" and prefix* are understood." schema:"minLength=1,maxLength=1024"`
+	rankArgs
 }
 
 // narrowScope checks a namespaces argument and returns ctx with the
 // caller's scope narrowed to it.
 func narrowScope(ctx context.Context, namespaces []string) (context.Context, *argError) {
-	asked, aerr := stringList("namespaces", namespaces, maxFilterItems, 64, func(ns string) string {
-		if ns != anyNamespace && !namespaceRE.MatchString(ns) {
-			return `must match ` + namespacePattern + ` or be "*"`
-		}
-		return ""
-	})
+	asked, aerr := stringList("namespaces", namespaces, nil)
 	if aerr != nil {
 		return ctx, aerr
 	}
@@ -73,47 +43,35 @@ func narrowScope(ctx context.Context, namespaces []string) (context.Context, *ar
 	return withScope(ctx, sc), nil
 }
 
-// namespacesSchema is the input schema of a namespaces argument.
-func namespacesSchema() map[string]any {
-	return map[string]any{
-		"type":     "array",
-		"maxItems": maxFilterItems,
-		"items":    map[string]any{"type": "string", "pattern": `^(\*|[A-Za-z0-9_.-]{1,64})$`},
-		"description": "Only these namespaces, e.g. [\"mcp\"] or [\"file\"]; leave it out, or give [\"*\"], " +
-			"to cover every namespace this client may read.",
-	}
-}
-
 // searchResult is memory_search's structured content.
 type searchResult struct {
 	Chunks []searchHit `json:"chunks"`
 	// Truncated is set when max_tokens left out hits that matched.
-	Truncated bool `json:"truncated,omitempty"`
+	Truncated bool `json:"truncated,omitempty" jsonschema:"Present when max_tokens left out hits that matched."`
 }
 
-func runSearch(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	ctx, qp, err := parseQueryArgs(ctx, raw)
-	if err != nil {
-		return nil, err
+func runSearch(ctx context.Context, _ *Provider, st *store, args searchArgs) (*sdk.CallToolResult, searchResult, error) {
+	ctx, aerr := narrowScope(ctx, args.Namespaces)
+	if aerr != nil {
+		return nil, searchResult{}, aerr
 	}
-	query, k := qp.query, qp.k
+	query := strings.TrimSpace(args.Query)
 	terms := contentTerms(queryTerms(query))
 	if len(terms) == 0 {
-		return sdk.StructuredResult(
-			fmt.Sprintf("No results: the query %s has no letters or digits to search for.", quoteShort(query)),
-			searchResult{Chunks: []searchHit{}})
+		return sdk.TextResult(fmt.Sprintf("No results: the query %s has no letters or digits to search for.", quoteShort(query))),
+			searchResult{Chunks: []searchHit{}}, nil
 	}
-	hits, err := st.search(ctx, terms, k)
+	hits, err := st.search(ctx, terms, args.K)
 	if err != nil {
-		return nil, err
+		return nil, searchResult{}, err
 	}
 	res := searchResult{Chunks: hits}
-	res.Chunks, res.Truncated = fitHits(hits, qp.maxTokens, func(h searchHit) string { return searchLine(0, h) })
+	res.Chunks, res.Truncated = fitHits(hits, args.MaxTokens, func(h searchHit) string { return searchLine(0, h) })
 	text := searchText(terms, res.Chunks)
 	if res.Truncated {
-		text += fmt.Sprintf("\n%d more chunks matched but did not fit max_tokens %d; raise it or lower k.", len(hits)-len(res.Chunks), qp.maxTokens)
+		text += fmt.Sprintf("\n%d more chunks matched but did not fit max_tokens %d; raise it or lower k.", len(hits)-len(res.Chunks), args.MaxTokens)
 	}
-	return sdk.StructuredResult(text, res)
+	return sdk.TextResult(text), res, nil
 }
 
 // searchText renders hits one line each, best first.
@@ -142,44 +100,22 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-var searchTool = tool{
-	spec: sdk.Tool{
-		Name:  ToolSearch,
-		Title: "Search memory",
-		Description: "Keyword search over everything stored in memory: the notes, documents and files saved, written " +
-			"down or imported earlier. Returns up to k chunks, best first, " +
-			"ranked by BM25 over every match, with matches in a document's title counting more than matches in its body. " +
-			"Every word of the query must appear in a chunk (its text, its document's title or its tags), except " +
-			"common English function words (the, how, do, I, ...), which are ignored unless the query has nothing else; matching " +
-			"ignores case, accents and English word endings (ship finds ships). Two forms are understood: " +
-			"\"words in double quotes\" must appear together in that order, and a word followed by * matches " +
-			"every word that starts with it (config* finds configuration); other punctuation only separates words. " +
-			"Use a few distinctive keywords; if nothing comes back, try fewer or other words. Each hit " +
-			"has a snippet with the matches marked **like this**; pass its chunk_id to tree_read_chunk " +
-			"for the full text. To ask a question in natural language, use memory_recall instead.",
-		InputSchema: mustJSON(objectSchema([]string{"query"}, map[string]any{
-			"query": map[string]any{
-				"type":        "string",
-				"minLength":   1,
-				"maxLength":   maxQueryRunes,
-				"description": "Words to look for; all must match, common function words aside. \"A phrase\" and prefix* are understood.",
-			},
-			"k":          kSchema("chunks"),
-			"namespaces": namespacesSchema(),
-			"max_tokens": maxTokensSchema("hits that do not fit are left out, best kept, and the result says truncated."),
-		})),
-		OutputSchema: mustJSON(objectSchema([]string{"chunks"}, map[string]any{
-			"chunks": map[string]any{
-				"type": "array",
-				"items": hitSchema([]string{"snippet", "score"}, map[string]any{
-					"snippet": map[string]any{"type": "string", "description": "Excerpt of the chunk with matches marked **like this**."},
-					"score":   map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "BM25 relevance; higher is better."},
-				}),
-			},
-			"truncated": map[string]any{"type": "boolean", "description": "Present when max_tokens left out hits that matched."},
-		})),
-		Annotations: readAnnotations("Search memory"),
-		Class:       sdk.ClassRead,
-	},
-	run: runSearch,
+// searchTool is memory_search's catalog entry; its schemas come from
+// searchArgs and searchResult.
+var searchTool = sdk.Tool{
+	Name:  ToolSearch,
+	Title: "Search memory",
+	Description: "Keyword search over everything stored in memory: the notes, documents and files saved, written " +
+		"down or imported earlier. Returns up to k chunks, best first, " +
+		"ranked by BM25 over every match, with matches in a document's title counting more than matches in its body. " +
+		"Every word of the query must appear in a chunk (its text, its document's title or its tags), except " +
+		"common English function words (the, how, do, I, ...), which are ignored unless the query has nothing else; matching " +
+		"ignores case, accents and English word endings (ship finds ships). Two forms are understood: " +
+		"\"words in double quotes\" must appear together in that order, and a word followed by * matches " +
+		"every word that starts with it (config* finds configuration); other punctuation only separates words. " +
+		"Use a few distinctive keywords; if nothing comes back, try fewer or other words. Each hit " +
+		"has a snippet with the matches marked **like this**; pass its chunk_id to tree_read_chunk " +
+		"for the full text. To ask a question in natural language, use memory_recall instead.",
+	Annotations: readAnnotations("Search memory"),
+	Class:       sdk.ClassRead,
 }

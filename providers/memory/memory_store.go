@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,25 +9,28 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// storeArgs are memory_store's arguments.
+// storeArgs are memory_store's arguments; sdk.AddTool derives the input
+// schema from them. The schema bounds content in characters;
+// validate bounds it in bytes. Tags is nil when the call leaves them out,
+// which keeps an existing document's tags.
 type storeArgs struct {
-	Title     *string  `json:"title"`
-	Content   *string  `json:"content"`
-	Namespace *string  `json:"namespace"`
-	Tags      []string `json:"tags"`
+	Title     string   `json:"title" jsonschema:"Short, specific title; it identifies the document: the same title updates it." schema:"minLength=1,maxLength=512"`
+	Content   string   `json:"content" jsonschema:"The text to remember, at most 1000000 bytes of UTF-8." schema:"minLength=1,maxLength=1000000"`
+	Namespace string   `json:"namespace,omitempty" jsonschema:"Groups documents; titles are unique within a namespace. Defaults to the client's namespace: \"mcp\" unless the operator gave this client a scope." schema:"pattern=^[A-Za-z0-9_.-]{1,64}$"`
+	Tags      []string `json:"tags,omitempty" jsonschema:"Labels for the whole document (searchable like words); replaces its previous tags, while leaving tags out keeps them ([] removes them). At most 50, each at most 128 bytes." schema:"maxItems=50,items.minLength=1,items.maxLength=128"`
 }
 
 // storeResult is memory_store's structured content.
 type storeResult struct {
-	DocumentID string `json:"document_id"`
+	DocumentID string `json:"document_id" jsonschema:"<namespace>/<key>"`
 	Namespace  string `json:"namespace"`
-	Key        string `json:"key"`
-	ChunkCount int    `json:"chunk_count"`
+	Key        string `json:"key" jsonschema:"The document's upsert key, derived from its title."`
+	ChunkCount int    `json:"chunk_count" schema:"minimum=1"`
 	// ChunkIDs are the document's chunks in order, for tree_read_chunk,
 	// memory_note and tree_tag.
-	ChunkIDs []string `json:"chunk_ids"`
+	ChunkIDs []string `json:"chunk_ids" jsonschema:"The document's chunks in order, for tree_read_chunk, memory_note and tree_tag."`
 	// Tags are the document's tags after the call.
-	Tags []string `json:"tags"`
+	Tags []string `json:"tags" jsonschema:"The document's tags after this call."`
 	// Replaced is set when the title named an existing document: what
 	// changed, and under which version its previous text is kept.
 	Replaced *replacement `json:"replaced,omitempty"`
@@ -36,20 +38,13 @@ type storeResult struct {
 
 // validate checks the arguments and returns the document to write.
 func (a *storeArgs) validate(sc scope) (document, *argError) {
-	title, aerr := requiredString("title", a.Title, maxTitleRunes)
-	if aerr != nil {
-		return document{}, aerr
-	}
-	content, aerr := requiredText("content", a.Content, maxContentBytes, "; split it into several documents")
-	if aerr != nil {
+	title, content := strings.TrimSpace(a.Title), a.Content
+	if aerr := maxBytes("content", content, maxContentBytes, "; split it into several documents"); aerr != nil {
 		return document{}, aerr
 	}
 	namespace := sc.def
-	if a.Namespace != nil {
-		namespace = *a.Namespace
-		if !namespaceRE.MatchString(namespace) {
-			return document{}, argErrorf(`argument "namespace" must match %s, got %s`, namespacePattern, quoteShort(namespace))
-		}
+	if a.Namespace != "" {
+		namespace = a.Namespace
 		if !sc.allows(namespace) {
 			return document{}, argErrorf(`namespace %s is outside what this client may write (%s)`, quoteShort(namespace), sc.describe())
 		}
@@ -57,7 +52,7 @@ func (a *storeArgs) validate(sc scope) (document, *argError) {
 	var tags []string // nil keeps an existing document's tags
 	if a.Tags != nil {
 		var aerr *argError
-		if tags, aerr = validateTags("tags", a.Tags, 0); aerr != nil {
+		if tags, aerr = validateTags("tags", a.Tags); aerr != nil {
 			return document{}, aerr
 		}
 	}
@@ -75,21 +70,17 @@ func (a *storeArgs) validate(sc scope) (document, *argError) {
 	}, nil
 }
 
-func runStore(ctx context.Context, p *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	var args storeArgs
-	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return nil, aerr
-	}
+func runStore(ctx context.Context, p *Provider, st *store, args storeArgs) (*sdk.CallToolResult, storeResult, error) {
 	doc, aerr := args.validate(scopeOf(ctx))
 	if aerr != nil {
-		return nil, aerr
+		return nil, storeResult{}, aerr
 	}
 	res, err := st.putDocument(ctx, doc)
 	if errors.Is(err, errKeyCollision) {
-		return nil, argErrorf("another document already uses the key for this title; choose a different title")
+		return nil, storeResult{}, argErrorf("another document already uses the key for this title; choose a different title")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store document: %w", err)
+		return nil, storeResult{}, fmt.Errorf("store document: %w", err)
 	}
 	verb := "Updated"
 	if res.Created {
@@ -119,9 +110,9 @@ func runStore(ctx context.Context, p *Provider, st *store, raw json.RawMessage) 
 			text += " The previous text was not kept (keep_versions_days = 0)."
 		}
 	}
-	return sdk.StructuredResult(text,
+	return sdk.TextResult(text),
 		storeResult{DocumentID: res.DocumentID, Namespace: doc.Namespace, Key: res.Key, ChunkCount: len(doc.Pieces), ChunkIDs: res.ChunkIDs, Tags: res.Tags, Replaced: res.Replaced},
-	)
+		nil
 }
 
 // plural formats a count with a noun, adding "s" unless n is 1.
@@ -132,60 +123,19 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-var storeTool = tool{
-	spec: sdk.Tool{
-		Name:  ToolStore,
-		Title: "Store in memory",
-		Description: "Remember something for later: save a titled note or document to long-term memory. It can be " +
-			"found again, in this or any future conversation, with memory_search or memory_recall. Use it for " +
-			"facts, decisions, plans, summaries or reference text worth keeping, and whenever the user asks to " +
-			"remember, note or write down something. The content is split into chunks of about 512 " +
-			"tokens and is searchable as soon as the call returns. Storing again with the same title " +
-			"in the same namespace replaces that document's content (and its tags, when tags are given); a " +
-			"different title never " +
-			"overwrites another document, even if the titles look alike. Returns the document_id.",
-		InputSchema: mustJSON(objectSchema([]string{"title", "content"}, map[string]any{
-			"title": map[string]any{
-				"type":        "string",
-				"minLength":   1,
-				"maxLength":   maxTitleRunes,
-				"description": "Short, specific title; it identifies the document: the same title updates it.",
-			},
-			"content": map[string]any{
-				"type":      "string",
-				"minLength": 1,
-				// maxLength counts characters; the handler also enforces
-				// the byte limit.
-				"maxLength":   maxContentBytes,
-				"description": fmt.Sprintf("The text to remember, at most %d bytes of UTF-8.", maxContentBytes),
-			},
-			"namespace": map[string]any{
-				"type":        "string",
-				"pattern":     namespacePattern,
-				"description": "Groups documents; titles are unique within a namespace. Defaults to the client's namespace: \"mcp\" unless the operator gave this client a scope.",
-			},
-			"tags": map[string]any{
-				"type":     "array",
-				"maxItems": maxTags,
-				"items": map[string]any{
-					"type":      "string",
-					"minLength": 1,
-					"maxLength": maxTagBytes,
-				},
-				"description": "Labels for the whole document (searchable like words); replaces its previous tags, while leaving tags out keeps them ([] removes them). At most 50, each at most 128 bytes.",
-			},
-		})),
-		OutputSchema: mustJSON(objectSchema([]string{"document_id", "namespace", "key", "chunk_count", "chunk_ids", "tags"}, map[string]any{
-			"document_id": map[string]any{"type": "string", "description": "<namespace>/<key>"},
-			"namespace":   map[string]any{"type": "string"},
-			"key":         map[string]any{"type": "string", "description": "The document's upsert key, derived from its title."},
-			"chunk_count": map[string]any{"type": "integer", "minimum": 1},
-			"chunk_ids":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The document's chunks in order, for tree_read_chunk, memory_note and tree_tag."},
-			"tags":        map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "The document's tags after this call."},
-			"replaced":    replacementSchema(),
-		})),
-		Annotations: actAnnotations("Store in memory"),
-		Class:       sdk.ClassAct,
-	},
-	run: runStore,
+// storeTool is memory_store's catalog entry; its schemas come from
+// storeArgs and storeResult.
+var storeTool = sdk.Tool{
+	Name:  ToolStore,
+	Title: "Store in memory",
+	Description: "Remember something for later: save a titled note or document to long-term memory. It can be " +
+		"found again, in this or any future conversation, with memory_search or memory_recall. Use it for " +
+		"facts, decisions, plans, summaries or reference text worth keeping, and whenever the user asks to " +
+		"remember, note or write down something. The content is split into chunks of about 512 " +
+		"tokens and is searchable as soon as the call returns. Storing again with the same title " +
+		"in the same namespace replaces that document's content (and its tags, when tags are given); a " +
+		"different title never " +
+		"overwrites another document, even if the titles look alike. Returns the document_id.",
+	Annotations: actAnnotations("Store in memory"),
+	Class:       sdk.ClassAct,
 }

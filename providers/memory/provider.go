@@ -87,6 +87,9 @@ type Provider struct {
 	scopes       scopes
 	keepVersions time.Duration
 
+	// tools are the provider's tools, added by New.
+	tools sdk.Tools
+
 	mu    sync.Mutex
 	store *store // nil until Configure succeeds and after Close
 }
@@ -106,6 +109,7 @@ func New(opts *Options) *Provider {
 		}
 		p.httpClient = opts.HTTPClient
 	}
+	p.addTools()
 	return p
 }
 
@@ -232,6 +236,36 @@ func checkTableKeys(name string, raw json.RawMessage, accepted []string) (map[st
 	return table, nil
 }
 
+// describeType names a Go config type in TOML terms.
+func describeType(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Float64, reflect.Int:
+		return "a number"
+	case reflect.Slice:
+		return "an array of " + strings.TrimPrefix(describeType(t.Elem()), "a ") + "s"
+	default:
+		return "a " + t.Kind().String()
+	}
+}
+
+// jsonFields lists the JSON names of the fields of the struct dst points
+// to.
+func jsonFields(dst any) []string {
+	t := reflect.TypeOf(dst).Elem()
+	names := make([]string, 0, t.NumField())
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // Configure checks the provider's config and opens memory.db in the data
 // directory, creating or upgrading its schema; or, when the host passes
 // the secret [SecretStorageDriver] "postgres" ([storage] driver =
@@ -305,47 +339,39 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 
 // Describe returns the provider's tools.
 func (p *Provider) Describe(context.Context) (*sdk.Catalog, error) {
-	specs := make([]sdk.Tool, len(tools))
-	for i, t := range tools {
-		specs[i] = t.spec
-	}
 	return &sdk.Catalog{
 		Name:         providerName,
 		Version:      providerVersion,
-		Tools:        specs,
+		Tools:        p.tools.List(),
 		Instructions: instructions,
 	}, nil
 }
 
-// CallTool runs one of the provider's tools.
+// CallTool runs one of the provider's tools, in the caller's scope. It
+// fails before Configure and after Close, and for a tool the provider
+// does not have.
 func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	t, ok := toolsByName[req.Name]
-	if !ok {
-		return nil, fmt.Errorf("memory provider has no tool %q", req.Name)
+	if p.openStore() == nil {
+		return nil, errNotConfigured
 	}
-	p.mu.Lock()
-	st := p.store
-	p.mu.Unlock()
-	if st == nil {
-		return nil, errors.New("memory provider is not configured")
-	}
-	res, err := t.run(withScope(ctx, p.scopes.of(req.Caller)), p, st, req.Arguments)
-	var aerr *argError
-	if errors.As(err, &aerr) {
-		// Bad input is the model's to fix: an isError result naming the
-		// tool, not a failure of the call.
-		return sdk.ErrorResult("%s: %s", req.Name, aerr), nil
-	}
+	res, err := p.tools.Call(withScope(ctx, p.scopes.of(req.Caller)), req)
 	if err != nil {
-		p.logger.Error("tool failed", "tool", req.Name, "error", err)
-		return nil, fmt.Errorf("%s: %w", req.Name, err)
+		return nil, fmt.Errorf("memory provider: %w", err)
 	}
 	if req.Caller.ReadsStructuredContent {
 		// The client's model reads the structured content; text that
 		// lists the same hits again would cost their tokens twice.
-		res = briefResult(t.spec, req.Arguments, res)
+		res = briefResult(req.Arguments, res)
 	}
 	return res, nil
+}
+
+// openStore returns the open store, nil before Configure and after
+// Close.
+func (p *Provider) openStore() *store {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.store
 }
 
 // ReadResource always fails: the memory provider serves no resources.

@@ -387,7 +387,7 @@ func TestCrossProcess(t *testing.T) {
 		}
 	}
 	for _, w := range append(writers, "parent") {
-		hits := search(t, p, "cross process marker "+w, maxK)
+		hits := search(t, p, "cross process marker "+w, 50)
 		if len(hits) != perWriter {
 			t.Errorf("writer %s: %d documents found, want %d", w, len(hits), perWriter)
 		}

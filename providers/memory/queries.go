@@ -32,19 +32,20 @@ const (
 var bm25Expr = fmt.Sprintf("bm25(chunks_fts, %.1f, %.1f, %.1f)", titleWeight, bodyWeight, tagsWeight)
 
 // chunkRef identifies a chunk and where it belongs. Every hit and chunk
-// view starts with these fields, flat, chunk_id first.
+// view starts with these fields, flat, chunk_id first; the tags give their
+// output schema.
 type chunkRef struct {
-	ChunkID    string `json:"chunk_id"`
+	ChunkID    string `json:"chunk_id" jsonschema:"Pass it to tree_read_chunk, memory_note or tree_tag."`
 	DocumentID string `json:"document_id"`
-	Title      string `json:"title"`
+	Title      string `json:"title" jsonschema:"The document's title."`
 	Namespace  string `json:"namespace"`
-	SourceID   string `json:"source_id"`
-	SourceKind string `json:"source_kind"`
-	Seq        int    `json:"seq"`
+	SourceID   string `json:"source_id" jsonschema:"Where the document came from, e.g. mcp:<namespace> or file:<directory>."`
+	SourceKind string `json:"source_kind" schema:"enum=chat|email|document|note"`
+	Seq        int    `json:"seq" jsonschema:"Position of the chunk in its document, from 0." schema:"minimum=0"`
 	// AnnotatesChunkID is set when the chunk is part of a note written by
 	// memory_note: the chunk the note is about.
-	AnnotatesChunkID string `json:"annotates_chunk_id,omitempty"`
-	UpdatedMS        int64  `json:"updated_ms"`
+	AnnotatesChunkID string `json:"annotates_chunk_id,omitempty" jsonschema:"Only on notes written by memory_note: the chunk the note is about."`
+	UpdatedMS        int64  `json:"updated_ms" jsonschema:"Last change of the chunk, Unix milliseconds."`
 }
 
 // refRow is a row of a query that selects refColumns, and possibly a
@@ -84,38 +85,11 @@ const refColumns = `c.id AS chunk_id, c.document_id, d.title, d.namespace, d.sou
 // refJoins joins a chunk c to its document d and source s.
 const refJoins = `JOIN documents d ON d.id = c.document_id JOIN sources s ON s.id = d.source_id`
 
-// refProperties is the JSON Schema of chunkRef's fields.
-func refProperties() map[string]any {
-	return map[string]any{
-		"chunk_id":           map[string]any{"type": "string", "description": "Pass it to tree_read_chunk, memory_note or tree_tag."},
-		"document_id":        map[string]any{"type": "string"},
-		"title":              map[string]any{"type": "string", "description": "The document's title."},
-		"namespace":          map[string]any{"type": "string"},
-		"source_id":          map[string]any{"type": "string", "description": "Where the document came from, e.g. mcp:<namespace> or file:<directory>."},
-		"source_kind":        map[string]any{"type": "string", "enum": sourceKinds},
-		"seq":                map[string]any{"type": "integer", "minimum": 0, "description": "Position of the chunk in its document, from 0."},
-		"annotates_chunk_id": map[string]any{"type": "string", "description": "Only on notes written by memory_note: the chunk the note is about."},
-		"updated_ms":         map[string]any{"type": "integer", "description": "Last change of the chunk, Unix milliseconds."},
-	}
-}
-
-// refRequired lists chunkRef's always-present fields.
-var refRequired = []string{"chunk_id", "document_id", "title", "namespace", "source_id", "source_kind", "seq", "updated_ms"}
-
-// hitSchema is the JSON Schema of a hit: chunkRef's fields plus extra.
-func hitSchema(required []string, extra map[string]any) map[string]any {
-	props := refProperties()
-	for k, v := range extra {
-		props[k] = v
-	}
-	return objectSchema(append(append([]string{}, refRequired...), required...), props)
-}
-
 // searchHit is one ranked chunk of memory_search.
 type searchHit struct {
 	chunkRef
-	Snippet string  `json:"snippet"`
-	Score   float64 `json:"score"`
+	Snippet string  `json:"snippet" jsonschema:"Excerpt of the chunk with matches marked **like this**."`
+	Score   float64 `json:"score" jsonschema:"BM25 relevance; higher is better." schema:"exclusiveMinimum=0"`
 }
 
 // search returns up to k chunks that hold every term, best first (see
@@ -284,7 +258,7 @@ type browseFilter struct {
 // browseHit is one chunk of tree_browse.
 type browseHit struct {
 	chunkRef
-	Snippet string `json:"snippet"`
+	Snippet string `json:"snippet" jsonschema:"The start of the chunk, or an excerpt with matches marked **like this** when query is given."`
 	// textKey is the SHA-256 of the chunk's text, to drop duplicates.
 	textKey [sha256.Size]byte
 }
@@ -343,11 +317,11 @@ type chunkView struct {
 	chunkRef
 	Content string `json:"content"`
 	// Tags is the chunk's own tag set, as tree_tag sets it.
-	Tags []string `json:"tags"`
+	Tags []string `json:"tags" jsonschema:"The chunk's own tags, as tree_tag set them."`
 	// DocumentTags are the tags memory_store gave the whole document.
-	DocumentTags []string   `json:"document_tags"`
-	Notes        []noteView `json:"notes"`
-	CreatedMS    int64      `json:"created_ms"`
+	DocumentTags []string   `json:"document_tags" jsonschema:"The tags of the whole document, as memory_store set them."`
+	Notes        []noteView `json:"notes" jsonschema:"Notes memory_note attached to this chunk."`
+	CreatedMS    int64      `json:"created_ms" jsonschema:"When the chunk was first stored, Unix milliseconds."`
 }
 
 // noteView is a note about a chunk.
@@ -509,12 +483,12 @@ func noteTitle(title string) string {
 
 // entityRow is one entity of tree_top_entities.
 type entityRow struct {
-	EntityID   string `json:"entity_id" gorm:"column:entity_id"`
+	EntityID   string `json:"entity_id" gorm:"column:entity_id" jsonschema:"<kind>:<normalised form>, e.g. email:ana@example.com."`
 	Kind       string `json:"kind" gorm:"column:kind"`
-	Surface    string `json:"surface" gorm:"column:surface"`
-	Count      int64  `json:"count" gorm:"column:count"`
-	ChunkCount int64  `json:"chunk_count" gorm:"column:chunk_count"`
-	LastSeenMS int64  `json:"last_seen_ms" gorm:"column:last_seen_ms"`
+	Surface    string `json:"surface" gorm:"column:surface" jsonschema:"The entity as first written."`
+	Count      int64  `json:"count" gorm:"column:count" jsonschema:"Mentions across all chunks." schema:"minimum=1"`
+	ChunkCount int64  `json:"chunk_count" gorm:"column:chunk_count" jsonschema:"Chunks that mention it." schema:"minimum=1"`
+	LastSeenMS int64  `json:"last_seen_ms" gorm:"column:last_seen_ms" jsonschema:"Latest change of a chunk that mentions it, Unix milliseconds."`
 }
 
 // topEntities returns up to k entities, most mentioned first, then most
@@ -571,12 +545,12 @@ func (s *store) entityKinds(ctx context.Context) ([]string, error) {
 type sourceView struct {
 	SourceID     string `json:"source_id" gorm:"column:source_id"`
 	DisplayName  string `json:"display_name" gorm:"column:display_name"`
-	SourceKind   string `json:"source_kind" gorm:"column:source_kind"`
-	ChunkCount   int64  `json:"chunk_count" gorm:"column:chunk_count"`
-	MostRecentMS int64  `json:"most_recent_ms" gorm:"column:most_recent_ms"`
+	SourceKind   string `json:"source_kind" gorm:"column:source_kind" schema:"enum=chat|email|document|note"`
+	ChunkCount   int64  `json:"chunk_count" gorm:"column:chunk_count" schema:"minimum=0"`
+	MostRecentMS int64  `json:"most_recent_ms" gorm:"column:most_recent_ms" jsonschema:"Latest change in the source, Unix milliseconds."`
 	// UserMentionCount is set only when tree_list_sources got a
 	// user_email_hint.
-	UserMentionCount *int64 `json:"user_mention_count,omitempty" gorm:"-"`
+	UserMentionCount *int64 `json:"user_mention_count,omitempty" gorm:"-" jsonschema:"Only with user_email_hint: chunks of this source that mention that address." schema:"minimum=0"`
 }
 
 // mentionsBySource counts, per source, the chunks that mention entity.

@@ -317,21 +317,22 @@ type putResult struct {
 }
 
 // replacement says how a write changed an existing document.
+// The tags give memory_store's output schema.
 type replacement struct {
 	// Version is the number the previous text is kept under in
 	// document_versions; 0 when it was not kept.
-	Version int `json:"version,omitempty"`
+	Version int `json:"version,omitempty" jsonschema:"The previous text is kept as this version (memory_history reads it); absent when it was not kept." schema:"minimum=1"`
 	// TitleChanged is set when the title changed (a note's, say).
 	TitleChanged bool `json:"title_changed"`
 	// PreviousBytes and Bytes are the content's size before and after,
 	// in bytes of UTF-8.
-	PreviousBytes int64 `json:"previous_bytes"`
-	Bytes         int64 `json:"bytes"`
+	PreviousBytes int64 `json:"previous_bytes" jsonschema:"Size of the previous content, bytes of UTF-8." schema:"minimum=0"`
+	Bytes         int64 `json:"bytes" jsonschema:"Size of the new content, bytes of UTF-8." schema:"minimum=0"`
 	// ChunksKept, ChunksAdded and ChunksRemoved count the chunks the
 	// write left alone, wrote and deleted.
-	ChunksKept    int `json:"chunks_kept"`
-	ChunksAdded   int `json:"chunks_added"`
-	ChunksRemoved int `json:"chunks_removed"`
+	ChunksKept    int `json:"chunks_kept" jsonschema:"Chunks whose text and position did not change." schema:"minimum=0"`
+	ChunksAdded   int `json:"chunks_added" jsonschema:"Chunks written." schema:"minimum=0"`
+	ChunksRemoved int `json:"chunks_removed" jsonschema:"Chunks of the previous content deleted." schema:"minimum=0"`
 }
 
 // putDocument writes one document in its own transaction.

@@ -2,116 +2,74 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// Argument bounds; the input schemas and the handlers' own checks share
-// them.
+// Limits the handlers enforce beyond the input schemas, which state the
+// other bounds in their schema tags: the schemas count characters, these
+// count bytes. TestSchemaLimits checks that the two agree.
 const (
 	maxTitleRunes    = 512
 	maxContentBytes  = 1_000_000
-	maxTags          = 50
 	maxTagBytes      = 128
 	maxNoteBytes     = 100_000
 	defaultNamespace = "mcp"
-	maxQueryRunes    = 1024
-	minK             = 1
-	maxK             = 50
-	defaultK         = 10
-	maxChunkIDRunes  = 256
-	maxOffset        = 1_000_000
-	maxFilterItems   = 100
-	maxEmailRunes    = 254
-	maxSourceIDRunes = 4096
-	maxEntityIDRunes = 300
 )
-
-// chunkIDSchema is the input schema of a chunk_id argument.
-func chunkIDSchema() map[string]any {
-	return map[string]any{
-		"type":        "string",
-		"minLength":   1,
-		"maxLength":   maxChunkIDRunes,
-		"description": "A chunk id such as chk_0123456789abcdef01234567, from memory_search, memory_recall or tree_browse.",
-	}
-}
-
-// kSchema is the input schema of a k argument.
-func kSchema(what string) map[string]any {
-	return map[string]any{
-		"type":        "integer",
-		"minimum":     minK,
-		"maximum":     maxK,
-		"default":     defaultK,
-		"description": fmt.Sprintf("Maximum number of %s to return, %d to %d.", what, minK, maxK),
-	}
-}
 
 // namespacePattern is what a namespace must match.
 const namespacePattern = `^[A-Za-z0-9_.-]{1,64}$`
 
 var namespaceRE = regexp.MustCompile(namespacePattern)
 
-// handler runs one tool against an open store. Argument problems and
-// references to things that do not exist are returned as *argError, which
-// CallTool turns into an isError result naming the tool; any other error is
-// an internal failure.
-type handler func(ctx context.Context, p *Provider, st *store, args json.RawMessage) (*sdk.CallToolResult, error)
+// toolFunc runs one tool against an open store, with its arguments checked
+// against the input schema and decoded. Refusals the schema cannot express
+// and references to things that do not exist are returned as *argError,
+// which becomes an isError result naming the tool; any other error is an
+// internal failure, logged and returned as an isError result too.
+type toolFunc[In, Out any] func(ctx context.Context, p *Provider, st *store, in In) (*sdk.CallToolResult, Out, error)
 
-// tool pairs a catalog entry with its handler.
-type tool struct {
-	spec sdk.Tool
-	run  handler
+// addTools adds the provider's tools to p.tools, in the order Describe
+// lists them.
+func (p *Provider) addTools() {
+	addTool(p, storeTool, runStore)
+	addTool(p, forgetTool, runForget)
+	addTool(p, noteTool, runNote)
+	addTool(p, tagTool, runTag)
+	addTool(p, searchTool, runSearch)
+	addTool(p, recallTool, runRecall)
+	addTool(p, readChunkTool, runReadChunk)
+	addTool(p, historyTool, runHistory)
+	addTool(p, browseTool, runBrowse)
+	addTool(p, topEntitiesTool, runTopEntities)
+	addTool(p, listSourcesTool, runListSources)
 }
 
-// tools is the provider's catalog in the order Describe lists it.
-var tools = []tool{
-	storeTool,
-	forgetTool,
-	noteTool,
-	tagTool,
-	searchTool,
-	recallTool,
-	readChunkTool,
-	historyTool,
-	browseTool,
-	topEntitiesTool,
-	listSourcesTool,
-}
-
-// toolsByName indexes tools for CallTool.
-var toolsByName = func() map[string]tool {
-	m := make(map[string]tool, len(tools))
-	for _, t := range tools {
-		m[t.spec.Name] = t
-	}
-	return m
-}()
-
-// objectSchema is a JSON Schema for an object with exactly the given
-// properties.
-func objectSchema(required []string, properties map[string]any) map[string]any {
-	s := map[string]any{
-		"type":                 "object",
-		"properties":           properties,
-		"additionalProperties": false,
-	}
-	if len(required) > 0 {
-		s["required"] = required
-	}
-	return s
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("memory: marshal schema: %v", err))
-	}
-	return b
+// addTool adds the tool spec, run by f, to p's tools; sdk.AddTool derives
+// its schemas from In and Out.
+func addTool[In, Out any](p *Provider, spec sdk.Tool, f toolFunc[In, Out]) {
+	sdk.AddTool(&p.tools, spec, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, Out, error) {
+		var none Out
+		st := p.openStore()
+		if st == nil {
+			return nil, none, errNotConfigured
+		}
+		res, out, err := f(ctx, p, st, in)
+		var aerr *argError
+		if errors.As(err, &aerr) {
+			// Bad input is the model's to fix: an isError result naming
+			// the tool.
+			return sdk.ErrorResult("%s: %s", spec.Name, aerr), none, nil
+		}
+		if err != nil {
+			p.logger.Error("tool failed", "tool", spec.Name, "error", err)
+			return nil, none, fmt.Errorf("%s: %w", spec.Name, err)
+		}
+		return res, out, nil
+	})
 }
 
 // readAnnotations are the annotations of a memory tool that only reads:

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -48,14 +49,14 @@ func TestDescribe(t *testing.T) {
 
 func TestToolSchemas(t *testing.T) {
 	t.Parallel()
-	for _, tl := range tools {
-		t.Run(tl.spec.Name, func(t *testing.T) {
+	for _, tl := range New(nil).tools.List() {
+		t.Run(tl.Name, func(t *testing.T) {
 			t.Parallel()
-			if tl.spec.Description == "" || tl.spec.Title == "" {
+			if tl.Description == "" || tl.Title == "" {
 				t.Error("missing title or description")
 			}
-			for kind, raw := range map[string]json.RawMessage{"input": tl.spec.InputSchema, "output": tl.spec.OutputSchema} {
-				resolvedSchema(t, tl.spec.Name, kind)
+			for kind, raw := range map[string]json.RawMessage{"input": tl.InputSchema, "output": tl.OutputSchema} {
+				resolvedSchema(t, tl.Name, kind)
 				var s map[string]any
 				if err := json.Unmarshal(raw, &s); err != nil {
 					t.Fatalf("%s schema is not a JSON object: %v", kind, err)
@@ -67,6 +68,77 @@ func TestToolSchemas(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSchemaLimits checks that the limits the schema tags state agree
+// with the constants the handlers and the rest of the provider use.
+func TestSchemaLimits(t *testing.T) {
+	t.Parallel()
+	prop := func(tool, kind string, path ...string) map[string]any {
+		t.Helper()
+		tl := toolSpec(t, tool)
+		raw := tl.InputSchema
+		if kind == "output" {
+			raw = tl.OutputSchema
+		}
+		var s map[string]any
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range path {
+			next, ok := s[p].(map[string]any)
+			if !ok {
+				t.Fatalf("%s %s schema has no %v", tool, kind, path)
+			}
+			s = next
+		}
+		return s
+	}
+	kinds := make([]any, len(sourceKinds))
+	for i, k := range sourceKinds {
+		kinds[i] = k
+	}
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"title maxLength", prop(ToolStore, "input", "properties", "title")["maxLength"], float64(maxTitleRunes)},
+		{"content maxLength", prop(ToolStore, "input", "properties", "content")["maxLength"], float64(maxContentBytes)},
+		{"note_text maxLength", prop(ToolNote, "input", "properties", "note_text")["maxLength"], float64(maxNoteBytes)},
+		{"store tag maxLength", prop(ToolStore, "input", "properties", "tags", "items")["maxLength"], float64(maxTagBytes)},
+		{"tree_tag tag maxLength", prop(ToolTag, "input", "properties", "tags", "items")["maxLength"], float64(maxTagBytes)},
+		{"history offset maximum", prop(ToolHistory, "input", "properties", "offset")["maximum"], float64(maxContentBytes)},
+		{"store namespace pattern", prop(ToolStore, "input", "properties", "namespace")["pattern"], namespacePattern},
+		{"forget namespaces pattern", prop(ToolForget, "input", "properties", "namespaces", "items")["pattern"], namespacePattern},
+		{"entity kind pattern", prop(ToolTopEntities, "input", "properties", "kind")["pattern"], entityKindPattern},
+		{"browse source_kinds", prop(ToolBrowse, "input", "properties", "source_kinds", "items")["enum"], kinds},
+		{"browse source_kinds maxItems", prop(ToolBrowse, "input", "properties", "source_kinds")["maxItems"], float64(len(sourceKinds))},
+		{"sources source_kind", prop(ToolListSources, "output", "properties", "sources", "items", "properties", "source_kind")["enum"], kinds},
+		{"search hit source_kind", prop(ToolSearch, "output", "properties", "chunks", "items", "properties", "source_kind")["enum"], kinds},
+		{"recall mode", prop(ToolRecall, "output", "properties", "mode")["enum"], []any{recallHybrid, recallKeyword}},
+		{"forget document_ids maxItems", prop(ToolForget, "output", "properties", "document_ids")["maxItems"], float64(forgetListed)},
+	}
+	for _, tc := range tests {
+		if diff := diff(tc.want, tc.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+// TestIntegralNumbers checks that a whole number written with a fraction
+// or an exponent, an integer in JSON Schema, is taken as that integer.
+func TestIntegralNumbers(t *testing.T) {
+	t.Parallel()
+	p, _ := newProvider(t)
+	for i := range 3 {
+		put(t, p, map[string]any{"title": fmt.Sprintf("reef %d", i), "content": fmt.Sprintf("coral reef notes, part %d", i)})
+	}
+	for _, k := range []string{"2.0", "2e0"} {
+		res := call[searchResult](t, p, ToolSearch, json.RawMessage(`{"query":"reef","k":`+k+`}`))
+		if len(res.Chunks) != 2 {
+			t.Errorf("k %s: %d hits, want 2", k, len(res.Chunks))
+		}
 	}
 }
 
@@ -142,8 +214,11 @@ func TestCallToolErrors(t *testing.T) {
 	}
 }
 
-// TestArguments covers argument decoding and bounds for every tool: each
-// problem is an isError result that names the argument and the bound.
+// TestArguments covers the arguments of every tool. What the input schema
+// refuses never reaches a handler: sdk.AddTool checks a call that did not
+// come through the host as the host does, with the host's messages. What
+// the provider refuses itself is an isError result that names the tool,
+// the argument and the bound.
 func TestArguments(t *testing.T) {
 	t.Parallel()
 	p, _ := newProvider(t)
@@ -163,79 +238,98 @@ func TestArguments(t *testing.T) {
 		args string
 		want string
 	}{
-		"store: not an object":      {ToolStore, `[1]`, `memory_store: arguments must be a JSON object`},
-		"store: trailing data":      {ToolStore, `{"title":"a","content":"b"} {}`, `memory_store: arguments must be a single JSON object`},
-		"store: unknown argument":   {ToolStore, `{"title":"a","content":"b","body":"c"}`, `memory_store: unknown argument "body"; accepted arguments: title, content, namespace, tags`},
-		"store: wrong type":         {ToolStore, `{"title":5,"content":"b"}`, `memory_store: argument "title" must be a string, not a JSON number`},
-		"store: tags wrong type":    {ToolStore, `{"title":"a","content":"b","tags":"x"}`, `memory_store: argument "tags" must be an array of strings, not a JSON string`},
-		"store: missing title":      {ToolStore, `{"content":"b"}`, `memory_store: argument "title" is required`},
-		"store: blank title":        {ToolStore, `{"title":" \t\n","content":"b"}`, `memory_store: argument "title" must not be blank`},
-		"store: title too long":     {ToolStore, mustMarshal(t, map[string]any{"title": long(513), "content": "b"}), `memory_store: argument "title" must be at most 512 characters, got 513`},
-		"store: missing content":    {ToolStore, `{"title":"a"}`, `memory_store: argument "content" is required`},
-		"store: blank content":      {ToolStore, `{"title":"a","content":"  \n "}`, `memory_store: argument "content" must not be blank`},
-		"store: content too large":  {ToolStore, mustMarshal(t, map[string]any{"title": "a", "content": long(500_001)}), `memory_store: argument "content" must be at most 1000000 bytes, got 1000002; split it into several documents`},
-		"store: empty namespace":    {ToolStore, `{"title":"a","content":"b","namespace":""}`, `memory_store: argument "namespace" must match ^[A-Za-z0-9_.-]{1,64}$, got ""`},
-		"store: bad namespace":      {ToolStore, `{"title":"a","content":"b","namespace":"a/b"}`, `memory_store: argument "namespace" must match ^[A-Za-z0-9_.-]{1,64}$, got "a/b"`},
-		"store: too many tags":      {ToolStore, mustMarshal(t, map[string]any{"title": "a", "content": "b", "tags": tags51}), `memory_store: argument "tags" must have at most 50 items, got 51`},
-		"store: blank tag":          {ToolStore, `{"title":"a","content":"b","tags":["x"," "]}`, `memory_store: argument "tags" item 2 must not be blank`},
-		"store: tag too long":       {ToolStore, mustMarshal(t, map[string]any{"title": "a", "content": "b", "tags": []string{long(129)}}), `memory_store: argument "tags" item 1 must be at most 128 bytes, got 258`},
-		"search: missing query":     {ToolSearch, `{}`, `memory_search: argument "query" is required`},
-		"search: null arguments":    {ToolSearch, `null`, `memory_search: argument "query" is required`},
-		"search: blank query":       {ToolSearch, `{"query":"   "}`, `memory_search: argument "query" must not be blank`},
-		"search: query too long":    {ToolSearch, mustMarshal(t, map[string]any{"query": long(1025)}), `memory_search: argument "query" must be at most 1024 characters, got 1025`},
-		"search: k zero":            {ToolSearch, `{"query":"a","k":0}`, `memory_search: argument "k" must be an integer from 1 to 50, got 0`},
-		"search: k negative":        {ToolSearch, `{"query":"a","k":-3}`, `memory_search: argument "k" must be an integer from 1 to 50, got -3`},
-		"search: k above limit":     {ToolSearch, `{"query":"a","k":51}`, `memory_search: argument "k" must be an integer from 1 to 50, got 51`},
-		"search: k fraction":        {ToolSearch, `{"query":"a","k":2.5}`, `memory_search: argument "k" must be an integer from 1 to 50, got 2.5`},
-		"search: k string":          {ToolSearch, `{"query":"a","k":"5"}`, `memory_search: argument "k" must be a number, not a JSON string`},
-		"search: unknown argument":  {ToolSearch, `{"query":"a","limit":5}`, `memory_search: unknown argument "limit"; accepted arguments: query, k, namespaces, max_tokens`},
-		"read_chunk: missing id":    {ToolReadChunk, `{}`, `tree_read_chunk: argument "chunk_id" is required`},
-		"read_chunk: blank id":      {ToolReadChunk, `{"chunk_id":""}`, `tree_read_chunk: argument "chunk_id" must not be blank`},
-		"read_chunk: id too long":   {ToolReadChunk, mustMarshal(t, map[string]any{"chunk_id": long(257)}), `tree_read_chunk: argument "chunk_id" must be at most 256 characters, got 257`},
-		"read_chunk: unknown field": {ToolReadChunk, `{"chunk_id":"x","id":"y"}`, `tree_read_chunk: unknown argument "id"; accepted arguments: chunk_id, max_tokens`},
+		// Refused by the input schema, as the host refuses them.
+		"store: not an object":     {ToolStore, `[1]`, `arguments must be a JSON object; memory_store takes: content, namespace, tags, title`},
+		"store: trailing data":     {ToolStore, `{"title":"a","content":"b"} {}`, `arguments must be a JSON object: invalid character '{' after top-level value`},
+		"store: unknown argument":  {ToolStore, `{"title":"a","content":"b","body":"c"}`, `unknown argument "body"; memory_store takes: content, namespace, tags, title`},
+		"store: wrong type":        {ToolStore, `{"title":5,"content":"b"}`, `argument "title" must be of type string; got integer 5`},
+		"store: tags wrong type":   {ToolStore, `{"title":"a","content":"b","tags":"x"}`, `argument "tags" must be of type array; got string (1 characters)`},
+		"store: missing title":     {ToolStore, `{"content":"b"}`, `missing required argument "title"`},
+		"store: blank title":       {ToolStore, `{"title":" \t\n","content":"b"}`, `argument "title" must not be blank`},
+		"store: title too long":    {ToolStore, mustMarshal(t, map[string]any{"title": long(513), "content": "b"}), `argument "title" is 513 characters long; at most 512 allowed`},
+		"store: missing content":   {ToolStore, `{"title":"a"}`, `missing required argument "content"`},
+		"store: blank content":     {ToolStore, `{"title":"a","content":"  \n "}`, `argument "content" must not be blank`},
+		"store: empty namespace":   {ToolStore, `{"title":"a","content":"b","namespace":""}`, `argument "namespace" must match the pattern ^[A-Za-z0-9_.-]{1,64}$`},
+		"store: bad namespace":     {ToolStore, `{"title":"a","content":"b","namespace":"a/b"}`, `argument "namespace" must match the pattern ^[A-Za-z0-9_.-]{1,64}$`},
+		"store: too many tags":     {ToolStore, mustMarshal(t, map[string]any{"title": "a", "content": "b", "tags": tags51}), `argument "tags" has 51 items; at most 50 allowed`},
+		"store: tag too long":      {ToolStore, mustMarshal(t, map[string]any{"title": "a", "content": "b", "tags": []string{long(129)}}), `argument "tags" item 1 is 129 characters long; at most 128 allowed`},
+		"search: missing query":    {ToolSearch, `{}`, `missing required argument "query"`},
+		"search: null arguments":   {ToolSearch, `null`, `missing required argument "query"`},
+		"search: blank query":      {ToolSearch, `{"query":"   "}`, `argument "query" must not be blank`},
+		"search: query too long":   {ToolSearch, mustMarshal(t, map[string]any{"query": long(1025)}), `argument "query" is 1025 characters long; at most 1024 allowed`},
+		"search: k zero":           {ToolSearch, `{"query":"a","k":0}`, `argument "k" must be between 1 and 50; got 0`},
+		"search: k negative":       {ToolSearch, `{"query":"a","k":-3}`, `argument "k" must be between 1 and 50; got -3`},
+		"search: k above limit":    {ToolSearch, `{"query":"a","k":51}`, `argument "k" must be between 1 and 50; got 51`},
+		"search: k fraction":       {ToolSearch, `{"query":"a","k":2.5}`, `argument "k" must be of type integer; got number 2.5`},
+		"search: k string":         {ToolSearch, `{"query":"a","k":"5"}`, `argument "k" must be of type integer; got string (1 characters)`},
+		"search: unknown argument": {ToolSearch, `{"query":"a","limit":5}`, `unknown argument "limit"; memory_search takes: k, max_tokens, namespaces, query`},
+		"search: bad namespace":    {ToolSearch, `{"query":"a","namespaces":["a/b"]}`, `invalid arguments for memory_search: validating /properties/namespaces: validating /properties/namespaces/items: pattern: "a/b" does not match regular expression "^(\\*|[A-Za-z0-9_.-]{1,64})$"`},
+		"read_chunk: missing id":   {ToolReadChunk, `{}`, `missing required argument "chunk_id"`},
+		"read_chunk: blank id":     {ToolReadChunk, `{"chunk_id":""}`, `argument "chunk_id" must not be blank`},
+		"read_chunk: id too long":  {ToolReadChunk, mustMarshal(t, map[string]any{"chunk_id": long(257)}), `argument "chunk_id" is 257 characters long; at most 256 allowed`},
+		"read_chunk: unknown":      {ToolReadChunk, `{"chunk_id":"x","id":"y"}`, `unknown argument "id"; tree_read_chunk takes: chunk_id, max_tokens`},
+		"recall: missing query":    {ToolRecall, `{}`, `missing required argument "query"`},
+		"recall: blank query":      {ToolRecall, `{"query":" "}`, `argument "query" must not be blank`},
+		"recall: query too long":   {ToolRecall, mustMarshal(t, map[string]any{"query": long(1025)}), `argument "query" is 1025 characters long; at most 1024 allowed`},
+		"recall: k above limit":    {ToolRecall, `{"query":"a","k":51}`, `argument "k" must be between 1 and 50; got 51`},
+		"recall: k zero":           {ToolRecall, `{"query":"a","k":0}`, `argument "k" must be between 1 and 50; got 0`},
+		"recall: k string":         {ToolRecall, `{"query":"a","k":"5"}`, `argument "k" must be of type integer; got string (1 characters)`},
+		"recall: unknown":          {ToolRecall, `{"query":"a","mode":"x"}`, `unknown argument "mode"; memory_recall takes: k, max_tokens, namespaces, query`},
+		"note: missing chunk_id":   {ToolNote, `{"note_text":"x"}`, `missing required argument "chunk_id"`},
+		"note: missing text":       {ToolNote, `{"chunk_id":"chk_x"}`, `missing required argument "note_text"`},
+		"note: blank text":         {ToolNote, `{"chunk_id":"chk_x","note_text":" \n"}`, `argument "note_text" must not be blank`},
+		"note: unknown argument":   {ToolNote, `{"chunk_id":"x","note_text":"y","title":"z"}`, `unknown argument "title"; memory_note takes: chunk_id, note_text`},
+		"tag: missing tags":        {ToolTag, `{"chunk_id":"chk_x"}`, `missing required argument "tags"`},
+		"tag: empty tags":          {ToolTag, `{"chunk_id":"chk_x","tags":[]}`, `argument "tags" has 0 items; at least 1 required`},
+		"tag: too many tags":       {ToolTag, mustMarshal(t, map[string]any{"chunk_id": "chk_x", "tags": tags51}), `argument "tags" has 51 items; at most 50 allowed`},
+		"tag: tag too long":        {ToolTag, mustMarshal(t, map[string]any{"chunk_id": "chk_x", "tags": []string{"ok", strings.Repeat("x", 129)}}), `argument "tags" item 2 is 129 characters long; at most 128 allowed`},
+		"tag: empty tag":           {ToolTag, `{"chunk_id":"chk_x","tags":[""]}`, `argument "tags" item 1 is 0 characters long; at least 1 required`},
+		"tag: missing chunk_id":    {ToolTag, `{"tags":["a"]}`, `missing required argument "chunk_id"`},
+		"history: offset too big":  {ToolHistory, `{"document_id":"mcp/x","version":1,"offset":1000001}`, `argument "offset" must be between 0 and 1000000; got 1000001`},
+		"history: version zero":    {ToolHistory, `{"document_id":"mcp/x","version":0}`, `argument "version" must be at least 1; got 0`},
+		"browse: k above limit":    {ToolBrowse, `{"k":51}`, `argument "k" must be between 1 and 50; got 51`},
+		"browse: negative offset":  {ToolBrowse, `{"offset":-1}`, `argument "offset" must be between 0 and 1000000; got -1`},
+		"browse: offset too big":   {ToolBrowse, `{"offset":1000001}`, `argument "offset" must be between 0 and 1000000; got 1000001`},
+		"browse: bad kind":         {ToolBrowse, `{"source_kinds":["Notes"]}`, `argument "source_kinds" item 1 must be one of "chat", "email", "document", "note"`},
+		"browse: too many kinds":   {ToolBrowse, `{"source_kinds":["note","note","note","note","note"]}`, `argument "source_kinds" has 5 items; at most 4 allowed`},
+		"browse: entity too long":  {ToolBrowse, mustMarshal(t, map[string]any{"entity_ids": []string{long(301)}}), `argument "entity_ids" item 1 is 301 characters long; at most 300 allowed`},
+		"browse: since fraction":   {ToolBrowse, `{"since_ms":1.5}`, `argument "since_ms" must be of type integer; got number 1.5`},
+		"browse: since null":       {ToolBrowse, `{"since_ms":null}`, `argument "since_ms" must be of type integer; got null`},
+		"browse: until negative":   {ToolBrowse, `{"until_ms":-1}`, `argument "until_ms" must be between 0 and 9007199254740991; got -1`},
+		"browse: unknown":          {ToolBrowse, `{"limit":3}`, `unknown argument "limit"; tree_browse takes: entity_ids, k, max_tokens, namespaces, offset, query, since_ms, source_ids, source_kinds, until_ms`},
+		"entities: bad kind":       {ToolTopEntities, `{"kind":"E-mail"}`, `argument "kind" must match the pattern ^[a-z][a-z0-9_]{0,31}$`},
+		"entities: blank kind":     {ToolTopEntities, `{"kind":""}`, `argument "kind" must match the pattern ^[a-z][a-z0-9_]{0,31}$`},
+		"entities: k above limit":  {ToolTopEntities, `{"k":100}`, `argument "k" must be between 1 and 50; got 100`},
+		"sources: email too long":  {ToolListSources, mustMarshal(t, map[string]any{"user_email_hint": long(250) + "@x.io"}), `argument "user_email_hint" is 255 characters long; at most 254 allowed`},
+		"sources: unknown":         {ToolListSources, `{"email":"a@b.c"}`, `unknown argument "email"; tree_list_sources takes: user_email_hint`},
+		"forget: updated fraction": {ToolForget, `{"updated_before_ms":2.5}`, `argument "updated_before_ms" must be of type integer; got number 2.5`},
 
-		"recall: missing query":   {ToolRecall, `{}`, `memory_recall: argument "query" is required`},
-		"recall: blank query":     {ToolRecall, `{"query":" "}`, `memory_recall: argument "query" must not be blank`},
-		"recall: query too long":  {ToolRecall, mustMarshal(t, map[string]any{"query": long(1025)}), `memory_recall: argument "query" must be at most 1024 characters, got 1025`},
-		"recall: k above limit":   {ToolRecall, `{"query":"a","k":51}`, `memory_recall: argument "k" must be an integer from 1 to 50, got 51`},
-		"recall: k zero":          {ToolRecall, `{"query":"a","k":0}`, `memory_recall: argument "k" must be an integer from 1 to 50, got 0`},
-		"recall: k string":        {ToolRecall, `{"query":"a","k":"5"}`, `memory_recall: argument "k" must be a number, not a JSON string`},
-		"recall: unknown":         {ToolRecall, `{"query":"a","mode":"x"}`, `memory_recall: unknown argument "mode"; accepted arguments: query, k, namespaces, max_tokens`},
-		"note: missing chunk_id":  {ToolNote, `{"note_text":"x"}`, `memory_note: argument "chunk_id" is required`},
-		"note: missing text":      {ToolNote, `{"chunk_id":"chk_x"}`, `memory_note: argument "note_text" is required`},
-		"note: blank text":        {ToolNote, `{"chunk_id":"chk_x","note_text":" \n"}`, `memory_note: argument "note_text" must not be blank`},
-		"note: text too large":    {ToolNote, mustMarshal(t, map[string]any{"chunk_id": "chk_x", "note_text": long(50_001)}), `memory_note: argument "note_text" must be at most 100000 bytes, got 100002`},
-		"note: unknown chunk":     {ToolNote, `{"chunk_id":"no-such-chunk","note_text":"x"}`, `memory_note: no chunk has id "no-such-chunk"; get chunk ids from memory_search, memory_recall or tree_browse`},
-		"note: unknown argument":  {ToolNote, `{"chunk_id":"x","note_text":"y","title":"z"}`, `memory_note: unknown argument "title"; accepted arguments: chunk_id, note_text`},
-		"tag: missing tags":       {ToolTag, `{"chunk_id":"chk_x"}`, `tree_tag: argument "tags" is required`},
-		"tag: empty tags":         {ToolTag, `{"chunk_id":"chk_x","tags":[]}`, `tree_tag: argument "tags" must have at least 1 item, got 0`},
-		"tag: too many tags":      {ToolTag, mustMarshal(t, map[string]any{"chunk_id": "chk_x", "tags": tags51}), `tree_tag: argument "tags" must have at most 50 items, got 51`},
-		"tag: tag too long":       {ToolTag, mustMarshal(t, map[string]any{"chunk_id": "chk_x", "tags": []string{"ok", strings.Repeat("x", 129)}}), `tree_tag: argument "tags" item 2 must be at most 128 bytes, got 129`},
-		"tag: blank tag":          {ToolTag, `{"chunk_id":"chk_x","tags":[""]}`, `tree_tag: argument "tags" item 1 must not be blank`},
-		"tag: unknown chunk":      {ToolTag, `{"chunk_id":"chk_nope","tags":["a"]}`, `tree_tag: no chunk has id "chk_nope"; get chunk ids from memory_search, memory_recall or tree_browse`},
-		"tag: missing chunk_id":   {ToolTag, `{"tags":["a"]}`, `tree_tag: argument "chunk_id" is required`},
-		"browse: k above limit":   {ToolBrowse, `{"k":51}`, `tree_browse: argument "k" must be an integer from 1 to 50, got 51`},
-		"browse: negative offset": {ToolBrowse, `{"offset":-1}`, `tree_browse: argument "offset" must be an integer from 0 to 1000000, got -1`},
-		"browse: offset too big":  {ToolBrowse, `{"offset":1000001}`, `tree_browse: argument "offset" must be an integer from 0 to 1000000, got 1000001`},
-		"browse: bad kind":        {ToolBrowse, `{"source_kinds":["Notes"]}`, `tree_browse: argument "source_kinds" item 1 must be one of chat, email, document, note, got "Notes"`},
-		"browse: too many kinds":  {ToolBrowse, `{"source_kinds":["note","note","note","note","note"]}`, `tree_browse: argument "source_kinds" must have at most 4 items, got 5`},
-		"browse: blank source":    {ToolBrowse, `{"source_ids":["mcp:mcp"," "]}`, `tree_browse: argument "source_ids" item 2 must not be blank`},
-		"browse: entity too long": {ToolBrowse, mustMarshal(t, map[string]any{"entity_ids": []string{long(301)}}), `tree_browse: argument "entity_ids" item 1 must be at most 300 characters, got 301`},
-		"browse: source id bare":  {ToolBrowse, `{"source_ids":["work"]}`, `tree_browse: argument "source_ids" item 1 must be a source id such as mcp:<namespace> or file:<folder>, as tree_list_sources returns, got "work"`},
-		"browse: entity id bare":  {ToolBrowse, `{"entity_ids":["ana@example.com"]}`, `tree_browse: argument "entity_ids" item 1 must be an entity id <kind>:<value> such as email:ana@example.com, as tree_top_entities returns, got "ana@example.com"`},
-		"browse: entity kind bad": {ToolBrowse, `{"entity_ids":["E-mail:a@b.c"]}`, `tree_browse: argument "entity_ids" item 1 must be an entity id <kind>:<value> such as email:ana@example.com, as tree_top_entities returns, got "E-mail:a@b.c"`},
-		"browse: since fraction":  {ToolBrowse, `{"since_ms":1.5}`, `tree_browse: argument "since_ms" must be an integer from 0 to 9007199254740991, got 1.5`},
-		"browse: until negative":  {ToolBrowse, `{"until_ms":-1}`, `tree_browse: argument "until_ms" must be an integer from 0 to 9007199254740991, got -1`},
-		"browse: empty range":     {ToolBrowse, `{"since_ms":10,"until_ms":10}`, `tree_browse: argument "since_ms" (10) must be less than "until_ms" (10)`},
-		"browse: blank query":     {ToolBrowse, `{"query":"  "}`, `tree_browse: argument "query" must not be blank`},
-		"browse: unknown":         {ToolBrowse, `{"limit":3}`, `tree_browse: unknown argument "limit"; accepted arguments: source_kinds, source_ids, entity_ids, since_ms, until_ms, query, k, offset, namespaces, max_tokens`},
-		"entities: bad kind":      {ToolTopEntities, `{"kind":"E-mail"}`, `tree_top_entities: argument "kind" must be a kind such as email, url, handle, hashtag or date (lower-case letters, digits and _), got "E-mail"`},
-		"entities: blank kind":    {ToolTopEntities, `{"kind":""}`, `tree_top_entities: argument "kind" must not be blank`},
-		"entities: k above limit": {ToolTopEntities, `{"k":100}`, `tree_top_entities: argument "k" must be an integer from 1 to 50, got 100`},
-		"sources: bad email":      {ToolListSources, `{"user_email_hint":"ana"}`, `tree_list_sources: argument "user_email_hint" must be an email address such as ana@example.com, got "ana"`},
-		"sources: email spaces":   {ToolListSources, `{"user_email_hint":"a b@c.d"}`, `tree_list_sources: argument "user_email_hint" must be an email address such as ana@example.com, got "a b@c.d"`},
-		"sources: email too long": {ToolListSources, mustMarshal(t, map[string]any{"user_email_hint": long(250) + "@x.io"}), `tree_list_sources: argument "user_email_hint" must be at most 254 characters, got 255`},
-		"sources: unknown":        {ToolListSources, `{"email":"a@b.c"}`, `tree_list_sources: unknown argument "email"; accepted arguments: user_email_hint`},
+		// Refused by the provider, which names the tool.
+		"store: content too large": {ToolStore, mustMarshal(t, map[string]any{"title": "a", "content": long(500_001)}), `memory_store: argument "content" must be at most 1000000 bytes, got 1000002; split it into several documents`},
+		"store: blank tag":         {ToolStore, `{"title":"a","content":"b","tags":["x"," "]}`, `memory_store: argument "tags" item 2 must not be blank`},
+		"store: tag too many bytes": {ToolStore, mustMarshal(t, map[string]any{"title": "a", "content": "b", "tags": []string{long(65)}}),
+			`memory_store: argument "tags" item 1 must be at most 128 bytes, got 130`},
+		"note: text too large": {ToolNote, mustMarshal(t, map[string]any{"chunk_id": "chk_x", "note_text": long(50_001)}), `memory_note: argument "note_text" must be at most 100000 bytes, got 100002`},
+		"note: unknown chunk":  {ToolNote, `{"chunk_id":"no-such-chunk","note_text":"x"}`, `memory_note: no chunk has id "no-such-chunk"; get chunk ids from memory_search, memory_recall or tree_browse`},
+		"tag: tag too many bytes": {ToolTag, mustMarshal(t, map[string]any{"chunk_id": "chk_x", "tags": []string{"ok", long(65)}}),
+			`tree_tag: argument "tags" item 2 must be at most 128 bytes, got 130`},
+		"tag: blank tag":            {ToolTag, `{"chunk_id":"chk_x","tags":[" "]}`, `tree_tag: argument "tags" item 1 must not be blank`},
+		"tag: unknown chunk":        {ToolTag, `{"chunk_id":"chk_nope","tags":["a"]}`, `tree_tag: no chunk has id "chk_nope"; get chunk ids from memory_search, memory_recall or tree_browse`},
+		"history: offset alone":     {ToolHistory, `{"document_id":"mcp/x","offset":5}`, `memory_history: argument "offset" reads a version's text: give version too`},
+		"history: version too big":  {ToolHistory, `{"document_id":"mcp/x","version":3000000000}`, `memory_history: argument "version" must be an integer from 1 to 2147483647, got 3000000000`},
+		"history: unknown document": {ToolHistory, `{"document_id":"mcp/x"}`, `memory_history: no document has id "mcp/x"; get document ids from memory_store, memory_search or tree_browse`},
+		"browse: blank source":      {ToolBrowse, `{"source_ids":["mcp:mcp"," "]}`, `tree_browse: argument "source_ids" item 2 must not be blank`},
+		"browse: source id bare":    {ToolBrowse, `{"source_ids":["work"]}`, `tree_browse: argument "source_ids" item 1 must be a source id such as mcp:<namespace> or file:<folder>, as tree_list_sources returns, got "work"`},
+		"browse: entity id bare":    {ToolBrowse, `{"entity_ids":["ana@example.com"]}`, `tree_browse: argument "entity_ids" item 1 must be an entity id <kind>:<value> such as email:ana@example.com, as tree_top_entities returns, got "ana@example.com"`},
+		"browse: entity kind bad":   {ToolBrowse, `{"entity_ids":["E-mail:a@b.c"]}`, `tree_browse: argument "entity_ids" item 1 must be an entity id <kind>:<value> such as email:ana@example.com, as tree_top_entities returns, got "E-mail:a@b.c"`},
+		"browse: empty range":       {ToolBrowse, `{"since_ms":10,"until_ms":10}`, `tree_browse: argument "since_ms" (10) must be less than "until_ms" (10)`},
+		"browse: blank query":       {ToolBrowse, `{"query":"  "}`, `tree_browse: argument "query" must not be blank`},
+		"sources: bad email":        {ToolListSources, `{"user_email_hint":"ana"}`, `tree_list_sources: argument "user_email_hint" must be an email address such as ana@example.com, got "ana"`},
+		"sources: email spaces":     {ToolListSources, `{"user_email_hint":"a b@c.d"}`, `tree_list_sources: argument "user_email_hint" must be an email address such as ana@example.com, got "a b@c.d"`},
+		"sources: blank email":      {ToolListSources, `{"user_email_hint":"   "}`, `tree_list_sources: argument "user_email_hint" must not be blank`},
+		"forget: nothing":           {ToolForget, `{"dry_run":true}`, `memory_forget: say what to forget: give chunk_ids, document_ids, source_ids, namespaces, query or updated_before_ms`},
+		"forget: blank chunk id":    {ToolForget, `{"chunk_ids":[" "]}`, `memory_forget: argument "chunk_ids" item 1 must not be blank`},
+		"forget: query no words":    {ToolForget, `{"query":"?!"}`, `memory_forget: argument "query" has no letters or digits to match`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

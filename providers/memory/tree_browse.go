@@ -2,28 +2,26 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// browseArgs are tree_browse's arguments; integers are floats so that
-// 10.0 decodes (the checks refuse fractions).
+// browseArgs are tree_browse's arguments. SinceMS and UntilMS are nil
+// when the call leaves them out: 0 is a time. Offset is filled in with its
+// default, 0, and MaxTokens is 0 when the call gives none.
 type browseArgs struct {
-	SourceKinds []string `json:"source_kinds"`
-	SourceIDs   []string `json:"source_ids"`
-	EntityIDs   []string `json:"entity_ids"`
-	SinceMS     *float64 `json:"since_ms"`
-	UntilMS     *float64 `json:"until_ms"`
-	Query       *string  `json:"query"`
-	K           *float64 `json:"k"`
-	Offset      *float64 `json:"offset"`
-	Namespaces  []string `json:"namespaces"`
-	MaxTokens   *float64 `json:"max_tokens"`
+	SourceKinds []string `json:"source_kinds,omitempty" jsonschema:"Keep chunks from sources of these kinds." schema:"maxItems=4,items.enum=chat|email|document|note"`
+	SourceIDs   []string `json:"source_ids,omitempty" jsonschema:"Keep chunks from these sources, e.g. mcp:mcp." schema:"maxItems=100,items.minLength=1,items.maxLength=4096"`
+	EntityIDs   []string `json:"entity_ids,omitempty" jsonschema:"Keep chunks that mention at least one of these entities, e.g. email:ana@example.com." schema:"maxItems=100,items.minLength=1,items.maxLength=300"`
+	SinceMS     *int64   `json:"since_ms,omitempty" jsonschema:"Keep chunks changed at or after this time, Unix milliseconds." schema:"minimum=0,maximum=9007199254740991"`
+	UntilMS     *int64   `json:"until_ms,omitempty" jsonschema:"Keep chunks changed before this time, Unix milliseconds." schema:"minimum=0,maximum=9007199254740991"`
+	Query       string   `json:"query,omitempty" jsonschema:"Keep chunks that contain every word of this text (as memory_search matches)." schema:"minLength=1,maxLength=1024"`
+	pageArgs
+	MaxTokens int `json:"max_tokens,omitzero" jsonschema:"Upper bound on the size of the result, in tokens (estimated at 4 bytes each): chunks that do not fit are left for the next page (offset += the chunks returned)." schema:"minimum=100,maximum=1000000"`
+	Offset    int `json:"offset,omitzero" jsonschema:"How many chunks to skip, for paging." schema:"minimum=0,maximum=1000000,default=0"`
 }
 
 // browseResult is tree_browse's structured content.
@@ -31,102 +29,44 @@ type browseResult struct {
 	Chunks []browseHit `json:"chunks"`
 	// Total counts every chunk that passes the filters, before offset and
 	// k.
-	Total  int64 `json:"total"`
-	Offset int   `json:"offset"`
+	Total  int64 `json:"total" jsonschema:"Chunks that pass the filters, before paging." schema:"minimum=0"`
+	Offset int   `json:"offset" schema:"minimum=0"`
 }
 
-var browseTool = tool{
-	spec: sdk.Tool{
-		Name:  ToolBrowse,
-		Title: "Browse memory",
-		Description: "List memory chunks newest first (by last change), with filters: source kinds, " +
-			"source ids (from tree_list_sources), entity ids (from tree_top_entities), a time range " +
-			"and words that must all appear. Filters combine with AND; the values inside one list are " +
-			"alternatives. Returns a page of k chunks starting at offset, and total, the number of chunks " +
-			"that pass the filters: page with offset += k while offset < total. Each chunk has a snippet " +
-			"(matches marked **like this** when query is given).",
-		InputSchema: mustJSON(objectSchema(nil, map[string]any{
-			"source_kinds": map[string]any{
-				"type":        "array",
-				"maxItems":    len(sourceKinds),
-				"items":       map[string]any{"type": "string", "enum": sourceKinds},
-				"description": "Keep chunks from sources of these kinds.",
-			},
-			"source_ids": map[string]any{
-				"type":        "array",
-				"maxItems":    maxFilterItems,
-				"items":       map[string]any{"type": "string", "minLength": 1, "maxLength": maxSourceIDRunes},
-				"description": "Keep chunks from these sources, e.g. mcp:mcp.",
-			},
-			"entity_ids": map[string]any{
-				"type":        "array",
-				"maxItems":    maxFilterItems,
-				"items":       map[string]any{"type": "string", "minLength": 1, "maxLength": maxEntityIDRunes},
-				"description": "Keep chunks that mention at least one of these entities, e.g. email:ana@example.com.",
-			},
-			"since_ms": map[string]any{
-				"type": "integer", "minimum": 0, "maximum": maxSafeInteger,
-				"description": "Keep chunks changed at or after this time, Unix milliseconds.",
-			},
-			"until_ms": map[string]any{
-				"type": "integer", "minimum": 0, "maximum": maxSafeInteger,
-				"description": "Keep chunks changed before this time, Unix milliseconds.",
-			},
-			"query": map[string]any{
-				"type": "string", "minLength": 1, "maxLength": maxQueryRunes,
-				"description": "Keep chunks that contain every word of this text (as memory_search matches).",
-			},
-			"k":          kSchema("chunks"),
-			"namespaces": namespacesSchema(),
-			"max_tokens": maxTokensSchema("chunks that do not fit are left for the next page (offset += the chunks returned)."),
-			"offset": map[string]any{
-				"type": "integer", "minimum": 0, "maximum": maxOffset, "default": 0,
-				"description": "How many chunks to skip, for paging.",
-			},
-		})),
-		OutputSchema: mustJSON(objectSchema([]string{"chunks", "total", "offset"}, map[string]any{
-			"chunks": map[string]any{
-				"type": "array",
-				"items": hitSchema([]string{"snippet"}, map[string]any{
-					"snippet": map[string]any{"type": "string", "description": "The start of the chunk, or an excerpt with matches marked **like this** when query is given."},
-				}),
-			},
-			"total":  map[string]any{"type": "integer", "minimum": 0, "description": "Chunks that pass the filters, before paging."},
-			"offset": map[string]any{"type": "integer", "minimum": 0},
-		})),
-		Annotations: readAnnotations("Browse memory"),
-		Class:       sdk.ClassRead,
-	},
-	run: runBrowse,
+// browseTool is tree_browse's catalog entry; its schemas come from
+// browseArgs and browseResult.
+var browseTool = sdk.Tool{
+	Name:  ToolBrowse,
+	Title: "Browse memory",
+	Description: "List memory chunks newest first (by last change), with filters: source kinds, " +
+		"source ids (from tree_list_sources), entity ids (from tree_top_entities), a time range " +
+		"and words that must all appear. Filters combine with AND; the values inside one list are " +
+		"alternatives. Returns a page of k chunks starting at offset, and total, the number of chunks " +
+		"that pass the filters: page with offset += k while offset < total. Each chunk has a snippet " +
+		"(matches marked **like this** when query is given).",
+	Annotations: readAnnotations("Browse memory"),
+	Class:       sdk.ClassRead,
 }
 
-func runBrowse(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	var args browseArgs
-	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return nil, aerr
-	}
-	f, k, offset, aerr := args.validate()
+func runBrowse(ctx context.Context, _ *Provider, st *store, args browseArgs) (*sdk.CallToolResult, browseResult, error) {
+	f, aerr := args.validate()
 	if aerr != nil {
-		return nil, aerr
+		return nil, browseResult{}, aerr
 	}
 	if ctx, aerr = narrowScope(ctx, args.Namespaces); aerr != nil {
-		return nil, aerr
+		return nil, browseResult{}, aerr
 	}
-	budget, aerr := parseMaxTokens(args.MaxTokens)
-	if aerr != nil {
-		return nil, aerr
+	offset := args.Offset
+	if args.Query != "" && f.Match == "" {
+		return sdk.TextResult(fmt.Sprintf("No chunks: the query %s has no letters or digits to search for.", quoteShort(args.Query))),
+			browseResult{Chunks: []browseHit{}, Offset: offset}, nil
 	}
-	if args.Query != nil && f.Match == "" {
-		return sdk.StructuredResult(
-			fmt.Sprintf("No chunks: the query %s has no letters or digits to search for.", quoteShort(*args.Query)),
-			browseResult{Chunks: []browseHit{}, Offset: offset})
-	}
-	hits, total, err := st.browse(ctx, f, k, offset)
+	hits, total, err := st.browse(ctx, f, args.K, offset)
 	if err != nil {
-		return nil, err
+		return nil, browseResult{}, err
 	}
 	// Chunks that do not fit come on the next page.
-	hits, _ = fitHits(hits, budget, func(h browseHit) string { return browseLine(offset, h) })
+	hits, _ = fitHits(hits, args.MaxTokens, func(h browseHit) string { return browseLine(offset, h) })
 	text := browseText(hits, total, offset)
 	for _, b := range []struct {
 		name string
@@ -139,7 +79,7 @@ func runBrowse(ctx context.Context, _ *Provider, st *store, raw json.RawMessage)
 				b.name, *b.v, formatMS(*b.v))
 		}
 	}
-	return sdk.StructuredResult(text, browseResult{Chunks: hits, Total: total, Offset: offset})
+	return sdk.TextResult(text), browseResult{Chunks: hits, Total: total, Offset: offset}, nil
 }
 
 // normalizeEntityID writes an entity id the way the default extractor
@@ -182,33 +122,28 @@ func normalizeSourceID(id string) string {
 	return scheme + ":" + rest
 }
 
-// validate checks the arguments and returns the filter, k and offset.
-func (a *browseArgs) validate() (browseFilter, int, int, *argError) {
-	var f browseFilter
+// validate checks what the input schema cannot and returns the filter.
+func (a *browseArgs) validate() (browseFilter, *argError) {
+	f := browseFilter{SinceMS: a.SinceMS, UntilMS: a.UntilMS}
 	var aerr *argError
-	if f.SourceKinds, aerr = stringList("source_kinds", a.SourceKinds, len(sourceKinds), 16, func(s string) string {
-		if !slices.Contains(sourceKinds, s) {
-			return fmt.Sprintf("must be one of %s, got %s", strings.Join(sourceKinds, ", "), quoteShort(s))
-		}
-		return ""
-	}); aerr != nil {
-		return f, 0, 0, aerr
+	if f.SourceKinds, aerr = stringList("source_kinds", a.SourceKinds, nil); aerr != nil {
+		return f, aerr
 	}
-	if f.SourceIDs, aerr = stringList("source_ids", a.SourceIDs, maxFilterItems, maxSourceIDRunes, func(s string) string {
+	if f.SourceIDs, aerr = stringList("source_ids", a.SourceIDs, func(s string) string {
 		if scheme, rest, ok := strings.Cut(s, ":"); !ok || scheme == "" || rest == "" {
 			return fmt.Sprintf("must be a source id such as mcp:<namespace> or file:<folder>, as tree_list_sources returns, got %s", quoteShort(s))
 		}
 		return ""
 	}); aerr != nil {
-		return f, 0, 0, aerr
+		return f, aerr
 	}
-	if f.EntityIDs, aerr = stringList("entity_ids", a.EntityIDs, maxFilterItems, maxEntityIDRunes, func(s string) string {
+	if f.EntityIDs, aerr = stringList("entity_ids", a.EntityIDs, func(s string) string {
 		if kind, key, ok := strings.Cut(s, ":"); !ok || !entityKindRE.MatchString(kind) || key == "" {
 			return fmt.Sprintf("must be an entity id <kind>:<value> such as email:ana@example.com, as tree_top_entities returns, got %s", quoteShort(s))
 		}
 		return ""
 	}); aerr != nil {
-		return f, 0, 0, aerr
+		return f, aerr
 	}
 	for i, id := range f.EntityIDs {
 		f.EntityIDs[i] = normalizeEntityID(id)
@@ -216,31 +151,17 @@ func (a *browseArgs) validate() (browseFilter, int, int, *argError) {
 	for i, id := range f.SourceIDs {
 		f.SourceIDs[i] = normalizeSourceID(id)
 	}
-	if f.SinceMS, aerr = optionalInt64("since_ms", a.SinceMS, 0, maxSafeInteger); aerr != nil {
-		return f, 0, 0, aerr
-	}
-	if f.UntilMS, aerr = optionalInt64("until_ms", a.UntilMS, 0, maxSafeInteger); aerr != nil {
-		return f, 0, 0, aerr
-	}
 	if f.SinceMS != nil && f.UntilMS != nil && *f.SinceMS >= *f.UntilMS {
-		return f, 0, 0, argErrorf("argument \"since_ms\" (%d) must be less than \"until_ms\" (%d)", *f.SinceMS, *f.UntilMS)
+		return f, argErrorf("argument \"since_ms\" (%d) must be less than \"until_ms\" (%d)", *f.SinceMS, *f.UntilMS)
 	}
-	query, aerr := optionalString("query", a.Query, maxQueryRunes)
+	query, aerr := optionalString("query", a.Query)
 	if aerr != nil {
-		return f, 0, 0, aerr
+		return f, aerr
 	}
 	if terms := queryTerms(query); len(terms) > 0 {
 		f.Match, f.Terms = matchAll(terms), terms
 	}
-	k, aerr := intInRange("k", a.K, minK, maxK, defaultK)
-	if aerr != nil {
-		return f, 0, 0, aerr
-	}
-	offset, aerr := intInRange("offset", a.Offset, 0, maxOffset, 0)
-	if aerr != nil {
-		return f, 0, 0, aerr
-	}
-	return f, k, offset, nil
+	return f, nil
 }
 
 // browseText renders a page of browse hits, one line each.

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -10,10 +9,11 @@ import (
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
-// topEntitiesArgs are tree_top_entities' arguments.
+// topEntitiesArgs are tree_top_entities' arguments; K is filled in with
+// its default when the call leaves it out.
 type topEntitiesArgs struct {
-	Kind *string  `json:"kind"`
-	K    *float64 `json:"k"`
+	Kind string `json:"kind,omitempty" jsonschema:"Only entities of this kind: email, url, handle, hashtag or date." schema:"pattern=^[a-z][a-z0-9_]{0,31}$"`
+	K    int    `json:"k,omitzero" jsonschema:"Maximum number of entities to return, 1 to 50." schema:"minimum=1,maximum=50,default=10"`
 }
 
 // topEntitiesResult is tree_top_entities' structured content.
@@ -22,79 +22,44 @@ type topEntitiesResult struct {
 }
 
 // entityKindPattern is what an entity kind looks like; the default
-// extractor's kinds and those of added extractors all match it.
+// extractor's kinds and those of added extractors all match it, and so
+// must the kind argument (its schema tag says so).
 const entityKindPattern = `^[a-z][a-z0-9_]{0,31}$`
 
 var entityKindRE = regexp.MustCompile(entityKindPattern)
 
-var topEntitiesTool = tool{
-	spec: sdk.Tool{
-		Name:  ToolTopEntities,
-		Title: "Top entities in memory",
-		Description: "List the entities memory mentions most: email addresses (kind email), URLs (url), " +
-			"@handles (handle), #hashtags (hashtag) and dates (date, as YYYY-MM-DD), found in every stored " +
-			"chunk. Ranked by how often they are mentioned, then by how recently. Pass an entity_id to " +
-			"tree_browse (entity_ids) to list the chunks that mention it.",
-		InputSchema: mustJSON(objectSchema(nil, map[string]any{
-			"kind": map[string]any{
-				"type": "string", "pattern": entityKindPattern,
-				"description": "Only entities of this kind: email, url, handle, hashtag or date.",
-			},
-			"k": kSchema("entities"),
-		})),
-		OutputSchema: mustJSON(objectSchema([]string{"entities"}, map[string]any{
-			"entities": map[string]any{
-				"type": "array",
-				"items": objectSchema([]string{"entity_id", "kind", "surface", "count", "chunk_count", "last_seen_ms"}, map[string]any{
-					"entity_id":    map[string]any{"type": "string", "description": "<kind>:<normalised form>, e.g. email:ana@example.com."},
-					"kind":         map[string]any{"type": "string"},
-					"surface":      map[string]any{"type": "string", "description": "The entity as first written."},
-					"count":        map[string]any{"type": "integer", "minimum": 1, "description": "Mentions across all chunks."},
-					"chunk_count":  map[string]any{"type": "integer", "minimum": 1, "description": "Chunks that mention it."},
-					"last_seen_ms": map[string]any{"type": "integer", "description": "Latest change of a chunk that mentions it, Unix milliseconds."},
-				}),
-			},
-		})),
-		Annotations: readAnnotations("Top entities in memory"),
-		Class:       sdk.ClassRead,
-	},
-	run: runTopEntities,
+// topEntitiesTool is tree_top_entities' catalog entry; its schemas come
+// from topEntitiesArgs and topEntitiesResult.
+var topEntitiesTool = sdk.Tool{
+	Name:  ToolTopEntities,
+	Title: "Top entities in memory",
+	Description: "List the entities memory mentions most: email addresses (kind email), URLs (url), " +
+		"@handles (handle), #hashtags (hashtag) and dates (date, as YYYY-MM-DD), found in every stored " +
+		"chunk. Ranked by how often they are mentioned, then by how recently. Pass an entity_id to " +
+		"tree_browse (entity_ids) to list the chunks that mention it.",
+	Annotations: readAnnotations("Top entities in memory"),
+	Class:       sdk.ClassRead,
 }
 
-func runTopEntities(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	var args topEntitiesArgs
-	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return nil, aerr
-	}
-	kind, aerr := optionalString("kind", args.Kind, 32)
-	if aerr != nil {
-		return nil, aerr
-	}
-	if kind != "" && !entityKindRE.MatchString(kind) {
-		return nil, argErrorf("argument \"kind\" must be a kind such as email, url, handle, hashtag or date (lower-case letters, digits and _), got %s",
-			quoteShort(kind))
-	}
-	k, aerr := intInRange("k", args.K, minK, maxK, defaultK)
-	if aerr != nil {
-		return nil, aerr
-	}
-	rows, err := st.topEntities(ctx, kind, k)
+func runTopEntities(ctx context.Context, _ *Provider, st *store, args topEntitiesArgs) (*sdk.CallToolResult, topEntitiesResult, error) {
+	kind := args.Kind
+	rows, err := st.topEntities(ctx, kind, args.K)
 	if err != nil {
-		return nil, err
+		return nil, topEntitiesResult{}, err
 	}
 	if len(rows) == 0 && kind != "" {
 		kinds, err := st.entityKinds(ctx)
 		if err != nil {
-			return nil, err
+			return nil, topEntitiesResult{}, err
 		}
 		present := "there are no entities yet"
 		if len(kinds) > 0 {
 			present = "kinds present: " + strings.Join(kinds, ", ")
 		}
-		return sdk.StructuredResult(fmt.Sprintf("No entities of kind %s in memory; %s.", quoteShort(kind), present),
-			topEntitiesResult{Entities: rows})
+		return sdk.TextResult(fmt.Sprintf("No entities of kind %s in memory; %s.", quoteShort(kind), present)),
+			topEntitiesResult{Entities: rows}, nil
 	}
-	return sdk.StructuredResult(entitiesText(rows), topEntitiesResult{Entities: rows})
+	return sdk.TextResult(entitiesText(rows)), topEntitiesResult{Entities: rows}, nil
 }
 
 // entitiesText renders entities one line each.

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +11,7 @@ import (
 
 // listSourcesArgs are tree_list_sources' arguments.
 type listSourcesArgs struct {
-	UserEmailHint *string `json:"user_email_hint"`
+	UserEmailHint string `json:"user_email_hint,omitempty" jsonschema:"The user's own email address, e.g. ana@example.com." schema:"minLength=3,maxLength=254"`
 }
 
 // listSourcesResult is tree_list_sources' structured content.
@@ -20,62 +19,38 @@ type listSourcesResult struct {
 	Sources []sourceView `json:"sources"`
 }
 
-var listSourcesTool = tool{
-	spec: sdk.Tool{
-		Name:  ToolListSources,
-		Title: "List memory sources",
-		Description: "List where memory comes from: each source (memory_store namespaces as mcp:<namespace>, " +
-			"imported folders as file:<directory>) with a display name, its kind (chat, email, document " +
-			"or note), how many chunks it holds and when it last changed, most recent first. Give the " +
-			"user's own email address as user_email_hint to see, per source, how many chunks mention the " +
-			"user (user_mention_count); sources that mention the user most come first. Pass a source_id " +
-			"to tree_browse (source_ids) to list its chunks.",
-		InputSchema: mustJSON(objectSchema(nil, map[string]any{
-			"user_email_hint": map[string]any{
-				"type": "string", "minLength": 3, "maxLength": maxEmailRunes,
-				"description": "The user's own email address, e.g. ana@example.com.",
-			},
-		})),
-		OutputSchema: mustJSON(objectSchema([]string{"sources"}, map[string]any{
-			"sources": map[string]any{
-				"type": "array",
-				"items": objectSchema([]string{"source_id", "display_name", "source_kind", "chunk_count", "most_recent_ms"}, map[string]any{
-					"source_id":          map[string]any{"type": "string"},
-					"display_name":       map[string]any{"type": "string"},
-					"source_kind":        map[string]any{"type": "string", "enum": sourceKinds},
-					"chunk_count":        map[string]any{"type": "integer", "minimum": 0},
-					"most_recent_ms":     map[string]any{"type": "integer", "description": "Latest change in the source, Unix milliseconds."},
-					"user_mention_count": map[string]any{"type": "integer", "minimum": 0, "description": "Only with user_email_hint: chunks of this source that mention that address."},
-				}),
-			},
-		})),
-		Annotations: readAnnotations("List memory sources"),
-		Class:       sdk.ClassRead,
-	},
-	run: runListSources,
+// listSourcesTool is tree_list_sources' catalog entry; its schemas come
+// from listSourcesArgs and listSourcesResult.
+var listSourcesTool = sdk.Tool{
+	Name:  ToolListSources,
+	Title: "List memory sources",
+	Description: "List where memory comes from: each source (memory_store namespaces as mcp:<namespace>, " +
+		"imported folders as file:<directory>) with a display name, its kind (chat, email, document " +
+		"or note), how many chunks it holds and when it last changed, most recent first. Give the " +
+		"user's own email address as user_email_hint to see, per source, how many chunks mention the " +
+		"user (user_mention_count); sources that mention the user most come first. Pass a source_id " +
+		"to tree_browse (source_ids) to list its chunks.",
+	Annotations: readAnnotations("List memory sources"),
+	Class:       sdk.ClassRead,
 }
 
-func runListSources(ctx context.Context, _ *Provider, st *store, raw json.RawMessage) (*sdk.CallToolResult, error) {
-	var args listSourcesArgs
-	if aerr := decodeArgs(raw, &args); aerr != nil {
-		return nil, aerr
-	}
-	hint, aerr := optionalString("user_email_hint", args.UserEmailHint, maxEmailRunes)
+func runListSources(ctx context.Context, _ *Provider, st *store, args listSourcesArgs) (*sdk.CallToolResult, listSourcesResult, error) {
+	hint, aerr := optionalString("user_email_hint", args.UserEmailHint)
 	if aerr != nil {
-		return nil, aerr
+		return nil, listSourcesResult{}, aerr
 	}
 	if hint != "" && !looksLikeEmail(hint) {
-		return nil, argErrorf("argument \"user_email_hint\" must be an email address such as ana@example.com, got %s",
+		return nil, listSourcesResult{}, argErrorf("argument \"user_email_hint\" must be an email address such as ana@example.com, got %s",
 			quoteShort(hint))
 	}
 	sources, err := st.listSources(ctx)
 	if err != nil {
-		return nil, err
+		return nil, listSourcesResult{}, err
 	}
 	if hint != "" {
 		counts, err := st.mentionsBySource(ctx, EntityEmail+":"+strings.ToLower(hint))
 		if err != nil {
-			return nil, err
+			return nil, listSourcesResult{}, err
 		}
 		for i := range sources {
 			n := counts[sources[i].SourceID]
@@ -86,7 +61,7 @@ func runListSources(ctx context.Context, _ *Provider, st *store, raw json.RawMes
 			return int(*b.UserMentionCount - *a.UserMentionCount)
 		})
 	}
-	return sdk.StructuredResult(sourcesText(sources), listSourcesResult{Sources: sources})
+	return sdk.TextResult(sourcesText(sources)), listSourcesResult{Sources: sources}, nil
 }
 
 // looksLikeEmail reports whether s has the shape local@domain with no

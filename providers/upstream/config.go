@@ -90,6 +90,12 @@ type server struct {
 	readOnly     map[string]bool
 	trust        bool
 	headers      map[string]string
+	// environ is the environment a stdio server's process starts from
+	// (before its env), the provider's own (sdk.ConfigureRequest.Environ);
+	// nil means this process's.
+	environ []string
+	// trace makes its requests traced ([tracesEnv]).
+	trace bool
 }
 
 // key names one of the server's settings in errors, as

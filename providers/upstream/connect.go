@@ -157,11 +157,15 @@ func connectAt(ctx context.Context, log hclog.Logger, s *server, r *relay, opts 
 	if r != nil {
 		client.AddReceivingMiddleware(r.passThroughElicitation)
 	}
-	if tracing {
+	if s.trace {
 		client.AddSendingMiddleware(traceRequests(s.name))
 	}
 	if s.endpoint != nil {
-		ht := &headerTransport{base: telemetry.TraceHTTP(http.DefaultTransport), headers: s.headers}
+		var base http.RoundTripper = http.DefaultTransport
+		if s.trace {
+			base = telemetry.TracedHTTP(base)
+		}
+		ht := &headerTransport{base: base, headers: s.headers}
 		t := &mcp.StreamableClientTransport{
 			Endpoint:     s.endpoint.String(),
 			HTTPClient:   &http.Client{Transport: ht},
@@ -181,7 +185,11 @@ func connectAt(ctx context.Context, log hclog.Logger, s *server, r *relay, opts 
 		return (&conn{srv: s, session: cs, relay: r, http: ht}).watch(), nil
 	}
 
-	env := childEnv(os.Environ(), s.env)
+	environ := s.environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	env := childEnv(environ, s.env)
 	bin, err := lookCommand(s.command, envValue(env, "PATH"), s.cwd)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.where(), err)

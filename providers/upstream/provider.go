@@ -226,6 +226,13 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	if err != nil {
 		return err
 	}
+	// In the host's process, os.Environ is the host's: a stdio server
+	// gets the provider's environment, as it would in a process of its
+	// own.
+	environ, trace := req.Environ(), req.Getenv(tracesEnv) == "1"
+	for _, s := range servers {
+		s.environ, s.trace = environ, trace
+	}
 	var store tokenStore
 	var storeErr error
 	if req.DataDir != "" {

@@ -12,12 +12,17 @@ const Name = "upstream"
 // [[upstream.servers]] entries rather than a [providers.upstream] table,
 // and the environment its process needs to open a browser for an OAuth
 // sign-in and to read the key of the stored sign-ins ([TokenKeyEnv]). It
-// has no namespace: its tools are other servers'. Each call returns a new
-// value.
+// has no namespace: its tools are other servers'. It runs in the host's
+// process unless [upstream] process = "plugin": every relayed call crosses
+// it, and a plugin process's gRPC hop cost as much CPU as the relaying
+// itself (docs/architecture.md, "The upstream relay"), while the servers
+// it relays keep their isolation (a stdio server is a process of its own,
+// an HTTP server another host's). Each call returns a new value.
 func Manifest() sdk.Manifest {
 	return sdk.Manifest{
-		Name:    Name,
-		Section: "[[upstream.servers]]",
-		PassEnv: []string{"BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", TokenKeyEnv},
+		Name:      Name,
+		Section:   "[[upstream.servers]]",
+		PassEnv:   []string{"BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", TokenKeyEnv},
+		InProcess: true,
 	}
 }

@@ -96,6 +96,11 @@ type server struct {
 	environ []string
 	// trace makes its requests traced ([tracesEnv]).
 	trace bool
+	// ownGroup starts a stdio server in a process group of its own, which
+	// closing it kills: set when the provider runs in the host's process,
+	// whose group is the host's (in a process of its own, the provider's
+	// group is the server's, and the host kills it with the provider).
+	ownGroup bool
 }
 
 // key names one of the server's settings in errors, as

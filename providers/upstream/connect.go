@@ -121,6 +121,9 @@ func (c *conn) close() {
 		_ = c.session.Close()
 		if c.cmd != nil && c.cmd.Process != nil {
 			_ = c.cmd.Process.Kill()
+			if c.srv.ownGroup {
+				killGroup(c.cmd)
+			}
 		}
 	})
 }
@@ -197,12 +200,18 @@ func connectAt(ctx context.Context, log hclog.Logger, s *server, r *relay, opts 
 	cmd := exec.Command(bin, s.args...)
 	cmd.Env = env
 	cmd.Dir = s.cwd
+	if s.ownGroup {
+		ownGroup(cmd)
+	}
 	tail := &tailBuffer{max: stderrTail}
 	cmd.Stderr = io.MultiWriter(log.Named(s.name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), tail)
 	cs, err := client.Connect(ctx, &mcpwire.CommandTransport{Cmd: cmd, Terminate: terminateGrace}, opts)
 	if err != nil {
 		if cmd.Process != nil && cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
+		}
+		if s.ownGroup {
+			killGroup(cmd)
 		}
 		msg := fmt.Sprintf("%s: cannot start or initialise it: %s", s.where(), redactText(err.Error()))
 		if t := tail.text(); t != "" {

@@ -1,6 +1,10 @@
 package upstream
 
-import "github.com/openhuman/openhuman-host/sdk"
+import (
+	"runtime"
+
+	"github.com/openhuman/openhuman-host/sdk"
+)
 
 // Name is the upstream provider's name, and the name of its data
 // directory in the host's (<data dir>/upstream), which holds the stored
@@ -16,13 +20,15 @@ const Name = "upstream"
 // process unless [upstream] process = "plugin": every relayed call crosses
 // it, and a plugin process's gRPC hop cost as much CPU as the relaying
 // itself (docs/architecture.md, "The upstream relay"), while the servers
-// it relays keep their isolation (a stdio server is a process of its own,
-// an HTTP server another host's). Each call returns a new value.
+// it relays keep their isolation (a stdio server is a process, and a
+// process group, of its own; an HTTP server another host's). On Windows
+// it stays a plugin process: there its job object is what ends its stdio
+// servers with the host. Each call returns a new value.
 func Manifest() sdk.Manifest {
 	return sdk.Manifest{
 		Name:      Name,
 		Section:   "[[upstream.servers]]",
 		PassEnv:   []string{"BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", TokenKeyEnv},
-		InProcess: true,
+		InProcess: runtime.GOOS != "windows",
 	}
 }

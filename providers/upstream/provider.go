@@ -231,7 +231,8 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	// own.
 	environ, trace := req.Environ(), req.Getenv(tracesEnv) == "1"
 	for _, s := range servers {
-		s.environ, s.trace = environ, trace
+		// The host sets Env only for a provider in its own process.
+		s.environ, s.trace, s.ownGroup = environ, trace, req.Env != nil
 	}
 	var store tokenStore
 	var storeErr error

@@ -575,7 +575,9 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 		}
 		return nil, fmt.Errorf("%s: call of %s failed: %s", s.where(), rt.name, redactText(err.Error()))
 	}
-	p.log.Debug("call", "server", s.name, "tool", rt.name, "duration", elapsed.String(), "is_error", res.IsError)
+	if p.log.IsDebug() {
+		p.log.Debug("call", "server", s.name, "tool", rt.name, "duration", elapsed.String(), "is_error", res.IsError)
+	}
 	return p.convertResult(s, res), nil
 }
 

@@ -64,7 +64,9 @@
 // auditing and of telemetry. host/relay (-relay) serves the floor's tool
 // from the floor server run as an upstream MCP server ([[upstream.servers]])
 // through the built-in upstream provider: its throughput against the
-// floor's is what relaying costs (target ≥ 0.8).
+// floor's is what relaying costs (target ≥ 0.8). -relay-modes adds
+// host/relay-in-host and host/relay-plugin, the relay with [upstream]
+// process = "host" and "plugin", to compare the two in the same rounds.
 //
 // -cpuprofile FILE adds a pass after the measurement: the host pipeline is
 // run by bench/profhost (the same packages `serve` uses, with

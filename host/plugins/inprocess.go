@@ -265,21 +265,21 @@ type callEvents struct {
 }
 
 func (e *callEvents) Progress(ctx context.Context, p sdk.Progress) error {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.ended {
-		return errCallEnded
-	}
-	return e.req.Progress(ctx, p)
+	return e.pass(func() error { return e.req.Progress(ctx, p) })
 }
 
 func (e *callEvents) Log(ctx context.Context, m sdk.LogMessage) error {
+	return e.pass(func() error { return e.req.Log(ctx, m) })
+}
+
+// pass runs send, which passes an event on, unless the call has ended.
+func (e *callEvents) pass(send func() error) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.ended {
 		return errCallEnded
 	}
-	return e.req.Log(ctx, m)
+	return send()
 }
 
 // end refuses later events, once those being passed on are through.

@@ -49,12 +49,7 @@ func TestConformanceThroughUpstream(t *testing.T) {
 			defer srv.stop(t, "sigterm")
 			through := runSuite(t, p, sb, srv.url)
 			passedThrough := passed(through)
-			var missing []string
-			for _, s := range passedDirect {
-				if !slices.Contains(passedThrough, s) {
-					missing = append(missing, s)
-				}
-			}
+			missing := notIn(passedDirect, passedThrough)
 			t.Logf("%d scenarios pass directly, %d through the host (upstream provider process = %q)", len(passedDirect), len(passedThrough), process)
 			if len(missing) > 0 {
 				t.Errorf("scenarios that pass against everything-server but not through the host: %s\nsummary through the host:\n%s\nhost stderr:\n%s",
@@ -154,6 +149,17 @@ func passed(out string) []string {
 		}
 	}
 	return names
+}
+
+// notIn returns the names of from that in lacks, in from's order.
+func notIn(from, in []string) []string {
+	var out []string
+	for _, s := range from {
+		if !slices.Contains(in, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // summary returns the suite's summary lines.

@@ -21,12 +21,14 @@ import (
 // This file runs a provider in the host's own process ([Spec].InProcess):
 // the host calls its sdk.Provider directly, without go-plugin, gRPC, TLS
 // or a process of its own, and hands it the host service directly. What
-// the gRPC adapter does on the way stays: a panic in a method becomes an
-// error of that call wrapping sdk/plugin.ErrPanicked (counted like one
-// recovered in a provider process), errors name the method as the
-// adapter's do, a tool's events after its result are refused, Describe's
-// catalog is the host's own copy, and the provider gets the environment
-// its process would have got (sdk.ConfigureRequest.Env).
+// the gRPC adapter does on the way stays: contexts cross without their
+// values (detach), a panic in a method becomes an error of that call
+// wrapping sdk/plugin.ErrPanicked (counted like one recovered in a
+// provider process), errors name the method as the adapter's do, a tool's
+// events reach the host with the call's own context and are refused after
+// its result, Describe's catalog is the host's own copy, and the provider
+// gets the environment its process would have got
+// (sdk.ConfigureRequest.Env).
 
 // launchInProcess makes p's provider with its spec's InProcess and runs
 // Configure and Describe within the spec's start timeout.
@@ -96,12 +98,17 @@ func named(what string, err error) error {
 
 func (l *local) Configure(ctx context.Context, req *sdk.ConfigureRequest) (err error) {
 	defer l.recovered("Configure", &err)
-	return named("configure", l.impl.Configure(ctx, req))
+	if req.Host != nil {
+		c := *req
+		c.Host = detachedHost{host: req.Host}
+		req = &c
+	}
+	return named("configure", l.impl.Configure(detach(ctx), req))
 }
 
 func (l *local) Describe(ctx context.Context) (_ *sdk.Catalog, err error) {
 	defer l.recovered("Describe", &err)
-	cat, err := l.impl.Describe(ctx)
+	cat, err := l.impl.Describe(detach(ctx))
 	switch {
 	case err != nil:
 		return nil, named("describe", err)
@@ -114,9 +121,9 @@ func (l *local) Describe(ctx context.Context) (_ *sdk.Catalog, err error) {
 func (l *local) CallTool(ctx context.Context, req *sdk.CallToolRequest) (_ *sdk.CallToolResult, err error) {
 	what := "call " + req.Name
 	defer l.recovered("CallTool "+req.Name, &err)
-	events := &callEvents{req: req}
+	events := &callEvents{req: req, ctx: ctx}
 	defer events.end()
-	res, err := l.impl.CallTool(ctx, req.WithEvents(events))
+	res, err := l.impl.CallTool(detach(ctx), req.WithEvents(events))
 	switch {
 	case err != nil:
 		return nil, named(what, err)
@@ -128,7 +135,7 @@ func (l *local) CallTool(ctx context.Context, req *sdk.CallToolRequest) (_ *sdk.
 
 func (l *local) ReadResource(ctx context.Context, req *sdk.ReadResourceRequest) (_ *sdk.ReadResourceResult, err error) {
 	defer l.recovered("ReadResource", &err)
-	res, err := l.impl.ReadResource(ctx, req)
+	res, err := l.impl.ReadResource(detach(ctx), req)
 	switch {
 	case err != nil:
 		return nil, named("read "+req.URI, err)
@@ -154,16 +161,17 @@ func optional[T any](impl sdk.Provider) (T, bool) {
 	}
 }
 
-// callOptional calls the provider's implementation of T with call; a
-// provider without one gives an error wrapping sdk.ErrNotImplemented.
-func callOptional[T, R any](l *local, method, what string, call func(T) (R, error)) (_ R, err error) {
+// callOptional calls the provider's implementation of T with call, given
+// ctx detached; a provider without one gives an error wrapping
+// sdk.ErrNotImplemented.
+func callOptional[T, R any](ctx context.Context, l *local, method, what string, call func(context.Context, T) (R, error)) (_ R, err error) {
 	var zero R
 	defer l.recovered(method, &err)
 	impl, ok := optional[T](l.impl)
 	if !ok {
 		return zero, fmt.Errorf("%s: %w", what, sdk.ErrNotImplemented)
 	}
-	res, err := call(impl)
+	res, err := call(detach(ctx), impl)
 	if err != nil {
 		return zero, named(what, err)
 	}
@@ -171,7 +179,7 @@ func callOptional[T, R any](l *local, method, what string, call func(T) (R, erro
 }
 
 func (l *local) GetPrompt(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-	res, err := callOptional(l, "GetPrompt "+req.Name, "get prompt "+req.Name, func(impl sdk.PromptProvider) (*sdk.GetPromptResult, error) {
+	res, err := callOptional(ctx, l, "GetPrompt "+req.Name, "get prompt "+req.Name, func(ctx context.Context, impl sdk.PromptProvider) (*sdk.GetPromptResult, error) {
 		return impl.GetPrompt(ctx, req)
 	})
 	if err == nil && res == nil {
@@ -181,7 +189,7 @@ func (l *local) GetPrompt(ctx context.Context, req *sdk.GetPromptRequest) (*sdk.
 }
 
 func (l *local) Complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
-	res, err := callOptional(l, "Complete", "complete", func(impl sdk.Completer) (*sdk.CompleteResult, error) {
+	res, err := callOptional(ctx, l, "Complete", "complete", func(ctx context.Context, impl sdk.Completer) (*sdk.CompleteResult, error) {
 		return impl.Complete(ctx, req)
 	})
 	if err == nil && res == nil {
@@ -191,28 +199,28 @@ func (l *local) Complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.Co
 }
 
 func (l *local) Subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
-	_, err := callOptional(l, "Subscribe", "subscribe "+req.URI, func(impl sdk.Subscriber) (struct{}, error) {
+	_, err := callOptional(ctx, l, "Subscribe", "subscribe "+req.URI, func(ctx context.Context, impl sdk.Subscriber) (struct{}, error) {
 		return noResult(impl.Subscribe(ctx, req))
 	})
 	return err
 }
 
 func (l *local) Unsubscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
-	_, err := callOptional(l, "Unsubscribe", "unsubscribe "+req.URI, func(impl sdk.Subscriber) (struct{}, error) {
+	_, err := callOptional(ctx, l, "Unsubscribe", "unsubscribe "+req.URI, func(ctx context.Context, impl sdk.Subscriber) (struct{}, error) {
 		return noResult(impl.Unsubscribe(ctx, req))
 	})
 	return err
 }
 
 func (l *local) SetLoggingLevel(ctx context.Context, req *sdk.SetLoggingLevelRequest) error {
-	_, err := callOptional(l, "SetLoggingLevel", "set logging level", func(impl sdk.SessionObserver) (struct{}, error) {
+	_, err := callOptional(ctx, l, "SetLoggingLevel", "set logging level", func(ctx context.Context, impl sdk.SessionObserver) (struct{}, error) {
 		return noResult(impl.SetLoggingLevel(ctx, req))
 	})
 	return err
 }
 
 func (l *local) SessionClosed(ctx context.Context, caller sdk.Caller) error {
-	_, err := callOptional(l, "SessionClosed", "session closed", func(impl sdk.SessionObserver) (struct{}, error) {
+	_, err := callOptional(ctx, l, "SessionClosed", "session closed", func(ctx context.Context, impl sdk.SessionObserver) (struct{}, error) {
 		return noResult(impl.SessionClosed(ctx, caller))
 	})
 	return err
@@ -258,18 +266,22 @@ type callEvents struct {
 	// req is the host's request, whose Progress and Log reach the host's
 	// sink.
 	req *sdk.CallToolRequest
+	// ctx is the call's context on the host's side, which events are sent
+	// with, as over gRPC: the go-sdk relates a notification to its
+	// request by it.
+	ctx context.Context
 	// mu is held for reading while an event is passed on, and for
 	// writing by end, so that no event is passed on after end returns.
 	mu    sync.RWMutex
 	ended bool
 }
 
-func (e *callEvents) Progress(ctx context.Context, p sdk.Progress) error {
-	return e.pass(func() error { return e.req.Progress(ctx, p) })
+func (e *callEvents) Progress(_ context.Context, p sdk.Progress) error {
+	return e.pass(func() error { return e.req.Progress(e.ctx, p) })
 }
 
-func (e *callEvents) Log(ctx context.Context, m sdk.LogMessage) error {
-	return e.pass(func() error { return e.req.Log(ctx, m) })
+func (e *callEvents) Log(_ context.Context, m sdk.LogMessage) error {
+	return e.pass(func() error { return e.req.Log(e.ctx, m) })
 }
 
 // pass runs send, which passes an event on, unless the call has ended.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
@@ -84,6 +86,10 @@ func (k *localKit) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 			return nil, err
 		}
 		return sdk.TextResult(string(out)), nil
+	case "kit.ctx":
+		// What of the host's context the call's context carries.
+		sc := trace.SpanContextFromContext(ctx)
+		return sdk.TextResult(fmt.Sprintf("value=%v trace=%s", ctx.Value(hostKey{}), sc.TraceID())), nil
 	case "kit.grow":
 		k.mu.Lock()
 		k.extra = true
@@ -107,6 +113,10 @@ func (k *localKit) Close() error {
 	k.closed++
 	return nil
 }
+
+// hostKey keys a value of the host's context that must not reach an
+// in-process provider.
+type hostKey struct{}
 
 // startLocal starts kit in the host's process under a manager with opts.
 func startLocal(t *testing.T, opts Options, kit *localKit) (*Manager, *Provider) {
@@ -134,17 +144,17 @@ type recordingEvents struct {
 	events []string
 }
 
-func (e *recordingEvents) Progress(_ context.Context, p sdk.Progress) error {
+func (e *recordingEvents) Progress(ctx context.Context, p sdk.Progress) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.events = append(e.events, "progress "+p.Message)
+	e.events = append(e.events, fmt.Sprintf("progress %s (%v)", p.Message, ctx.Value(hostKey{})))
 	return nil
 }
 
-func (e *recordingEvents) Log(_ context.Context, m sdk.LogMessage) error {
+func (e *recordingEvents) Log(ctx context.Context, m sdk.LogMessage) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.events = append(e.events, "log "+m.Level+" "+m.Data.(string))
+	e.events = append(e.events, fmt.Sprintf("log %s %s (%v)", m.Level, m.Data, ctx.Value(hostKey{})))
 	return nil
 }
 
@@ -249,15 +259,33 @@ func TestInProcessCancellationReachesTheProvider(t *testing.T) {
 	}
 }
 
+// An in-process provider's context carries the call's trace context but
+// none of the host's other values, as over gRPC.
+func TestInProcessContextIsDetached(t *testing.T) {
+	t.Parallel()
+	_, p := startLocal(t, Options{}, newLocalKit())
+	traceID := trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled})
+	ctx := context.WithValue(trace.ContextWithSpanContext(t.Context(), sc), hostKey{}, "secret")
+	res, err := p.CallTool(ctx, &sdk.CallToolRequest{Name: "kit.ctx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Content[0].Text, "value=<nil> trace="+traceID.String(); got != want {
+		t.Errorf("the provider's context: %s, want %s", got, want)
+	}
+}
+
 // A tool's progress and log events reach the host's sink while it runs,
-// and are refused once its call has returned.
+// with the call's context on the host's side (which the go-sdk relates
+// them to the request by), and are refused once its call has returned.
 func TestInProcessEventsReachTheHost(t *testing.T) {
 	t.Parallel()
 	kit := newLocalKit()
 	_, p := startLocal(t, Options{}, kit)
 	sink := &recordingEvents{}
 	req := (&sdk.CallToolRequest{Name: "kit.events", Caller: sdk.Caller{ProgressToken: json.RawMessage(`"t1"`)}}).WithEvents(sink)
-	res, err := p.CallTool(t.Context(), req)
+	res, err := p.CallTool(context.WithValue(t.Context(), hostKey{}, "call"), req)
 	if err != nil || res.Content[0].Text != "done" {
 		t.Fatalf("kit.events: %v %+v", err, res)
 	}
@@ -267,7 +295,7 @@ func TestInProcessEventsReachTheHost(t *testing.T) {
 	}
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
-	if diff := cmp.Diff([]string{"progress half", "log info hello"}, sink.events); diff != "" {
+	if diff := cmp.Diff([]string{"progress half (call)", "log info hello (call)"}, sink.events); diff != "" {
 		t.Errorf("events the host got (-want +got):\n%s", diff)
 	}
 }

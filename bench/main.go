@@ -64,7 +64,9 @@
 // auditing and of telemetry. host/relay (-relay) serves the floor's tool
 // from the floor server run as an upstream MCP server ([[upstream.servers]])
 // through the built-in upstream provider: its throughput against the
-// floor's is what relaying costs (target ≥ 0.8).
+// floor's is what relaying costs (target ≥ 0.8). -relay-modes adds
+// host/relay-in-host and host/relay-plugin, the relay with [upstream]
+// process = "host" and "plugin", to compare the two in the same rounds.
 //
 // -cpuprofile FILE adds a pass after the measurement: the host pipeline is
 // run by bench/profhost (the same packages `serve` uses, with
@@ -119,6 +121,7 @@ type options struct {
 	auditCost    bool
 	telemetry    bool
 	relay        bool
+	relayModes   bool
 	peer         bool
 	coldDefaults bool
 	cpuProfile   string
@@ -239,6 +242,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.auditCost, "audit-cost", true, "also measure host/no-audit (record_reads = false) in the same rounds, for the audit's cost")
 	fs.BoolVar(&o.telemetry, "telemetry", true, "also measure host/telemetry (traces and metrics exported over OTLP to a sink in the bench, and kept for Prometheus) in the same rounds, for telemetry's cost")
 	fs.BoolVar(&o.coldDefaults, "cold-defaults", true, "also launch "+defaultsTarget+" (the embedded default config: memory and agent on) for its cold start, and break one launch down from its debug log")
+	fs.BoolVar(&o.relayModes, "relay-modes", false, "with -relay, also measure "+relayHostTarget+" and "+relayPluginTarget+": the relay with the upstream provider\nin the host's process and in a plugin process of its own ([upstream] process), in the same rounds")
 	fs.BoolVar(&o.peer, "peer", true, "with -relay, also measure "+peerTarget+": the floor behind a plain MCP proxy built on github.com/mark3labs/mcp-go (bench/peerproxy, fetched from the Go module proxy), the relay's peer")
 	fs.BoolVar(&o.relay, "relay", true, "also measure host/relay (the floor server behind the host as an upstream MCP server, through the upstream provider) in the same rounds, for the relay's cost against the floor alone")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the host pipeline under load to this file")

@@ -410,7 +410,7 @@ func reportHosts(w io.Writer, r *results) {
 	fmt.Fprintf(tw, "\tcalls/s host/floor c=8\tp50 host/floor c=1\tserver CPU/call c=1\tc=8\tcold start\tpeak RSS\t\n")
 	fmt.Fprintf(tw, "(target)\t≥ %.1f\t≤ %.1f\t\t\t≤ %d ms\t≤ %d MiB\t\n", targetThroughputRatio, targetP50Ratio,
 		targetColdStart.Milliseconds(), targetPeakRSSKiB>>10)
-	var withAudit, withoutAudit, withTelemetry, relay float64
+	var withAudit, withoutAudit, withTelemetry, relay, relayHost, relayPlugin float64
 	for _, h := range r.Hosts {
 		fmt.Fprintf(tw, "%s\t%.2f×\t%.2f×\t%.0fµs\t%.0fµs\t%.0f ms\t%.1f MiB\t\n", h.Target, h.ThroughputRatio, h.P50Ratio,
 			h.CPUPerCallC1, h.CPUPerCallC8, h.ColdStartMs, h.PeakRSSMiB)
@@ -423,6 +423,10 @@ func reportHosts(w io.Writer, r *results) {
 			withTelemetry = h.ThroughputRatio
 		case relayTarget:
 			relay = h.ThroughputRatio
+		case relayHostTarget:
+			relayHost = h.ThroughputRatio
+		case relayPluginTarget:
+			relayPlugin = h.ThroughputRatio
 		}
 	}
 	tw.Flush()
@@ -431,6 +435,14 @@ func reportHosts(w io.Writer, r *results) {
 	if p, h := r.load(peerTarget, 8), r.load(relayTarget, 8); relay > 0 && p != nil && h != nil && p.CallsPerSec > 0 {
 		fmt.Fprintf(w, "relay against the peer proxy at c=8: %.2f× its throughput, %.0fµs against %.0fµs server CPU per call\n",
 			h.CallsPerSec/p.CallsPerSec, h.ServerCPUCall, p.ServerCPUCall)
+	}
+	if hh, hp := r.load(relayHostTarget, 8), r.load(relayPluginTarget, 8); relayHost > 0 && relayPlugin > 0 && hh != nil && hp != nil {
+		fmt.Fprintf(w, "relay at c=8, upstream provider in the host against in a plugin process: %.2f× against %.2f× the floor's throughput, %.0fµs against %.0fµs server CPU per call\n",
+			relayHost, relayPlugin, hh.ServerCPUCall, hp.ServerCPUCall)
+		if p := r.load(peerTarget, 8); p != nil && p.ServerCPUCall > 0 {
+			fmt.Fprintf(w, "  against the peer proxy's server CPU per call: %.2f× in the host, %.2f× in a plugin process\n",
+				hh.ServerCPUCall/p.ServerCPUCall, hp.ServerCPUCall/p.ServerCPUCall)
+		}
 	}
 }
 

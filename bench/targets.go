@@ -84,10 +84,16 @@ const telemetryTarget = "host/telemetry"
 //
 // peerTarget is the floor behind bench/peerproxy, a plain MCP proxy built
 // on another Go MCP library: what relaying costs without a host.
+//
+// relayHostTarget and relayPluginTarget are host/relay with the upstream
+// provider in the host's process and in a plugin process of its own,
+// whatever the default.
 const (
-	peerTarget  = "peer/mcp-go-proxy"
-	relayTarget = "host/relay"
-	relayTool   = "floor__" + noop.FloorTool
+	peerTarget        = "peer/mcp-go-proxy"
+	relayTarget       = "host/relay"
+	relayHostTarget   = "host/relay-in-host"
+	relayPluginTarget = "host/relay-plugin"
+	relayTool         = "floor__" + noop.FloorTool
 )
 
 // setupTargets writes the host configs and returns floor, host, one
@@ -177,15 +183,26 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 		// every call crosses the host, the upstream provider and the
 		// floor's stdio, so against the floor alone it is the relay's
 		// cost.
-		relay := audit + "[providers.memory]\nenabled = false\n\n[providers.agent]\nenabled = false\n\n" +
-			"[[upstream.servers]]\nname = \"floor\"\ncommand = " + tomlString(floorBin) + "\n" +
-			"read_only_tools = [" + tomlString(noop.FloorTool) + "]\n"
-		t, err := hostTarget(o, dir(), relayTarget, relay, nil)
-		if err != nil {
-			return nil, err
+		relay := func(process string) string {
+			c := audit + "[providers.memory]\nenabled = false\n\n[providers.agent]\nenabled = false\n\n"
+			if process != "" {
+				c += "[upstream]\nprocess = " + tomlString(process) + "\n\n"
+			}
+			return c + "[[upstream.servers]]\nname = \"floor\"\ncommand = " + tomlString(floorBin) + "\n" +
+				"read_only_tools = [" + tomlString(noop.FloorTool) + "]\n"
 		}
-		t.tool, t.args, t.listed = relayTool, map[string]any{}, relayTool
-		targets = append(targets, t)
+		modes := [][2]string{{relayTarget, ""}}
+		if o.relayModes {
+			modes = append(modes, [2]string{relayHostTarget, "host"}, [2]string{relayPluginTarget, "plugin"})
+		}
+		for _, m := range modes {
+			t, err := hostTarget(o, dir(), m[0], relay(m[1]), nil)
+			if err != nil {
+				return nil, err
+			}
+			t.tool, t.args, t.listed = relayTool, map[string]any{}, relayTool
+			targets = append(targets, t)
+		}
 	}
 
 	if o.relay && peerBin != "" {

@@ -789,6 +789,9 @@ func providerSpecs(cfg *config.Config, dataDir string, o Options, failed *[]plug
 				return nil, errors.New("no host executable to launch built-in providers from")
 			}
 			spec.Path, spec.Args, spec.Env = o.Executable, []string{"provider", p.Name}, slices.Clone(b.Manifest.PassEnv)
+			if inHost(b, p.Process) {
+				spec.InProcess = b.New
+			}
 			if b.Manifest.SharedStorage {
 				// Only a built-in that asks for it gets the shared
 				// database's connection string.
@@ -872,7 +875,7 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 	if err != nil {
 		return plugins.Spec{}, false, fmt.Errorf("upstream servers as JSON: %w", err)
 	}
-	return plugins.Spec{
+	spec := plugins.Spec{
 		Name:    name,
 		Path:    o.Executable,
 		Args:    []string{"provider", name},
@@ -883,7 +886,24 @@ func upstreamSpec(cfg *config.Config, dataDir string, o Options) (plugins.Spec, 
 		TimeoutKey: "[server] provider_start_timeout_secs",
 		// Such as what opening a browser for an OAuth sign-in needs.
 		Env: slices.Clone(b.Manifest.PassEnv),
-	}, true, nil
+	}
+	if inHost(b, cfg.Upstream.Process) {
+		spec.InProcess = b.New
+	}
+	return spec, true, nil
+}
+
+// inHost reports whether built-in b runs in the host's process: as the
+// operator's setting says (config.ProcessHost or config.ProcessPlugin),
+// else as its manifest does.
+func inHost(b builtin.Provider, setting string) bool {
+	switch setting {
+	case config.ProcessHost:
+		return true
+	case config.ProcessPlugin:
+		return false
+	}
+	return b.Manifest.InProcess
 }
 
 // Close stops the providers, flushes the audit log and closes it. It

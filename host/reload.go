@@ -236,7 +236,7 @@ func startFailedKept(failed []plugins.Failure, keep []*plugins.Provider) []plugi
 func sameSpec(a, b plugins.Spec) bool {
 	return a.Name == b.Name && a.Path == b.Path && slices.Equal(a.Args, b.Args) && a.SHA256 == b.SHA256 && a.Verify == b.Verify &&
 		bytes.Equal(a.Config, b.Config) && a.DataDir == b.DataDir && maps.Equal(a.Secrets, b.Secrets) && a.StartTimeout == b.StartTimeout &&
-		a.Revision == b.Revision
+		a.Revision == b.Revision && (a.InProcess == nil) == (b.InProcess == nil)
 }
 
 // ignoredChanges names the settings that differ between old and next but

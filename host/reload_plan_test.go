@@ -6,8 +6,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hashicorp/go-hclog"
 
+	"github.com/openhuman/openhuman-host/host/builtin"
+	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // planSpec is a provider spec for the reload planning tests.
@@ -108,6 +112,20 @@ func TestPlanReload(t *testing.T) {
 			stop:    []string{"agent"},
 			start:   []string{"agent"},
 		},
+		"moving a built-in into or out of the host's process restarts it": {
+			running: running(planSpec("upstream"), planSpec("memory", func(s *plugins.Spec) { s.InProcess = newNoProvider })),
+			specs: []plugins.Spec{
+				planSpec("upstream", func(s *plugins.Spec) { s.InProcess = newNoProvider }),
+				planSpec("memory"),
+			},
+			stop:  []string{"upstream", "memory"},
+			start: []string{"upstream", "memory"},
+		},
+		"a built-in in the host's process is kept": {
+			running: running(planSpec("upstream", func(s *plugins.Spec) { s.InProcess = newNoProvider })),
+			specs:   []plugins.Spec{planSpec("upstream", func(s *plugins.Spec) { s.InProcess = newNoProvider })},
+			keep:    []string{"upstream"},
+		},
 		"a failed provider is started again with the same spec": {
 			running: []runningProvider{{Spec: planSpec("memory"), Failed: true}, {Spec: planSpec("agent")}},
 			specs:   []plugins.Spec{planSpec("memory"), planSpec("agent")},
@@ -201,5 +219,28 @@ func TestReloadPlanSettle(t *testing.T) {
 				t.Errorf("stop (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// newNoProvider stands for a built-in's constructor in specs that run it
+// in the host's process; planning never calls it.
+func newNoProvider(hclog.Logger) sdk.Provider { return nil }
+
+// The operator's process setting wins over a built-in's manifest.
+func TestInHost(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		manifest bool
+		setting  string
+		want     bool
+	}{
+		{false, "", false}, {true, "", true},
+		{false, config.ProcessHost, true}, {true, config.ProcessPlugin, false},
+		{true, config.ProcessHost, true}, {false, config.ProcessPlugin, false},
+	} {
+		b := builtin.Provider{Manifest: sdk.Manifest{Name: "x", InProcess: tc.manifest}}
+		if got := inHost(b, tc.setting); got != tc.want {
+			t.Errorf("manifest InProcess %v, setting %q: in the host %v, want %v", tc.manifest, tc.setting, got, tc.want)
+		}
 	}
 }

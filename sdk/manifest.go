@@ -64,6 +64,17 @@ type Manifest struct {
 	// Audit says which argument and result values the audit rows of tool
 	// calls keep.
 	Audit AuditRules
+	// InProcess makes the host run the provider in its own process by
+	// default, calling it directly, instead of as a plugin process: for a
+	// provider that sits on the path of many calls and mostly waits on
+	// others (the upstream relay), where the plugin process's gRPC hop
+	// costs more than the provider's own work. The operator's setting
+	// wins ([providers.<name>] process, or the section's, such as
+	// [upstream] process). Such a provider uses the environment of its
+	// Configure request ([ConfigureRequest.Environ]), never the
+	// process's. False (the default) runs it as a plugin process, isolated
+	// from the host.
+	InProcess bool
 }
 
 // ConfigDir is a directory of files a built-in provider reads, such as

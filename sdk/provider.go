@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 )
 
@@ -97,6 +99,42 @@ type ConfigureRequest struct {
 	// where a provider may look for files of its own, such as the agent
 	// provider's agents/ directory. It may not exist; empty when unknown.
 	ConfigDir string
+	// Env is the environment the host gives the provider, as KEY=VALUE
+	// entries, when the host calls the provider in its own process (a
+	// built-in run in the host): there os.Environ is the host's whole
+	// environment, so a provider that starts programs or reads settings
+	// from the environment uses [ConfigureRequest.Environ] and
+	// [ConfigureRequest.Getenv] instead. Nil for a provider in a process
+	// of its own, whose environment the host already limited to these
+	// entries.
+	Env []string
+}
+
+// Environ returns the provider's environment as KEY=VALUE entries: Env
+// when the host set it, else the process's own (os.Environ). A provider
+// gives programs it starts this environment, never os.Environ directly.
+func (r *ConfigureRequest) Environ() []string {
+	if r.Env != nil {
+		return r.Env
+	}
+	return os.Environ()
+}
+
+// Getenv returns the value of the variable key in
+// [ConfigureRequest.Environ], "" when it is unset. Names compare exactly
+// (on Windows too); of two entries for one name the last wins, as in a
+// process's environment.
+func (r *ConfigureRequest) Getenv(key string) string {
+	if r.Env == nil {
+		return os.Getenv(key)
+	}
+	v := ""
+	for _, kv := range r.Env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
 }
 
 // Host is the host service a provider reaches through go-plugin's broker.

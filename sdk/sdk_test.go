@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -316,5 +317,26 @@ func TestStructuredResultRejectsNonObjects(t *testing.T) {
 	t.Parallel()
 	if _, err := sdk.StructuredResult("x", []int{1}); err == nil {
 		t.Fatal("an array was accepted as structured content")
+	}
+}
+
+// A Configure request's environment is Env when the host set it (a
+// provider in the host's process), else the process's own.
+func TestConfigureRequestEnviron(t *testing.T) {
+	in := &sdk.ConfigureRequest{Env: []string{"PATH=/bin", "LANG=C", "LANG=C.UTF-8", "EMPTY="}}
+	if got := in.Environ(); len(got) != 4 || got[0] != "PATH=/bin" {
+		t.Errorf("Environ() = %v, want Env", got)
+	}
+	for key, want := range map[string]string{"LANG": "C.UTF-8", "PATH": "/bin", "EMPTY": "", "HOME": ""} {
+		if got := in.Getenv(key); got != want {
+			t.Errorf("Getenv(%q) = %q, want %q", key, got, want)
+		}
+	}
+	own := &sdk.ConfigureRequest{}
+	if got, want := len(own.Environ()), len(os.Environ()); got != want {
+		t.Errorf("Environ() without Env has %d entries, want the process's %d", got, want)
+	}
+	if got, want := own.Getenv("PATH"), os.Getenv("PATH"); got != want {
+		t.Errorf("Getenv(PATH) without Env = %q, want the process's %q", got, want)
 	}
 }

@@ -1,9 +1,10 @@
 // Command profhost serves MCP over stdio exactly like `openhuman-host serve`
 // (same config loading, provider launch, pipeline and stdio transport) while
 // recording a CPU profile and, on exit, a heap profile. The benchmark uses it
-// for its -cpuprofile pass; built-in providers are not part of it, so give it
-// a config with only third-party providers enabled. [telemetry] is set up as
-// serve sets it up.
+// for its -cpuprofile pass. It launches the built-in providers as serve does:
+// in its own process, or as `profhost provider NAME`, which serves one the
+// way `openhuman-host provider NAME` does (without its telemetry).
+// [telemetry] is set up as serve sets it up.
 //
 //	profhost -config FILE -cpuprofile cpu.pprof [-memprofile heap.pprof]
 package main
@@ -26,12 +27,23 @@ import (
 	"github.com/openhuman/openhuman-host/host/builtin"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
-	// The config's defaults name the built-in providers.
+	// The built-in providers, as in the binary.
 	_ "github.com/openhuman/openhuman-host/internal/builtins"
 	"github.com/openhuman/openhuman-host/internal/telemetry"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "provider" {
+		b, ok := builtin.Registered().Lookup(os.Args[2])
+		if !ok {
+			fmt.Fprintf(os.Stderr, "profhost: no built-in provider %q\n", os.Args[2])
+			os.Exit(1)
+		}
+		log := sdk.Logger("provider." + os.Args[2])
+		sdk.Serve(b.New(log), sdk.WithLogger(log))
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "profhost:", err)
 		os.Exit(1)
@@ -84,9 +96,11 @@ func run() error {
 			_ = tel.Shutdown(shutdownCtx)
 		}()
 	}
-	// No executable to launch built-ins from: enabled ones are logged and
-	// skipped, as in a build without them.
-	h, err := host.Start(ctx, cfg, &host.Options{Version: "bench", Logger: log, Telemetry: tel, Builtins: &builtin.Registry{}})
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the executable to launch built-in providers from: %w", err)
+	}
+	h, err := host.Start(ctx, cfg, &host.Options{Executable: exe, Version: "bench", Logger: log, Telemetry: tel})
 	if err != nil {
 		return err
 	}

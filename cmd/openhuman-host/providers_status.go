@@ -112,7 +112,8 @@ func runProvidersStatus(cmd *cobra.Command, g *globalFlags, asJSON bool) error {
 }
 
 // printStatus writes one table of providers per report; with live set,
-// each table is headed by its server's pid and uptime. Text that comes
+// each table is headed by its server's pid and uptime; a provider run in
+// the server's process shows "host" as its pid. Text that comes
 // from providers is made safe for a terminal first, and a failed
 // provider's tool count, which no longer means anything, shows as "-".
 func printStatus(out io.Writer, reports []host.StatusReport, live bool) {
@@ -131,7 +132,11 @@ func printStatus(out io.Writer, reports []host.StatusReport, live bool) {
 		fmt.Fprintln(w, "PROVIDER\tSTATE\tPID\tRESTARTS\tTOOLS\tSINCE\tLAST ERROR")
 		for _, p := range r.Providers {
 			pid := "-"
-			if p.Pid > 0 {
+			switch {
+			case p.InHost:
+				// Called in the server's own process (pid above).
+				pid = "host"
+			case p.Pid > 0:
 				pid = strconv.Itoa(p.Pid)
 			}
 			tools := "-"

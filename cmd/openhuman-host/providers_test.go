@@ -418,6 +418,7 @@ func TestProvidersStatusTable(t *testing.T) {
 	reports := []host.StatusReport{{Pid: 42, Started: time.Now(), Providers: []plugins.Status{
 		{Name: "kit", State: plugins.StateFailed, Tools: 9, LastError: "boom \x1b[2J\x1b]0;pwned\x07 \x1b[31mred\x1b[0m\x9b1m\u009b2J\x00\x7f end"},
 		{Name: "memory", State: plugins.StateRunning, Pid: 7, Tools: 12},
+		{Name: "upstream", State: plugins.StateRunning, Pid: 42, InHost: true, Tools: 3},
 	}}}
 	var b bytes.Buffer
 	printStatus(&b, reports, true)
@@ -430,6 +431,9 @@ func TestProvidersStatusTable(t *testing.T) {
 	}
 	if !regexpMatch(t, `(?m)^memory\s+running\s+7\s+0\s+12\s`, out) {
 		t.Errorf("running provider line:\n%s", out)
+	}
+	if !regexpMatch(t, `(?m)^upstream\s+running\s+host\s+0\s+3\s`, out) {
+		t.Errorf("line of a provider in the host's process:\n%s", out)
 	}
 }
 

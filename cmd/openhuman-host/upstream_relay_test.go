@@ -138,12 +138,12 @@ func TestRestartedHTTPUpstreamIsUsedAgain(t *testing.T) {
 	}
 }
 
-// A client's subscription survives a crash of the upstream provider: the
-// restarted provider is told it again, and the upstream's updates reach
-// the client as before.
+// A client's subscription survives a crash of the upstream provider run as
+// a plugin process: the restarted provider is told it again, and the
+// upstream's updates reach the client as before.
 func TestSubscriptionSurvivesUpstreamProviderRestart(t *testing.T) {
 	up := newUpstreamServer(t, "echo")
-	cfg, _ := testConfig(t, fmt.Sprintf("[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n",
+	cfg, _ := testConfig(t, fmt.Sprintf("[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n[upstream]\nprocess = \"plugin\"\n[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n",
 		"http://"+up.addr+"/"))
 	h := startTestHost(t, cfg)
 	t.Cleanup(func() { _ = h.Close(context.Background()) })

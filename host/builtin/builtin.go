@@ -26,8 +26,10 @@ type Provider struct {
 	// Manifest holds the facts the host reads before launching the
 	// provider.
 	Manifest sdk.Manifest
-	// New makes the provider in its own process (`openhuman-host provider
-	// <name>`), with the logger its lines go to. Required.
+	// New makes the provider, with the logger its lines go to: in a
+	// process of its own (`openhuman-host provider <name>`), or in the
+	// host's when it runs there (sdk.Manifest.InProcess, or the
+	// operator's process setting). Required.
 	New func(log hclog.Logger) sdk.Provider
 }
 

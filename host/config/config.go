@@ -436,6 +436,10 @@ type TelemetryConfig struct {
 
 // UpstreamConfig is the [upstream] table.
 type UpstreamConfig struct {
+	// Process is where the provider that relays the servers runs:
+	// [ProcessHost], [ProcessPlugin], or "" (the default) for what its
+	// manifest says (sdk.Manifest.InProcess).
+	Process string `toml:"process,omitempty"`
 	// Servers holds the [[upstream.servers]] entries as decoded.
 	Servers []map[string]any `toml:"servers"`
 	// Checked holds the same entries, checked, in file order.

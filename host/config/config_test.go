@@ -434,7 +434,7 @@ func TestParseErrors(t *testing.T) {
 		},
 		"unknown key under upstream": {
 			doc:  lines("[upstream]", "timeout = 3"),
-			want: []string{"config.toml:2: upstream.timeout: unknown key; valid keys in [upstream] are servers"},
+			want: []string{"config.toml:2: upstream.timeout: unknown key; valid keys in [upstream] are process, servers"},
 		},
 		"bad enum value names key and line": {
 			doc: lines(
@@ -635,6 +635,23 @@ func TestParseErrors(t *testing.T) {
 				"config.toml:2: providers.agent.command: built-in providers (memory, agent, searxng) run inside openhuman-host and take no command; remove the key, or rename the table for a third-party provider",
 				"config.toml:3: providers.agent.args: built-in providers (memory, agent, searxng) take no args; remove the key",
 				"config.toml:4: providers.agent.sha256: built-in providers (memory, agent, searxng) take no sha256; remove the key",
+			},
+		},
+		"process settings": {
+			doc: lines(
+				"[providers.agent]",
+				`process = "thread"`,
+				"[providers.weather]",
+				`command = "/opt/w"`,
+				`sha256 = "`+testSHA+`"`,
+				`process = "host"`,
+				"[upstream]",
+				`process = "separate"`,
+			),
+			want: []string{
+				"config.toml:2: providers.agent.process: must be \"host\" (in the host's process) or \"plugin\" (a process of its own); got \"thread\"",
+				"config.toml:6: providers.weather.process: third-party providers always run as a process of their own; remove the key (only built-in providers, memory, agent, searxng, take it)",
+				"config.toml:8: upstream.process: must be \"host\" (in the host's process) or \"plugin\" (a process of its own); got \"separate\"",
 			},
 		},
 		"bad provider names": {

@@ -85,10 +85,13 @@ func (c *Config) Masked() (string, error) {
 		if p.SHA256 != "" {
 			t[keySHA256] = p.SHA256
 		}
+		if p.Process != "" {
+			t[keyProcess] = p.Process
+		}
 		doc.Providers[name] = maskTable(t)
 	}
-	if len(c.Upstream.Servers) > 0 {
-		u := &UpstreamConfig{}
+	if len(c.Upstream.Servers) > 0 || c.Upstream.Process != "" {
+		u := &UpstreamConfig{Process: c.Upstream.Process}
 		for _, s := range c.Upstream.Servers {
 			t := maskTable(s)
 			if env, ok := s["env"].(map[string]any); ok {

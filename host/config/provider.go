@@ -40,7 +40,28 @@ const (
 	// provider_start_timeout_secs and tool_timeout_secs for one provider.
 	keyStartTimeout = "start_timeout_secs"
 	keyToolTimeout  = "tool_timeout_secs"
+	// keyProcess says where a built-in runs.
+	keyProcess = "process"
 )
+
+// Values of a built-in's process setting ([providers.<name>] process,
+// [upstream] process).
+const (
+	// ProcessHost runs the built-in in the host's own process, called
+	// directly: no plugin process, no gRPC.
+	ProcessHost = "host"
+	// ProcessPlugin runs the built-in as a plugin process of its own,
+	// like a third-party provider.
+	ProcessPlugin = "plugin"
+)
+
+// checkProcess checks a process setting at path: "", [ProcessHost] or
+// [ProcessPlugin].
+func (d *decoder) checkProcess(path, v string) {
+	if v != "" && v != ProcessHost && v != ProcessPlugin {
+		d.fail(path, "must be %q (in the host's process) or %q (a process of its own); got %q", ProcessHost, ProcessPlugin, v)
+	}
+}
 
 // secretEnvSuffix marks a setting whose value names an environment variable.
 const secretEnvSuffix = "_env"
@@ -78,6 +99,11 @@ type ProviderConfig struct {
 	// tools in seconds, 1..86400; it wins over a tool's own timeout and
 	// [server] tool_timeout_secs. 0 when unset.
 	ToolTimeoutSecs int
+	// Process is where a built-in runs: [ProcessHost], [ProcessPlugin],
+	// or "" (unset) for what its manifest says (sdk.Manifest.InProcess).
+	// Refused for third-party providers, which always run as processes
+	// of their own.
+	Process string
 	// Settings holds every other key of the table, nested tables included,
 	// as decoded from TOML (string, int64, float64, bool, []any,
 	// map[string]any, or a go-toml date/time); nil when there are none. Keys
@@ -192,6 +218,12 @@ func (d *decoder) provider(name string, base ProviderConfig, table map[string]an
 			p.StartTimeoutSecs = d.secs(path, v, maxProviderStartSecs)
 		case keyToolTimeout:
 			p.ToolTimeoutSecs = d.secs(path, v, maxToolTimeoutSecs)
+		case keyProcess:
+			s, ok := v.(string)
+			if !ok {
+				d.fail(path, "must be a string; got %s", tomltype.Describe(v))
+			}
+			p.Process = s
 		default:
 			if settings == nil {
 				settings = map[string]any{}
@@ -289,7 +321,11 @@ func (d *decoder) validateProvider(p ProviderConfig) {
 		if p.SHA256 != "" {
 			d.fail(joinKey(prefix, keySHA256), "built-in providers (%s) take no sha256; remove the key", builtins)
 		}
+		d.checkProcess(joinKey(prefix, keyProcess), p.Process)
 	} else {
+		if p.Process != "" {
+			d.fail(joinKey(prefix, keyProcess), "third-party providers always run as a process of their own; remove the key (only built-in providers, %s, take it)", strings.Join(BuiltinProviders(), ", "))
+		}
 		if strings.TrimSpace(p.Command) == "" {
 			d.fail(joinKey(prefix, keyCommand), "required for a third-party provider: the path of its executable (built-in providers are %s)", strings.Join(BuiltinProviders(), ", "))
 		}

@@ -90,6 +90,7 @@ func (d *decoder) validate(c *Config) {
 		d.validateProvider(c.Providers[name])
 	}
 
+	d.checkProcess("upstream.process", c.Upstream.Process)
 	c.Upstream.Checked = d.upstreamServers(c.Upstream.Servers)
 
 	if e := c.Discovery.Embeddings; e != nil {

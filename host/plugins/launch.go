@@ -33,7 +33,12 @@ type instance struct {
 	run    *procRunner
 	rpc    plugin.ClientProtocol
 	impl   sdk.Provider
-	pid    int
+	// local is set, as impl, for a provider run in the host's process
+	// ([Spec].InProcess); client, run and rpc are nil then.
+	local *local
+	// pid is the provider's process id: the host's own for a provider
+	// run in the host's process.
+	pid int
 	// version is the provider protocol version the handshake agreed on.
 	version int
 	// answered counts the RPCs the provider answered, whatever their
@@ -100,6 +105,9 @@ func (m *Manager) launch(ctx context.Context, p *Provider) (*instance, *sdk.Cata
 		}
 		inst := &instance{client: client, rpc: rpc, pid: rc.Pid, version: rc.ProtocolVersion, answered: new(atomic.Uint64)}
 		return m.configure(ctx, p, inst, spec, log, startSteps{})
+	}
+	if spec.InProcess != nil {
+		return m.launchInProcess(parent, p)
 	}
 	// Hash and run the same file: the one exec would find for the
 	// command as written.
@@ -188,20 +196,23 @@ func (m *Manager) configure(ctx context.Context, p *Provider, inst *instance, sp
 		inst.kill(log)
 		return nil, nil, err
 	}
-	raw, err := inst.rpc.Dispense(sdkplugin.PluginName)
-	if err != nil {
-		return fail(fmt.Errorf("dispense: %w", err))
+	if inst.impl == nil {
+		raw, err := inst.rpc.Dispense(sdkplugin.PluginName)
+		if err != nil {
+			return fail(fmt.Errorf("dispense: %w", err))
+		}
+		impl, ok := raw.(sdk.Provider)
+		if !ok {
+			return fail(fmt.Errorf("plugin returned %T, not a provider", raw))
+		}
+		inst.impl = impl
 	}
-	impl, ok := raw.(sdk.Provider)
-	if !ok {
-		return fail(fmt.Errorf("plugin returned %T, not a provider", raw))
-	}
-	inst.impl = impl
+	impl := inst.impl
 	config := spec.Config
 	if len(config) == 0 {
 		config = json.RawMessage("{}")
 	}
-	if err := impl.Configure(ctx, &sdk.ConfigureRequest{
+	req := &sdk.ConfigureRequest{
 		Config:      config,
 		DataDir:     spec.DataDir,
 		Secrets:     spec.Secrets,
@@ -209,7 +220,13 @@ func (m *Manager) configure(ctx context.Context, p *Provider, inst *instance, sp
 		HostVersion: m.opts.HostVersion,
 		LogLevel:    m.opts.LogLevel,
 		ConfigDir:   m.opts.ConfigDir,
-	}); err != nil {
+	}
+	if inst.local != nil {
+		// What its process would have had: in the host's process,
+		// os.Environ is the host's.
+		req.Env = append([]string{}, m.environment(spec.Env)...)
+	}
+	if err := impl.Configure(ctx, req); err != nil {
 		return fail(timeoutError(ctx, "configure", timeout, spec.timeoutKey(), err))
 	}
 	tConfigure := time.Now()
@@ -374,9 +391,14 @@ const killGrace = 2 * time.Second
 // kill stops the instance: go-plugin's graceful shutdown first, bounded
 // by killGrace because a hung provider never answers it, then a kill of
 // its whole group (SIGKILL to its process group, or its job object
-// terminated), so its own children die too.
+// terminated), so its own children die too. A provider run in the host's
+// process is closed instead (io.Closer), for at most killGrace.
 func (i *instance) kill(log hclog.Logger) {
 	if i == nil {
+		return
+	}
+	if i.local != nil {
+		i.local.close(killGrace)
 		return
 	}
 	pid := i.pid

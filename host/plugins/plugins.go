@@ -79,6 +79,19 @@ type Spec struct {
 	// its config table (the agent provider's definition files); a config
 	// reload restarts the provider when it changes. Opaque.
 	Revision string
+	// InProcess, when set, runs the provider in the host's own process
+	// instead of starting Path: the manager makes it with InProcess,
+	// given the provider's logger, and calls it directly, without
+	// go-plugin, gRPC or a process of its own. Only for a built-in, whose
+	// code is the host's anyway. Its calls are as over gRPC: a panic in a
+	// method is an error of that call (counted as over gRPC), it gets the
+	// environment a process would get (sdk.ConfigureRequest.Env), and
+	// stopping it calls its Close (when it is an io.Closer). What it
+	// cannot have is the process's isolation: a panic in a goroutine of
+	// its own, or a crash, ends the host, and the host's memory is its
+	// memory. It must not keep or change a result once returned. Nil (the
+	// default) starts Path as a plugin process.
+	InProcess func(log hclog.Logger) sdk.Provider
 }
 
 // RestartPolicy says how a crashed provider is restarted. Zero fields take

@@ -43,8 +43,12 @@ type Status struct {
 	Name string `json:"name"`
 	// State is the provider's state.
 	State State `json:"state"`
-	// Pid is the process id of its running process, 0 when none.
+	// Pid is the process id of its running process, 0 when none; the
+	// host's own when InHost.
 	Pid int `json:"pid,omitempty"`
+	// InHost is true for a provider run in the host's process
+	// ([Spec].InProcess).
+	InHost bool `json:"in_host,omitempty"`
 	// Restarts counts the restarts that succeeded since the host started.
 	Restarts int `json:"restarts"`
 	// Since is when the provider entered State.
@@ -105,7 +109,7 @@ func (p *Provider) Catalog() *sdk.Catalog {
 func (p *Provider) Status() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := Status{Name: p.Name, State: p.state, Restarts: p.restarts, Since: p.since, LastError: p.lastErr}
+	s := Status{Name: p.Name, State: p.state, Restarts: p.restarts, Since: p.since, LastError: p.lastErr, InHost: p.spec.InProcess != nil}
 	if p.inst != nil {
 		s.Pid = p.inst.pid
 	}
@@ -123,7 +127,7 @@ func (p *Provider) Exited() bool {
 }
 
 // Pid returns the provider's current process id, 0 when it is not
-// running.
+// running; the host's own for a provider run in the host's process.
 func (p *Provider) Pid() int {
 	inst, _ := p.current()
 	if inst == nil {
@@ -265,6 +269,9 @@ func (p *Provider) endedError(what string) error {
 // slightly before go-plugin notices the exit, so that is waited for
 // briefly.
 func (p *Provider) lost(inst *instance, err error) bool {
+	if inst.local != nil {
+		return false
+	}
 	if !inst.exited() && !errors.Is(err, plugin.ErrUnavailable) && status.Code(err) != codes.Unavailable {
 		return false
 	}

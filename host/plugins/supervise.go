@@ -86,8 +86,13 @@ func (p *Provider) supervise() {
 }
 
 // healthCheck asks the provider's gRPC health service (which go-plugin
-// serves in every Go plugin) whether it serves.
+// serves in every Go plugin) whether it serves; a provider run in the
+// host's process always does.
 func (p *Provider) healthCheck(inst *instance) error {
+	if inst.local != nil {
+		// Code of the host's own process: while the host runs, it does.
+		return nil
+	}
 	g, ok := inst.rpc.(*plugin.GRPCClient)
 	if !ok {
 		return inst.rpc.Ping()

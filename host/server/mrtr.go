@@ -361,8 +361,8 @@ func canConfirmMRTR(caps *mcp.ClientCapabilities) bool {
 
 // callMRTR serves a tools/call of a multi-round-trip client: a first
 // call, a retry answering a confirmation, or a retry answering a parked
-// call's questions.
-func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name string, call Call) (*mcp.CallToolResult, error) {
+// call's questions. caps are the capabilities req carries.
+func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name string, call Call, caps *mcp.ClientCapabilities) (*mcp.CallToolResult, error) {
 	v := s.view.Load()
 	t, ok := v.tool(name)
 	if !ok {
@@ -370,7 +370,6 @@ func (s *Server) callMRTR(ctx context.Context, req *mcp.CallToolRequest, name st
 	}
 	client := clientDigest(authSubject(req.Extra), call.Caller)
 	args := argsDigest(call.Arguments)
-	caps := requestClientCapabilities(req)
 	if canConfirmMRTR(caps) {
 		call.confirmation = &confirmation{}
 	}

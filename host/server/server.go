@@ -458,7 +458,8 @@ func (s *Server) namesMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		res, err := next(ctx, method, req)
 		if err == nil && (method == "tools/list" || method == "resources/list" || method == "resources/templates/list") {
 			if cr, ok := req.(clientRequest); ok {
-				profile := s.profileOf(req, s.clientCaller(cr).ClientName)
+				c, _ := s.clientCaller(cr)
+				profile := s.profileOf(req, c.ClientName)
 				if method == "tools/list" {
 					res = s.listedFor(res, profile, clientCanConfirm(cr))
 				} else {
@@ -1243,7 +1244,7 @@ func cleanAuditRef(ref string) string {
 
 func (s *Server) toolHandler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		caller := s.callerOf(req)
+		caller, caps := s.callerAndCapabilities(req)
 		token := req.Params.GetProgressToken()
 		if token != nil {
 			caller.ProgressToken, _ = json.Marshal(token)
@@ -1256,7 +1257,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 			Profile:   s.profileOf(req, caller.ClientName),
 		}
 		if mrtrClient(req) {
-			return s.callMRTR(ctx, req, name, call)
+			return s.callMRTR(ctx, req, name, call, caps)
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()

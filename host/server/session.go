@@ -92,31 +92,40 @@ type clientRequest interface {
 // connection is the session, as before. ReadsStructuredContent follows
 // the settings in force now, so a reload reaches connected sessions.
 func (s *Server) callerOf(req clientRequest) sdk.Caller {
-	c := s.clientCaller(req)
-	c.ReadsStructuredContent = s.settings.Load().readsStructured(c.ClientName, c.ProtocolVersion)
+	c, _ := s.callerAndCapabilities(req)
 	return c
 }
 
-// clientCaller is callerOf without what the settings add.
-func (s *Server) clientCaller(req clientRequest) sdk.Caller {
+// callerAndCapabilities is callerOf that also returns the capabilities a
+// request of protocol 2026-07-28 or later carries (nil for others), read
+// once: each read decodes them from the request's _meta.
+func (s *Server) callerAndCapabilities(req clientRequest) (sdk.Caller, *mcp.ClientCapabilities) {
+	c, caps := s.clientCaller(req)
+	c.ReadsStructuredContent = s.settings.Load().readsStructured(c.ClientName, c.ProtocolVersion)
+	return c, caps
+}
+
+// clientCaller is callerAndCapabilities without what the settings add.
+func (s *Server) clientCaller(req clientRequest) (sdk.Caller, *mcp.ClientCapabilities) {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	version := req.ProtocolVersion()
 	if version < statelessVersion {
-		return s.caller(ss)
+		return s.caller(ss), nil
 	}
+	caps := requestClientCapabilities(req)
 	var info *sessionInfo
 	if extra := req.GetExtra(); extra != nil && extra.Header != nil && ss != nil && ss.ID() == "" {
-		info = s.client(authSubject(extra), requestClientInfo(req), requestClientCapabilities(req))
+		info = s.client(authSubject(extra), requestClientInfo(req), caps)
 	} else {
 		info = s.session(ss)
 	}
 	c := info.caller()
 	c.ProtocolVersion = cleanClientText(version)
 	c.ClientCapabilities = nil
-	if caps := requestClientCapabilities(req); caps != nil {
+	if caps != nil {
 		c.ClientCapabilities, _ = json.Marshal(caps)
 	}
-	return c
+	return c, caps
 }
 
 // authSubject is the identity a request's bearer token proved ("" when

@@ -77,6 +77,14 @@ func TraceHTTP(base http.RoundTripper) http.RoundTripper {
 	if os.Getenv(EnvTraces) != "1" {
 		return base
 	}
+	return TracedHTTP(base)
+}
+
+// TracedHTTP wraps base so that each request gets a CLIENT span and
+// carries its trace context in the traceparent header, whatever the
+// process's environment says: for a provider in the host's process, which
+// learns whether to trace from its Configure request's environment.
+func TracedHTTP(base http.RoundTripper) http.RoundTripper {
 	return otelhttp.NewTransport(base, otelhttp.WithPropagators(Propagator),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "HTTP " + r.Method }))
 }

@@ -90,6 +90,17 @@ type server struct {
 	readOnly     map[string]bool
 	trust        bool
 	headers      map[string]string
+	// environ is the environment a stdio server's process starts from
+	// (before its env), the provider's own (sdk.ConfigureRequest.Environ);
+	// nil means this process's.
+	environ []string
+	// trace makes its requests traced ([tracesEnv]).
+	trace bool
+	// ownGroup starts a stdio server in a process group of its own, which
+	// closing it kills: set when the provider runs in the host's process,
+	// whose group is the host's (in a process of its own, the provider's
+	// group is the server's, and the host kills it with the provider).
+	ownGroup bool
 }
 
 // key names one of the server's settings in errors, as

@@ -121,6 +121,9 @@ func (c *conn) close() {
 		_ = c.session.Close()
 		if c.cmd != nil && c.cmd.Process != nil {
 			_ = c.cmd.Process.Kill()
+			if c.srv.ownGroup {
+				killGroup(c.cmd)
+			}
 		}
 	})
 }
@@ -157,11 +160,15 @@ func connectAt(ctx context.Context, log hclog.Logger, s *server, r *relay, opts 
 	if r != nil {
 		client.AddReceivingMiddleware(r.passThroughElicitation)
 	}
-	if tracing {
+	if s.trace {
 		client.AddSendingMiddleware(traceRequests(s.name))
 	}
 	if s.endpoint != nil {
-		ht := &headerTransport{base: telemetry.TraceHTTP(http.DefaultTransport), headers: s.headers}
+		var base http.RoundTripper = http.DefaultTransport
+		if s.trace {
+			base = telemetry.TracedHTTP(base)
+		}
+		ht := &headerTransport{base: base, headers: s.headers}
 		t := &mcp.StreamableClientTransport{
 			Endpoint:     s.endpoint.String(),
 			HTTPClient:   &http.Client{Transport: ht},
@@ -181,7 +188,11 @@ func connectAt(ctx context.Context, log hclog.Logger, s *server, r *relay, opts 
 		return (&conn{srv: s, session: cs, relay: r, http: ht}).watch(), nil
 	}
 
-	env := childEnv(os.Environ(), s.env)
+	environ := s.environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	env := childEnv(environ, s.env)
 	bin, err := lookCommand(s.command, envValue(env, "PATH"), s.cwd)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.where(), err)
@@ -189,12 +200,18 @@ func connectAt(ctx context.Context, log hclog.Logger, s *server, r *relay, opts 
 	cmd := exec.Command(bin, s.args...)
 	cmd.Env = env
 	cmd.Dir = s.cwd
+	if s.ownGroup {
+		ownGroup(cmd)
+	}
 	tail := &tailBuffer{max: stderrTail}
 	cmd.Stderr = io.MultiWriter(log.Named(s.name).StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}), tail)
 	cs, err := client.Connect(ctx, &mcpwire.CommandTransport{Cmd: cmd, Terminate: terminateGrace}, opts)
 	if err != nil {
 		if cmd.Process != nil && cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
+		}
+		if s.ownGroup {
+			killGroup(cmd)
 		}
 		msg := fmt.Sprintf("%s: cannot start or initialise it: %s", s.where(), redactText(err.Error()))
 		if t := tail.text(); t != "" {

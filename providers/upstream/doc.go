@@ -72,13 +72,16 @@
 // notifications apart from responses): a late progress report is then
 // dropped, and a late log message goes to the client outside the call.
 //
-// Stdio servers run as children of the provider and stay in its process
-// group: the host starts each provider as the leader of a group of its own
-// and kills that group when it stops the provider, and a provider built
-// with the sdk kills its group when it gets SIGTERM, so upstream servers
-// and whatever they start (npx, uvx and their node or python children) do
-// not outlive the provider. [Provider.Close] ends them earlier, and so does
-// configuring again.
+// Stdio servers run as children of the provider. In a plugin process they
+// stay in its process group: the host starts each provider as the leader
+// of a group of its own and kills that group when it stops the provider,
+// and a provider built with the sdk kills its group when it gets SIGTERM,
+// so upstream servers and whatever they start (npx, uvx and their node or
+// python children) do not outlive the provider. In the host's process (the
+// default on Unix; sdk.ConfigureRequest.Env is set then) each stdio server
+// leads a process group of its own, killed when its session closes, and on
+// Linux it gets SIGTERM when the host dies. [Provider.Close] ends them
+// earlier, and so does configuring again.
 //
 // Endpoints never appear in full in logs or errors: they are reduced to
 // scheme://host[:port], or <redacted> when they carry user information.

@@ -226,6 +226,14 @@ func (p *Provider) Configure(ctx context.Context, req *sdk.ConfigureRequest) err
 	if err != nil {
 		return err
 	}
+	// In the host's process, os.Environ is the host's: a stdio server
+	// gets the provider's environment, as it would in a process of its
+	// own.
+	environ, trace := req.Environ(), req.Getenv(tracesEnv) == "1"
+	for _, s := range servers {
+		// The host sets Env only for a provider in its own process.
+		s.environ, s.trace, s.ownGroup = environ, trace, req.Env != nil
+	}
 	var store tokenStore
 	var storeErr error
 	if req.DataDir != "" {
@@ -567,7 +575,9 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 		}
 		return nil, fmt.Errorf("%s: call of %s failed: %s", s.where(), rt.name, redactText(err.Error()))
 	}
-	p.log.Debug("call", "server", s.name, "tool", rt.name, "duration", elapsed.String(), "is_error", res.IsError)
+	if p.log.IsDebug() {
+		p.log.Debug("call", "server", s.name, "tool", rt.name, "duration", elapsed.String(), "is_error", res.IsError)
+	}
 	return p.convertResult(s, res), nil
 }
 

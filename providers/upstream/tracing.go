@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"errors"
-	"os"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -18,16 +17,17 @@ import (
 	"github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
-// tracing reports whether the host traces calls ([plugin.EnvTraces]): then
+// tracesEnv is the variable, in the provider's environment, that says
+// whether the host traces calls ([plugin.EnvTraces]): when it is "1",
 // every request to an upstream server gets a CLIENT span and carries its
 // trace context, in params._meta (every transport) and, over Streamable
-// HTTP, in the traceparent header too.
-var tracing = os.Getenv(plugin.EnvTraces) == "1"
+// HTTP, in the traceparent header too (server.trace).
+const tracesEnv = plugin.EnvTraces
 
 // attrServer is the attribute naming the upstream server of a span.
 const attrServer = attribute.Key("openhuman.upstream.server")
 
-// traceRequests is the client middleware of [tracing]: a CLIENT span
+// traceRequests is the client middleware of [tracesEnv]: a CLIENT span
 // named "{mcp.method.name} {target}" per request to the server named
 // name, following the OpenTelemetry semantic conventions for MCP, whose
 // context is injected into the request's params._meta.

@@ -40,25 +40,17 @@ func TestConformanceClientThroughUpstream(t *testing.T) {
 	}
 	through := runClientSuite(t, p, sb, wrapper)
 	passedThrough := passed(through)
-	var missing, stale []string
-	for _, s := range passedDirect {
-		if !slices.Contains(passedThrough, s) {
-			if _, ok := baseline[s]; !ok {
-				missing = append(missing, s)
-			}
-		}
-	}
+	missing := slices.DeleteFunc(notIn(passedDirect, passedThrough), func(s string) bool {
+		_, known := baseline[s]
+		return known
+	})
+	var stale []string
 	for s := range baseline {
 		if slices.Contains(passedThrough, s) {
 			stale = append(stale, s)
 		}
 	}
-	var extra []string
-	for _, s := range passedThrough {
-		if !slices.Contains(passedDirect, s) {
-			extra = append(extra, s)
-		}
-	}
+	extra := notIn(passedThrough, passedDirect)
 	t.Logf("%d client scenarios pass with the reference client, %d through the host (also %v)", len(passedDirect), len(passedThrough), extra)
 	if len(missing) > 0 {
 		t.Errorf("client scenarios that pass with the reference client but not through the host: %s\nsummary through the host:\n%s",

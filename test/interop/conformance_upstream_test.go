@@ -26,7 +26,8 @@ var scenarioLine = regexp.MustCompile(`(?m)^\s*[✓✗]\s+(\S+):\s+(\d+) passed,
 // server as its one upstream (over stdio, prefix ""). Every scenario that
 // passes directly must pass through the host: tools, resources, prompts,
 // completion, subscriptions, logging, progress, sampling and elicitation
-// are relayed transparently.
+// are relayed transparently, with the upstream provider in the host's
+// process and in a plugin process of its own ([upstream] process).
 func TestConformanceThroughUpstream(t *testing.T) {
 	p := requireInterop(t)
 	t.Parallel()
@@ -39,21 +40,22 @@ func TestConformanceThroughUpstream(t *testing.T) {
 		t.Fatalf("only %d scenarios pass against everything-server directly (want ≥ 20); summary:\n%s", len(passedDirect), indent(summary(direct)))
 	}
 
-	sb.writeConfig(t, fmt.Sprintf("[[upstream.servers]]\nname = \"conformance\"\ncommand = %q\nprefix = \"\"\ntrust_annotations = true\n", everything))
-	srv := startHTTPServer(t, p, sb)
-	defer srv.stop(t, "sigterm")
-	through := runSuite(t, p, sb, srv.url)
-	passedThrough := passed(through)
-	var missing []string
-	for _, s := range passedDirect {
-		if !slices.Contains(passedThrough, s) {
-			missing = append(missing, s)
-		}
-	}
-	t.Logf("%d scenarios pass directly, %d through the host", len(passedDirect), len(passedThrough))
-	if len(missing) > 0 {
-		t.Errorf("scenarios that pass against everything-server but not through the host: %s\nsummary through the host:\n%s\nhost stderr:\n%s",
-			strings.Join(missing, ", "), indent(summary(through)), indent(srv.stderr.String()))
+	for _, process := range []string{"host", "plugin"} {
+		t.Run(process, func(t *testing.T) {
+			sb := newSandbox(t)
+			sb.writeConfig(t, fmt.Sprintf("[upstream]\nprocess = %q\n\n[[upstream.servers]]\nname = \"conformance\"\ncommand = %q\nprefix = \"\"\ntrust_annotations = true\n",
+				process, everything))
+			srv := startHTTPServer(t, p, sb)
+			defer srv.stop(t, "sigterm")
+			through := runSuite(t, p, sb, srv.url)
+			passedThrough := passed(through)
+			missing := notIn(passedDirect, passedThrough)
+			t.Logf("%d scenarios pass directly, %d through the host (upstream provider process = %q)", len(passedDirect), len(passedThrough), process)
+			if len(missing) > 0 {
+				t.Errorf("scenarios that pass against everything-server but not through the host: %s\nsummary through the host:\n%s\nhost stderr:\n%s",
+					strings.Join(missing, ", "), indent(summary(through)), indent(srv.stderr.String()))
+			}
+		})
 	}
 }
 
@@ -147,6 +149,17 @@ func passed(out string) []string {
 		}
 	}
 	return names
+}
+
+// notIn returns the names of from that in lacks, in from's order.
+func notIn(from, in []string) []string {
+	var out []string
+	for _, s := range from {
+		if !slices.Contains(in, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // summary returns the suite's summary lines.

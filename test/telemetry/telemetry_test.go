@@ -353,11 +353,34 @@ func (r *receiver) all() []span {
 // TestOneTraceAcrossProcesses: a tools/call that a client sends with its
 // own traceparent, to an upstream tool, makes one trace: the host's
 // SERVER span (child of the client's, and the tool's execute_tool span),
-// the gRPC call into the upstream provider's process, that process's CLIENT span
-// to the upstream server, and the upstream server's span, which continues
-// the context the request carried in params._meta.
+// the upstream provider's CLIENT span to the upstream server, and the
+// upstream server's span, which continues the context the request carried
+// in params._meta. With the provider in a plugin process, the gRPC call
+// into that process comes between the first two, and the provider's spans
+// are that process's.
 func TestOneTraceAcrossProcesses(t *testing.T) {
 	t.Parallel()
+	t.Run("host", func(t *testing.T) {
+		t.Parallel()
+		oneTrace(t, "host", "openhuman-host", []string{
+			"openhuman-host: tools/call echo",
+			"openhuman-host: tools/call up__echo",
+		})
+	})
+	t.Run("plugin", func(t *testing.T) {
+		t.Parallel()
+		oneTrace(t, "plugin", "openhuman-host.upstream", []string{
+			"openhuman-host.upstream: tools/call echo",
+			"openhuman-host.upstream: openhuman.provider.v1.Provider/CallTool",
+			"openhuman-host: tools/call up__echo",
+		})
+	})
+}
+
+// oneTrace is TestOneTraceAcrossProcesses with the upstream provider's
+// [upstream] process setting process: its CLIENT span is exported as
+// service, and want are the spans from it up to the client's.
+func oneTrace(t *testing.T, process, service string, want []string) {
 	recv := &receiver{}
 	collector := httptest.NewServer(recv)
 	t.Cleanup(collector.Close)
@@ -390,10 +413,13 @@ func TestOneTraceAcrossProcesses(t *testing.T) {
 traces = true
 otlp_endpoint = %q
 
+[upstream]
+process = %q
+
 [[upstream.servers]]
 name = "up"
 endpoint = %q
-`, collector.URL, up.URL), token)
+`, collector.URL, process, up.URL), token)
 	cs := connect(t, h.url, token)
 	var tools []string
 	testwait.Until(t, "the upstream tool to be listed", func() bool {
@@ -442,7 +468,7 @@ endpoint = %q
 		providerClient, ok = find(func(s span) bool { return s.spanID == upParent })
 		return ok
 	})
-	if providerClient.service != "openhuman-host.upstream" || providerClient.name != "tools/call echo" || providerClient.kind != "SPAN_KIND_CLIENT" ||
+	if providerClient.service != service || providerClient.name != "tools/call echo" || providerClient.kind != "SPAN_KIND_CLIENT" ||
 		providerClient.attrs["mcp.method.name"] != "tools/call" || providerClient.attrs["gen_ai.tool.name"] != "echo" {
 		t.Errorf("the upstream server's parent span = %+v, want the upstream provider's tools/call echo CLIENT span", providerClient)
 	}
@@ -473,11 +499,6 @@ endpoint = %q
 				}
 			}
 		}
-	}
-	want := []string{
-		"openhuman-host.upstream: tools/call echo",
-		"openhuman-host.upstream: openhuman.provider.v1.Provider/CallTool",
-		"openhuman-host: tools/call up__echo",
 	}
 	if strings.Join(chain, "\n") != strings.Join(want, "\n") {
 		t.Errorf("spans from the upstream server's parent up to the client's span:\n%s\nwant:\n%s", strings.Join(chain, "\n"), strings.Join(want, "\n"))

@@ -70,13 +70,21 @@ run-http: build
 # output is printed in one piece when it ends.
 test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=line test-prereqs
-	@OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 OPENHUMAN_REQUIRE_POSTGRES=1 \
+	@GORACE='$(TEST_GORACE)' OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 OPENHUMAN_REQUIRE_POSTGRES=1 \
 		OPENHUMAN_REQUIRE_HAPROXY=1 OPENHUMAN_REQUIRE_PROMETHEUS=1 OPENHUMAN_REQUIRE_SDK_MODULE=1 \
 		./scripts/parallel.sh \
 		'$(GO) test -race -tags $(TAGS) -ldflags "-s -w" -count=1 -timeout 20m ./...' \
 		'cd sdk && $(GO) test -race -ldflags "-s -w" -count=1 -timeout 20m ./...' \
 		'OPENHUMAN_MEMORY_TEST_DRIVER=postgres $(GO) test -race -tags $(TAGS) -ldflags "-s -w" -count=1 -timeout 20m ./providers/memory/' \
 		'$(GO) test -race -ldflags "-s -w" -count=1 -run "TestConfigureWithoutFTS5|TestCheckFTS5" ./providers/memory/'
+
+# The race detector's settings for the tests: by default every race-built
+# program sleeps 1 s before it exits (atexit_sleep_ms), so that goroutines
+# still reporting a race can finish; every test binary, and every copy of
+# one a test starts as a command, provider or server, paid it. A race found
+# is still reported and still fails the test. GORACE's own settings, when
+# set, win.
+TEST_GORACE := $(strip atexit_sleep_ms=0 $(GORACE))
 
 # What the suite needs before it starts, made side by side: the binary,
 # the npm packages, the Debian packages (in one apt-get run) and the
@@ -92,7 +100,7 @@ debian-deps:
 test-go:
 	@for m in $(MODULES); do \
 		echo "go test $$m"; \
-		(cd $$m && $(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 ./...) || exit 1; \
+		(cd $$m && GORACE='$(TEST_GORACE)' $(GO) test -race -tags $(TAGS) -ldflags '-s -w' -count=1 ./...) || exit 1; \
 	done
 
 # Runs every fuzz target for FUZZTIME on top of its committed corpus

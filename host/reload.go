@@ -256,6 +256,8 @@ func ignoredChanges(old, next *config.Config) []string {
 	add(old.Server.ProviderStartTimeoutSecs != next.Server.ProviderStartTimeoutSecs, "server.provider_start_timeout_secs")
 	add(old.Server.MaxRequestBodyBytes != next.Server.MaxRequestBodyBytes, "server.max_request_body_bytes")
 	add(old.Server.SessionIdleTimeoutSecs != next.Server.SessionIdleTimeoutSecs, "server.session_idle_timeout_secs")
+	add(old.Server.StdioCloseGraceSecs != next.Server.StdioCloseGraceSecs, "server.stdio_close_grace_secs")
+	add(old.Server.StdioExitTimeoutSecs != next.Server.StdioExitTimeoutSecs, "server.stdio_exit_timeout_secs")
 	add(!slices.Equal(old.Server.AllowedOrigins, next.Server.AllowedOrigins), "server.allowed_origins")
 	add(old.Audit.RetainDays != next.Audit.RetainDays, "audit.retain_days")
 	add(old.Audit.QueueSize != next.Audit.QueueSize, "audit.queue_size")

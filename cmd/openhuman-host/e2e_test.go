@@ -79,6 +79,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	testproc.QuickRaceExit()
 	code := m.Run()
 	if err := pgtest.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -154,7 +155,7 @@ func startTestHostWithLog(t *testing.T, cfg *config.Config, logs io.Writer) *hos
 	if logs != nil {
 		log = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Warn})
 	}
-	h, err := host.Start(testwait.Context(t), cfg, &host.Options{Executable: exe, Version: "test", Logger: log})
+	h, err := host.Start(testwait.Context(t), cfg, &host.Options{Executable: exe, Version: "test", Logger: log, ProviderEnv: runtimeEnv()})
 	if err != nil {
 		t.Fatalf("start host: %v", err)
 	}

@@ -85,7 +85,7 @@ func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger, o runO
 		StatusFile: o.statusFile,
 		Profile:    o.profile,
 
-		ProviderEnv:         gcEnv(),
+		ProviderEnv:         runtimeEnv(),
 		DiscoveryEmbeddings: o.serving,
 		Telemetry:           o.telemetry,
 	})

@@ -39,8 +39,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		Short: "Serve MCP over stdio (default) or Streamable HTTP",
 		Long: "serve starts every enabled provider, then serves MCP.\n\n" +
 			"stdio: stdout carries protocol messages only; logs go to stderr. When the client closes stdin,\n" +
-			"       calls still running get 10 s to finish, then they are cancelled; SIGINT and SIGTERM\n" +
-			"       (Ctrl-C or Ctrl-Break on Windows) cancel them at once.\n" +
+			"       calls still running get [server] stdio_close_grace_secs (10) to finish, then they are\n" +
+			"       cancelled; SIGINT and SIGTERM (Ctrl-C or Ctrl-Break on Windows) cancel them at once.\n" +
+			"       Once they are cancelled, the server exits within stdio_exit_timeout_secs (10).\n" +
 			"http:  Streamable HTTP + SSE at http://HOST:PORT/ (default 127.0.0.1:9300). A bearer token\n" +
 			"       from --auth-token or OPENHUMAN_MCP_TOKEN is required by clients when set.\n\n" +
 			"SIGHUP, and with --watch any change to the config file, reloads the config: providers are\n" +
@@ -174,18 +175,23 @@ func serveTransport(ctx context.Context, h *host.Host, log hclog.Logger, stdin *
 			fmt.Fprintf(os.Stderr, "openhuman-host: serving MCP on stdio and waiting for a client's JSON-RPC messages (%s stops);\n"+
 				"  add this command to an MCP client's config, or try: openhuman-host tools list\n", endOfInputKey())
 		}
-		// On SIGINT/SIGTERM, and eofGrace after the client closes stdin,
-		// running calls are cancelled so that the server exits promptly.
+		// On SIGINT/SIGTERM, and the close grace after the client closes
+		// stdin, running calls are cancelled so that the server exits
+		// promptly.
+		grace, exit := h.Config.Server.StdioCloseGrace(), h.Config.Server.StdioExitTimeout()
 		defer context.AfterFunc(ctx, h.Server.CancelCalls)()
 		// A client that stops reading stdout leaves writes blocked, which
-		// no cancellation reaches: past its deadline the server stops its
-		// providers and exits anyway.
-		defer context.AfterFunc(ctx, func() { forceExit(h, log, signalExitLimit, "a signal") })()
+		// no cancellation reaches: past the exit timeout the server stops
+		// its providers and exits anyway.
+		defer context.AfterFunc(ctx, func() { forceExit(h, log, exit, "a signal") })()
 		onEOF := func() {
-			time.AfterFunc(eofGrace, h.Server.CancelCalls)
-			forceExit(h, log, eofGrace+eofDrain+eofExitMargin, "the end of its input")
+			time.AfterFunc(grace, h.Server.CancelCalls)
+			forceExit(h, log, grace+exit, "the end of its input")
 		}
-		err := h.Server.MCP().Run(ctx, &server.LineTransport{In: stdin, Out: os.Stdout, OnEOF: onEOF, DrainTimeout: eofGrace + eofDrain})
+		// Halfway through the exit timeout, the transport stops waiting
+		// for the answers of cancelled calls, so that a request that is
+		// never answered cannot keep the server running.
+		err := h.Server.MCP().Run(ctx, &server.LineTransport{In: stdin, Out: os.Stdout, OnEOF: onEOF, DrainTimeout: grace + exit/2})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("stdio session: %w", err)
 		}
@@ -243,25 +249,6 @@ func serveHTTP(ctx context.Context, h *host.Host, log hclog.Logger, addr, token 
 	}
 	return nil
 }
-
-// eofGrace is how long a stdio server still lets running tool calls finish
-// after the client closed its stdin (which is how MCP clients start
-// shutting a stdio server down); then they are cancelled.
-const eofGrace = 10 * time.Second
-
-// eofDrain is how long after eofGrace a stdio server waits for the answers
-// of cancelled calls before it exits anyway, so that a request that is
-// never answered cannot keep it running.
-const eofDrain = 5 * time.Second
-
-// eofExitMargin is the time after eofGrace and eofDrain, and
-// signalExitLimit the time after a signal, after which a stdio server that
-// has still not finished (its writes to a client that no longer reads
-// stdout are blocked) stops its providers and exits.
-const (
-	eofExitMargin   = 5 * time.Second
-	signalExitLimit = 10 * time.Second
-)
 
 // forceExit exits the process with status 1 after d unless it has exited
 // by then, first stopping the providers and closing the audit log (each

@@ -34,8 +34,14 @@ func testExe(t *testing.T) string {
 // returns its path.
 func serveConfig(t *testing.T, dataDir string) string {
 	t.Helper()
+	return serveConfigWith(t, dataDir, "")
+}
+
+// serveConfigWith is serveConfig with more lines of the [server] table.
+func serveConfigWith(t *testing.T, dataDir, server string) string {
+	t.Helper()
 	cfgPath := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, "[server]\ndata_dir = %q\nlog_level = \"off\"\n%s", dataDir, slowStart), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, "[server]\ndata_dir = %q\nlog_level = \"off\"\n%s%s", dataDir, slowStart, server), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfgPath
@@ -99,11 +105,14 @@ func TestServeRefusesWeakToken(t *testing.T) {
 
 // TestStdioExitsWhenClientStopsReading: a client that closes stdin without
 // reading stdout leaves the server's writes blocked; the server exits all
-// the same, once its grace and drain times have passed.
+// the same, once its close grace and exit timeout have passed (here the
+// shortest the config allows, so that the test does not wait the default
+// 20 s).
 func TestStdioExitsWhenClientStopsReading(t *testing.T) {
 	t.Parallel()
 	exe := testExe(t)
-	cmd := exec.Command(exe, "--config", serveConfig(t, t.TempDir()), "serve")
+	cfgPath := serveConfigWith(t, t.TempDir(), "stdio_close_grace_secs = 0\nstdio_exit_timeout_secs = 1\n")
+	cmd := exec.Command(exe, "--config", cfgPath, "serve")
 	cmd.Env = append(os.Environ(), cliEnv+"=1")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

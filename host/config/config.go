@@ -139,6 +139,18 @@ type ServerConfig struct {
 	// SessionIdleTimeoutSecs closes an HTTP session idle this long, in
 	// seconds; 0 never closes idle sessions. Default 600.
 	SessionIdleTimeoutSecs int `toml:"session_idle_timeout_secs"`
+	// StdioCloseGraceSecs is how long, in seconds, a stdio server lets tool
+	// calls still running finish after the client closed its stdin (which
+	// is how MCP clients shut a stdio server down); then they are
+	// cancelled. 0 to 600; 0 cancels them at once. Default 10.
+	StdioCloseGraceSecs int `toml:"stdio_close_grace_secs"`
+	// StdioExitTimeoutSecs bounds, in seconds, how long a stdio server
+	// that is shutting down (its calls cancelled, after
+	// StdioCloseGraceSecs or a signal) takes to answer them and end:
+	// halfway it stops waiting for their answers, and past it, its writes
+	// still blocked on a client that no longer reads stdout, it stops its
+	// providers and exits with status 1. 1 to 600. Default 10.
+	StdioExitTimeoutSecs int `toml:"stdio_exit_timeout_secs"`
 	// MaxSessions caps the MCP sessions open at once over HTTP, at least 1;
 	// a client that would open one more gets 503 with Retry-After.
 	// Default 256.
@@ -202,6 +214,16 @@ func (s ServerConfig) ProviderStartTimeout() time.Duration {
 // sessions never expire.
 func (s ServerConfig) SessionIdleTimeout() time.Duration {
 	return time.Duration(s.SessionIdleTimeoutSecs) * time.Second
+}
+
+// StdioCloseGrace returns StdioCloseGraceSecs as a duration.
+func (s ServerConfig) StdioCloseGrace() time.Duration {
+	return time.Duration(s.StdioCloseGraceSecs) * time.Second
+}
+
+// StdioExitTimeout returns StdioExitTimeoutSecs as a duration.
+func (s ServerConfig) StdioExitTimeout() time.Duration {
+	return time.Duration(s.StdioExitTimeoutSecs) * time.Second
 }
 
 // AutonomyConfig is the [autonomy] table.

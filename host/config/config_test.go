@@ -42,6 +42,8 @@ func wantDefault() *Config {
 			DataDir:                  "",
 			MaxRequestBodyBytes:      4194304,
 			SessionIdleTimeoutSecs:   600,
+			StdioCloseGraceSecs:      10,
+			StdioExitTimeoutSecs:     10,
 			MaxSessions:              256,
 			MaxConnections:           1024,
 			AllowedOrigins:           []string{},
@@ -370,7 +372,7 @@ func TestProviderMergesOverDefaultEntry(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
-	const serverKeys = "allowed_origins, data_dir, host, log_level, max_connections, max_request_body_bytes, max_sessions, port, provider_start_timeout_secs, replica, session_idle_timeout_secs, structured_content_clients, tool_timeout_secs, transport"
+	const serverKeys = "allowed_origins, data_dir, host, log_level, max_connections, max_request_body_bytes, max_sessions, port, provider_start_timeout_secs, replica, session_idle_timeout_secs, stdio_close_grace_secs, stdio_exit_timeout_secs, structured_content_clients, tool_timeout_secs, transport"
 	tests := map[string]struct {
 		doc  string
 		want []string
@@ -380,11 +382,14 @@ func TestParseErrors(t *testing.T) {
 			want: []string{"config.toml:1: log_level: unknown key; valid top-level tables are audit, autonomy, discovery, profiles, providers, server, storage, telemetry, tools, upstream"},
 		},
 		"durations that would overflow": {
-			doc: lines("[server]", "tool_timeout_secs = 18446744074", "provider_start_timeout_secs = 601", "session_idle_timeout_secs = 2592001"),
+			doc: lines("[server]", "tool_timeout_secs = 18446744074", "provider_start_timeout_secs = 601", "session_idle_timeout_secs = 2592001",
+				"stdio_close_grace_secs = 601", "stdio_exit_timeout_secs = 0"),
 			want: []string{
 				"config.toml:2: server.tool_timeout_secs: must be between 1 and 86400; got 18446744074",
 				"config.toml:3: server.provider_start_timeout_secs: must be between 1 and 600; got 601",
 				"config.toml:4: server.session_idle_timeout_secs: must be between 0 and 2592000; got 2592001",
+				"config.toml:5: server.stdio_close_grace_secs: must be between 0 and 600; got 601",
+				"config.toml:6: server.stdio_exit_timeout_secs: must be between 1 and 600; got 0",
 			},
 		},
 		"bad tool pattern": {
@@ -1401,6 +1406,8 @@ log_level = 'warn'
 data_dir = ''
 max_request_body_bytes = 4194304
 session_idle_timeout_secs = 600
+stdio_close_grace_secs = 10
+stdio_exit_timeout_secs = 10
 max_sessions = 256
 max_connections = 1024
 allowed_origins = []

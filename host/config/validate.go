@@ -37,6 +37,8 @@ func (d *decoder) validate(c *Config) {
 	d.check("server.data_dir", checkDataDir(s.DataDir))
 	d.check("server.max_request_body_bytes", atLeast(s.MaxRequestBodyBytes, 1))
 	d.check("server.session_idle_timeout_secs", between(int64(s.SessionIdleTimeoutSecs), 0, maxSessionIdleSecs))
+	d.check("server.stdio_close_grace_secs", between(int64(s.StdioCloseGraceSecs), 0, maxStdioShutdownSecs))
+	d.check("server.stdio_exit_timeout_secs", between(int64(s.StdioExitTimeoutSecs), 1, maxStdioShutdownSecs))
 	d.check("server.max_sessions", between(int64(s.MaxSessions), 1, maxSessions))
 	d.check("server.max_connections", between(int64(s.MaxConnections), 1, maxConnections))
 	for i, o := range s.AllowedOrigins {
@@ -359,6 +361,7 @@ const (
 	maxToolTimeoutSecs   = 86400
 	maxProviderStartSecs = 600
 	maxSessionIdleSecs   = 30 * 86400
+	maxStdioShutdownSecs = 600
 	maxSessions          = 100000
 	maxConnections       = 100000
 )

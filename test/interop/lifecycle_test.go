@@ -108,9 +108,14 @@ func TestKilledHostLeavesNoProcess(t *testing.T) {
 	srv.tree.killRunning()
 }
 
+// closeGrace is the stdio_close_grace_secs of TestShutdownCancelsRunningCalls,
+// which waits it out: shorter than the default 10 s.
+const closeGrace = time.Second
+
 // TestShutdownCancelsRunningCalls: closing stdin lets a running call go on
-// for the grace period, then cancels it, answers it, and the server exits;
-// SIGTERM cancels at once.
+// for the grace period ([server] stdio_close_grace_secs, shortened here to
+// closeGrace), then cancels it, answers it, and the server exits; SIGTERM
+// cancels at once.
 func TestShutdownCancelsRunningCalls(t *testing.T) {
 	p := requireServer(t)
 	t.Parallel()
@@ -119,7 +124,7 @@ func TestShutdownCancelsRunningCalls(t *testing.T) {
 			t.Parallel()
 			sb := newSandbox(t)
 			_, table := buildTestProvider(t)
-			sb.writeConfig(t, table)
+			sb.writeConfig(t, fmt.Sprintf("[server]\nstdio_close_grace_secs = %d\n%s", int(closeGrace/time.Second), table))
 			srv := startServer(t, p, sb, "serve")
 			srv.send(t, initializeRequest)
 			expectResult(t, srv.reply(t), "1")
@@ -154,10 +159,10 @@ func TestShutdownCancelsRunningCalls(t *testing.T) {
 			}
 			took := time.Since(start)
 			t.Logf("exited %s after %s", took.Round(time.Millisecond), how)
-			// After EOF the call gets the grace period first (serve.go's
-			// eofGrace); a timer never fires early, however loaded the machine.
-			if how == "eof" && took < 10*time.Second {
-				t.Errorf("exit %s after EOF, want the call's 10s grace first", took)
+			// After EOF the call gets the grace period first; a timer never
+			// fires early, however loaded the machine.
+			if how == "eof" && took < closeGrace {
+				t.Errorf("exit %s after EOF, want the call's %s grace first", took, closeGrace)
 			}
 			srv.tree.requireExited(t)
 		})

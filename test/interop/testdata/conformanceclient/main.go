@@ -30,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/internal/oauthtest"
+	"github.com/openhuman/openhuman-host/internal/upstreamwire"
 )
 
 func main() {
@@ -98,11 +99,11 @@ enabled = false
 enabled = false
 
 [[upstream.servers]]
-name = "conformance"
+name = %q
 endpoint = %q
 prefix = ""
 trust_annotations = true
-%s`, filepath.Join(dir, "data"), serverURL, authLine)
+%s`, filepath.Join(dir, "data"), upstreamName, serverURL, authLine)
 	cfgPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
@@ -137,12 +138,13 @@ trust_annotations = true
 		return fmt.Errorf("connect to openhuman-host: %w", err)
 	}
 	defer session.Close()
+	h := &hostSession{session: session, changed: changed, host: host, cfgPath: cfgPath}
 
 	switch scenario {
 	case "json-schema-2020-12-preservation":
 		// Echo the focal tool's input schema as the host lists it, so the
 		// referee sees which keywords survived the relay.
-		tools, err := waitForTools(ctx, session, changed, "json_schema_2020_12_tool", "json_schema_echo")
+		tools, err := h.waitForTools(ctx, "json_schema_2020_12_tool", "json_schema_echo")
 		if err != nil {
 			return err
 		}
@@ -158,7 +160,7 @@ trust_annotations = true
 				}
 			}
 		}
-		if _, err := waitForTools(ctx, session, changed, names...); err != nil {
+		if _, err := h.waitForTools(ctx, names...); err != nil {
 			return err
 		}
 		for _, c := range calls {
@@ -175,7 +177,7 @@ trust_annotations = true
 		// host passes it on and the client answers and retries, as the
 		// reference client does directly.
 		tools := []string{"test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated", "test_mrtr_no_result_type"}
-		if _, err := waitForTools(ctx, session, changed, tools...); err != nil {
+		if _, err := h.waitForTools(ctx, tools...); err != nil {
 			return err
 		}
 		for _, name := range tools {
@@ -185,7 +187,7 @@ trust_annotations = true
 		}
 		return nil
 	case "http-invalid-tool-headers":
-		tools, err := waitForTools(ctx, session, changed)
+		tools, err := h.waitForTools(ctx)
 		if err != nil {
 			return err
 		}
@@ -196,7 +198,7 @@ trust_annotations = true
 		}
 		return nil
 	case "http-standard-headers":
-		tools, err := waitForTools(ctx, session, changed)
+		tools, err := h.waitForTools(ctx)
 		if err != nil {
 			return err
 		}
@@ -221,23 +223,59 @@ trust_annotations = true
 	case strings.HasPrefix(scenario, "auth/"):
 		tool = "test-tool"
 	}
-	if tool == "" {
-		_, err := waitForTools(ctx, session, changed)
+	switch {
+	case scenario == "initialize" || scenario == "request-metadata" || scenario == "json-schema-ref-no-deref":
+		// The server has no tools: as the reference client connects (and
+		// lists its tools), the host connects to it, and that is all.
+		return h.waitConnected(ctx)
+	case tool == "":
+		_, err := h.waitForTools(ctx)
 		return err
 	}
-	if _, err := waitForTools(ctx, session, changed, tool); err != nil {
+	if _, err := h.waitForTools(ctx, tool); err != nil {
 		return err
 	}
 	return call(ctx, session, tool, args, false)
 }
 
+// hostSession is a client's session with the host, and where to ask how
+// the host fares with its upstream server.
+type hostSession struct {
+	session *mcp.ClientSession
+	changed <-chan struct{} // tools/list_changed from the host
+	host    string          // the openhuman-host binary
+	cfgPath string          // its config
+}
+
+// upstreamState returns the state the running host reports for its
+// upstream server, as `providers status --json` prints it (connecting,
+// connected or failed), and the error of a failed one; "" when it cannot
+// tell yet.
+func (h *hostSession) upstreamState(ctx context.Context) (state, why string) {
+	out, _ := exec.CommandContext(ctx, h.host, "--config", h.cfgPath, "providers", "status", "--json").Output()
+	var reports []struct {
+		Upstream []upstreamwire.ServerStatus `json:"upstream"`
+	}
+	if json.Unmarshal(out, &reports) != nil || len(reports) != 1 {
+		return "", ""
+	}
+	for _, u := range reports[0].Upstream {
+		if u.Name == upstreamName {
+			return u.State, u.Error
+		}
+	}
+	return "", ""
+}
+
 // waitForTools lists the host's tools until they include every name in
 // want (or, with none, any tool): the server's tools arrive once the host
 // has connected (and signed in) to it, at start or later with
-// tools/list_changed.
-func waitForTools(ctx context.Context, session *mcp.ClientSession, changed <-chan struct{}, want ...string) ([]*mcp.Tool, error) {
+// tools/list_changed. Once the host reports that it failed to connect (a
+// sign-in it refused, as the reference client does), it returns that
+// error instead of waiting on.
+func (h *hostSession) waitForTools(ctx context.Context, want ...string) ([]*mcp.Tool, error) {
 	for {
-		res, err := session.ListTools(ctx, nil)
+		res, err := h.session.ListTools(ctx, nil)
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
@@ -248,14 +286,41 @@ func waitForTools(ctx context.Context, session *mcp.ClientSession, changed <-cha
 		if all {
 			return res.Tools, nil
 		}
+		if state, why := h.upstreamState(ctx); state == upstreamwire.StateFailed {
+			return nil, fmt.Errorf("the host failed to connect to the server: %s", why)
+		}
 		select {
-		case <-changed:
+		case <-h.changed:
 		case <-time.After(250 * time.Millisecond):
 		case <-ctx.Done():
 			return nil, fmt.Errorf("the host never listed the server's tools %v", want)
 		}
 	}
 }
+
+// waitConnected waits until the host reports its upstream server
+// connected, or failed, then lists the host's tools once.
+func (h *hostSession) waitConnected(ctx context.Context) error {
+	for {
+		state, why := h.upstreamState(ctx)
+		if state == upstreamwire.StateFailed {
+			return fmt.Errorf("the host failed to connect to the server: %s", why)
+		}
+		if state == upstreamwire.StateConnected {
+			_, err := h.session.ListTools(ctx, nil)
+			return err
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("the host never connected to the server")
+		}
+	}
+}
+
+// upstreamName is the name of the host's one upstream server in the
+// config run writes.
+const upstreamName = "conformance"
 
 // call calls tool through the host; an isError result is an error unless
 // allowed.

@@ -2,17 +2,21 @@ package main
 
 import (
 	"math"
+	"os"
 	"runtime/metrics"
 	"strconv"
 )
 
-// gcEnv is this process's garbage-collector settings as a Go program's
+// runtimeEnv is this process's Go runtime settings as a Go program's
 // environment, for the providers it starts: GOGC ("off" when the GC is
-// off) and, when there is a soft memory limit, GOMEMLIMIT in bytes. The
-// host starts providers with an allow-listed environment, so without
-// these they would run with Go's defaults whatever the host runs with
-// (GOGC=400 and a soft limit on stdio: tuneGCForStdio).
-func gcEnv() []string {
+// off), GOMEMLIMIT in bytes when there is a soft memory limit, and GORACE
+// as this process got it, when set. The host starts providers with an
+// allow-listed environment, so without these they would run with Go's
+// defaults whatever the host runs with (GOGC=400 and a soft limit on
+// stdio: tuneGCForStdio). GORACE matters only to a build with the race
+// detector, whose providers are the same binary: they then report races
+// where the host does and, with atexit_sleep_ms, exit as soon as it does.
+func runtimeEnv() []string {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
 	metrics.Read(s)
 	var env []string
@@ -28,6 +32,9 @@ func gcEnv() []string {
 		if l := s[1].Value.Uint64(); l > 0 && l < math.MaxInt64 {
 			env = append(env, "GOMEMLIMIT="+strconv.FormatUint(l, 10))
 		}
+	}
+	if v, ok := os.LookupEnv("GORACE"); ok {
+		env = append(env, "GORACE="+v)
 	}
 	return env
 }

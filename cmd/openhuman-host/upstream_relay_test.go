@@ -96,7 +96,6 @@ func callText(t *testing.T, cs *mcp.ClientSession, tool, arg string) string {
 // An upstream's tools/list_changed reaches connected clients as the
 // host's own list_changed, and the new tool is listed and callable.
 func TestUpstreamListChangedIsReadvertised(t *testing.T) {
-	t.Parallel()
 	up := newUpstreamServer(t, "first")
 	cfg, _ := testConfig(t, fmt.Sprintf("[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n",
 		"http://"+up.addr+"/"))
@@ -120,7 +119,6 @@ func TestUpstreamListChangedIsReadvertised(t *testing.T) {
 // An HTTP upstream restarted mid-session (its old session ids unknown to
 // it now) is used again on the next call, without an error.
 func TestRestartedHTTPUpstreamIsUsedAgain(t *testing.T) {
-	t.Parallel()
 	up := newUpstreamServer(t, "echo")
 	cfg, _ := testConfig(t, fmt.Sprintf("[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n",
 		"http://"+up.addr+"/"))
@@ -144,7 +142,6 @@ func TestRestartedHTTPUpstreamIsUsedAgain(t *testing.T) {
 // a plugin process: the restarted provider is told it again, and the
 // upstream's updates reach the client as before.
 func TestSubscriptionSurvivesUpstreamProviderRestart(t *testing.T) {
-	t.Parallel()
 	up := newUpstreamServer(t, "echo")
 	cfg, _ := testConfig(t, fmt.Sprintf("[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n[upstream]\nprocess = \"plugin\"\n[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n",
 		"http://"+up.addr+"/"))

@@ -28,6 +28,11 @@ const Version = "0.1.0"
 // providerName is the provider's name in its catalog.
 const providerName = "upstream"
 
+// codeRejectedByTransport is the JSON-RPC code of the go-sdk's "rejected
+// by transport" error (its internal jsonrpc2.ErrRejected): a request its
+// client could not send, such as one on a connection the server closed.
+const codeRejectedByTransport = -32005
+
 const (
 	// maxDescription caps a re-exposed tool's description, in characters.
 	maxDescription = 2000
@@ -561,6 +566,14 @@ func (p *Provider) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 				data.Required = json.RawMessage("{}")
 			}
 			return nil, &sdk.MissingCapabilityError{Required: data.Required, Message: sanitise(werr.Message, maxDescription)}
+		}
+		if errors.As(err, &werr) && werr.Code == codeRejectedByTransport {
+			// The go-sdk's client could not send the request (a
+			// connection refused or closed under it): the server did
+			// not answer, so do not say it did.
+			p.log.Warn("call not sent", "server", s.name, "tool", rt.name, "error", redactText(err.Error()))
+			return sdk.ErrorResult("%s: the call could not be sent to %s: %s; try again", req.Name, s.where(),
+				sanitise(redactText(err.Error()), maxDescription)), nil
 		}
 		if errors.As(err, &werr) {
 			p.log.Debug("call refused by server", "server", s.name, "tool", rt.name, "code", werr.Code)

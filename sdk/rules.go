@@ -74,6 +74,13 @@ type ArgumentValidator struct {
 // once. Its messages name the tool as clients see it, [ClientName] of
 // t.Name. Errors wrap [ErrInvalidTool].
 func NewArgumentValidator(t Tool) (*ArgumentValidator, error) {
+	return newArgumentValidator(t, nil, nil)
+}
+
+// newArgumentValidator is [NewArgumentValidator] for a tool whose input or
+// output schema (when not nil) was derived from a Go type: that schema is
+// taken as already parsed and resolved.
+func newArgumentValidator(t Tool, input, output *derivedSchema) (*ArgumentValidator, error) {
 	if !declaredName.MatchString(t.Name) {
 		return nil, fmt.Errorf("%w: name %q must match [A-Za-z0-9_.-]{1,128}", ErrInvalidTool, t.Name)
 	}
@@ -83,20 +90,26 @@ func NewArgumentValidator(t Tool) (*ArgumentValidator, error) {
 	if len(t.InputSchema) == 0 {
 		return nil, fmt.Errorf("%w: %s: no input schema", ErrInvalidTool, t.Name)
 	}
-	var schema jsonschema.Schema
-	if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+	schema, resolved := &jsonschema.Schema{}, (*jsonschema.Resolved)(nil)
+	if input != nil {
+		schema, resolved = input.schema, input.resolved
+	} else if err := json.Unmarshal(t.InputSchema, schema); err != nil {
 		return nil, fmt.Errorf("%w: %s: input schema: %v", ErrInvalidTool, t.Name, err)
 	}
 	if schema.Type != "object" {
 		return nil, fmt.Errorf("%w: %s: input schema must have \"type\": \"object\"", ErrInvalidTool, t.Name)
 	}
-	resolved, err := schema.Resolve(nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: input schema does not resolve: %v", ErrInvalidTool, t.Name, err)
+	if resolved == nil {
+		var err error
+		if resolved, err = schema.Resolve(nil); err != nil {
+			return nil, fmt.Errorf("%w: %s: input schema does not resolve: %v", ErrInvalidTool, t.Name, err)
+		}
 	}
 	if len(t.OutputSchema) > 0 {
-		var out jsonschema.Schema
-		if err := json.Unmarshal(t.OutputSchema, &out); err != nil {
+		out := &jsonschema.Schema{}
+		if output != nil {
+			out = output.schema
+		} else if err := json.Unmarshal(t.OutputSchema, out); err != nil {
 			return nil, fmt.Errorf("%w: %s: output schema: %v", ErrInvalidTool, t.Name, err)
 		}
 		if out.Type != "object" {
@@ -107,6 +120,6 @@ func NewArgumentValidator(t Tool) (*ArgumentValidator, error) {
 	for _, r := range schema.Required {
 		required[r] = true
 	}
-	return &ArgumentValidator{name: ClientName(t.Name), schema: &schema, resolved: resolved, required: required,
+	return &ArgumentValidator{name: ClientName(t.Name), schema: schema, resolved: resolved, required: required,
 		closed: isFalseSchema(schema.AdditionalProperties)}, nil
 }

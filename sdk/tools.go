@@ -142,34 +142,28 @@ func (ts *Tools) Call(ctx context.Context, req *CallToolRequest) (*CallToolResul
 
 // newTypedTool derives t's schemas and wraps h.
 func newTypedTool[In, Out any](t Tool, h ToolHandler[In, Out]) (*typedTool, error) {
+	var input *derivedSchema
 	if t.InputSchema == nil {
-		schema, err := deriveJSON(reflect.TypeFor[In]())
+		d, err := derive(reflect.TypeFor[In]())
 		if err != nil {
 			return nil, fmt.Errorf("input schema: %w", err)
 		}
-		t.InputSchema = schema
+		t.InputSchema, input = slices.Clone(d.raw), d
 	}
 	untyped := reflect.TypeFor[Out]() == reflect.TypeFor[any]()
+	var output *derivedSchema
 	if t.OutputSchema == nil && !untyped {
-		schema, err := deriveJSON(reflect.TypeFor[Out]())
+		d, err := derive(reflect.TypeFor[Out]())
 		if err != nil {
 			return nil, fmt.Errorf("output schema: %w", err)
 		}
-		t.OutputSchema = schema
+		t.OutputSchema, output = slices.Clone(d.raw), d
 	}
-	args, err := NewArgumentValidator(t)
+	args, err := newArgumentValidator(t, input, output)
 	if err != nil {
 		return nil, err
 	}
-	var input jsonschema.Schema
-	if err := json.Unmarshal(t.InputSchema, &input); err != nil {
-		return nil, fmt.Errorf("input schema: %w", err)
-	}
-	inputResolved, err := input.Resolve(nil)
-	if err != nil {
-		return nil, fmt.Errorf("input schema: %w", err)
-	}
-	if len(t.OutputSchema) > 0 {
+	if output == nil && len(t.OutputSchema) > 0 {
 		var s jsonschema.Schema
 		if err := json.Unmarshal(t.OutputSchema, &s); err != nil {
 			return nil, fmt.Errorf("output schema: %w", err)
@@ -178,6 +172,7 @@ func newTypedTool[In, Out any](t Tool, h ToolHandler[In, Out]) (*typedTool, erro
 			return nil, fmt.Errorf("output schema: %w", err)
 		}
 	}
+	inputResolved := args.resolved
 	call := func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
 		in, errRes := decodeArguments[In](args, inputResolved, req.Arguments)
 		if errRes != nil {
@@ -255,13 +250,48 @@ func InputSchemaFor[In any]() *jsonschema.Schema {
 	return s
 }
 
-// deriveJSON returns the JSON of t's schema as [AddTool] describes it.
-func deriveJSON(t reflect.Type) (json.RawMessage, error) {
-	s, err := deriveSchema(t)
-	if err != nil {
-		return nil, err
+// derivedSchema is a Go type's schema as [AddTool] derives it: its JSON,
+// and that JSON parsed and resolved. It is shared and must not be changed.
+type derivedSchema struct {
+	raw      json.RawMessage
+	schema   *jsonschema.Schema
+	resolved *jsonschema.Resolved
+}
+
+// derivedTypes holds, by reflect.Type, a func returning that type's
+// *derivedSchema, computed on first use: a type's schema never changes,
+// and deriving and resolving it was most of what building a provider's
+// tools cost (a provider builds them on every New). It holds one entry per
+// Go type passed to AddTool, a number fixed by the program.
+var derivedTypes sync.Map
+
+// derive returns t's derived schema, computing it once per process.
+func derive(t reflect.Type) (*derivedSchema, error) {
+	f, ok := derivedTypes.Load(t)
+	if !ok {
+		f, _ = derivedTypes.LoadOrStore(t, sync.OnceValues(func() (*derivedSchema, error) {
+			s, err := deriveSchema(t)
+			if err != nil {
+				return nil, err
+			}
+			raw, err := json.Marshal(s)
+			if err != nil {
+				return nil, err
+			}
+			// The schema is parsed back from its JSON so that what is
+			// resolved is exactly what clients are sent.
+			var parsed jsonschema.Schema
+			if err := json.Unmarshal(raw, &parsed); err != nil {
+				return nil, err
+			}
+			resolved, err := parsed.Resolve(nil)
+			if err != nil {
+				return nil, err
+			}
+			return &derivedSchema{raw: raw, schema: &parsed, resolved: resolved}, nil
+		}))
 	}
-	return json.Marshal(s)
+	return f.(func() (*derivedSchema, error))()
 }
 
 // deriveSchema returns the JSON Schema of t as [AddTool] describes it.

@@ -201,6 +201,10 @@ func hitDocs(hits []searchHit) []string {
 // uses, checking that defaults match their own schemas.
 func resolvedSchema(t *testing.T, name, kind string) *jsonschema.Resolved {
 	t.Helper()
+	key := name + " " + kind
+	if r, ok := resolvedSchemas.Load(key); ok {
+		return r.(*jsonschema.Resolved)
+	}
 	tl := toolSpec(t, name)
 	raw := tl.InputSchema
 	if kind == "output" {
@@ -214,19 +218,32 @@ func resolvedSchema(t *testing.T, name, kind string) *jsonschema.Resolved {
 	if err != nil {
 		t.Fatalf("%s: resolve %s schema: %v", name, kind, err)
 	}
+	resolvedSchemas.Store(key, r)
 	return r
 }
+
+// resolvedSchemas holds resolvedSchema's answers by "<tool> <kind>": the
+// catalog is the same for every provider, and resolving a schema on every
+// call was most of what the tests spent.
+var resolvedSchemas sync.Map
+
+// catalog is the provider's tool list by name, built once.
+var catalog = sync.OnceValue(func() map[string]sdk.Tool {
+	tools := map[string]sdk.Tool{}
+	for _, tl := range New(nil).tools.List() {
+		tools[tl.Name] = tl
+	}
+	return tools
+})
 
 // toolSpec returns the catalog entry of the tool name.
 func toolSpec(t *testing.T, name string) sdk.Tool {
 	t.Helper()
-	for _, tl := range New(nil).tools.List() {
-		if tl.Name == name {
-			return tl
-		}
+	tl, ok := catalog()[name]
+	if !ok {
+		t.Fatalf("no tool %q", name)
 	}
-	t.Fatalf("no tool %q", name)
-	return sdk.Tool{}
+	return tl
 }
 
 // validateOutput checks structured content against the tool's output

@@ -21,15 +21,15 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// TestManyHTTPClientsOnOneStdioUpstream connects 64 client sessions over
-// HTTP to the built server, four times the upstream sessions kept while
-// unused, and has each call a stdio upstream server's tool at once: each
-// client gets a session (and process) of its own with the server, and no
-// call fails.
+// TestManyHTTPClientsOnOneStdioUpstream connects 32 client sessions over
+// HTTP to the built server, twice the upstream sessions kept while unused
+// (maxClientSessions), and has each call a stdio upstream server's tool at
+// once: each client gets a session (and process) of its own with the
+// server, and no call fails.
 func TestManyHTTPClientsOnOneStdioUpstream(t *testing.T) {
 	t.Parallel()
 	const (
-		clients = 64
+		clients = 32
 		calls   = 5
 	)
 	dir := t.TempDir()

@@ -116,6 +116,7 @@ type options struct {
 	providerArgs string
 	variants     variantList
 	memory       bool
+	memoryModes  bool
 	memoryDocs   int
 	recordReads  bool
 	auditCost    bool
@@ -237,6 +238,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.providerArgs, "provider-args", "", "args of the no-op provider, space-separated (-gogc=N, -memlimit=BYTES, -maxprocs=N)")
 	fs.Var(&o.variants, "variant", "NAME:ENV[,ENV...][:PROVIDER-ARGS]: one more host, host/NAME, with ENV added to its environment and\nPROVIDER-ARGS as the no-op provider's args, measured in the same rounds (repeatable)")
 	fs.BoolVar(&o.memory, "memory", true, "also measure "+memorytool.Search+" through the host with the memory provider")
+	fs.BoolVar(&o.memoryModes, "memory-modes", false, "with -memory, also measure "+memoryPluginTarget+": the memory provider in a plugin process of its own\n([providers.memory] process = \"plugin\") rather than the host's, in the same rounds")
 	fs.IntVar(&o.memoryDocs, "memory-docs", 200, "documents stored before "+memorytool.Search+" is measured")
 	fs.BoolVar(&o.recordReads, "record-reads", true, "the host's [audit] record_reads (its default is true)")
 	fs.BoolVar(&o.auditCost, "audit-cost", true, "also measure host/no-audit (record_reads = false) in the same rounds, for the audit's cost")

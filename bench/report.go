@@ -247,7 +247,7 @@ func (r *results) finish() {
 		r.Ratios = append(r.Ratios, ratio{Name: defName, Unit: "ms", Target: defTarget, Note: "not measured: -cold-defaults=false"})
 	}
 	pssName, pssTarget := "host+memory PSS under load at c=8", fmt.Sprintf("≤ %d MiB", targetMemoryPSSKiB>>10)
-	if mem := r.Targets["host+memory"]; mem != nil && mem.Memory[8] != nil {
+	if mem := r.Targets[memoryTarget]; mem != nil && mem.Memory[8] != nil {
 		v := mem.Memory[8].PssKiB
 		r.Ratios = append(r.Ratios, ratio{Name: pssName, Value: float64(v) / 1024, Unit: "MiB", Target: pssTarget,
 			Met: met(v <= targetMemoryPSSKiB)})
@@ -435,6 +435,14 @@ func reportHosts(w io.Writer, r *results) {
 	if p, h := r.load(peerTarget, 8), r.load(relayTarget, 8); relay > 0 && p != nil && h != nil && p.CallsPerSec > 0 {
 		fmt.Fprintf(w, "relay against the peer proxy at c=8: %.2f× its throughput, %.0fµs against %.0fµs server CPU per call\n",
 			h.CallsPerSec/p.CallsPerSec, h.ServerCPUCall, p.ServerCPUCall)
+	}
+	if mh, mp := r.load(memoryTarget, 8), r.load(memoryPluginTarget, 8); mh != nil && mp != nil {
+		fmt.Fprintf(w, "memory_search at c=8, memory provider in the host against in a plugin process: %.0f against %.0f calls/s, %.0fµs against %.0fµs server CPU per call",
+			mh.CallsPerSec, mp.CallsPerSec, mh.ServerCPUCall, mp.ServerCPUCall)
+		if a, b := r.Targets[memoryTarget].Memory[8], r.Targets[memoryPluginTarget].Memory[8]; a != nil && b != nil {
+			fmt.Fprintf(w, ", PSS %.1f against %.1f MiB", float64(a.PssKiB)/1024, float64(b.PssKiB)/1024)
+		}
+		fmt.Fprintln(w)
 	}
 	if hh, hp := r.load(relayHostTarget, 8), r.load(relayPluginTarget, 8); relayHost > 0 && relayPlugin > 0 && hh != nil && hp != nil {
 		fmt.Fprintf(w, "relay at c=8, upstream provider in the host against in a plugin process: %.2f× against %.2f× the floor's throughput, %.0fµs against %.0fµs server CPU per call\n",

@@ -96,6 +96,14 @@ const (
 	relayTool         = "floor__" + noop.FloorTool
 )
 
+// memoryTarget is the host serving memory_search from the memory provider
+// as configured by default (in the host's process); memoryPluginTarget the
+// same with the provider in a plugin process of its own.
+const (
+	memoryTarget       = "host+memory"
+	memoryPluginTarget = "host+memory/plugin"
+)
+
 // setupTargets writes the host configs and returns floor, host, one
 // host/NAME per -variant, with -audit-cost host/no-audit, with -telemetry
 // host/telemetry, with -relay host/relay and, when peerBin is set, the
@@ -221,15 +229,25 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 	}
 
 	if o.memory {
-		mem, err := hostTarget(o, dir(), "host+memory", audit+"[providers.memory]\nenabled = true\n\n[providers.agent]\nenabled = false\n", nil)
-		if err != nil {
-			return nil, err
-		}
-		mem.tool, mem.listed = memorytool.Search, memorytool.Search
-		mem.args = map[string]any{"query": "reef harbour", "k": 10}
 		docs := o.memoryDocs
-		mem.seed = func(ctx context.Context, r *running) error { return seedMemory(ctx, r.cs, docs) }
-		targets = append(targets, mem)
+		modes := [][2]string{{memoryTarget, ""}}
+		if o.memoryModes {
+			modes = append(modes, [2]string{memoryPluginTarget, "plugin"})
+		}
+		for _, m := range modes {
+			c := audit + "[providers.memory]\nenabled = true\n"
+			if m[1] != "" {
+				c += "process = " + tomlString(m[1]) + "\n"
+			}
+			mem, err := hostTarget(o, dir(), m[0], c+"\n[providers.agent]\nenabled = false\n", nil)
+			if err != nil {
+				return nil, err
+			}
+			mem.tool, mem.listed = memorytool.Search, memorytool.Search
+			mem.args = map[string]any{"query": "reef harbour", "k": 10}
+			mem.seed = func(ctx context.Context, r *running) error { return seedMemory(ctx, r.cs, docs) }
+			targets = append(targets, mem)
+		}
 	}
 
 	if o.coldDefaults {

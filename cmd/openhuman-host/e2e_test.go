@@ -118,6 +118,11 @@ func testConfig(t *testing.T, extra string) (*config.Config, string) {
 // binary, on a machine that may be busy with other tests.
 const slowStart = "provider_start_timeout_secs = 120\n"
 
+// memoryInOwnProcess is a config table running the memory provider as a
+// plugin process rather than in the host's, for the tests that kill,
+// freeze or count its process.
+const memoryInOwnProcess = "[providers.memory]\nprocess = \"plugin\"\n"
+
 // cliHome points XDG_DATA_HOME and XDG_CONFIG_HOME at a new directory for
 // the commands a test runs, turns the log off and writes a config.toml
 // there: a [server] table with [slowStart], then config. It returns the
@@ -289,7 +294,7 @@ func TestEveryAttemptHasOneAuditRow(t *testing.T) {
 
 func TestProvidersAreGoneAfterClose(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, "")
+	cfg, _ := testConfig(t, memoryInOwnProcess)
 	h := startTestHost(t, cfg)
 	var pids []int
 	for _, p := range h.Providers {
@@ -439,7 +444,7 @@ func storeCall(args string) server.Call {
 // return promptly and leave no process behind.
 func TestHungProviderDoesNotBlockShutdown(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, "")
+	cfg, _ := testConfig(t, memoryInOwnProcess)
 	h := startTestHost(t, cfg)
 	pid := h.Providers[0].Pid()
 	testproc.Freeze(t, pid)

@@ -112,7 +112,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 // docs/performance.md).
 func TestKilledProviderIsBack(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, kitConfig(t, ""))
+	cfg, _ := testConfig(t, kitConfig(t, "")+memoryInOwnProcess)
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
 	for _, name := range []string{"memory", "kit"} {

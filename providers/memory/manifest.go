@@ -27,6 +27,7 @@ func Manifest() sdk.Manifest {
 			"and memory_store to save something worth remembering.",
 		Namespaces:    []string{"memory_", "tree_"},
 		SharedStorage: true,
+		InProcess:     true,
 		Audit: sdk.AuditRules{
 			Identifiers: []string{"namespace", "chunk_id", "document_id", "kind", "k", "offset", "since_ms", "until_ms"},
 			Lists:       []string{"tags", "source_kinds", "source_ids", "entity_ids"},

@@ -1,6 +1,10 @@
 package sdk
 
-import "github.com/pelletier/go-toml/v2"
+import (
+	"encoding/json"
+
+	"github.com/pelletier/go-toml/v2"
+)
 
 // DescribeValue names the type of a configuration value decoded into an
 // any, for error messages such as "timeout must be an integer; got a
@@ -10,8 +14,9 @@ import "github.com/pelletier/go-toml/v2"
 // "a string" (string), "a boolean" (bool), "an integer" (int64), "a
 // float" (float64), "an array" ([]any), "a table" (map[string]any) and
 // "a date or time" (go-toml's LocalDate, LocalTime and LocalDateTime, or
-// any value with a Unix() int64 method, such as a time.Time). Anything
-// else, nil included, is "a value".
+// any value with a Unix() int64 method, such as a time.Time), and "a
+// number" for a json.Number (json.Decoder.UseNumber). Anything else, nil
+// included, is "a value".
 func DescribeValue(v any) string {
 	switch v.(type) {
 	case string:
@@ -22,6 +27,8 @@ func DescribeValue(v any) string {
 		return "an integer"
 	case float64:
 		return "a float"
+	case json.Number:
+		return "a number"
 	case []any:
 		return "an array"
 	case map[string]any:

@@ -1,6 +1,7 @@
 package sdk_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ func TestDescribeValue(t *testing.T) {
 		"s": "a string", true: "a boolean", int64(1): "an integer", 1.5: "a float",
 		toml.LocalDate{Year: 2026}: "a date or time", toml.LocalTime{Hour: 1}: "a date or time",
 		toml.LocalDateTime{}: "a date or time", time.Unix(0, 0): "a date or time",
-		struct{}{}: "a value", nil: "a value", 1: "a value",
+		json.Number("5"): "a number", struct{}{}: "a value", nil: "a value", 1: "a value",
 	} {
 		if got := sdk.DescribeValue(v); got != want {
 			t.Errorf("DescribeValue(%#v) = %q, want %q", v, got, want)

@@ -2,7 +2,7 @@
 //
 // It compares, in one run, two MCP servers doing the same work — a tool that
 // takes an empty object and returns "ok" — over stdio, driven by the go-sdk
-// client on internal/mcpwire's CommandTransport (one decode per response,
+// client on sdk/mcpwire's CommandTransport (one decode per response,
 // so the bench's own CPU stays small next to the servers'):
 //
 //   - floor: the go-sdk serving the tool in-process (bench/floor);

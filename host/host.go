@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/internal/embeddings"
-	"github.com/openhuman/openhuman-host/internal/upstreamwire"
 
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/metric"
@@ -30,6 +29,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/policy"
 	"github.com/openhuman/openhuman-host/host/server"
 	"github.com/openhuman/openhuman-host/internal/telemetry"
+	"github.com/openhuman/openhuman-host/providers/upstream/upstreamwire"
 )
 
 // Options configures [Start].

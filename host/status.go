@@ -10,7 +10,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/plugins"
-	"github.com/openhuman/openhuman-host/internal/upstreamwire"
+	"github.com/openhuman/openhuman-host/providers/upstream/upstreamwire"
 )
 
 // StatusReport is what a serving host publishes about itself in its

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/internal/telemetry"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // Attributes of the host's own metrics.
@@ -73,7 +74,7 @@ func withTraceMetadata(ctx context.Context) context.Context {
 	} else {
 		md = metadata.MD{}
 	}
-	telemetry.Propagator.Inject(ctx, metadataCarrier(md))
+	sdk.TracePropagator().Inject(ctx, metadataCarrier(md))
 	return metadata.NewOutgoingContext(ctx, md)
 }
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/host/config"
-	"github.com/openhuman/openhuman-host/internal/upstreamwire"
+	"github.com/openhuman/openhuman-host/providers/upstream/upstreamwire"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 

@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
@@ -24,10 +23,6 @@ const tracingName = "github.com/openhuman/openhuman-host/sdk"
 // callTracer is the SDK's tracer from OpenTelemetry's global tracer
 // provider, which forwards to the provider a program installs later.
 var callTracer = sync.OnceValue(func() trace.Tracer { return otel.Tracer(tracingName) })
-
-// tracePropagator reads the W3C trace context and baggage the host puts
-// in each call's gRPC metadata.
-var tracePropagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
 // tracingServerOptions are the gRPC server options that continue the
 // host's trace context: none unless the host traces (sdk/plugin.EnvTraces). They
@@ -57,7 +52,8 @@ func traceStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, han
 }
 
 // startCallSpan starts the SERVER span of one gRPC call, the child of the
-// trace context in the call's incoming metadata.
+// trace context (W3C trace context and baggage, by [TracePropagator]) the
+// host puts in the call's incoming metadata.
 func startCallSpan(ctx context.Context, fullMethod string) (context.Context, trace.Span) {
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		ctx = tracePropagator.Extract(ctx, metadataCarrier(md))

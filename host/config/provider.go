@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/host/builtin"
-	"github.com/openhuman/openhuman-host/internal/tomltype"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // BuiltinProviders names the built-in providers configured by a
@@ -197,19 +197,19 @@ func (d *decoder) provider(name string, base ProviderConfig, table map[string]an
 		case keyEnabled:
 			b, ok := v.(bool)
 			if !ok {
-				d.fail(path, "must be a boolean; got %s", tomltype.Describe(v))
+				d.fail(path, "must be a boolean; got %s", sdk.DescribeValue(v))
 			}
 			p.Enabled = b
 		case keyCommand:
 			s, ok := v.(string)
 			if !ok {
-				d.fail(path, "must be a string; got %s", tomltype.Describe(v))
+				d.fail(path, "must be a string; got %s", sdk.DescribeValue(v))
 			}
 			p.Command = s
 		case keySHA256:
 			s, ok := v.(string)
 			if !ok {
-				d.fail(path, "must be a string; got %s", tomltype.Describe(v))
+				d.fail(path, "must be a string; got %s", sdk.DescribeValue(v))
 			}
 			p.SHA256 = s
 		case keyArgs:
@@ -221,7 +221,7 @@ func (d *decoder) provider(name string, base ProviderConfig, table map[string]an
 		case keyProcess:
 			s, ok := v.(string)
 			if !ok {
-				d.fail(path, "must be a string; got %s", tomltype.Describe(v))
+				d.fail(path, "must be a string; got %s", sdk.DescribeValue(v))
 			}
 			p.Process = s
 		default:
@@ -239,7 +239,7 @@ func (d *decoder) provider(name string, base ProviderConfig, table map[string]an
 func (d *decoder) secs(path string, v any, max int64) int {
 	n, ok := v.(int64)
 	if !ok {
-		d.fail(path, "must be an integer number of seconds; got %s", tomltype.Describe(v))
+		d.fail(path, "must be an integer number of seconds; got %s", sdk.DescribeValue(v))
 		return 0
 	}
 	if n < 1 || n > max {
@@ -254,14 +254,14 @@ func (d *decoder) secs(path string, v any, max int64) int {
 func (d *decoder) stringList(path string, v any) []string {
 	arr, ok := v.([]any)
 	if !ok {
-		d.fail(path, "must be an array of strings; got %s", tomltype.Describe(v))
+		d.fail(path, "must be an array of strings; got %s", sdk.DescribeValue(v))
 		return nil
 	}
 	out := make([]string, 0, len(arr))
 	for i, e := range arr {
 		s, ok := e.(string)
 		if !ok {
-			d.fail(index(path, i), "must be a string; got %s", tomltype.Describe(e))
+			d.fail(index(path, i), "must be a string; got %s", sdk.DescribeValue(e))
 			return nil
 		}
 		out = append(out, s)
@@ -340,7 +340,7 @@ func (d *decoder) validateProvider(p ProviderConfig) {
 		s, ok := v.(string)
 		switch {
 		case !ok:
-			d.fail(path, "must be a string naming an environment variable; got %s", tomltype.Describe(v))
+			d.fail(path, "must be a string naming an environment variable; got %s", sdk.DescribeValue(v))
 		case !envName.MatchString(s):
 			d.fail(path, "must name an environment variable (letters, digits and _, not starting with a digit); got %q", s)
 		}

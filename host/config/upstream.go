@@ -8,8 +8,8 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/openhuman/openhuman-host/internal/tomltype"
-	"github.com/openhuman/openhuman-host/internal/upstreamwire"
+	"github.com/openhuman/openhuman-host/providers/upstream/upstreamwire"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // UpstreamSection is the config section of the upstream servers: the
@@ -61,7 +61,7 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 			case "name", "command", "cwd", "endpoint":
 				str, ok := v.(string)
 				if !ok {
-					d.fail(path, "must be a string; got %s", tomltype.Describe(v))
+					d.fail(path, "must be a string; got %s", sdk.DescribeValue(v))
 					continue
 				}
 				switch k {
@@ -85,7 +85,7 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 			case "enabled", "trust_annotations":
 				b, ok := v.(bool)
 				if !ok {
-					d.fail(path, "must be a boolean; got %s", tomltype.Describe(v))
+					d.fail(path, "must be a boolean; got %s", sdk.DescribeValue(v))
 					continue
 				}
 				if k == "enabled" {
@@ -100,7 +100,7 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 			case "session_idle_secs":
 				n, ok := v.(int64)
 				if !ok || n < 0 || n > 86400 {
-					d.fail(path, "must be an integer number of seconds from 0 (never) to 86400; got %s", tomltype.Describe(v))
+					d.fail(path, "must be an integer number of seconds from 0 (never) to 86400; got %s", sdk.DescribeValue(v))
 					continue
 				}
 				idle := int(n)
@@ -108,14 +108,14 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 			case "prefix":
 				str, ok := v.(string)
 				if !ok || !prefixText.MatchString(str) {
-					d.fail(path, "must be a string of at most 64 letters, digits, _, . or -; got %s", tomltype.Describe(v))
+					d.fail(path, "must be a string of at most 64 letters, digits, _, . or -; got %s", sdk.DescribeValue(v))
 					continue
 				}
 				s.Prefix = &str
 			case "env":
 				t, ok := v.(map[string]any)
 				if !ok {
-					d.fail(path, "must be a table of environment variables; got %s", tomltype.Describe(v))
+					d.fail(path, "must be a table of environment variables; got %s", sdk.DescribeValue(v))
 					continue
 				}
 				s.Env = map[string]string{}
@@ -171,7 +171,7 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 	t, ok := v.(map[string]any)
 	if !ok {
-		d.fail(path, "must be a table such as { kind = \"bearer_token\", token_env = \"MY_TOKEN\" }; got %s", tomltype.Describe(v))
+		d.fail(path, "must be a table such as { kind = \"bearer_token\", token_env = \"MY_TOKEN\" }; got %s", sdk.DescribeValue(v))
 		return nil
 	}
 	a := &UpstreamAuth{}
@@ -182,7 +182,7 @@ func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 		}
 		s, ok := raw.(string)
 		if !ok {
-			d.fail(joinKey(path, key), "must be a string; got %s", tomltype.Describe(raw))
+			d.fail(joinKey(path, key), "must be a string; got %s", sdk.DescribeValue(raw))
 		}
 		return s
 	}
@@ -235,7 +235,7 @@ func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 	if raw, ok := t["interactive"]; ok {
 		b, isBool := raw.(bool)
 		if !isBool {
-			d.fail(joinKey(path, "interactive"), "must be a boolean; got %s", tomltype.Describe(raw))
+			d.fail(joinKey(path, "interactive"), "must be a boolean; got %s", sdk.DescribeValue(raw))
 		}
 		a.Interactive = b
 	}
@@ -250,7 +250,7 @@ func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 	if raw, ok := t["headers"]; ok {
 		ht, ok := raw.(map[string]any)
 		if !ok {
-			d.fail(joinKey(path, "headers"), "must be a table of header name = environment variable; got %s", tomltype.Describe(raw))
+			d.fail(joinKey(path, "headers"), "must be a table of header name = environment variable; got %s", sdk.DescribeValue(raw))
 		}
 		a.Headers = map[string]string{}
 		for name, env := range ht {

@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openhuman/openhuman-host/internal/mcpwire"
+	"github.com/openhuman/openhuman-host/sdk/mcpwire"
 )
 
 // MaxLineBytes bounds one inbound JSON-RPC message on stdio (16 MiB). A

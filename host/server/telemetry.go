@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/otel/semconv/v1.41.0/mcpconv"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/openhuman/openhuman-host/internal/telemetry"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // instrumentationName names the host's tracer and meter.
@@ -186,10 +186,10 @@ func (s *Server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if t.tracer != nil {
 			parent := ctx
 			if p := req.GetParams(); p != nil {
-				parent = telemetry.ExtractMeta(ctx, p.GetMeta())
+				parent = sdk.ExtractTraceMeta(ctx, p.GetMeta())
 			}
 			if !trace.SpanContextFromContext(parent).IsValid() && header != nil {
-				parent = telemetry.Propagator.Extract(ctx, headerCarrier(header))
+				parent = sdk.TracePropagator().Extract(ctx, headerCarrier(header))
 			}
 			name := method
 			if target != "" {

@@ -1,7 +1,8 @@
 // Package telemetry sets up OpenTelemetry for openhuman-host and its
 // built-in providers: a tracer provider exporting spans over OTLP, a meter
 // provider exporting metrics over OTLP and serving them to Prometheus, and
-// the W3C Trace Context propagator. Everything is off unless configured
+// the SDK's propagator (sdk.TracePropagator: W3C Trace Context and
+// Baggage) as the global one. Everything is off unless configured
 // ([telemetry] in the host's config); while off the global providers stay
 // OpenTelemetry's no-op ones and nothing is exported.
 //
@@ -35,6 +36,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
+	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
@@ -143,7 +145,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
 		)
 		otel.SetTracerProvider(t.tp)
-		otel.SetTextMapPropagator(Propagator)
+		otel.SetTextMapPropagator(sdk.TracePropagator())
 	}
 	var readers []sdkmetric.Option
 	if cfg.Metrics {

@@ -6,8 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Setup builds every exporter without failing (a receiver that is down
@@ -60,25 +58,5 @@ func TestSetupRefuses(t *testing.T) {
 		if _, err := Setup(t.Context(), c); err == nil || strings.Contains(err.Error(), "secret") {
 			t.Errorf("Setup(%+v) = %v; want an error that does not repeat secrets", c, err)
 		}
-	}
-}
-
-// Trace context goes through params._meta and back.
-func TestMetaRoundTrip(t *testing.T) {
-	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	ctx := ExtractMeta(t.Context(), map[string]any{"traceparent": tp, "other": 1})
-	sc := trace.SpanContextFromContext(ctx)
-	if sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || !sc.IsRemote() {
-		t.Fatalf("extracted %v", sc)
-	}
-	meta := InjectMeta(ctx, map[string]any{"k": "v"})
-	if meta["traceparent"] != tp || meta["k"] != "v" {
-		t.Errorf("InjectMeta = %v", meta)
-	}
-	if m := InjectMeta(t.Context(), nil); m != nil {
-		t.Errorf("InjectMeta without a span = %v, want nil", m)
-	}
-	if ctx := ExtractMeta(t.Context(), map[string]any{"traceparent": 7}); trace.SpanContextFromContext(ctx).IsValid() {
-		t.Errorf("a non-string traceparent was read")
 	}
 }

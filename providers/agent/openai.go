@@ -19,7 +19,6 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/openhuman/openhuman-host/internal/telemetry"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -93,7 +92,7 @@ func NewOpenAIModel(cfg OpenAIConfig) (*OpenAIModel, error) {
 	}
 	httpClient := cfg.HTTPClient
 	if httpClient == nil {
-		httpClient = &http.Client{Transport: telemetry.TraceHTTP(directTransport())}
+		httpClient = &http.Client{Transport: sdk.TraceHTTP(directTransport())}
 	}
 	// openai.NewClient would start from openai.DefaultClientOptions, which
 	// read OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_ADMIN_KEY, OPENAI_ORG_ID,

@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/openhuman/openhuman-host/internal/upstreamwire"
+	"github.com/openhuman/openhuman-host/providers/upstream/upstreamwire"
 )
 
 // discoveryTimeout bounds the whole auth discovery after a 401: the probe

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openhuman/openhuman-host/internal/upstreamwire"
+	"github.com/openhuman/openhuman-host/providers/upstream/upstreamwire"
 )
 
 // abcServer is a Streamable HTTP MCP server with tools a, b and c.

@@ -18,9 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openhuman/openhuman-host/internal/mcpwire"
-	"github.com/openhuman/openhuman-host/internal/telemetry"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/mcpwire"
 )
 
 // terminateGrace is how long a stdio server gets to exit after its stdin
@@ -166,7 +165,7 @@ func connectAt(ctx context.Context, log hclog.Logger, s *server, r *relay, opts 
 	if s.endpoint != nil {
 		var base http.RoundTripper = http.DefaultTransport
 		if s.trace {
-			base = telemetry.TracedHTTP(base)
+			base = sdk.TracedHTTP(base)
 		}
 		ht := &headerTransport{base: base, headers: s.headers}
 		t := &mcp.StreamableClientTransport{

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/upstreamwire"
+	"github.com/openhuman/openhuman-host/providers/upstream/upstreamwire"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 

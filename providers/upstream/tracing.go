@@ -13,7 +13,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/openhuman/openhuman-host/internal/telemetry"
+	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/plugin"
 )
 
@@ -55,7 +55,7 @@ func traceRequests(name string) mcp.Middleware {
 			}
 			ctx, span := tracer.Start(ctx, spanName, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 			defer span.End()
-			params.SetMeta(telemetry.InjectMeta(ctx, params.GetMeta()))
+			params.SetMeta(sdk.InjectTraceMeta(ctx, params.GetMeta()))
 			res, err := next(ctx, method, req)
 			var rpcErr *jsonrpc.Error
 			switch {

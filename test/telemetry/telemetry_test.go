@@ -41,9 +41,9 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/openhuman/openhuman-host/internal/telemetry"
 	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // envRequire, set, turns a missing prerequisite into a failure.
@@ -397,7 +397,7 @@ func oneTrace(t *testing.T, process, service string, want []string) {
 	mcp.AddTool(upstream, &mcp.Tool{Name: "echo", Description: "echo"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
 		Text string `json:"text"`
 	}) (*mcp.CallToolResult, any, error) {
-		ctx = telemetry.ExtractMeta(ctx, req.Params.Meta)
+		ctx = sdk.ExtractTraceMeta(ctx, req.Params.Meta)
 		_, sp := upTracer.Start(ctx, "echo handler", trace.WithSpanKind(trace.SpanKindServer))
 		sp.End()
 		mu.Lock()

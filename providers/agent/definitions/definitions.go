@@ -29,7 +29,6 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 
-	"github.com/openhuman/openhuman-host/internal/tomltype"
 	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
 	"github.com/openhuman/openhuman-host/sdk"
 )
@@ -460,7 +459,7 @@ func (p *parser) parse(data []byte, md *markdown) (Definition, bool) {
 		s, isStr := v.(string)
 		switch {
 		case !isStr:
-			p.fail("model", p.lines["model"], "must be a string, such as \"gpt-4o-mini\"; got %s", tomltype.Describe(v))
+			p.fail("model", p.lines["model"], "must be a string, such as \"gpt-4o-mini\"; got %s", sdk.DescribeValue(v))
 		case strings.TrimSpace(s) == "":
 			p.fail("model", p.lines["model"], "is empty; write a model name, or remove the key to use [providers.agent.llm] model")
 		default:
@@ -474,7 +473,7 @@ func (p *parser) parse(data []byte, md *markdown) (Definition, bool) {
 		if b, isBool := v.(bool); isBool {
 			d.MCPRunnable = b
 		} else {
-			p.fail("mcp_runnable", p.lines["mcp_runnable"], "must be true or false; got %s", tomltype.Describe(v))
+			p.fail("mcp_runnable", p.lines["mcp_runnable"], "must be true or false; got %s", sdk.DescribeValue(v))
 		}
 	}
 	return d, len(p.errs) == 0
@@ -486,7 +485,7 @@ func (p *parser) id(raw map[string]any, d *Definition) {
 	if present {
 		s, ok := v.(string)
 		if !ok {
-			p.fail("id", line, "must be a string equal to the file name without .toml (%q); got %s", p.stem, tomltype.Describe(v))
+			p.fail("id", line, "must be a string equal to the file name without .toml (%q); got %s", p.stem, sdk.DescribeValue(v))
 			return
 		}
 		if s != p.stem {
@@ -517,7 +516,7 @@ func (p *parser) text(raw map[string]any, key string, limit int, example string)
 	}
 	s, ok := v.(string)
 	if !ok {
-		p.fail(key, line, "must be a string; got %s", tomltype.Describe(v))
+		p.fail(key, line, "must be a string; got %s", sdk.DescribeValue(v))
 		return "", false
 	}
 	s = strings.TrimSpace(s)
@@ -546,7 +545,7 @@ func (p *parser) prompt(raw map[string]any, md *markdown, d *Definition) {
 		s, ok := v.(string)
 		if !ok {
 			p.fail("prompt", line, "must be a string (a multi-line \"\"\"...\"\"\" string suits a prompt); got %s",
-				tomltype.Describe(v))
+				sdk.DescribeValue(v))
 			return
 		}
 		if strings.TrimSpace(s) == "" {
@@ -584,7 +583,7 @@ func (p *parser) temperature(raw map[string]any, d *Definition) {
 	case int64:
 		t = float64(n)
 	default:
-		p.fail("temperature", line, "must be a number from 0 to 2; got %s", tomltype.Describe(v))
+		p.fail("temperature", line, "must be a number from 0 to 2; got %s", sdk.DescribeValue(v))
 		return
 	}
 	if math.IsNaN(t) || t < 0 || t > maxTemperature {
@@ -603,7 +602,7 @@ func (p *parser) maxIterations(raw map[string]any, d *Definition) {
 	line := p.lines["max_iterations"]
 	n, ok := v.(int64)
 	if !ok {
-		p.fail("max_iterations", line, "must be an integer from 1 to %d; got %s", maxIterationsLimit, tomltype.Describe(v))
+		p.fail("max_iterations", line, "must be an integer from 1 to %d; got %s", maxIterationsLimit, sdk.DescribeValue(v))
 		return
 	}
 	if n < 1 || n > maxIterationsLimit {
@@ -639,7 +638,7 @@ func (p *parser) tools(raw map[string]any, d *Definition) {
 			}
 			s, ok := e.(string)
 			if !ok {
-				p.fail(field, line, "must be a string; got %s", tomltype.Describe(e))
+				p.fail(field, line, "must be a string; got %s", sdk.DescribeValue(e))
 				bad = true
 				continue
 			}
@@ -654,7 +653,7 @@ func (p *parser) tools(raw map[string]any, d *Definition) {
 			d.Tools = tools
 		}
 	default:
-		p.fail("tools", line, "%s; got %s", want, tomltype.Describe(v))
+		p.fail("tools", line, "%s; got %s", want, sdk.DescribeValue(v))
 	}
 }
 

@@ -30,7 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/internal/oauthtest"
-	"github.com/openhuman/openhuman-host/internal/upstreamwire"
+	"github.com/openhuman/openhuman-host/providers/upstream/upstreamwire"
 )
 
 func main() {

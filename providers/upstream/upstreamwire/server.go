@@ -1,10 +1,16 @@
-// Package upstreamwire holds what the host and the upstream provider
-// exchange about the servers of [[upstream.servers]]: one server's
-// checked entry ([Server]) with its auth ([Auth]) and sign-in settings
-// ([OAuthSettings]), and the state of each server's session the provider
-// reports back ([ServerStatus]). The host's config package reads the TOML
-// into these types; the provider reads them as JSON from its settings, so
-// neither side imports the other.
+// Package upstreamwire is the upstream relay's contract with the host:
+// what the two exchange about the servers of [[upstream.servers]]. It
+// holds one server's checked entry ([Server]) with its auth ([Auth]) and
+// sign-in settings ([OAuthSettings]), and the state of each server's
+// session the relay reports back ([ServerStatus], read from [StatusURI]).
+// The host's config package reads the TOML into these types; the relay
+// reads them as JSON from its settings, so neither side imports the
+// other.
+//
+// The relay (providers/upstream) owns it, as the memory provider owns
+// providers/memory/memorytool. It is a leaf: it imports only the standard
+// library and the SDK, so that the host's config package, the host and
+// the tests that import it build none of the relay's dependencies.
 package upstreamwire
 
 import (

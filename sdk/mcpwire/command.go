@@ -31,21 +31,24 @@ type CommandTransport struct {
 	Terminate time.Duration
 }
 
-// Connect starts the command. The connection ends the server when it is
-// closed ([mcp.Connection.Close]); a line the server writes that is not a
-// JSON-RPC message, or is longer than mcp.DefaultMaxLineLength, ends the
-// connection with an error, as with the go-sdk's transport.
+// Connect starts the command; an error says which of its pipes or its
+// start failed, wrapping os/exec's error. The connection ends the server
+// when it is closed ([mcp.Connection.Close]); a line the server writes
+// that is not a JSON-RPC message, or is longer than
+// mcp.DefaultMaxLineLength, ends the connection with an error, as with
+// the go-sdk's transport. The context is not used: starting a command
+// does not block.
 func (t *CommandTransport) Connect(context.Context) (mcp.Connection, error) {
 	stdout, err := t.Cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("connect to the server's stdout: %w", err)
 	}
 	stdin, err := t.Cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("connect to the server's stdin: %w", err)
 	}
 	if err := t.Cmd.Start(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("start the server: %w", err)
 	}
 	terminate := t.Terminate
 	if terminate <= 0 {

@@ -1,8 +1,13 @@
 // Package mcpwire decodes JSON-RPC 2.0 messages as MCP's stdio transport
 // carries them (MCP 2025-11-25 basic/transports §stdio: one message per
-// line), for the host's stdio server, and is the client side of that
-// transport ([CommandTransport]) for the upstream provider's stdio servers
-// and the bench.
+// line) with [Decode], for a server reading its stdin, and is the client
+// side of that transport ([CommandTransport]): an mcp.Transport for
+// github.com/modelcontextprotocol/go-sdk that runs a stdio MCP server as
+// a command, for a provider that relays to such servers. The host's stdio
+// server and its upstream provider use it.
+//
+// It is a package of its own so that a provider which does not import it
+// does not build the go-sdk.
 //
 // The go-sdk's jsonrpc.DecodeMessage parses a message twice through a
 // decoder that allocates 32 KiB each time; [Decode] parses it once with

@@ -16,7 +16,9 @@ var defaultConfig string
 // launches it ([sdk.Manifest]): its table of the host's default
 // configuration, its tools' namespaces, that it keeps its data in the
 // host's shared database on PostgreSQL, the argument keys whose values
-// audit rows keep, and how the host's instructions introduce it. Each call
+// audit rows keep, how the host's instructions introduce it, and that it
+// runs in the host's process unless [providers.memory] process = "plugin"
+// (docs/architecture.md, "Where the memory provider runs"). Each call
 // returns a new value.
 func Manifest() sdk.Manifest {
 	return sdk.Manifest{

@@ -1,4 +1,4 @@
-package storage
+package storagetest
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 
 	"github.com/openhuman/openhuman-host/internal/pgtest"
+	"github.com/openhuman/openhuman-host/sdk/storage"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -30,13 +31,13 @@ func TestMigrateConcurrently(t *testing.T) {
 	)
 	for range 8 {
 		wg.Go(func() {
-			_, db, err := OpenPostgres(ctx, dsn, PoolOptions{MaxOpen: 2})
+			_, db, err := storage.OpenPostgres(ctx, dsn, storage.PoolOptions{MaxOpen: 2})
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			defer db.Close()
-			got, err := Migrate(ctx, db, "test", twoSteps, nil)
+			got, err := storage.Migrate(ctx, db, "test", twoSteps, nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -51,7 +52,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	if strings.Join(applied, ",") != "00001_first.sql,00002_second.sql" {
 		t.Errorf("applied %v across 8 callers, want each migration once", applied)
 	}
-	_, db, err := OpenPostgres(ctx, dsn, PoolOptions{})
+	_, db, err := storage.OpenPostgres(ctx, dsn, storage.PoolOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +61,9 @@ func TestMigrateConcurrently(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM a").Scan(&rows); err != nil || rows != 2 {
 		t.Errorf("table a has %d rows (%v), want 2", rows, err)
 	}
-	current, latest, err := Version(ctx, db, "test", twoSteps)
+	current, latest, err := storage.Version(ctx, db, "test", twoSteps)
 	if err != nil || current != 2 || latest != 2 {
-		t.Errorf("Version() = %d, %d, %v; want 2, 2", current, latest, err)
+		t.Errorf("storage.Version() = %d, %d, %v; want 2, 2", current, latest, err)
 	}
 }
 
@@ -71,7 +72,7 @@ func TestMigrateConcurrently(t *testing.T) {
 func TestMigrateFailureRollsBack(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	ctx := t.Context()
-	_, db, err := OpenPostgres(ctx, dsn, PoolOptions{})
+	_, db, err := storage.OpenPostgres(ctx, dsn, storage.PoolOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +81,9 @@ func TestMigrateFailureRollsBack(t *testing.T) {
 		"00001_first.sql":  twoSteps["00001_first.sql"],
 		"00002_broken.sql": {Data: []byte("-- +goose Up\nINSERT INTO a VALUES (2);\nINSERT INTO missing VALUES (3);\n-- +goose Down\n")},
 	}
-	applied, err := Migrate(ctx, db, "test", bad, nil)
+	applied, err := storage.Migrate(ctx, db, "test", bad, nil)
 	if err == nil || !strings.Contains(err.Error(), "00002_broken.sql") || !strings.Contains(err.Error(), "rolled back") {
-		t.Fatalf("Migrate() error = %v, want one naming 00002_broken.sql", err)
+		t.Fatalf("storage.Migrate() error = %v, want one naming 00002_broken.sql", err)
 	}
 	if len(applied) != 1 || applied[0].Version != 1 {
 		t.Errorf("applied = %+v, want migration 1 only", applied)
@@ -106,19 +107,19 @@ func TestErrorsHideThePassword(t *testing.T) {
 		"bad port":       "postgres://u:s3cret-hunter2@127.0.0.1:notaport/db",
 		"unreadable":     "host=127.0.0.1 password=s3cret-hunter2 sslmode=bogus",
 	} {
-		_, _, err := OpenPostgres(context.Background(), bad, PoolOptions{})
+		_, _, err := storage.OpenPostgres(context.Background(), bad, storage.PoolOptions{})
 		if err == nil {
-			t.Errorf("%s: OpenPostgres() succeeded", name)
+			t.Errorf("%s: storage.OpenPostgres() succeeded", name)
 			continue
 		}
 		if strings.Contains(err.Error(), "s3cret-hunter2") {
 			t.Errorf("%s: error quotes the password: %v", name, err)
 		}
-		if d := Describe(bad); strings.Contains(d, "s3cret-hunter2") {
-			t.Errorf("%s: Describe() = %q quotes the password", name, d)
+		if d := storage.Describe(bad); strings.Contains(d, "s3cret-hunter2") {
+			t.Errorf("%s: storage.Describe() = %q quotes the password", name, d)
 		}
 	}
-	if got := Describe("postgres://u:pw@db.example:6543/team?sslmode=require"); got != "db.example:6543/team" {
-		t.Errorf("Describe() = %q, want db.example:6543/team", got)
+	if got := storage.Describe("postgres://u:pw@db.example:6543/team?sslmode=require"); got != "db.example:6543/team" {
+		t.Errorf("storage.Describe() = %q, want db.example:6543/team", got)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/embeddings"
+	"github.com/openhuman/openhuman-host/sdk/embeddings"
 
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/metric"

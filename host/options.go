@@ -14,9 +14,9 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/policy"
 	"github.com/openhuman/openhuman-host/host/server"
-	"github.com/openhuman/openhuman-host/internal/embeddings"
 	"github.com/openhuman/openhuman-host/internal/platform"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/embeddings"
 )
 
 // configDir is the directory of the config file in effect, or of the

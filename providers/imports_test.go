@@ -34,22 +34,6 @@ var testHelpers = []string{
 	module + "/internal/testwait",
 }
 
-// knownOffenders are imports that break the rule today, by importing
-// package; an entry that no longer applies fails the test, so that it is
-// removed.
-var knownOffenders = map[string][]string{
-	// removed once memory's libraries move
-	module + "/providers/memory": {
-		module + "/internal/embeddings",
-		module + "/internal/filelock",
-		module + "/internal/slug",
-		module + "/internal/sqliteerr",
-		module + "/internal/sqlitefile",
-		module + "/internal/sqliteuri",
-		module + "/internal/storage",
-	},
-}
-
 // listed is one package as go list -json describes it.
 type listed struct {
 	ImportPath   string
@@ -154,7 +138,6 @@ func violations(pkg string, imports []string, test bool) []string {
 		switch {
 		case !inRepository(imp), within(imp, own):
 		case test && slices.Contains(testHelpers, imp):
-		case slices.Contains(knownOffenders[pkg], imp):
 		default:
 			bad = append(bad, imp)
 		}
@@ -185,14 +168,6 @@ func TestProvidersImportOnlyTheSDK(t *testing.T) {
 	}
 	if checked < 4 {
 		t.Fatalf("checked %d provider packages, want at least the 4 built-ins: go list found %d packages", checked, len(all))
-	}
-	for pkg, imps := range knownOffenders {
-		p := all[pkg]
-		for _, imp := range imps {
-			if p == nil || !slices.Contains(union(p.Imports, p.TestImports), imp) {
-				t.Errorf("%s no longer imports %s: remove it from knownOffenders", pkg, imp)
-			}
-		}
 	}
 }
 
@@ -261,7 +236,8 @@ func TestRuleParts(t *testing.T) {
 		{upstream, module + "/internal/testwait", false, true},
 		{upstream, module + "/internal/testwait", true, false},
 		{upstream, module + "/internal/storage", true, true},
-		{module + "/providers/memory", module + "/internal/storage", false, false},
+		{module + "/providers/memory", module + "/internal/storagetest", false, true},
+		{module + "/providers/memory", module + "/sdk/storage", false, false},
 	} {
 		got := violations(c.pkg, []string{c.imp}, c.test)
 		if want := c.bad; (len(got) == 1 && got[0] == c.imp) != want || (!want && len(got) != 0) {

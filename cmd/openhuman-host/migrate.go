@@ -17,8 +17,8 @@ import (
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/config"
-	"github.com/openhuman/openhuman-host/internal/storage"
 	"github.com/openhuman/openhuman-host/providers/memory"
+	"github.com/openhuman/openhuman-host/sdk/storage"
 )
 
 func newMigrateCmd(g *globalFlags) *cobra.Command {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/internal/pgtest"
-	"github.com/openhuman/openhuman-host/internal/storage"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk/storage"
 )
 
 // postgresHome sets up a CLI home whose config keeps the shared state in a

@@ -18,8 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/openhuman/openhuman-host/internal/pgtest"
-	"github.com/openhuman/openhuman-host/internal/storage"
 	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/storage"
 )
 
 // base is a fixed instant the tests' records are timed from.

@@ -22,10 +22,10 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/openhuman/openhuman-host/internal/sqliteerr"
-	"github.com/openhuman/openhuman-host/internal/sqlitefile"
-	"github.com/openhuman/openhuman-host/internal/sqliteuri"
-	"github.com/openhuman/openhuman-host/internal/storage"
+	"github.com/openhuman/openhuman-host/sdk/storage"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqliteerr"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqlitefile"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqliteuri"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/openhuman/openhuman-host/internal/storage"
+	"github.com/openhuman/openhuman-host/sdk/storage"
 )
 
 // Component names the audit log's migrations on PostgreSQL: they are

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/host/builtin"
-	"github.com/openhuman/openhuman-host/internal/embeddings"
+	"github.com/openhuman/openhuman-host/sdk/embeddings"
 )
 
 // defaultTOML is the host's part of the documented default configuration;

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/openhuman/openhuman-host/internal/embeddings"
+	"github.com/openhuman/openhuman-host/sdk/embeddings"
 )
 
 // TestDiscoveryEmbeddings: [discovery.embeddings] is decoded with the

@@ -15,8 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/openhuman/openhuman-host/host/builtin"
-	"github.com/openhuman/openhuman-host/internal/embeddings"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/embeddings"
 )
 
 // logLevels are the accepted server.log_level values, quietest last.

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/openhuman/openhuman-host/host/catalog"
-	"github.com/openhuman/openhuman-host/internal/embeddings"
+	"github.com/openhuman/openhuman-host/sdk/embeddings"
 )
 
 // Embedder turns texts into vectors for tool_search; *embeddings.Client is

@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host/audit"
-	"github.com/openhuman/openhuman-host/internal/slug"
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -295,7 +294,7 @@ func cleanClientText(s string) string {
 // other run of characters turned into one "-" and trimmed; "mcp" when
 // nothing is left. "Claude Desktop" → "mcp:claude-desktop".
 func SourceType(clientName string) string {
-	name := slug.Cut(slug.Make(clientName), 64)
+	name := sdk.NamePart(clientName, 64)
 	if name == "" {
 		return "mcp"
 	}

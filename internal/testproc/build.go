@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/filelock"
+	"github.com/openhuman/openhuman-host/sdk/storage/filelock"
 )
 
 // Build returns the path of the binary of main package pkg (an import

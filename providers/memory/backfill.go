@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/embeddings"
+	"github.com/openhuman/openhuman-host/sdk/embeddings"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
-	"github.com/openhuman/openhuman-host/internal/sqliteuri"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqliteuri"
 )
 
 // backupRetry is how long Backup waits before trying again when the

@@ -8,7 +8,7 @@ import (
 	"math"
 	"net/http"
 
-	"github.com/openhuman/openhuman-host/internal/embeddings"
+	"github.com/openhuman/openhuman-host/sdk/embeddings"
 )
 
 // embeddingsTable names the config table in error messages.

@@ -23,7 +23,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/openhuman/openhuman-host/internal/embeddings"
+	"github.com/openhuman/openhuman-host/sdk/embeddings"
 )
 
 // testAPIKey is the key the tests configure; no error may contain it.

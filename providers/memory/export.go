@@ -11,7 +11,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/openhuman/openhuman-host/internal/sqliteuri"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqliteuri"
 )
 
 const (

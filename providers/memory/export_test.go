@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/sqliteuri"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqliteuri"
 )
 
 // exportFixture fills a provider with what an export must carry: documents

@@ -19,7 +19,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/openhuman/openhuman-host/internal/embeddings"
+	"github.com/openhuman/openhuman-host/sdk/embeddings"
 )
 
 // fakeMode makes a fakeEmbeddings answer wrongly, for the error paths of

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"sync"
 
-	textslug "github.com/openhuman/openhuman-host/internal/slug"
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 const (
@@ -50,7 +50,7 @@ func hashString(h hash.Hash, s string) {
 // maxSlugLen bytes; a title with no ASCII letter or digit becomes
 // "untitled".
 func slug(title string) string {
-	s := textslug.Cut(textslug.Make(title), maxSlugLen)
+	s := sdk.NamePart(title, maxSlugLen)
 	if s == "" {
 		return "untitled"
 	}

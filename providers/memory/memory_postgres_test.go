@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/openhuman/openhuman-host/internal/pgtest"
-	"github.com/openhuman/openhuman-host/internal/storage"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/storage"
 )
 
 // openOnPostgres configures a provider on the PostgreSQL database of dsn,

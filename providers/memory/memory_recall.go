@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/openhuman/openhuman-host/internal/embeddings"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/embeddings"
 )
 
 // Recall modes, reported in every memory_recall result.

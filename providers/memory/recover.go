@@ -17,10 +17,10 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/openhuman/openhuman-host/internal/filelock"
-	"github.com/openhuman/openhuman-host/internal/sqliteerr"
-	"github.com/openhuman/openhuman-host/internal/sqlitefile"
-	"github.com/openhuman/openhuman-host/internal/sqliteuri"
+	"github.com/openhuman/openhuman-host/sdk/storage/filelock"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqliteerr"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqlitefile"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqliteuri"
 )
 
 // recoverBatch is how many documents one write transaction of a recovery

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/filelock"
-	"github.com/openhuman/openhuman-host/internal/sqliteuri"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/storage/filelock"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqliteuri"
 )
 
 // dumpMemory returns every row a recovery must keep, as text, table by

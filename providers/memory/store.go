@@ -15,9 +15,9 @@ import (
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 
-	"github.com/openhuman/openhuman-host/internal/filelock"
-	"github.com/openhuman/openhuman-host/internal/sqliteerr"
-	"github.com/openhuman/openhuman-host/internal/sqliteuri"
+	"github.com/openhuman/openhuman-host/sdk/storage/filelock"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqliteerr"
+	"github.com/openhuman/openhuman-host/sdk/storage/sqliteuri"
 )
 
 const (

@@ -15,8 +15,8 @@ import (
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 
-	"github.com/openhuman/openhuman-host/internal/storage"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/storage"
 )
 
 // Component names the memory provider's migrations on PostgreSQL: they are

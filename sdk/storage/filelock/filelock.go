@@ -1,7 +1,9 @@
 // Package filelock takes advisory locks on lock files, shared or
-// exclusive, without waiting: the processes of openhuman-host that use a
-// database hold it shared, and a command that must be alone with it (memory
-// recover) takes it exclusive.
+// exclusive, without waiting (flock on Unix, LockFileEx on Windows): the
+// processes that use a database hold its lock file shared, and a command
+// that must be alone with it (such as the memory provider's recover) takes
+// it exclusive. The locks are advisory: they exclude only processes that
+// lock the same file through this package.
 package filelock
 
 import (

@@ -1,14 +1,23 @@
 // Package storage opens the shared PostgreSQL database that replicas of
-// the host use instead of SQLite files in their data directories
+// openhuman-host use instead of SQLite files in their data directories
 // ([storage] driver = "postgres"), and brings a component's tables up to
 // date with its numbered migrations, once, under a PostgreSQL advisory
 // lock, so that several replicas starting at once migrate one after the
 // other.
 //
-// Each component (the audit log, the memory provider) keeps its own
-// migrations, embedded SQL files named NNNNN_what.sql in goose's format
-// (github.com/pressly/goose/v3), and its own version table,
-// <component>_migrations.
+// A provider whose manifest sets SharedStorage receives the driver and the
+// connection string as the secrets sdk.SecretStorageDriver and
+// sdk.SecretStorageDSN. With [DriverPostgres] it opens the database with
+// [OpenPostgres] and migrates its own tables with [Migrate] under a
+// component name of its own; without, it keeps a SQLite file in its data
+// directory, which the subpackages help with: sqliteuri (URI filenames),
+// sqliteerr (classifying errors), sqlitefile (moving a damaged database
+// aside) and filelock (advisory lock files).
+//
+// Each component (the host's audit log, the memory provider, a provider of
+// yours) keeps its own migrations, embedded SQL files named
+// NNNNN_what.sql in goose's format (github.com/pressly/goose/v3), and its
+// own version table, <component>_migrations.
 package storage
 
 import (
@@ -31,7 +40,8 @@ import (
 	"gorm.io/gorm/logger"
 )
 
-// Drivers, the values of [storage] driver.
+// Drivers, the values of the host's [storage] driver and of the secret
+// sdk.SecretStorageDriver.
 const (
 	// DriverSQLite keeps every database in a SQLite file in the data
 	// directory: the default, for one machine.
@@ -39,10 +49,6 @@ const (
 	// DriverPostgres keeps the shared state in one PostgreSQL database.
 	DriverPostgres = "postgres"
 )
-
-// DefaultDSNEnv is the default of [storage] dsn_env: the environment
-// variable that holds the PostgreSQL connection string.
-const DefaultDSNEnv = "OPENHUMAN_POSTGRES_DSN"
 
 // PoolOptions bounds a component's connections to PostgreSQL.
 type PoolOptions struct {
@@ -209,7 +215,8 @@ func Version(ctx context.Context, db *sql.DB, component string, fsys fs.FS) (cur
 }
 
 // lockID is the advisory lock key of component's migrations: a CRC-64 of
-// "openhuman-host migrate <component>".
+// "openhuman-host migrate <component>". The string stays as it is: replicas
+// of different releases must take the same lock.
 func lockID(component string) int64 {
 	return int64(crc64.Checksum([]byte("openhuman-host migrate "+component), crc64.MakeTable(crc64.ECMA)))
 }

@@ -1,10 +1,13 @@
 // Package embeddings is a client for OpenAI-compatible /embeddings
 // endpoints (OpenAI's API and servers that mimic it, such as Ollama's
-// /v1), shared by the memory provider (its recall tool) and the host
-// (tool_search in progressive discovery). It validates the config table
-// both use, sends texts in batches through the official openai-go client,
-// returns L2-normalised vectors, and explains failures in words a user can
-// act on without ever repeating the API key or the texts.
+// /v1), used by the memory provider (its recall tool) and the host
+// (tool_search in progressive discovery), and open to any provider that
+// ranks text by meaning. It validates an embeddings config table (the
+// keys base_url, model, api_key_env, batch_size, timeout_secs and
+// dimensions, as the host's config uses them), sends texts in batches
+// through the official openai-go client, returns L2-normalised vectors,
+// and explains failures in words a user can act on without ever repeating
+// the API key or the texts.
 //
 // The client never reads the environment: callers resolve api_key_env and
 // pass the key's value to [New].

@@ -1,7 +1,8 @@
-// Package sqliteuri builds the SQLite URI filenames the databases are
-// opened with, so that any character in a path is escaped rather than read
-// as a parameter, and so that Windows paths with a drive letter open the
-// file they name.
+// Package sqliteuri builds SQLite URI filenames ("file:" URIs, as
+// github.com/mattn/go-sqlite3 and SQLite itself open them) from file
+// paths, so that any character in a path is escaped rather than read as a
+// parameter, and so that Windows paths with a drive letter open the file
+// they name.
 package sqliteuri
 
 import (

@@ -18,6 +18,13 @@
 // Package sdktest runs a provider in-process, through the real gRPC adapter,
 // for unit tests, and checks arguments and results as the host does.
 //
+// The module also holds libraries the built-in providers use and others
+// may; a provider that does not import one builds none of its
+// dependencies: sdk/mcpwire (a stdio MCP client transport that decodes
+// each message once), sdk/storage and its subpackages (the shared
+// PostgreSQL database, migrations, SQLite files and locks) and
+// sdk/embeddings (an OpenAI-compatible embeddings client).
+//
 // docs/writing-a-provider.md in the repository walks from an empty module
 // to a provider loaded by the host; examples/provider-hello is a complete
 // provider with tests.

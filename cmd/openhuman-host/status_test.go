@@ -222,7 +222,9 @@ func TestUpstreamDownIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "[[upstream.servers]]\nname = \"flaky\"\nendpoint = %q\n[[upstream.servers]]\nname = \"dead\"\nendpoint = %q\n",
+	// flaky is pinged every 2 s, so that its going away shows within
+	// seconds rather than the default 30.
+	fmt.Fprintf(f, "[[upstream.servers]]\nname = \"flaky\"\nendpoint = %q\nping_interval_secs = 2\n[[upstream.servers]]\nname = \"dead\"\nendpoint = %q\n",
 		flaky.URL+"/mcp", "http://"+dead+"/mcp")
 	_ = f.Close()
 	serveHTTPForTest(t, cfgPath)

@@ -736,7 +736,7 @@ func TestParseErrors(t *testing.T) {
 				"config.toml:5: upstream.servers[0].timeout_secs: must be between 1 and 3600; got 0",
 				"config.toml:8: upstream.servers[1].name: required: a lowercase letter, then up to 31 lowercase letters, digits, _ or -; got \"Linear\"",
 				"config.toml:9: upstream.servers[1].endpoint: must be an http or https URL such as https://mcp.example.com/mcp",
-				"config.toml:10: upstream.servers[1].colour: unknown key; valid keys in [[upstream.servers]] are allowed_tools, args, auth, command, cwd, disallowed_tools, enabled, endpoint, env, name, prefix, read_only_tools, session_idle_secs, start_timeout_secs, timeout_secs, trust_annotations",
+				"config.toml:10: upstream.servers[1].colour: unknown key; valid keys in [[upstream.servers]] are allowed_tools, args, auth, command, cwd, disallowed_tools, enabled, endpoint, env, name, ping_interval_secs, prefix, read_only_tools, session_idle_secs, start_timeout_secs, timeout_secs, trust_annotations",
 				"config.toml:11: upstream.servers[1].auth.kind: must be one of bearer_token, basic, header, headers, query_param, oauth, oauth_client_credentials; got \"bearer\"",
 				"config.toml:16: upstream.servers[2].auth: applies to HTTP servers (endpoint) only; pass a stdio server's secrets through env",
 			},

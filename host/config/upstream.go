@@ -39,7 +39,7 @@ func ExpandEnv(s string, lookup func(string) (string, bool)) (string, error) {
 }
 
 var upstreamKeys = []string{"allowed_tools", "args", "auth", "command", "cwd", "disallowed_tools", "enabled", "endpoint", "env",
-	"name", "prefix", "read_only_tools", "session_idle_secs", "start_timeout_secs", "timeout_secs", "trust_annotations"}
+	"name", "ping_interval_secs", "prefix", "read_only_tools", "session_idle_secs", "start_timeout_secs", "timeout_secs", "trust_annotations"}
 
 var (
 	headerName = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+.^_` + "`" + `|~-]+$`)
@@ -105,6 +105,14 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 				}
 				idle := int(n)
 				s.SessionIdleSecs = &idle
+			case "ping_interval_secs":
+				n, ok := v.(int64)
+				if !ok || n < 0 || n > 3600 {
+					d.fail(path, "must be an integer number of seconds from 0 (never) to 3600; got %s", sdk.DescribeValue(v))
+					continue
+				}
+				every := int(n)
+				s.PingIntervalSecs = &every
 			case "prefix":
 				str, ok := v.(string)
 				if !ok || !prefixText.MatchString(str) {

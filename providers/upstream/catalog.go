@@ -219,16 +219,21 @@ func (p *Provider) allConnsLocked() []*conn {
 }
 
 // watchCatalog pings c, the catalog session of s of generation gen,
-// while it is one (every keepAlive, each ping given half of it; a
-// session with a call in flight is not pinged: the call shows whether the
-// server answers), closes it after keepAliveFailures failed pings in a
-// row, and once it ended settles the catalog: another client's session
-// takes over, or the server is reported failed with why and its shared
-// session is reconnected in the background.
+// while it is one (every s's ping_interval_secs, else keepAlive, each
+// ping given half of it; a session with a call in flight is not pinged:
+// the call shows whether the server answers), closes it after
+// keepAliveFailures failed pings in a row, and once it ended settles the
+// catalog: another client's session takes over, or the server is
+// reported failed with why and its shared session is reconnected in the
+// background.
 func (p *Provider) watchCatalog(bg context.Context, gen uint64, s *server, c *conn) {
+	every := p.keepAlive
+	if s.ping >= 0 {
+		every = s.ping
+	}
 	var tick <-chan time.Time
-	if p.keepAlive > 0 {
-		t := time.NewTicker(p.keepAlive)
+	if every > 0 {
+		t := time.NewTicker(every)
 		defer t.Stop()
 		tick = t.C
 	}
@@ -252,7 +257,7 @@ func (p *Provider) watchCatalog(bg context.Context, gen uint64, s *server, c *co
 			failures = 0
 			continue
 		}
-		ctx, cancel := context.WithTimeout(bg, p.keepAlive/2)
+		ctx, cancel := context.WithTimeout(bg, every/2)
 		err := c.session.Ping(ctx, nil)
 		cancel()
 		var werr *jsonrpc.Error

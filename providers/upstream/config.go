@@ -28,6 +28,9 @@ const (
 	// defaultIdleSecs is session_idle_secs when unset.
 	defaultIdleSecs = 300
 	maxIdleSecs     = 86400
+	// maxPingSecs bounds ping_interval_secs; unset, the provider's
+	// Options.KeepAlive (30 s by default) applies.
+	maxPingSecs = 3600
 	maxPrefixLen    = 64
 )
 
@@ -41,7 +44,7 @@ var serverKeys = []string{
 	"name", "command", "args", "env", "cwd", "endpoint", "enabled",
 	"allowed_tools", "disallowed_tools", "timeout_secs", "prefix",
 	"read_only_tools", "trust_annotations", "headers", "start_timeout_secs",
-	"session_idle_secs", "unavailable", "oauth",
+	"session_idle_secs", "ping_interval_secs", "unavailable", "oauth",
 }
 
 var (
@@ -76,6 +79,10 @@ type server struct {
 	// idle closes a client's session with the server once unused this
 	// long (0: never), unless the client subscribed through it.
 	idle time.Duration
+	// ping is how often the session the server's catalog is read from
+	// is pinged (see watchCatalog); 0 never pings, and -1 (unset) leaves
+	// the provider's keepAlive.
+	ping time.Duration
 	// unavailable, set by the host, is why the server cannot be started
 	// (a variable its settings need is unset): it is reported, never
 	// connected.
@@ -229,7 +236,7 @@ func decode[T any](key string, raw json.RawMessage, want string) (T, error) {
 
 func parseServer(i int, raw json.RawMessage) (*server, error) {
 	s := &server{index: i, enabled: true, timeout: defaultTimeoutSecs * time.Second,
-		start: defaultStartSecs * time.Second, idle: defaultIdleSecs * time.Second}
+		start: defaultStartSecs * time.Second, idle: defaultIdleSecs * time.Second, ping: -1}
 	fields, err := object(fmt.Sprintf("%s.servers[%d]", table, i), raw, serverKeys)
 	if err != nil {
 		return nil, err
@@ -386,6 +393,7 @@ func parseServer(i int, raw json.RawMessage) (*server, error) {
 		"timeout_secs":       {&s.timeout, minTimeoutSecs, maxTimeoutSecs},
 		"start_timeout_secs": {&s.start, minTimeoutSecs, maxTimeoutSecs},
 		"session_idle_secs":  {&s.idle, 0, maxIdleSecs},
+		"ping_interval_secs": {&s.ping, 0, maxPingSecs},
 	} {
 		v, ok := fields[key]
 		if !ok {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -194,6 +195,18 @@ func testHTTPServerDown(t *testing.T, client bool) {
 // open) is ended after two unanswered pings, and the server is reported
 // failed; once it answers again it is reconnected and reported connected.
 func TestUnansweredPingsEndTheCatalogSession(t *testing.T) {
+	unansweredPings(t, &Options{KeepAlive: 100 * time.Millisecond}, nil)
+}
+
+// TestPingIntervalOfOneServer: a server's ping_interval_secs has its
+// catalog session pinged though the provider's default pings none.
+func TestPingIntervalOfOneServer(t *testing.T) {
+	unansweredPings(t, &Options{KeepAlive: -1}, map[string]any{"ping_interval_secs": 1})
+}
+
+// unansweredPings runs TestUnansweredPingsEndTheCatalogSession with the
+// provider's opts and extra keys in the server's entry.
+func unansweredPings(t *testing.T, opts *Options, extra map[string]any) {
 	handler := echoHandler("mute", "http:")
 	var mute atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -206,9 +219,11 @@ func TestUnansweredPingsEndTheCatalogSession(t *testing.T) {
 		handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	p := New(&Options{KeepAlive: 100 * time.Millisecond})
+	p := New(opts)
 	t.Cleanup(func() { _ = p.Close() })
-	sdktest.Start(t, p, &sdktest.Options{Config: map[string]any{"servers": []map[string]any{{"name": "web", "endpoint": srv.URL + "/mcp"}}}})
+	entry := map[string]any{"name": "web", "endpoint": srv.URL + "/mcp"}
+	maps.Copy(entry, extra)
+	sdktest.Start(t, p, &sdktest.Options{Config: map[string]any{"servers": []map[string]any{entry}}})
 	res, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "web__echo", Arguments: json.RawMessage(`{"text":"x"}`), Caller: caller("A", "1")})
 	if err != nil || res.IsError {
 		t.Fatalf("call: %v %+v", err, res)

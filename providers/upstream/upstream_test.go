@@ -279,6 +279,7 @@ func TestConfigureErrors(t *testing.T) {
 		{"bad glob", map[string]any{"name": "a", "command": "x", "allowed_tools": []string{"["}}, "upstream.servers[0].allowed_tools"},
 		{"start timeout", map[string]any{"name": "a", "command": "x", "start_timeout_secs": 0}, "upstream.servers[0].start_timeout_secs"},
 		{"idle", map[string]any{"name": "a", "command": "x", "session_idle_secs": -1}, "upstream.servers[0].session_idle_secs"},
+		{"ping", map[string]any{"name": "a", "command": "x", "ping_interval_secs": 3601}, "upstream.servers[0].ping_interval_secs"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

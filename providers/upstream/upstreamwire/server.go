@@ -60,6 +60,14 @@ type Server struct {
 	// a stdio server's process for it) once unused this long, 0..86400;
 	// 0 never does. Nil leaves the provider's default, 300.
 	SessionIdleSecs *int `json:"session_idle_secs,omitempty"`
+	// PingIntervalSecs is how often the relay pings the session it reads
+	// the server's catalog from while no call is in flight on it,
+	// 0..3600; two pings in a row unanswered within half of it end the
+	// session, and the server is reported failed and reconnected unless
+	// another client's session takes over. 0 never pings (the session's
+	// end still shows when the connection closes). Nil leaves the relay's
+	// default, 30.
+	PingIntervalSecs *int `json:"ping_interval_secs,omitempty"`
 	// Prefix goes before every tool name; nil means "<name>__".
 	Prefix *string `json:"prefix,omitempty"`
 	// ReadOnlyTools are upstream tools the operator declares read class.

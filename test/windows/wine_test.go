@@ -320,17 +320,21 @@ func TestWindowsUnderWine(t *testing.T) {
 			t.Fatalf(memorytool.Search+" = %v, %v; want %v", got, err, wantHits)
 		}
 
-		// Kill the memory provider as Windows would (TerminateProcess):
-		// the server starts it again and its tools answer again.
-		oldPid, _ := providerPid(ctx, t, w, own, "memory")
+		// Kill the agent provider, a plugin process (memory runs in the
+		// server's), as Windows would (TerminateProcess): the server starts
+		// it again and its tools answer again, and memory's data is there.
+		oldPid, _ := providerPid(ctx, t, w, own, "agent")
 		w.run(ctx, t, "taskkill", "/F", "/PID", fmt.Sprint(oldPid))
-		await(ctx, t, "memory provider answering again after it was killed", func() bool {
-			got, err := search()
-			return err == nil && slices.Equal(got, wantHits)
+		await(ctx, t, "agent provider answering again after it was killed", func() bool {
+			res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: agenttool.ListSubagents, Arguments: map[string]any{}})
+			return err == nil && !res.IsError
 		})
-		newPid, restarts := providerPid(ctx, t, w, own, "memory")
+		newPid, restarts := providerPid(ctx, t, w, own, "agent")
 		if newPid == oldPid || restarts != 1 {
-			t.Errorf("memory provider after the kill: pid %d (was %d), restarts %d; want a new pid and 1 restart", newPid, oldPid, restarts)
+			t.Errorf("agent provider after the kill: pid %d (was %d), restarts %d; want a new pid and 1 restart", newPid, oldPid, restarts)
+		}
+		if got, err := search(); err != nil || !slices.Equal(got, wantHits) {
+			t.Errorf(memorytool.Search+" after the agent provider was killed = %v, %v; want %v", got, err, wantHits)
 		}
 
 		// The data lives where config paths said, inside the prefix.

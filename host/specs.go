@@ -184,3 +184,27 @@ func inHost(b builtin.Provider, setting string) bool {
 	}
 	return b.Manifest.InProcess
 }
+
+// InHostBuiltins returns the names of the built-in providers that cfg
+// enables and that run in the host's process: those whose process
+// setting or manifest says so ([sdk.Manifest].InProcess), in the order of
+// cfg's providers, then the upstream relay when it runs in the host and
+// cfg enables at least one upstream server. A nil reg means
+// [builtin.Registered]. serve uses it to size the stdio server's memory
+// limit, since such a provider's heap is the host's.
+func InHostBuiltins(cfg *config.Config, reg *builtin.Registry) []string {
+	if reg == nil {
+		reg = builtin.Registered()
+	}
+	var names []string
+	for _, p := range cfg.EnabledProviders() {
+		if b, ok := reg.Lookup(p.Name); ok && config.IsBuiltin(p.Name) && inHost(b, p.Process) {
+			names = append(names, p.Name)
+		}
+	}
+	if b, ok := reg.BySection(config.UpstreamSection); ok && inHost(b, cfg.Upstream.Process) &&
+		slices.ContainsFunc(cfg.Upstream.Checked, func(s config.UpstreamServer) bool { return s.Enabled }) {
+		names = append(names, b.Manifest.Name)
+	}
+	return names
+}

@@ -13,12 +13,14 @@ func TestTuneGCForStdio(t *testing.T) {
 	t.Cleanup(func() {
 		debug.SetGCPercent(prevPercent)
 		debug.SetMemoryLimit(prevLimit)
+		inHostMemory = 0
 	})
 	for _, tc := range []struct {
 		telemetry bool
+		inHost    int
 		limit     int64
-	}{{false, 24 << 20}, {true, 30 << 20}} {
-		tuneGCForStdio(tc.telemetry)
+	}{{false, 0, 24 << 20}, {true, 0, 30 << 20}, {false, 2, 56 << 20}, {true, 1, 46 << 20}} {
+		tuneGCForStdio(tc.telemetry, tc.inHost)
 		if got := debug.SetMemoryLimit(-1); got != tc.limit {
 			t.Errorf("telemetry %v: memory limit %d, want %d", tc.telemetry, got, tc.limit)
 		}
@@ -30,7 +32,7 @@ func TestTuneGCForStdio(t *testing.T) {
 	// Set by the user, the limit is theirs.
 	t.Setenv("GOMEMLIMIT", "64MiB")
 	debug.SetMemoryLimit(prevLimit)
-	tuneGCForStdio(true)
+	tuneGCForStdio(true, 1)
 	if got := debug.SetMemoryLimit(-1); got != prevLimit {
 		t.Errorf("with GOMEMLIMIT set: memory limit %d, want it untouched (%d)", got, prevLimit)
 	}

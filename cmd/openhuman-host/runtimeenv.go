@@ -30,6 +30,11 @@ func runtimeEnv() []string {
 	}
 	if s[1].Value.Kind() == metrics.KindUint64 {
 		if l := s[1].Value.Uint64(); l > 0 && l < math.MaxInt64 {
+			if l > uint64(inHostMemory) {
+				// The share of the built-ins in the host's process is
+				// the host's alone.
+				l -= uint64(inHostMemory)
+			}
 			env = append(env, "GOMEMLIMIT="+strconv.FormatUint(l, 10))
 		}
 	}

@@ -107,7 +107,7 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
 		}
 		cfg.Server.Replica = cfg.Server.ReplicaName(port)
 	} else {
-		tuneGCForStdio(host.TelemetrySettings(cfg.Telemetry, "", "").Enabled())
+		tuneGCForStdio(host.TelemetrySettings(cfg.Telemetry, "", "").Enabled(), len(host.InHostBuiltins(cfg, nil)))
 		cfg.Server.Replica = cfg.Server.ReplicaName(0)
 	}
 
@@ -276,24 +276,37 @@ func forceExit(h *host.Host, log hclog.Logger, d time.Duration, cause string) {
 // buffers, the aggregations of each metric reader), a few MiB under load.
 // Taken from a fixed limit, that would shrink the room the calls' garbage
 // has between collections and make every call pay for more GC; so with
-// [telemetry] on, the limit grows by stdioTelemetryMemory instead.
+// [telemetry] on, the limit grows by stdioTelemetryMemory instead. For
+// the same reason it grows by stdioInHostMemory for each built-in run in
+// the host's process (host.InHostBuiltins: by default memory and, but on
+// Windows, the upstream relay when servers are configured), whose state
+// (caches, sessions) is on the host's heap; as plugin processes each had
+// a limit of its own.
 const (
 	stdioGCPercent       = 400
 	stdioMemoryLimit     = 24 << 20
 	stdioTelemetryMemory = 6 << 20
+	stdioInHostMemory    = 16 << 20
 )
 
 // tuneGCForStdio applies the stdio server's GC settings; telemetry says
-// whether [telemetry] turns any signal on.
-func tuneGCForStdio(telemetry bool) {
+// whether [telemetry] turns any signal on, and inHost how many built-in
+// providers run in the host's process.
+func tuneGCForStdio(telemetry bool, inHost int) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(stdioGCPercent)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		limit := int64(stdioMemoryLimit)
+		inHostMemory = int64(inHost) * stdioInHostMemory
+		limit := int64(stdioMemoryLimit) + inHostMemory
 		if telemetry {
 			limit += stdioTelemetryMemory
 		}
 		debug.SetMemoryLimit(limit)
 	}
 }
+
+// inHostMemory is what tuneGCForStdio added to the memory limit for the
+// built-ins in the host's process: runtimeEnv leaves it out of the limit
+// that plugin processes get.
+var inHostMemory int64

@@ -30,8 +30,8 @@ const (
 	maxIdleSecs     = 86400
 	// maxPingSecs bounds ping_interval_secs; unset, the provider's
 	// Options.KeepAlive (30 s by default) applies.
-	maxPingSecs = 3600
-	maxPrefixLen    = 64
+	maxPingSecs  = 3600
+	maxPrefixLen = 64
 )
 
 // topKeys are the keys of the provider's settings: the servers, and

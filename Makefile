@@ -62,21 +62,18 @@ run-http: build
 # and interop tests (the TypeScript SDK client over stdio and HTTP, the MCP
 # conformance suite over HTTP, the Windows build under Wine, the storage
 # tests on a throwaway PostgreSQL, replicas behind a throwaway HAProxy),
-# with the race detector. Five go test runs go side by side: the host
-# module but for test/windows, the Windows test (it mostly waits on Wine,
-# so it runs from the start rather than last), the SDK module (the example
-# provider's tests run inside the host's suite, which builds it as an
-# outside module would), the memory provider's driver-neutral tests again
-# on PostgreSQL, and a build without the FTS5 tag, which must refuse to
-# start the memory provider; each run's output is printed in one piece
-# when it ends.
+# with the race detector. Four go test runs go side by side: the host
+# module, the SDK module (the example provider's tests run inside the
+# host's suite, which builds it as an outside module would), the memory
+# provider's driver-neutral tests again on PostgreSQL, and a build without
+# the FTS5 tag, which must refuse to start the memory provider; each run's
+# output is printed in one piece when it ends.
 test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=line test-prereqs
 	@GORACE='$(TEST_GORACE)' OPENHUMAN_HOST_BIN=$(CURDIR)/$(BIN) OPENHUMAN_WINDOWS_BIN=$(WINDOWS_EXE) OPENHUMAN_REQUIRE_INTEROP=1 OPENHUMAN_REQUIRE_POSTGRES=1 \
 		OPENHUMAN_REQUIRE_HAPROXY=1 OPENHUMAN_REQUIRE_PROMETHEUS=1 OPENHUMAN_REQUIRE_SDK_MODULE=1 \
 		./scripts/parallel.sh \
-		'$(GO) test -race -tags $(TAGS) -ldflags "-s -w" -count=1 -timeout 20m $$($(GO) list ./... | grep -v /test/windows)' \
-		'$(GO) test -race -tags $(TAGS) -ldflags "-s -w" -count=1 -timeout 20m ./test/windows/' \
+		'$(GO) test -race -tags $(TAGS) -ldflags "-s -w" -count=1 -timeout 20m ./...' \
 		'cd sdk && $(GO) test -race -ldflags "-s -w" -count=1 -timeout 20m ./...' \
 		'OPENHUMAN_MEMORY_TEST_DRIVER=postgres $(GO) test -race -tags $(TAGS) -ldflags "-s -w" -count=1 -timeout 20m ./providers/memory/' \
 		'$(GO) test -race -ldflags "-s -w" -count=1 -run "TestConfigureWithoutFTS5|TestCheckFTS5" ./providers/memory/'

@@ -2,8 +2,8 @@
 // written as any provider is: each package under providers/ may import,
 // from this repository, only the SDK (github.com/openhuman/openhuman-host/sdk
 // and its packages) and the packages of its own provider
-// (providers/<name>/...). So a built-in never leans on the host's
-// internals, and could move to a module of its own.
+// (providers/<name>/...), and so may its tests. So a built-in never leans
+// on the host's internals, and could move to a module of its own.
 package providers_test
 
 import (
@@ -22,17 +22,6 @@ import (
 
 // module is the host module's path.
 const module = "github.com/openhuman/openhuman-host"
-
-// testHelpers are the host module's test-only packages that the tests of
-// a provider may import besides what its code may: they drive processes,
-// servers and waits for the tests and are never part of a provider.
-var testHelpers = []string{
-	module + "/internal/oauthtest",
-	module + "/internal/pgtest",
-	module + "/internal/scriptedllm",
-	module + "/internal/testproc",
-	module + "/internal/testwait",
-}
 
 // listed is one package as go list -json describes it.
 type listed struct {
@@ -129,25 +118,21 @@ func isSDK(pkg string) bool { return pkg == module+"/sdk" || strings.HasPrefix(p
 // within is whether pkg is dir or a package under it.
 func within(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
 
-// violations are the imports of pkg that break the rule: its code's
-// (test false) or its tests' (test true).
-func violations(pkg string, imports []string, test bool) []string {
+// violations are the imports of pkg, by its code or by its tests alike,
+// that break the rule.
+func violations(pkg string, imports []string) []string {
 	own := provider(pkg)
 	var bad []string
 	for _, imp := range imports {
-		switch {
-		case !inRepository(imp), within(imp, own):
-		case test && slices.Contains(testHelpers, imp):
-		default:
+		if inRepository(imp) && !within(imp, own) {
 			bad = append(bad, imp)
 		}
 	}
 	return bad
 }
 
-// Each provider package imports from this repository only the SDK and
-// its own provider's packages; its tests may import the host module's
-// test helpers too.
+// Each provider package, and each of its tests, imports from this
+// repository only the SDK and its own provider's packages.
 func TestProvidersImportOnlyTheSDK(t *testing.T) {
 	t.Parallel()
 	all := listPackages(t)
@@ -157,13 +142,13 @@ func TestProvidersImportOnlyTheSDK(t *testing.T) {
 			continue
 		}
 		checked++
-		for _, imp := range violations(p.ImportPath, p.Imports, false) {
+		for _, imp := range violations(p.ImportPath, p.Imports) {
 			t.Errorf("%s imports %s: a provider may import from this repository only %s/sdk/... and its own %s/...",
 				p.ImportPath, imp, module, strings.TrimPrefix(provider(p.ImportPath), module+"/"))
 		}
-		for _, imp := range violations(p.ImportPath, p.TestImports, true) {
-			t.Errorf("a test of %s imports %s: a provider's tests may import from this repository only %s/sdk/..., their own %s/... and the test helpers %v",
-				p.ImportPath, imp, module, strings.TrimPrefix(provider(p.ImportPath), module+"/"), testHelpers)
+		for _, imp := range violations(p.ImportPath, p.TestImports) {
+			t.Errorf("a test of %s imports %s: a provider's tests may import from this repository only %s/sdk/... and their own %s/...",
+				p.ImportPath, imp, module, strings.TrimPrefix(provider(p.ImportPath), module+"/"))
 		}
 	}
 	if checked < 4 {
@@ -175,16 +160,26 @@ func TestProvidersImportOnlyTheSDK(t *testing.T) {
 // names package such as providers/memory/memorytool, or the relay's
 // contract providers/upstream/upstreamwire) is a leaf: it imports only
 // the standard library and the SDK, so that its importers build none of
-// the provider's dependencies.
+// the provider's dependencies. One that only tests outside its provider
+// import (a fake server for tests, such as providers/agent/scriptedllm)
+// may import other modules too, but from this repository still only the
+// SDK.
 func TestProviderContractsAreLeaves(t *testing.T) {
 	t.Parallel()
 	all := listPackages(t)
 	importers := map[string][]string{} // provider subpackage → importers outside its provider
+	byCode := map[string]bool{}        // provider subpackage → whether code outside its provider imports it
 	for _, p := range all {
 		for _, imp := range union(p.Imports, p.TestImports) {
 			own := provider(imp)
-			if own != "" && imp != own && !within(p.ImportPath, own) && !slices.Contains(importers[imp], p.ImportPath) {
+			if own == "" || imp == own || within(p.ImportPath, own) {
+				continue
+			}
+			if !slices.Contains(importers[imp], p.ImportPath) {
 				importers[imp] = append(importers[imp], p.ImportPath)
+			}
+			if slices.Contains(p.Imports, imp) {
+				byCode[imp] = true
 			}
 		}
 	}
@@ -197,13 +192,29 @@ func TestProviderContractsAreLeaves(t *testing.T) {
 			t.Errorf("%s, imported by %v, is not a package of this module", pkg, by)
 			continue
 		}
-		for _, imp := range p.Imports {
-			if !isSDK(imp) && isNotStandard(imp) {
-				t.Errorf("%s imports %s, but it must import only the standard library and the SDK: %v import it from outside %s",
-					pkg, imp, slices.Sorted(slices.Values(by)), strings.TrimPrefix(provider(pkg), module+"/"))
+		for _, imp := range leafViolations(p.Imports, byCode[pkg]) {
+			want := "only the standard library and the SDK"
+			if !byCode[pkg] {
+				want = "from this repository only the SDK"
 			}
+			t.Errorf("%s imports %s, but it must import %s: %v import it from outside %s",
+				pkg, imp, want, slices.Sorted(slices.Values(by)), strings.TrimPrefix(provider(pkg), module+"/"))
 		}
 	}
+}
+
+// leafViolations are the imports of a provider package imported from
+// outside its provider that break the rule: any package of this
+// repository but the SDK's, and when code (byCode), not only tests,
+// imports it, any package outside the standard library and the SDK.
+func leafViolations(imports []string, byCode bool) []string {
+	var bad []string
+	for _, imp := range imports {
+		if inRepository(imp) || (byCode && !isSDK(imp) && isNotStandard(imp)) {
+			bad = append(bad, imp)
+		}
+	}
+	return bad
 }
 
 // isNotStandard is whether pkg is outside Go's standard library, whose
@@ -219,29 +230,50 @@ func TestRuleParts(t *testing.T) {
 	upstream := module + "/providers/upstream"
 	for _, c := range []struct {
 		pkg, imp string
-		test     bool
 		bad      bool
 	}{
-		{upstream, module + "/sdk", false, false},
-		{upstream, module + "/sdk/mcpwire", false, false},
-		{upstream, module + "/providers/upstream/upstreamwire", false, false},
-		{upstream + "/upstreamwire", module + "/providers/upstream", false, false},
-		{upstream, "github.com/modelcontextprotocol/go-sdk/mcp", false, false},
-		{upstream, "net/http", false, false},
-		{upstream, module + "/internal/telemetry", false, true},
-		{upstream, module + "/host/config", false, true},
-		{upstream, module + "/providers/memory/memorytool", false, true},
-		{upstream, module + "/providers/upstreamx", false, true},
-		{upstream, module + "/sdkx", false, true},
-		{upstream, module + "/internal/testwait", false, true},
-		{upstream, module + "/internal/testwait", true, false},
-		{upstream, module + "/internal/storage", true, true},
-		{module + "/providers/memory", module + "/internal/storagetest", false, true},
-		{module + "/providers/memory", module + "/sdk/storage", false, false},
+		{upstream, module + "/sdk", false},
+		{upstream, module + "/sdk/mcpwire", false},
+		{upstream, module + "/sdk/testwait", false},
+		{upstream, module + "/providers/upstream/upstreamwire", false},
+		{upstream, module + "/providers/upstream/oauthtest", false},
+		{upstream + "/upstreamwire", module + "/providers/upstream", false},
+		{upstream, "github.com/modelcontextprotocol/go-sdk/mcp", false},
+		{upstream, "net/http", false},
+		{upstream, module + "/internal/telemetry", true},
+		{upstream, module + "/host/config", true},
+		{upstream, module + "/providers/memory/memorytool", true},
+		{upstream, module + "/providers/agent/scriptedllm", true},
+		{upstream, module + "/providers/upstreamx", true},
+		{upstream, module + "/sdkx", true},
+		{upstream, module + "/internal/testwait", true},
+		{upstream, module + "/internal/storage", true},
+		{module + "/providers/memory", module + "/internal/storagetest", true},
+		{module + "/providers/memory", module + "/sdk/storage", false},
+		{module + "/providers/memory", module + "/sdk/storage/pgtest", false},
 	} {
-		got := violations(c.pkg, []string{c.imp}, c.test)
+		got := violations(c.pkg, []string{c.imp})
 		if want := c.bad; (len(got) == 1 && got[0] == c.imp) != want || (!want && len(got) != 0) {
-			t.Errorf("violations(%s, [%s], test %v) = %v; want bad %v", c.pkg, c.imp, c.test, got, want)
+			t.Errorf("violations(%s, [%s]) = %v; want bad %v", c.pkg, c.imp, got, want)
+		}
+	}
+	for _, c := range []struct {
+		imp    string
+		byCode bool
+		bad    bool
+	}{
+		{"net/http", true, false},
+		{module + "/sdk/mcpwire", true, false},
+		{"github.com/modelcontextprotocol/go-sdk/mcp", true, true},
+		{"github.com/modelcontextprotocol/go-sdk/mcp", false, false},
+		{module + "/providers/upstream", true, true},
+		{module + "/providers/upstream", false, true},
+		{module + "/internal/telemetry", false, true},
+		{module + "/sdk/testwait", false, false},
+	} {
+		got := leafViolations([]string{c.imp}, c.byCode)
+		if want := c.bad; (len(got) == 1 && got[0] == c.imp) != want || (!want && len(got) != 0) {
+			t.Errorf("leafViolations([%s], by code %v) = %v; want bad %v", c.imp, c.byCode, got, want)
 		}
 	}
 	if got := fmt.Sprint(isNotStandard("net/http"), isNotStandard("golang.org/x/net"), isNotStandard(module)); got != "false true true" {

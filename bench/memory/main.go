@@ -84,10 +84,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/openhuman/openhuman-host/bench/internal/cputime"
-	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/providers/memory"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
 )
 
 // The goal the project tracks: [memorytool.Search] p99 at goalChunks.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/openhuman/openhuman-host/internal/pgtest"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
 )
 
 // pgServer is where -driver postgres keeps its stores: a throwaway

@@ -2,7 +2,7 @@
 // replicas behind HAProxy sharing one PostgreSQL database, on this
 // machine, for docs/performance.md#replicas.
 //
-// It starts a throwaway PostgreSQL (internal/pgtest), three replicas of
+// It starts a throwaway PostgreSQL (sdk/storage/pgtest), three replicas of
 // the built binary with the provider of test/replicas/replicaprovider and
 // HAProxy with examples/haproxy/haproxy.cfg in front of them
 // (internal/cluster), all on loopback. Each measurement takes replicas out
@@ -37,7 +37,7 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/internal/cluster"
-	"github.com/openhuman/openhuman-host/internal/pgtest"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
 )
 
 func main() {

@@ -14,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host/audit"
-	"github.com/openhuman/openhuman-host/internal/scriptedllm"
 	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
+	"github.com/openhuman/openhuman-host/providers/agent/scriptedllm"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/audit"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 func TestParseSince(t *testing.T) {

@@ -20,13 +20,13 @@ import (
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/server"
-	"github.com/openhuman/openhuman-host/internal/oauthtest"
-	"github.com/openhuman/openhuman-host/internal/pgtest"
-	"github.com/openhuman/openhuman-host/internal/testproc"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/providers/upstream/oauthtest"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // TestMain lets the test binary stand in for the host binary: the host

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // serveMCPForTest starts `serve --transport http --port 0` of this test

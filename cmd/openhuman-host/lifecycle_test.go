@@ -20,10 +20,10 @@ import (
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/host/server"
-	"github.com/openhuman/openhuman-host/internal/testproc"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 var (

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // TestMemoryRecoverCommand damages memory.db the way a failing disk does

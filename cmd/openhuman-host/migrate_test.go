@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/openhuman/openhuman-host/host/config"
-	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk/storage"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
 )
 
 // postgresHome sets up a CLI home whose config keeps the shared state in a

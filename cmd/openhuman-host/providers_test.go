@@ -18,7 +18,7 @@ import (
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 func TestProviderNameFor(t *testing.T) {

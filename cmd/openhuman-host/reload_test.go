@@ -10,7 +10,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/internal/logonce"
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // TestReloadLog: a reload logs each changed key at info level and one

@@ -18,7 +18,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/server"
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // statusToken is the bearer token of the servers the status tests start.

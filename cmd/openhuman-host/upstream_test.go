@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/openhuman/openhuman-host/internal/oauthtest"
+	"github.com/openhuman/openhuman-host/providers/upstream/oauthtest"
 )
 
 func TestUpstreamList(t *testing.T) {

@@ -17,9 +17,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/openhuman/openhuman-host/internal/pgtest"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk/storage"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // base is a fixed instant the tests' records are timed from.

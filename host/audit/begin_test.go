@@ -14,9 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/openhuman/openhuman-host/internal/pgtest"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk/storage"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 func TestBeginWritesPendingRowBeforeTheCall(t *testing.T) {

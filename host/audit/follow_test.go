@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk/storage"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // follow runs l.Follow with q and o in the background, polling as often as

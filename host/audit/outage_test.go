@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/pgtest"
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // TestPostgresOutage: while the shared database is down an act is refused

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // TestRetryOpensWhenTheDatabaseCanBeOpened starts a log whose database

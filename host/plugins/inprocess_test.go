@@ -15,10 +15,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/plugin"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // localKit is a provider for the in-process tests: its tools panic, wait

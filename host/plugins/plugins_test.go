@@ -17,11 +17,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/openhuman/openhuman-host/internal/testproc"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/plugin"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 var kitPath string

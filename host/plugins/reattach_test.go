@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk/plugin"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // TestReattachToProviderInDebugMode starts the test provider by hand in

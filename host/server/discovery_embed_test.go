@@ -19,9 +19,9 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/host/policy"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/embeddings"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // embedDims is the dimension of fakeEmbedder's vectors: large enough

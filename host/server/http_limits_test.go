@@ -17,8 +17,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/openhuman/openhuman-host/host/policy"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // post sends an MCP POST with body, the token and session id when set.

@@ -17,8 +17,8 @@ import (
 	"github.com/openhuman/openhuman-host/host/audit"
 	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/host/policy"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // fakeProvider answers every tool from a function.

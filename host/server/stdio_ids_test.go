@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/host/policy"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // rawStdio runs s over a LineTransport on pipes, initializes a session,

@@ -23,7 +23,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/host/server"
 	"github.com/openhuman/openhuman-host/internal/haproxytest"
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // ProviderPackage is the import path of the provider every replica

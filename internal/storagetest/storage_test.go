@@ -8,8 +8,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/sdk/storage"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

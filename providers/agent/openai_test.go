@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/openhuman/openhuman-host/internal/scriptedllm"
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/providers/agent/scriptedllm"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // testAPIKey is a key the tests check never leaks into errors or bodies.

@@ -17,12 +17,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/openhuman/openhuman-host/internal/scriptedllm"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/providers/agent"
 	"github.com/openhuman/openhuman-host/providers/agent/definitions"
+	"github.com/openhuman/openhuman-host/providers/agent/scriptedllm"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // fakeHost is the host service as the agent provider sees it: a small

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
 )
 
 // testClock is a settable clock for deterministic timestamps.

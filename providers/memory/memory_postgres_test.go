@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/openhuman/openhuman-host/internal/pgtest"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/storage"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
 )
 
 // openOnPostgres configures a provider on the PostgreSQL database of dsn,

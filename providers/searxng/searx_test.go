@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // searxRun is Debian's searx launcher (package searx: the predecessor of

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/openhuman/openhuman-host/internal/testproc"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // These tests count the stdio server's processes: each records its start

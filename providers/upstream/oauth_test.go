@@ -12,9 +12,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/oauth2"
 
-	"github.com/openhuman/openhuman-host/internal/oauthtest"
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/providers/upstream/oauthtest"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // oauthProvider configures a provider with one server of kind oauth on dir.

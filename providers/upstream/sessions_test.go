@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // TestManyClientsLoseNoCalls has 64 clients call one stdio server at once,

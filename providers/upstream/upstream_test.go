@@ -16,10 +16,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openhuman/openhuman-host/internal/testproc"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // stdioServer is the path of the built testdata/stdioserver.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // scenarioLine is one line of the suite's summary: "✓ name: 1 passed, 0

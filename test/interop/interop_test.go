@@ -33,7 +33,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // Conformance scenarios that need no fixture tools on the server.

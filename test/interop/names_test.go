@@ -12,10 +12,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/providers/searxng/searxngtool"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 )
 
 // clientSafe is the only tool name pattern Claude Desktop and

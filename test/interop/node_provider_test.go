@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // nodeProvider is the example provider a test loads.

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/openhuman/openhuman-host/internal/cluster"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // TestMemoryAcrossReplicas stores one memory through each of three

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/internal/cluster"
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // TestConfirmationAcrossReplicas: with confirm_acts = "when_supported", a

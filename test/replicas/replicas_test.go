@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/internal/cluster"
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // toolStore is the memory provider's store tool: an act, which the act

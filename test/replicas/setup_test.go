@@ -5,7 +5,7 @@
 // replica, and 2025-11-25 clients, whose sessions are pinned to one.
 //
 // It needs OPENHUMAN_HOST_BIN (the built server), PostgreSQL's server
-// binaries (internal/pgtest) and haproxy (internal/haproxytest). `make
+// binaries (sdk/storage/pgtest) and haproxy (internal/haproxytest). `make
 // test` provides all three and sets OPENHUMAN_REQUIRE_INTEROP,
 // OPENHUMAN_REQUIRE_POSTGRES and OPENHUMAN_REQUIRE_HAPROXY, which turn a
 // missing one from a skip into a failure. By hand:
@@ -31,8 +31,8 @@ import (
 
 	"github.com/openhuman/openhuman-host/internal/cluster"
 	"github.com/openhuman/openhuman-host/internal/haproxytest"
-	"github.com/openhuman/openhuman-host/internal/pgtest"
-	"github.com/openhuman/openhuman-host/internal/testwait"
+	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openhuman/openhuman-host/internal/testproc"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 )
 
 // TestStartExecutable runs the built test provider through

@@ -27,10 +27,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openhuman/openhuman-host/internal/testwait"
 	"github.com/openhuman/openhuman-host/internal/wineprefix"
 	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
 // testTimeout bounds the whole test when go test sets no deadline. Wine

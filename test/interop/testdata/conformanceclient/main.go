@@ -29,7 +29,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openhuman/openhuman-host/internal/oauthtest"
+	"github.com/openhuman/openhuman-host/providers/upstream/oauthtest"
 	"github.com/openhuman/openhuman-host/providers/upstream/upstreamwire"
 )
 

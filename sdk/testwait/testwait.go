@@ -4,8 +4,10 @@
 // binary's deadline (go test -timeout), and then fails the test saying what
 // did not happen, before go test would panic with every goroutine's stack.
 //
-// This is how the project's tests stay correct on a loaded machine: how
-// long something takes is a benchmark's business (bench/), never a test's.
+// It is for tests only, a provider's included: with it a test stays
+// correct on a loaded machine, where anything may take far longer than
+// usual. How long something takes is a benchmark's business, never a
+// test's.
 package testwait
 
 import (

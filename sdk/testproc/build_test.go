@@ -11,7 +11,7 @@ import (
 // TestBuild: the binary built works, parallel builds of one package share
 // one binary, and a package that is not a main package fails to build.
 func TestBuild(t *testing.T) {
-	const pkg = "github.com/openhuman/openhuman-host/internal/testproc/testdata/hello"
+	const pkg = "github.com/openhuman/openhuman-host/sdk/testproc/testdata/hello"
 	bins := make([]string, 4)
 	var wg sync.WaitGroup
 	for i := range bins {
@@ -39,7 +39,7 @@ func TestBuild(t *testing.T) {
 	if _, err := os.Stat(bins[0]); err != nil {
 		t.Error(err)
 	}
-	if _, err := BuildBinary("github.com/openhuman/openhuman-host/internal/testproc"); err == nil || !strings.Contains(err.Error(), "not a main package") {
+	if _, err := BuildBinary("github.com/openhuman/openhuman-host/sdk/testproc"); err == nil || !strings.Contains(err.Error(), "not a main package") {
 		t.Errorf("BuildBinary of a library: %v", err)
 	}
 }

@@ -1,7 +1,9 @@
-// Package pgtest gives tests a real PostgreSQL: a throwaway server made
-// from the system's binaries (initdb and pg_ctl, run as an unprivileged
-// user when the tests run as root) in a temporary directory, listening on
-// loopback with a random password, and a fresh database per test.
+// Package pgtest gives tests of code that stores data in PostgreSQL
+// (through [github.com/openhuman/openhuman-host/sdk/storage] or otherwise)
+// a real server: a throwaway one made from the system's binaries (initdb
+// and pg_ctl, run as an unprivileged user when the tests run as root) in a
+// temporary directory, listening on loopback with a random password, and
+// a fresh database per test.
 //
 // With OPENHUMAN_TEST_POSTGRES_DSN set (a postgres:// URL of a role that
 // may CREATE DATABASE), tests use that server instead and start none.
@@ -9,7 +11,7 @@
 // A package whose tests use it calls [Main] from TestMain, so that the
 // shared server stops once the tests are done. Without PostgreSQL's
 // binaries a test skips, or fails when OPENHUMAN_REQUIRE_POSTGRES is set
-// (`make test` sets it, and installs Debian's postgresql package first).
+// (as a CI job that installs them should set it). It is for tests only.
 package pgtest
 
 import (
@@ -46,7 +48,7 @@ const (
 )
 
 // howToGet says how to make PostgreSQL available to the tests.
-const howToGet = "install Debian's postgresql package (`make test` does, as root) or set " + EnvDSN +
+const howToGet = "install PostgreSQL's server binaries initdb and pg_ctl (Debian's postgresql package) or set " + EnvDSN +
 	" to a postgres:// URL of a role that may create databases"
 
 // Server is one running throwaway PostgreSQL server.

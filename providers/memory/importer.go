@@ -562,6 +562,17 @@ type Stats struct {
 	Path string
 }
 
+// statsCounts is the columns of Stats's query that SQLite and PostgreSQL
+// share: sources, documents, chunks, entities with mentions, chunk tags,
+// notes and chunk embeddings, in Stats's field order.
+const statsCounts = `(SELECT COUNT(*) FROM sources),
+		(SELECT COUNT(*) FROM documents),
+		(SELECT COUNT(*) FROM chunks),
+		(SELECT COUNT(*) FROM entities WHERE mention_count > 0),
+		(SELECT COUNT(*) FROM chunk_tags),
+		(SELECT COUNT(*) FROM documents WHERE key LIKE 'mcp-note-%'),
+		(SELECT COUNT(*) FROM chunk_embeddings)`
+
 // Stats returns counts of what memory holds and the database's size.
 func (p *Provider) Stats(ctx context.Context) (Stats, error) {
 	p.mu.Lock()
@@ -574,14 +585,7 @@ func (p *Provider) Stats(ctx context.Context) (Stats, error) {
 		return st.statsPostgres(ctx)
 	}
 	var s Stats
-	err := st.db.WithContext(ctx).Raw(`SELECT
-		(SELECT COUNT(*) FROM sources),
-		(SELECT COUNT(*) FROM documents),
-		(SELECT COUNT(*) FROM chunks),
-		(SELECT COUNT(*) FROM entities WHERE mention_count > 0),
-		(SELECT COUNT(*) FROM chunk_tags),
-		(SELECT COUNT(*) FROM documents WHERE key LIKE 'mcp-note-%'),
-		(SELECT COUNT(*) FROM chunk_embeddings),
+	err := st.db.WithContext(ctx).Raw(`SELECT `+statsCounts+`,
 		(SELECT MAX(version) FROM schema_migrations)`).Row().Scan(
 		&s.Sources, &s.Documents, &s.Chunks, &s.Entities, &s.ChunkTags, &s.Notes, &s.Embeddings, &s.SchemaVersion)
 	if err != nil {

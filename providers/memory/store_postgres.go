@@ -190,14 +190,7 @@ var pgTables = []string{"sources", "documents", "chunks", "chunk_tags", "entitie
 // statsPostgres is Stats on PostgreSQL.
 func (st *store) statsPostgres(ctx context.Context) (Stats, error) {
 	var s Stats
-	err := st.db.WithContext(ctx).Raw(`SELECT
-		(SELECT COUNT(*) FROM sources),
-		(SELECT COUNT(*) FROM documents),
-		(SELECT COUNT(*) FROM chunks),
-		(SELECT COUNT(*) FROM entities WHERE mention_count > 0),
-		(SELECT COUNT(*) FROM chunk_tags),
-		(SELECT COUNT(*) FROM documents WHERE key LIKE 'mcp-note-%'),
-		(SELECT COUNT(*) FROM chunk_embeddings),
+	err := st.db.WithContext(ctx).Raw(`SELECT `+statsCounts+`,
 		(SELECT COALESCE(SUM(pg_total_relation_size(to_regclass(t))), 0)::bigint FROM unnest(ARRAY['`+strings.Join(pgTables, "', '")+`']) AS t)`).Row().Scan(
 		&s.Sources, &s.Documents, &s.Chunks, &s.Entities, &s.ChunkTags, &s.Notes, &s.Embeddings, &s.DBBytes)
 	if err != nil {

@@ -741,6 +741,13 @@ func TestParseErrors(t *testing.T) {
 				"config.toml:16: upstream.servers[2].auth: applies to HTTP servers (endpoint) only; pass a stdio server's secrets through env",
 			},
 		},
+		"upstream server seconds out of range": {
+			doc:  lines("[[upstream.servers]]", `name = "a"`, `command = "x"`, "session_idle_secs = -1", "ping_interval_secs = 3601"),
+			want: []string{
+				"config.toml:4: upstream.servers[0].session_idle_secs: must be an integer number of seconds from 0 (never) to 86400; got -1",
+				"config.toml:5: upstream.servers[0].ping_interval_secs: must be an integer number of seconds from 0 (never) to 3600; got 3601",
+			},
+		},
 		"upstream servers of the wrong type": {
 			doc:  lines("[upstream]", `servers = "github"`),
 			want: []string{"config.toml:2: upstream.servers: must be an array of tables; got a string"},

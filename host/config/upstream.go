@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -98,21 +99,9 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 			case "start_timeout_secs":
 				s.StartTimeoutSecs = d.secs(path, v, 3600)
 			case "session_idle_secs":
-				n, ok := v.(int64)
-				if !ok || n < 0 || n > 86400 {
-					d.fail(path, "must be an integer number of seconds from 0 (never) to 86400; got %s", sdk.DescribeValue(v))
-					continue
-				}
-				idle := int(n)
-				s.SessionIdleSecs = &idle
+				s.SessionIdleSecs = d.secsOrNever(path, v, 86400)
 			case "ping_interval_secs":
-				n, ok := v.(int64)
-				if !ok || n < 0 || n > 3600 {
-					d.fail(path, "must be an integer number of seconds from 0 (never) to 3600; got %s", sdk.DescribeValue(v))
-					continue
-				}
-				every := int(n)
-				s.PingIntervalSecs = &every
+				s.PingIntervalSecs = d.secsOrNever(path, v, 3600)
 			case "prefix":
 				str, ok := v.(string)
 				if !ok || !prefixText.MatchString(str) {
@@ -271,4 +260,20 @@ func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 		}
 	}
 	return a
+}
+
+// secsOrNever converts a setting of 0 (never) to max seconds, reporting
+// anything else; nil when it was reported.
+func (d *decoder) secsOrNever(path string, v any, max int64) *int {
+	n, ok := v.(int64)
+	got := sdk.DescribeValue(v)
+	if ok {
+		got = strconv.FormatInt(n, 10)
+	}
+	if !ok || n < 0 || n > max {
+		d.fail(path, "must be an integer number of seconds from 0 (never) to %d; got %s", max, got)
+		return nil
+	}
+	secs := int(n)
+	return &secs
 }

@@ -742,7 +742,7 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		"upstream server seconds out of range": {
-			doc:  lines("[[upstream.servers]]", `name = "a"`, `command = "x"`, "session_idle_secs = -1", "ping_interval_secs = 3601"),
+			doc: lines("[[upstream.servers]]", `name = "a"`, `command = "x"`, "session_idle_secs = -1", "ping_interval_secs = 3601"),
 			want: []string{
 				"config.toml:4: upstream.servers[0].session_idle_secs: must be an integer number of seconds from 0 (never) to 86400; got -1",
 				"config.toml:5: upstream.servers[0].ping_interval_secs: must be an integer number of seconds from 0 (never) to 3600; got 3601",

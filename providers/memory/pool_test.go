@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// Connections returned to the pool stay open, up to idleConns: closing
+// Connections returned to the pool stay open, up to
+// storage.SQLiteIdleConns: closing
 // them made each call beyond the second open a new one.
 func TestConnectionsStayOpenBetweenCalls(t *testing.T) {
 	t.Parallel()

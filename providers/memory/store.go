@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 	gormlogger "gorm.io/gorm/logger"
 
+	"github.com/openhuman/openhuman-host/sdk/storage"
 	"github.com/openhuman/openhuman-host/sdk/storage/filelock"
 	"github.com/openhuman/openhuman-host/sdk/storage/sqliteerr"
 	"github.com/openhuman/openhuman-host/sdk/storage/sqliteuri"
@@ -77,20 +78,6 @@ func dsn(path string) string {
 	return sqliteuri.File(path, fmt.Sprintf("_journal_mode=WAL&_busy_timeout=%d&_txlock=immediate&_foreign_keys=1", busyTimeoutMS))
 }
 
-// The connections kept open between calls. database/sql keeps 2 by
-// default, so with more calls in flight every call beyond two opened a
-// connection (WAL, pragmas, the FTS5 tokenizer) and closed it again after:
-// at 8 searches in flight that cost more CPU than the searches, and the
-// churn kept more memory in use than the connections it saved. One unused
-// for idleConnTime is closed, so a quiet server gives the memory back.
-// The number open at once stays unbounded, so that a call that needs a
-// second connection while it holds one never waits on others doing the
-// same.
-const (
-	idleConns    = 8
-	idleConnTime = 5 * time.Minute
-)
-
 // openStore opens (creating if needed) the database at path and brings its
 // schema up to date. Processes that open a new database at the same time
 // race to switch it to WAL mode and create its schema, and SQLite does not
@@ -140,8 +127,7 @@ func openStoreOnce(ctx context.Context, path string, now func() time.Time, extra
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if sqlDB, err := db.DB(); err == nil {
-		sqlDB.SetMaxIdleConns(idleConns)
-		sqlDB.SetConnMaxIdleTime(idleConnTime)
+		storage.KeepSQLiteConnections(sqlDB)
 	}
 	s := &store{db: db, now: now, writeSlot: make(chan struct{}, 1), extractors: extractors, path: path, unlock: unlock, postings: newPostingCache(postingCacheBytes)}
 	if err := quickCheck(ctx, db); err != nil {

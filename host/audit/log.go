@@ -313,9 +313,6 @@ func open(ctx context.Context, abs string, o Options) (*gorm.DB, *sql.DB, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("audit: open %s: %w", abs, err)
 	}
-	// Acts are written by the calls themselves, several at once: keep
-	// their connections, and the INSERT prepared on each, between calls.
-	storage.KeepSQLiteConnections(sqlDB)
 	fail := func(format string, args ...any) (*gorm.DB, *sql.DB, error) {
 		_ = sqlDB.Close()
 		return nil, nil, fmt.Errorf("audit: open %s: "+format, append([]any{abs}, args...)...)

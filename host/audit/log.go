@@ -124,6 +124,7 @@ type Log struct {
 	discarded int
 	lastErr   error
 
+	inserts  atomic.Int64            // records queued by Record and not yet committed or discarded
 	dropped  atomic.Uint64           // records and outcomes not queued because the queue was full
 	warnedAt atomic.Int64            // UnixNano of the last dropped-row warning, to log at most one per dropWarnEvery
 	failing  atomic.Pointer[failure] // set while the writer's writes fail, nil once one succeeds
@@ -137,11 +138,20 @@ type failure struct {
 }
 
 // entry is one item of the queue: a record to insert (rec.ID 0), the
-// outcome of the pending row rec.ID, or a flush marker when flushed is
-// non-nil.
+// outcome of the pending row rec.ID, a flush marker when flushed is
+// non-nil, or [Log.Begin]'s turn when turn is non-nil.
 type entry struct {
 	rec     Record
 	flushed chan error // buffered(1); receives nil once every earlier record is committed
+	turn    *turn
+}
+
+// turn lets [Log.Begin] insert its row after every row queued before it, so that ids follow the order
+// of the calls: the writer commits what precedes the turn, closes reached, and writes nothing more until
+// Begin closes done.
+type turn struct {
+	reached chan struct{}
+	done    chan struct{}
 }
 
 // Open opens the audit log in the SQLite database at path, creating the file (0600) and its parent
@@ -313,6 +323,9 @@ func open(ctx context.Context, abs string, o Options) (*gorm.DB, *sql.DB, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("audit: open %s: %w", abs, err)
 	}
+	// Acts are written by the calls themselves, several at once: keep
+	// their connections, and the INSERT prepared on each, between calls.
+	storage.KeepSQLiteConnections(sqlDB)
 	fail := func(format string, args ...any) (*gorm.DB, *sql.DB, error) {
 		_ = sqlDB.Close()
 		return nil, nil, fmt.Errorf("audit: open %s: "+format, append([]any{abs}, args...)...)
@@ -394,7 +407,9 @@ func (l *Log) Record(ctx context.Context, r Record) error {
 		r.TimeMs = time.Now().UnixMilli()
 	}
 	r.Error = TruncateError(r.Error)
+	l.inserts.Add(1)
 	if err := l.offer(entry{rec: r}); err != nil {
+		l.inserts.Add(-1)
 		return fmt.Errorf("audit: record %s: %w", r.Tool, err)
 	}
 	return nil
@@ -438,6 +453,10 @@ func (e *BudgetError) Error() string {
 // more it writes nothing and returns a [*BudgetError]. profileLimit is the same for the rows of
 // r.Profile only, a profile's own cap; its error has Profile set. A negative limit means no budget.
 //
+// Rows of one millisecond are listed in the order of their ids, so Begin first waits for the writer
+// to commit the rows [Log.Record] queued before the call (at most two seconds, and not at all while the
+// writer is failing): within one process, ids follow the order of the calls.
+//
 // Any other error means the row could not be written (a full disk, a damaged or locked database, ctx
 // done): the act must not run. It returns [ErrClosed] after Close.
 func (l *Log) Begin(ctx context.Context, r Record, limit, profileLimit int) (uint64, error) {
@@ -451,6 +470,12 @@ func (l *Log) Begin(ctx context.Context, r Record, limit, profileLimit int) (uin
 	r.ID, r.Pending, r.Success, r.Error, r.DurationUs, r.ResultRef = 0, true, false, "", 0, ""
 	if r.TimeMs == 0 {
 		r.TimeMs = time.Now().UnixMilli()
+	}
+	if t := l.awaitTurn(ctx); t != nil {
+		defer close(t.done)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("audit: write the row of %s before it runs: %w", r.Tool, err)
 	}
 	var id uint64
 	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -485,6 +510,40 @@ func (l *Log) Begin(ctx context.Context, r Record, limit, profileLimit int) (uin
 		return 0, fmt.Errorf("audit: write the row of %s before it runs: the database returned no id", r.Tool)
 	}
 	return id, nil
+}
+
+// turnWait is how long [Log.Begin] waits for the writer to commit the rows queued before it. A writer
+// that takes longer is retrying a failed write or is stuck behind another process's lock; Begin then
+// writes its row at once, and its id may be lower than those of the reads just before it.
+const turnWait = 2 * time.Second
+
+// awaitTurn returns once the writer has committed every row that [Log.Record] queued before the call,
+// and holds it until the returned turn's done is closed, so that Begin's row gets a higher id than
+// theirs: within one process, ids (which order rows of the same millisecond) follow the order of the
+// calls. It returns nil, without waiting, when no row is queued, when the writer is failing or the
+// queue is full (order is not worth holding an act for), and when ctx ends or turnWait passes first.
+func (l *Log) awaitTurn(ctx context.Context) *turn {
+	if l.inserts.Load() <= 0 || l.failing.Load() != nil || l.addSender() != nil {
+		return nil
+	}
+	t := &turn{reached: make(chan struct{}), done: make(chan struct{})}
+	select {
+	case l.queue <- entry{turn: t}:
+		l.senders.Done()
+	default:
+		l.senders.Done()
+		return nil
+	}
+	wait := time.NewTimer(turnWait)
+	defer wait.Stop()
+	select {
+	case <-t.reached:
+	case <-ctx.Done():
+	case <-wait.C:
+	case <-l.abort:
+	}
+	// The writer waits for done only once it has reached the turn; closing done early lets it pass.
+	return t
 }
 
 // ActsInWindow returns how many acts were allowed in the sliding hour ([BudgetWindow]) before now, of
@@ -773,18 +832,22 @@ func (l *Log) run(ctx context.Context) {
 // answers the flush markers. It returns batch for reuse.
 func (l *Log) process(ctx context.Context, first entry, batch []Record) []Record {
 	var marker chan error
+	var next *turn
 	take := func(e entry) {
-		if e.flushed != nil {
+		switch {
+		case e.flushed != nil:
 			marker = e.flushed
-			return
+		case e.turn != nil:
+			next = e.turn
+		default:
+			batch = append(batch, e.rec)
 		}
-		batch = append(batch, e.rec)
 	}
 	take(first)
 	timer := time.NewTimer(linger)
 	defer timer.Stop()
 collect:
-	for marker == nil && len(batch) < maxBatch {
+	for marker == nil && next == nil && len(batch) < maxBatch {
 		select {
 		case e := <-l.queue:
 			take(e)
@@ -792,7 +855,7 @@ collect:
 			break collect
 		case <-l.stop:
 			// Closing: commit what is here without lingering.
-			for marker == nil && len(batch) < maxBatch {
+			for marker == nil && next == nil && len(batch) < maxBatch {
 				select {
 				case e := <-l.queue:
 					take(e)
@@ -806,7 +869,9 @@ collect:
 
 	var err error
 	if len(batch) > 0 {
-		if err = l.write(ctx, batch); err != nil {
+		err = l.write(ctx, batch)
+		l.inserts.Add(-inserts(batch))
+		if err != nil {
 			l.discarded += len(batch)
 			if l.lastErr == nil || ctx.Err() == nil {
 				l.lastErr = err // once Close gives up, keep the database's error rather than the give-up
@@ -822,7 +887,26 @@ collect:
 	if marker != nil {
 		marker <- err
 	}
+	if next != nil {
+		// Begin inserts its row now; nothing is written until it has.
+		close(next.reached)
+		select {
+		case <-next.done:
+		case <-ctx.Done():
+		}
+	}
 	return batch
+}
+
+// inserts counts the records of batch that are new rows rather than outcomes of pending ones.
+func inserts(batch []Record) int64 {
+	var n int64
+	for _, r := range batch {
+		if r.ID == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // write inserts batch in one transaction, retrying with backoff until it succeeds. Once Close has begun
@@ -1048,6 +1132,10 @@ func (l *Log) discardQueued() {
 		case e := <-l.queue:
 			if e.flushed != nil {
 				e.flushed <- fmt.Errorf("audit: %d records discarded: %w", l.discarded, l.lastErr)
+				continue
+			}
+			if e.turn != nil {
+				close(e.turn.reached)
 				continue
 			}
 			l.discarded++

@@ -26,12 +26,7 @@ import (
 const maxAuditLimit = 10_000
 
 func newAuditCmd(g *globalFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "audit",
-		Short: "Read the audit log: every tool call, who made it, and what the policy decided",
-		Args:  unknownSubcommand,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	cmd := newGroupCmd("audit", "Read the audit log: every tool call, who made it, and what the policy decided")
 	var (
 		since, tool, client string
 		failed, asJSON      bool

@@ -27,12 +27,7 @@ import (
 )
 
 func newMemoryCmd(g *globalFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "memory",
-		Short: "Load files into memory, inspect, export and back it up",
-		Args:  unknownSubcommand,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	cmd := newGroupCmd("memory", "Load files into memory, inspect, export and back it up")
 	var followLinks, keepMissing bool
 	importCmd := &cobra.Command{
 		Use:   "import PATH...",

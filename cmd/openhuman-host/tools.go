@@ -20,12 +20,7 @@ import (
 )
 
 func newToolsCmd(g *globalFlags) *cobra.Command {
-	tools := &cobra.Command{
-		Use:   "tools",
-		Short: "List and call tools from the command line, through the same policy and audit as MCP clients",
-		Args:  unknownSubcommand,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	tools := newGroupCmd("tools", "List and call tools from the command line, through the same policy and audit as MCP clients")
 	var listJSON bool
 	list := &cobra.Command{
 		Use:   "list",
@@ -138,12 +133,7 @@ func printResult(stdout, stderr io.Writer, res *sdk.CallToolResult, asJSON bool)
 }
 
 func newConfigCmd(g *globalFlags) *cobra.Command {
-	cfgCmd := &cobra.Command{
-		Use:   "config",
-		Short: "Inspect the configuration",
-		Args:  unknownSubcommand,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	cfgCmd := newGroupCmd("config", "Inspect the configuration")
 	cfgCmd.AddCommand(&cobra.Command{
 		Use:   "check",
 		Short: "Validate the config, load every enabled provider, print the effective config with secrets masked",
@@ -214,6 +204,18 @@ func nonEmptyVersion(v string) string {
 		return "unset"
 	}
 	return v
+}
+
+// newGroupCmd returns the command use that only groups subcommands (added
+// by the caller), with short as its one-line help: run alone it prints its
+// help, and run with an argument it fails (see unknownSubcommand).
+func newGroupCmd(use, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  unknownSubcommand,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
 }
 
 // unknownSubcommand rejects arguments to a command that only groups

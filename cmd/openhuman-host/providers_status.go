@@ -241,23 +241,25 @@ func skipEscape(rs []rune, i int) int {
 	case 'P', 'X', ']', '^', '_':
 		return skipControlString(rs, i+1)
 	}
-	for i < len(rs) && rs[i] >= 0x20 && rs[i] <= 0x2f {
-		i++
-	}
-	if i < len(rs) && rs[i] >= 0x30 && rs[i] <= 0x7e {
-		i++
-	}
-	return i
+	// Intermediate bytes, then the final byte.
+	return skipSequence(rs, i, 0x2f, 0x30)
 }
 
 // skipControlSequence returns the index in rs after the parameters,
 // intermediate bytes and final byte of a control sequence starting at i
 // (just after its CSI).
 func skipControlSequence(rs []rune, i int) int {
-	for i < len(rs) && rs[i] >= 0x20 && rs[i] <= 0x3f {
+	return skipSequence(rs, i, 0x3f, 0x40)
+}
+
+// skipSequence returns the index in rs after the run of runes from 0x20 to
+// last starting at i and the final rune from first to 0x7e that ends it,
+// when there is one: the tail of an escape or control sequence.
+func skipSequence(rs []rune, i int, last, first rune) int {
+	for i < len(rs) && rs[i] >= 0x20 && rs[i] <= last {
 		i++
 	}
-	if i < len(rs) && rs[i] >= 0x40 && rs[i] <= 0x7e {
+	if i < len(rs) && rs[i] >= first && rs[i] <= 0x7e {
 		i++
 	}
 	return i

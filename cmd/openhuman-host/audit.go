@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -140,10 +137,7 @@ func withAudit(g *globalFlags, fn func(context.Context, *audit.Log) error) error
 // or SIGINT/SIGTERM arrives (which is not an error). Text output repeats
 // the header line only once; --json prints one object per line.
 func followAudit(ctx context.Context, out io.Writer, log *audit.Log, q audit.Query, every time.Duration, asJSON bool) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	// Taken before listing: a row committed in between is followed, not
 	// lost.

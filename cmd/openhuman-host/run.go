@@ -126,6 +126,18 @@ func onlyOwners(cfg *config.Config, tool string) {
 	}
 }
 
+// signalContext returns a context derived from parent (Background when
+// nil) that SIGINT and SIGTERM cancel (on Windows, Ctrl-C and Ctrl-Break),
+// and the function that cancels it and stops the signals' delivery. While
+// it runs, the signals no longer end the process: a command cleans up and
+// returns instead.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
 // processStart is when the Go program began, near enough to the process's
 // start: package variables are set before main. The startup log lines
 // report time since it, where a cold start goes.
@@ -136,7 +148,7 @@ var processStart = time.Now()
 // fn gets the process's stdin; child processes get /dev/null.
 // o is passed to the host (see startHost).
 func runHost(cfg *config.Config, log hclog.Logger, o runOptions, fn func(ctx context.Context, stdin *os.File, h *host.Host) error) (err error) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	defer stop()
 	// Providers never see this stdin: the host starts them with /dev/null
 	// (host/plugins' runner), so on stdio the MCP stream is the host's

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/hashicorp/go-hclog"
@@ -107,7 +105,7 @@ func newUpstreamLoginCmd(g *globalFlags) *cobra.Command {
 				}
 				return upstream.OpenBrowser(ctx, url)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			res, err := upstream.Login(ctx, s, u.oauth, u.headers, u.endpoint, u.providerDir,
 				&upstream.LoginOptions{Open: open, Logger: u.log.Named("upstream")})

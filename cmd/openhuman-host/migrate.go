@@ -28,11 +28,7 @@ func newMigrateCmd(g *globalFlags) *cobra.Command {
 			"while replicas start is safe: each migration runs once. Run it before rolling out a new version\n" +
 			"to replicas sharing one database. With --status it only prints each schema's version.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
+		RunE: configured(g, func(cmd *cobra.Command, _ []string, cfg *config.Config, log hclog.Logger) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			out := cmd.OutOrStdout()
@@ -61,7 +57,7 @@ func newMigrateCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			return migratePostgres(ctx, dsn, status, log, out)
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&status, "status", false, "print each schema's version and the newest this binary knows, and change nothing")
 	return cmd

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
@@ -89,6 +90,19 @@ func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger, o runO
 		DiscoveryEmbeddings: o.serving,
 		Telemetry:           o.telemetry,
 	})
+}
+
+// configured returns a cobra RunE that loads the effective config and the
+// root logger (see loadConfig) and runs run with them; a config that does
+// not load is the command's error, and run is not called.
+func configured(g *globalFlags, run func(cmd *cobra.Command, args []string, cfg *config.Config, log hclog.Logger) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		cfg, log, err := loadConfig(g)
+		if err != nil {
+			return err
+		}
+		return run(cmd, args, cfg, log)
+	}
 }
 
 // withHost runs fn with an in-process host built from the effective config

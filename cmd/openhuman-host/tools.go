@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host"
@@ -142,11 +143,7 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 			"prints the effective config with secrets masked and exits non-zero when the config is invalid or a\n" +
 			"provider does not load; an upstream server that cannot be reached is shown, not an error.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
+		RunE: configured(g, func(cmd *cobra.Command, _ []string, cfg *config.Config, _ hclog.Logger) error {
 			text, err := cfg.Masked()
 			if err != nil {
 				return err
@@ -193,7 +190,7 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 				}
 				return nil
 			})
-		},
+		}),
 	})
 	cfgCmd.AddCommand(newConfigPathsCmd(g))
 	return cfgCmd

@@ -19,9 +19,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/providers/upstream"
 )
@@ -48,23 +50,18 @@ func newProvidersStatusCmd(g *globalFlags) *cobra.Command {
 			"Below each table it lists every upstream server's state (connected, connecting, failed) and error.\n" +
 			"It exits 1 when a provider or an upstream server is failed.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runProvidersStatus(cmd, g, asJSON)
-		},
+		RunE: configured(g, func(cmd *cobra.Command, _ []string, cfg *config.Config, log hclog.Logger) error {
+			return runProvidersStatus(cmd, cfg, log, asJSON)
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the reports as a JSON array")
 	return cmd
 }
 
 // runProvidersStatus prints the provider status of the servers running on
-// the config's data directory, or with none running, of the configured
-// providers started once; it fails with exit status 1 when a provider is
-// failed.
-func runProvidersStatus(cmd *cobra.Command, g *globalFlags, asJSON bool) error {
-	cfg, log, err := loadConfig(g)
-	if err != nil {
-		return err
-	}
+// cfg's data directory, or with none running, of the configured providers
+// started once; it fails with exit status 1 when a provider is failed.
+func runProvidersStatus(cmd *cobra.Command, cfg *config.Config, log hclog.Logger, asJSON bool) error {
 	dataDir, err := cfg.DataDir()
 	if err != nil {
 		return fmt.Errorf("resolve data dir: %w", err)

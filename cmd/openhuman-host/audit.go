@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -26,12 +23,7 @@ import (
 const maxAuditLimit = 10_000
 
 func newAuditCmd(g *globalFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "audit",
-		Short: "Read the audit log: every tool call, who made it, and what the policy decided",
-		Args:  unknownSubcommand,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	cmd := newGroupCmd("audit", "Read the audit log: every tool call, who made it, and what the policy decided")
 	var (
 		since, tool, client string
 		failed, asJSON      bool
@@ -145,10 +137,7 @@ func withAudit(g *globalFlags, fn func(context.Context, *audit.Log) error) error
 // or SIGINT/SIGTERM arrives (which is not an error). Text output repeats
 // the header line only once; --json prints one object per line.
 func followAudit(ctx context.Context, out io.Writer, log *audit.Log, q audit.Query, every time.Duration, asJSON bool) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(ctx)
 	defer stop()
 	// Taken before listing: a row committed in between is followed, not
 	// lost.

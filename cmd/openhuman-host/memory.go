@@ -7,12 +7,10 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -27,12 +25,7 @@ import (
 )
 
 func newMemoryCmd(g *globalFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "memory",
-		Short: "Load files into memory, inspect, export and back it up",
-		Args:  unknownSubcommand,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	cmd := newGroupCmd("memory", "Load files into memory, inspect, export and back it up")
 	var followLinks, keepMissing bool
 	importCmd := &cobra.Command{
 		Use:   "import PATH...",
@@ -155,7 +148,7 @@ func withMemory(g *globalFlags, fn func(context.Context, *memory.Provider) error
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	defer stop()
 	p := memory.New(&memory.Options{Logger: m.log.Named("memory")})
 	err = p.Configure(ctx, &sdk.ConfigureRequest{
@@ -193,7 +186,7 @@ func runRecover(cmd *cobra.Command, g *globalFlags, force bool) error {
 		return fmt.Errorf("%s running on %s (process %s); stop the MCP clients that started them, then run memory recover again",
 			plural(len(servers), "server"), m.dataDir, strings.Join(pids, ", "))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	defer stop()
 	sum, err := memory.New(&memory.Options{Logger: m.log.Named("memory")}).Recover(ctx, m.dir, &memory.RecoverOptions{Force: force})
 	out := cmd.OutOrStdout()

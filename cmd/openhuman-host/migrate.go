@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -31,12 +28,8 @@ func newMigrateCmd(g *globalFlags) *cobra.Command {
 			"while replicas start is safe: each migration runs once. Run it before rolling out a new version\n" +
 			"to replicas sharing one database. With --status it only prints each schema's version.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		RunE: configured(g, func(cmd *cobra.Command, _ []string, cfg *config.Config, log hclog.Logger) error {
+			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			out := cmd.OutOrStdout()
 			if cfg.Storage.Driver != config.StoragePostgres {
@@ -64,7 +57,7 @@ func newMigrateCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			return migratePostgres(ctx, dsn, status, log, out)
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&status, "status", false, "print each schema's version and the newest this binary knows, and change nothing")
 	return cmd

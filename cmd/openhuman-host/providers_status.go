@@ -19,9 +19,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host"
+	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/providers/upstream"
 )
@@ -48,23 +50,18 @@ func newProvidersStatusCmd(g *globalFlags) *cobra.Command {
 			"Below each table it lists every upstream server's state (connected, connecting, failed) and error.\n" +
 			"It exits 1 when a provider or an upstream server is failed.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runProvidersStatus(cmd, g, asJSON)
-		},
+		RunE: configured(g, func(cmd *cobra.Command, _ []string, cfg *config.Config, log hclog.Logger) error {
+			return runProvidersStatus(cmd, cfg, log, asJSON)
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the reports as a JSON array")
 	return cmd
 }
 
 // runProvidersStatus prints the provider status of the servers running on
-// the config's data directory, or with none running, of the configured
-// providers started once; it fails with exit status 1 when a provider is
-// failed.
-func runProvidersStatus(cmd *cobra.Command, g *globalFlags, asJSON bool) error {
-	cfg, log, err := loadConfig(g)
-	if err != nil {
-		return err
-	}
+// cfg's data directory, or with none running, of the configured providers
+// started once; it fails with exit status 1 when a provider is failed.
+func runProvidersStatus(cmd *cobra.Command, cfg *config.Config, log hclog.Logger, asJSON bool) error {
 	dataDir, err := cfg.DataDir()
 	if err != nil {
 		return fmt.Errorf("resolve data dir: %w", err)
@@ -241,23 +238,25 @@ func skipEscape(rs []rune, i int) int {
 	case 'P', 'X', ']', '^', '_':
 		return skipControlString(rs, i+1)
 	}
-	for i < len(rs) && rs[i] >= 0x20 && rs[i] <= 0x2f {
-		i++
-	}
-	if i < len(rs) && rs[i] >= 0x30 && rs[i] <= 0x7e {
-		i++
-	}
-	return i
+	// Intermediate bytes, then the final byte.
+	return skipSequence(rs, i, 0x2f, 0x30)
 }
 
 // skipControlSequence returns the index in rs after the parameters,
 // intermediate bytes and final byte of a control sequence starting at i
 // (just after its CSI).
 func skipControlSequence(rs []rune, i int) int {
-	for i < len(rs) && rs[i] >= 0x20 && rs[i] <= 0x3f {
+	return skipSequence(rs, i, 0x3f, 0x40)
+}
+
+// skipSequence returns the index in rs after the run of runes from 0x20 to
+// last starting at i and the final rune from first to 0x7e that ends it,
+// when there is one: the tail of an escape or control sequence.
+func skipSequence(rs []rune, i int, last, first rune) int {
+	for i < len(rs) && rs[i] >= 0x20 && rs[i] <= last {
 		i++
 	}
-	if i < len(rs) && rs[i] >= 0x40 && rs[i] <= 0x7e {
+	if i < len(rs) && rs[i] >= first && rs[i] <= 0x7e {
 		i++
 	}
 	return i

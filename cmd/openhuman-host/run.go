@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
@@ -91,6 +92,19 @@ func startHost(ctx context.Context, cfg *config.Config, log hclog.Logger, o runO
 	})
 }
 
+// configured returns a cobra RunE that loads the effective config and the
+// root logger (see loadConfig) and runs run with them; a config that does
+// not load is the command's error, and run is not called.
+func configured(g *globalFlags, run func(cmd *cobra.Command, args []string, cfg *config.Config, log hclog.Logger) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		cfg, log, err := loadConfig(g)
+		if err != nil {
+			return err
+		}
+		return run(cmd, args, cfg, log)
+	}
+}
+
 // withHost runs fn with an in-process host built from the effective config
 // and closes it afterwards, flushing the audit log before the process
 // exits.
@@ -126,6 +140,18 @@ func onlyOwners(cfg *config.Config, tool string) {
 	}
 }
 
+// signalContext returns a context derived from parent (Background when
+// nil) that SIGINT and SIGTERM cancel (on Windows, Ctrl-C and Ctrl-Break),
+// and the function that cancels it and stops the signals' delivery. While
+// it runs, the signals no longer end the process: a command cleans up and
+// returns instead.
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
 // processStart is when the Go program began, near enough to the process's
 // start: package variables are set before main. The startup log lines
 // report time since it, where a cold start goes.
@@ -136,7 +162,7 @@ var processStart = time.Now()
 // fn gets the process's stdin; child processes get /dev/null.
 // o is passed to the host (see startHost).
 func runHost(cfg *config.Config, log hclog.Logger, o runOptions, fn func(ctx context.Context, stdin *os.File, h *host.Host) error) (err error) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	defer stop()
 	// Providers never see this stdin: the host starts them with /dev/null
 	// (host/plugins' runner), so on stdio the MCP stream is the host's

@@ -49,9 +49,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			"tool lists change. An invalid file changes nothing; its errors are logged. Windows has no\n" +
 			"SIGHUP: there, use --watch.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runServe(cmd, g, f)
-		},
+		RunE: configured(g, func(cmd *cobra.Command, _ []string, cfg *config.Config, log hclog.Logger) error {
+			return runServe(cmd, g, f, cfg, log)
+		}),
 	}
 	cmd.Flags().StringVar(&f.transport, "transport", "", "stdio or http (default from [server] transport: stdio)")
 	cmd.Flags().StringVar(&f.host, "host", "", "http listen address (default from [server] host: 127.0.0.1)")
@@ -63,11 +63,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags) error {
-	cfg, log, err := loadConfig(g)
-	if err != nil {
-		return err
-	}
+// runServe serves MCP with cfg, the effective config g loaded, and its root
+// logger log, as f and the environment select; g reloads the config.
+func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags, cfg *config.Config, log hclog.Logger) error {
 	transport := cfg.Server.Transport
 	if f.transport != "" {
 		transport = f.transport

@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host"
@@ -74,11 +75,7 @@ func newStatusCmd(g *globalFlags) *cobra.Command {
 			"the providers' executables, and the servers running on the data directory.\n\n" +
 			"It exits 1 when the server is not ready or cannot be reached, or a local check fails.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
+		RunE: configured(g, func(cmd *cobra.Command, _ []string, cfg *config.Config, _ hclog.Logger) error {
 			if !cmd.Flags().Changed("auth-token") {
 				token = os.Getenv("OPENHUMAN_MCP_TOKEN")
 			}
@@ -107,7 +104,7 @@ func newStatusCmd(g *globalFlags) *cobra.Command {
 				return &exitError{code: 1}
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&rawURL, "url", "", "the server's base URL (default from [server] host and port when [server] transport is http)")
 	cmd.Flags().StringVar(&token, "auth-token", "", "bearer token for the details of /readyz (default $OPENHUMAN_MCP_TOKEN)")

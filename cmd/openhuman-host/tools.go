@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/openhuman/openhuman-host/host"
@@ -20,12 +21,7 @@ import (
 )
 
 func newToolsCmd(g *globalFlags) *cobra.Command {
-	tools := &cobra.Command{
-		Use:   "tools",
-		Short: "List and call tools from the command line, through the same policy and audit as MCP clients",
-		Args:  unknownSubcommand,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	tools := newGroupCmd("tools", "List and call tools from the command line, through the same policy and audit as MCP clients")
 	var listJSON bool
 	list := &cobra.Command{
 		Use:   "list",
@@ -138,12 +134,7 @@ func printResult(stdout, stderr io.Writer, res *sdk.CallToolResult, asJSON bool)
 }
 
 func newConfigCmd(g *globalFlags) *cobra.Command {
-	cfgCmd := &cobra.Command{
-		Use:   "config",
-		Short: "Inspect the configuration",
-		Args:  unknownSubcommand,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	cfgCmd := newGroupCmd("config", "Inspect the configuration")
 	cfgCmd.AddCommand(&cobra.Command{
 		Use:   "check",
 		Short: "Validate the config, load every enabled provider, print the effective config with secrets masked",
@@ -152,11 +143,7 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 			"prints the effective config with secrets masked and exits non-zero when the config is invalid or a\n" +
 			"provider does not load; an upstream server that cannot be reached is shown, not an error.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
+		RunE: configured(g, func(cmd *cobra.Command, _ []string, cfg *config.Config, _ hclog.Logger) error {
 			text, err := cfg.Masked()
 			if err != nil {
 				return err
@@ -203,7 +190,7 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 				}
 				return nil
 			})
-		},
+		}),
 	})
 	cfgCmd.AddCommand(newConfigPathsCmd(g))
 	return cfgCmd
@@ -214,6 +201,18 @@ func nonEmptyVersion(v string) string {
 		return "unset"
 	}
 	return v
+}
+
+// newGroupCmd returns the command use that only groups subcommands (added
+// by the caller), with short as its one-line help: run alone it prints its
+// help, and run with an argument it fails (see unknownSubcommand).
+func newGroupCmd(use, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  unknownSubcommand,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
 }
 
 // unknownSubcommand rejects arguments to a command that only groups

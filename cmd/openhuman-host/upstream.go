@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/hashicorp/go-hclog"
@@ -107,7 +105,7 @@ func newUpstreamLoginCmd(g *globalFlags) *cobra.Command {
 				}
 				return upstream.OpenBrowser(ctx, url)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			res, err := upstream.Login(ctx, s, u.oauth, u.headers, u.endpoint, u.providerDir,
 				&upstream.LoginOptions{Open: open, Logger: u.log.Named("upstream")})
@@ -129,11 +127,7 @@ func newUpstreamLogoutCmd(g *globalFlags) *cobra.Command {
 		Long: "logout deletes the tokens login stored for the upstream server NAME. The authorization server is\n" +
 			"not told; revoke the grant there to end it everywhere.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, _, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
+		RunE: configured(g, func(cmd *cobra.Command, args []string, cfg *config.Config, _ hclog.Logger) error {
 			if _, err := findUpstream(cfg, args[0]); err != nil {
 				return err
 			}
@@ -151,7 +145,7 @@ func newUpstreamLogoutCmd(g *globalFlags) *cobra.Command {
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "Signed out of %s.\n", args[0])
 			return err
-		},
+		}),
 	}
 }
 
@@ -185,11 +179,7 @@ func newUpstreamListCmd(g *globalFlags) *cobra.Command {
 			"data directory, STATE is what that server reports for it (connected, connecting, failed, with the\n" +
 			"error below the table). Use \"upstream check NAME\" to connect to one.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
+		RunE: configured(g, func(cmd *cobra.Command, _ []string, cfg *config.Config, _ hclog.Logger) error {
 			live := map[string]upstream.ServerStatus{}
 			if dataDir, err := cfg.DataDir(); err == nil {
 				if reports, err := readStatusReports(dataDir); err == nil && len(reports) > 0 {
@@ -242,7 +232,7 @@ func newUpstreamListCmd(g *globalFlags) *cobra.Command {
 				fmt.Fprintln(out, f)
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the servers as a JSON array")
 	return cmd

@@ -333,16 +333,7 @@ func TestBrokenProviderDoesNotStopTheOthers(t *testing.T) {
 
 func TestCLIToolsListAndCall(t *testing.T) {
 	cliHome(t, "")
-	run := func(args ...string) (string, string, error) {
-		var out, errOut bytes.Buffer
-		cmd := newRootCmd()
-		cmd.SetArgs(args)
-		cmd.SetOut(&out)
-		cmd.SetErr(&errOut)
-		err := cmd.Execute()
-		return out.String(), errOut.String(), err
-	}
-	out, _, err := run("tools", "list")
+	out, err := runCLI(t, "tools", "list")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +345,7 @@ func TestCLIToolsListAndCall(t *testing.T) {
 		agenttool.ListSubagents, agenttool.RunSubagent, agenttool.ListTools, agenttool.ToolInstructions}, names); diff != "" {
 		t.Errorf("tools list names (-want +got):\n%s", diff)
 	}
-	out, _, err = run("tools", "list", "--json")
+	out, err = runCLI(t, "tools", "list", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,18 +368,18 @@ func TestCLIToolsListAndCall(t *testing.T) {
 			t.Errorf("tools list --json entry %d = %+v", i, tl)
 		}
 	}
-	if _, _, err := run("tools", "call", memorytool.Store, `{"title":"CLI note","content":"kumquat season"}`); err != nil {
+	if _, err := runCLI(t, "tools", "call", memorytool.Store, `{"title":"CLI note","content":"kumquat season"}`); err != nil {
 		t.Fatalf("store: %v", err)
 	}
-	out, _, err = run("tools", "call", memorytool.Search, `{"query":"kumquat"}`)
+	out, err = runCLI(t, "tools", "call", memorytool.Search, `{"query":"kumquat"}`)
 	if err != nil || !strings.Contains(out, "kumquat") {
 		t.Fatalf("search: %v %q", err, out)
 	}
-	_, errOut, err := run("tools", "call", memorytool.Search, `{"query":"kumquat","k":0}`)
+	_, errOut, err := runCLIOutputs(t, "tools", "call", memorytool.Search, `{"query":"kumquat","k":0}`)
 	if exitCode(err) != 1 || !strings.Contains(errOut, `argument "k" must be between 1 and 50; got 0`) {
 		t.Errorf("rejected call: exit %d, stderr %q", exitCode(err), errOut)
 	}
-	if _, _, err := run("tools", "call", "no.such"); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+	if _, err := runCLI(t, "tools", "call", "no.such"); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 		t.Errorf("unknown tool: %v", err)
 	}
 }
@@ -466,19 +457,14 @@ func TestConfigCheckReportsProviderFailures(t *testing.T) {
 	if err := os.WriteFile(path, []byte("[server]\n"+slowStart+"[providers.memory]\nbogus = 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out, errOut bytes.Buffer
-	cmd := newRootCmd()
-	cmd.SetArgs([]string{"--config", path, "config", "check"})
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	err := cmd.Execute()
-	if exitCode(err) != 1 || !strings.Contains(errOut.String(), `provider memory does not load: configure: memory provider: unknown key "bogus"`) {
-		t.Errorf("config check: exit %d, stderr %q", exitCode(err), errOut.String())
+	out, errOut, err := runCLIOutputs(t, "--config", path, "config", "check")
+	if exitCode(err) != 1 || !strings.Contains(errOut, `provider memory does not load: configure: memory provider: unknown key "bogus"`) {
+		t.Errorf("config check: exit %d, stderr %q", exitCode(err), errOut)
 	}
-	if !strings.Contains(out.String(), "[providers.memory]") {
-		t.Errorf("config check printed no effective config: %q", out.String())
+	if !strings.Contains(out, "[providers.memory]") {
+		t.Errorf("config check printed no effective config: %q", out)
 	}
-	if want := "\n# data directory in effect: " + filepath.Join(dir, "data", "openhuman-host") + "\n# provider agent loads: 4 tools, 10 resources (version 0.1.0)\n"; !strings.HasSuffix(out.String(), want) {
-		t.Errorf("config check does not end with %q: %q", want, out.String())
+	if want := "\n# data directory in effect: " + filepath.Join(dir, "data", "openhuman-host") + "\n# provider agent loads: 4 tools, 10 resources (version 0.1.0)\n"; !strings.HasSuffix(out, want) {
+		t.Errorf("config check does not end with %q: %q", want, out)
 	}
 }

@@ -43,18 +43,6 @@ func TestProviderNameFor(t *testing.T) {
 	}
 }
 
-// runCLI runs the command line in this process with XDG paths under home.
-func runCLI(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := newRootCmd()
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	err := cmd.Execute()
-	return out.String(), err
-}
-
 func TestProvidersAddAndStatus(t *testing.T) {
 	home := cliHome(t, "")
 	bin, sum := kitProvider(t)

@@ -103,16 +103,6 @@ const browserArg = "--test-as-browser"
 // cliEnv makes the test binary act as the command line (see TestMain).
 const cliEnv = "OPENHUMAN_TEST_AS_CLI"
 
-func testConfig(t *testing.T, extra string) (*config.Config, string) {
-	t.Helper()
-	dataDir := t.TempDir()
-	cfg, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata_dir = %q\n%s%s", dataDir, slowStart, extra)), "test.toml")
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	return cfg, dataDir
-}
-
 // slowStart is the [server] line of the tests' configs that gives providers
 // 120s to start instead of the default 10s: they are the race-built test
 // binary, on a machine that may be busy with other tests.

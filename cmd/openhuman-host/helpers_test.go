@@ -2,8 +2,31 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
+
+	"github.com/openhuman/openhuman-host/host/config"
 )
+
+// testConfig parses a config with its data in a new temporary directory
+// (see parseTestConfig) and returns it with that directory.
+func testConfig(t *testing.T, extra string) (*config.Config, string) {
+	t.Helper()
+	dataDir := t.TempDir()
+	return parseTestConfig(t, dataDir, extra), dataDir
+}
+
+// parseTestConfig parses a config whose [server] table has dataDir and
+// [slowStart], followed by extra (more [server] lines, then any other
+// tables).
+func parseTestConfig(t *testing.T, dataDir, extra string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse(fmt.Appendf(nil, "[server]\ndata_dir = %q\n%s%s", dataDir, slowStart, extra), "test.toml")
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
 
 // runCLI runs the command line in this process with args and returns what
 // it printed on stdout and the error Execute returned.

@@ -422,19 +422,8 @@ func TestToolsAreNotTakenOver(t *testing.T) {
 // a disabled built-in's tool names the key that enables it.
 func TestReload(t *testing.T) {
 	t.Parallel()
-	base, _ := testConfig(t, "")
-	dataDir, err := base.DataDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	parse := func(extra string) *config.Config {
-		t.Helper()
-		c, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata_dir = %q\n%s%s", dataDir, slowStart, extra)), "test.toml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	dataDir := t.TempDir()
+	parse := func(extra string) *config.Config { return parseTestConfig(t, dataDir, extra) }
 	off := parse(kitConfig(t, "enabled = false\n") + "[providers.agent]\nenabled = false\n")
 	h := startTestHost(t, off)
 	defer h.Close(context.Background())
@@ -443,7 +432,7 @@ func TestReload(t *testing.T) {
 	if names := toolNames(t, cs); slices.Contains(names, "kit_ping") || slices.Contains(names, agenttool.RunSubagent) {
 		t.Fatalf("disabled providers' tools listed: %v", names)
 	}
-	_, err = h.Server.Call(t.Context(), server.Call{Tool: agenttool.ListSubagents, Arguments: json.RawMessage(`{}`)})
+	_, err := h.Server.Call(t.Context(), server.Call{Tool: agenttool.ListSubagents, Arguments: json.RawMessage(`{}`)})
 	if err == nil || !strings.Contains(err.Error(), "it belongs to the agent provider, which is disabled; set [providers.agent] enabled = true in test.toml") {
 		t.Errorf("a disabled built-in's tool: %v", err)
 	}

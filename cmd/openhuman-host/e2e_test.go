@@ -306,9 +306,7 @@ func TestProvidersAreGoneAfterClose(t *testing.T) {
 func TestBrokenProviderDoesNotStopTheOthers(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "no-such-provider")
-	cfg, _ := testConfig(t, fmt.Sprintf("[providers.broken]\ncommand = %q\nsha256 = %q\n", missing, strings.Repeat("ab", 32)))
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, fmt.Sprintf("[providers.broken]\ncommand = %q\nsha256 = %q\n", missing, strings.Repeat("ab", 32)))
 	var names []string
 	for _, p := range h.Providers {
 		names = append(names, p.Name)

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 
+	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
 )
 
@@ -14,6 +16,16 @@ func testConfig(t *testing.T, extra string) (*config.Config, string) {
 	t.Helper()
 	dataDir := t.TempDir()
 	return parseTestConfig(t, dataDir, extra), dataDir
+}
+
+// newTestHost starts a host on testConfig(t, extra), closed when the test
+// ends, and returns it with its data directory.
+func newTestHost(t *testing.T, extra string) (*host.Host, string) {
+	t.Helper()
+	cfg, dataDir := testConfig(t, extra)
+	h := startTestHost(t, cfg)
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	return h, dataDir
 }
 
 // parseTestConfig parses a config whose [server] table has dataDir and

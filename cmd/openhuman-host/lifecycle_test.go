@@ -112,9 +112,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 // docs/performance.md).
 func TestKilledProviderIsBack(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, kitConfig(t, "")+memoryInOwnProcess)
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, kitConfig(t, "")+memoryInOwnProcess)
 	for _, name := range []string{"memory", "kit"} {
 		p := providerByName(t, h, name)
 		pid := p.Pid()
@@ -137,9 +135,7 @@ func TestKilledProviderIsBack(t *testing.T) {
 // and the other providers serve on.
 func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, kitConfig(t, ""))
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, kitConfig(t, ""))
 	changed := make(chan struct{}, 8)
 	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
 	if names := toolNames(t, cs); !slices.Contains(names, "kit_panic") {
@@ -186,9 +182,7 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 // the same does not.
 func TestRestartSendsListChangedOnlyWhenTheCatalogChanged(t *testing.T) {
 	t.Parallel()
-	cfg, dataDir := testConfig(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, dataDir := newTestHost(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
 	changed := make(chan struct{}, 8)
 	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
 	kit := providerByName(t, h, "kit")
@@ -219,9 +213,7 @@ func TestRestartSendsListChangedOnlyWhenTheCatalogChanged(t *testing.T) {
 // progress notifications from the provider reach the client.
 func TestCancellationAndProgressReachTheProvider(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
 	var mu sync.Mutex
 	var progress []string
 	started := make(chan struct{}, 1)
@@ -281,9 +273,7 @@ func TestCancellationAndProgressReachTheProvider(t *testing.T) {
 // its start.
 func TestPerProviderTimeouts(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, kitConfig(t, "tool_timeout_secs = 1\n")+"[providers.memory]\nenabled = false\n")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, kitConfig(t, "tool_timeout_secs = 1\n")+"[providers.memory]\nenabled = false\n")
 	start := time.Now()
 	// kit.wait answers only when cancelled, so any answer is the timeout's.
 	res := call(t, h, "kit.wait", `{}`)
@@ -299,9 +289,7 @@ func TestPerProviderTimeouts(t *testing.T) {
 	})
 
 	// Without the limit, the provider would load after its 5s delay.
-	slow, _ := testConfig(t, kitConfig(t, "args = [\"-slow-start=5s\"]\nstart_timeout_secs = 1\n")+"[providers.memory]\nenabled = false\n")
-	h2 := startTestHost(t, slow)
-	defer h2.Close(context.Background())
+	h2, _ := newTestHost(t, kitConfig(t, "args = [\"-slow-start=5s\"]\nstart_timeout_secs = 1\n")+"[providers.memory]\nenabled = false\n")
 	if len(h2.Failed) != 1 || !strings.Contains(h2.Failed[0].Err.Error(), "start_timeout_secs") {
 		t.Errorf("slow provider: failed = %v", h2.Failed)
 	}
@@ -311,9 +299,7 @@ func TestPerProviderTimeouts(t *testing.T) {
 // Go code, raw descriptors or child processes, breaks nothing.
 func TestProviderPrintingToStdout(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
 	cs := connect(t, h, nil)
 	for range 3 {
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.print", Arguments: map[string]any{}})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -17,9 +16,7 @@ import (
 // that need a restart, repeated by the next reload, is written once.
 func TestReloadLog(t *testing.T) {
 	t.Parallel()
-	base, dataDir := testConfig(t, "")
-	h := startTestHost(t, base)
-	defer h.Close(context.Background())
+	h, dataDir := newTestHost(t, "")
 	parse := func(extra string) *config.Config { return parseTestConfig(t, dataDir, extra) }
 	var buf testwait.Buffer
 	log := logonce.Wrap(hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info, DisableTime: true}), nil)

@@ -151,9 +151,7 @@ func TestStatusHTTP(t *testing.T) {
 // check fails once the data directory is gone.
 func TestHostReady(t *testing.T) {
 	t.Parallel()
-	cfg, dataDir := testConfig(t, "")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, dataDir := newTestHost(t, "")
 	checks := h.Ready(t.Context())
 	var names []string
 	for _, c := range checks {

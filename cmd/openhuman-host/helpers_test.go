@@ -3,12 +3,43 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
+
+// noBuiltins is config tables that turn the built-in memory and agent
+// providers off.
+const noBuiltins = "[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n"
+
+// mcpCallText calls tool with args (a JSON object) and returns its text
+// and isError; a protocol error fails the test.
+func mcpCallText(t *testing.T, cs *mcp.ClientSession, tool, args string) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatalf("%s %s: %v", tool, args, err)
+	}
+	return contentText(res), res.IsError
+}
+
+// contentText joins the text parts of res's content.
+func contentText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
 
 // testConfig parses a config with its data in a new temporary directory
 // (see parseTestConfig) and returns it with that directory.

@@ -66,23 +66,6 @@ func serveStdioAs(t *testing.T, cmd *exec.Cmd, clientName string) *mcp.ClientSes
 	return cs
 }
 
-// callText calls tool and returns its text and isError; a protocol error
-// fails the test.
-func mcpCallText(t *testing.T, cs *mcp.ClientSession, tool, args string) (string, bool) {
-	t.Helper()
-	res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
-	if err != nil {
-		t.Fatalf("%s %s: %v", tool, args, err)
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String(), res.IsError
-}
-
 func TestServeRefusesWeakToken(t *testing.T) {
 	t.Parallel()
 	exe := testExe(t)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 
@@ -39,6 +40,22 @@ func contentText(res *mcp.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// freeAddr returns a loopback address, "127.0.0.1:port", that nothing
+// listened on when it returned: for a server a test starts later, or for
+// one that is down.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }
 
 // testConfig parses a config with its data in a new temporary directory

@@ -29,10 +29,7 @@ func TestServerAndCLIShareMemory(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
-	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("[server]\ndata_dir = %q\nlog_level = \"off\"\n%s", dataDir, slowStart)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := serveConfig(t, dataDir)
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)

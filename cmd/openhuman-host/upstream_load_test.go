@@ -32,8 +32,7 @@ func TestManyHTTPClientsOnOneStdioUpstream(t *testing.T) {
 		clients = 32
 		calls   = 5
 	)
-	dir := t.TempDir()
-	url := serveUpstreamForTest(t, dir, slowStart, "read_only_tools = [\"echo\"]\n")
+	url := serveUpstreamForTest(t, "read_only_tools = [\"echo\"]\n")
 
 	// fail reports the first five failures, of any client; the count of
 	// them all comes last.

@@ -174,18 +174,24 @@ func text(r *sdk.CallToolResult) string {
 	return b.String()
 }
 
+// auditRows returns every row of the audit log in dataDir, newest first.
 func auditRows(t *testing.T, dataDir string) []audit.Record {
 	t.Helper()
-	log, err := audit.Open(context.Background(), filepath.Join(dataDir, "audit.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close(context.Background())
-	rows, err := log.List(context.Background(), audit.Query{Limit: 1000})
+	rows, err := readAuditLog(filepath.Join(dataDir, "audit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rows
+}
+
+// readAuditLog returns every row of the audit log at path, newest first.
+func readAuditLog(path string) ([]audit.Record, error) {
+	log, err := audit.Open(context.Background(), path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open the audit log: %w", err)
+	}
+	defer log.Close(context.Background())
+	return log.List(context.Background(), audit.Query{Limit: 1 << 20})
 }
 
 func processAlive(pid int) bool {

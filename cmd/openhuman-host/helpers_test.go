@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
+	"github.com/openhuman/openhuman-host/internal/cluster"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
@@ -28,18 +28,7 @@ func mcpCallText(t *testing.T, cs *mcp.ClientSession, tool, args string) (string
 	if err != nil {
 		t.Fatalf("%s %s: %v", tool, args, err)
 	}
-	return contentText(res), res.IsError
-}
-
-// contentText joins the text parts of res's content.
-func contentText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
+	return cluster.Text(res), res.IsError
 }
 
 // freeAddr returns a loopback address, "127.0.0.1:port", that nothing
@@ -51,11 +40,8 @@ func freeAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // testConfig parses a config with its data in a new temporary directory

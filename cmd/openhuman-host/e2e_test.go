@@ -188,10 +188,14 @@ func auditRows(t *testing.T, dataDir string) []audit.Record {
 func readAuditLog(path string) ([]audit.Record, error) {
 	log, err := audit.Open(context.Background(), path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("open the audit log: %w", err)
+		return nil, fmt.Errorf("open the audit log %s: %w", path, err)
 	}
 	defer log.Close(context.Background())
-	return log.List(context.Background(), audit.Query{Limit: 1 << 20})
+	rows, err := log.List(context.Background(), audit.Query{Limit: 1 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("list the audit log %s: %w", path, err)
+	}
+	return rows, nil
 }
 
 func processAlive(pid int) bool {

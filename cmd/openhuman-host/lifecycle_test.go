@@ -49,6 +49,20 @@ func kitProvider(t *testing.T) (string, string) {
 	return kitBin, kitSum
 }
 
+// copyKit writes the test provider's executable to path, followed by tail
+// (nil for an exact copy).
+func copyKit(t *testing.T, path string, tail []byte) {
+	t.Helper()
+	bin, _ := kitProvider(t)
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, tail...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // kitConfig is a config table loading the test provider as "kit".
 func kitConfig(t *testing.T, extra string) string {
 	bin, sum := kitProvider(t)
@@ -316,15 +330,9 @@ func TestProviderPrintingToStdout(t *testing.T) {
 // table without sha256 is refused with the file's actual one.
 func TestTamperedProviderIsRefused(t *testing.T) {
 	t.Parallel()
-	bin, good := kitProvider(t)
-	b, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, good := kitProvider(t)
 	tampered := filepath.Join(t.TempDir(), "provider")
-	if err := os.WriteFile(tampered, append(b, '\n'), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	copyKit(t, tampered, []byte("\n"))
 	bad, err := plugins.FileSHA256(tampered)
 	if err != nil {
 		t.Fatal(err)

@@ -48,13 +48,7 @@ func TestProvidersAddAndStatus(t *testing.T) {
 	bin, sum := kitProvider(t)
 	// A copy named like a provider, to check the derived name.
 	exe := filepath.Join(home, "openhuman-provider-kit")
-	b, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(exe, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	copyKit(t, exe, nil)
 	out, err := runCLI(t, "providers", "add", exe)
 	if err != nil {
 		t.Fatalf("providers add: %v\n%s", err, out)
@@ -81,9 +75,7 @@ func TestProvidersAddAndStatus(t *testing.T) {
 	}
 
 	// Rebuilt (changed) binary: refused until add --force.
-	if err := os.WriteFile(exe, append(b, 0), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	copyKit(t, exe, []byte{0})
 	out, err = runCLI(t, "providers", "status", "--json")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 1 {

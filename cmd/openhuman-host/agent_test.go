@@ -99,9 +99,7 @@ func TestSubagentUnderPolicy(t *testing.T) {
 		scriptedllm.CallTools(scriptedllm.Call{Name: memorytool.Store, Arguments: `{"title":"T","content":"C"}`}),
 		scriptedllm.Reply("I could not store it: the policy denies "+memorytool.Store+"."),
 	)
-	cfg, dataDir := testConfig(t, "[autonomy]\ndenied_tools = [\""+memorytool.Store+"\"]\n"+llmConfig(llm.URL))
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, dataDir := newTestHost(t, "[autonomy]\ndenied_tools = [\""+memorytool.Store+"\"]\n"+llmConfig(llm.URL))
 	res := call(t, h, agenttool.RunSubagent, `{"agent_id":"archivist","prompt":"store T"}`)
 	if res.IsError || text(res) != "I could not store it: the policy denies "+memorytool.Store+"." {
 		t.Fatalf("run: %q", text(res))
@@ -124,9 +122,7 @@ func TestSubagentUnderPolicy(t *testing.T) {
 		t.Errorf("audit rows of the inner call: %+v", denied)
 	}
 
-	ro, _ := testConfig(t, "[autonomy]\nlevel = \"readonly\"\n"+llmConfig(llm.URL))
-	h2 := startTestHost(t, ro)
-	defer h2.Close(context.Background())
+	h2, _ := newTestHost(t, "[autonomy]\nlevel = \"readonly\"\n"+llmConfig(llm.URL))
 	res = call(t, h2, agenttool.RunSubagent, `{"agent_id":"archivist","prompt":"store T"}`)
 	if !res.IsError || !strings.Contains(text(res), `[autonomy] level is "readonly"`) {
 		t.Fatalf("run_subagent under readonly: %q", text(res))
@@ -148,9 +144,7 @@ func TestSubagentDepthLimit(t *testing.T) {
 		steps = append(steps, scriptedllm.Reply(fmt.Sprintf("level %d done", 6-i)))
 	}
 	llm := scriptedllm.New(t, steps...)
-	cfg, dataDir := testConfig(t, llmConfig(llm.URL))
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, dataDir := newTestHost(t, llmConfig(llm.URL))
 	res := call(t, h, agenttool.RunSubagent, `{"agent_id":"orchestrator","prompt":"go deeper"}`)
 	if res.IsError || text(res) != "level 0 done" {
 		t.Fatalf("outer run: %q", text(res))
@@ -185,9 +179,7 @@ func TestSubagentDepthLimit(t *testing.T) {
 // error naming the config key.
 func TestSubagentOnTheClientsModel(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, "")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, "")
 	if res := call(t, h, memorytool.Store, `{"title":"Tide tables","content":"High tide at 06:12 on Monday."}`); res.IsError {
 		t.Fatal(text(res))
 	}

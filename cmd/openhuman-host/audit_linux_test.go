@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -23,21 +22,15 @@ import (
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
-// actTitles returns the title of every [memorytool.Store] row in the audit
-// log at path, with how many rows have it.
-func actTitles(t *testing.T, path string) map[string]int {
+// actTitles returns the title of every allowed [memorytool.Store] row of
+// rows, with how many rows have it.
+func actTitles(t *testing.T, rows []audit.Record) map[string]int {
 	t.Helper()
-	log, err := audit.Open(context.Background(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close(context.Background())
-	rows, err := log.List(context.Background(), audit.Query{Tool: memorytool.Store, Limit: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]int{}
 	for _, r := range rows {
+		if r.Tool != memorytool.Store {
+			continue
+		}
 		var args struct{ Title string }
 		if err := json.Unmarshal([]byte(r.ArgsSummary), &args); err != nil {
 			t.Fatalf("row %d: args_summary %q: %v", r.ID, r.ArgsSummary, err)
@@ -56,16 +49,7 @@ func actTitles(t *testing.T, path string) map[string]int {
 // acknowledged act has its row.
 func TestAuditDiskFull(t *testing.T) {
 	t.Parallel()
-	requireTmpfsNamespace(t)
-	exe := testExe(t)
-	dataDir := t.TempDir()
-	cfgPath := serveConfig(t, dataDir)
-	cmd := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs -o size=16m,mode=0700 tmpfs "$0" && exec "$@"`,
-		dataDir, exe, "--config", cfgPath, "serve")
-	cs := serveStdio(t, cmd)
-	defer cs.Close()
-	// The server's view of its data directory: the tmpfs.
-	inside := fmt.Sprintf("/proc/%d/root%s", cmd.Process.Pid, dataDir)
+	cs, inside := serveOnTmpfs(t, "16m", "")
 
 	acked := map[string]bool{}
 	store := func(title string) (string, bool) {
@@ -122,20 +106,11 @@ func TestAuditDiskFull(t *testing.T) {
 		t.Errorf("search once space returned = %q (isError %v), want the stored note", text, isErr)
 	}
 
-	// SQLite resolves the /proc/<pid>/root link to this namespace's root,
-	// so read a copy of the database and its WAL (the -shm index is
-	// rebuilt from the WAL).
-	copied := t.TempDir()
-	for _, name := range []string{"audit.db", "audit.db-wal"} {
-		b, err := os.ReadFile(filepath.Join(inside, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(copied, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	audited, err := copiedRows(t, inside)
+	if err != nil {
+		t.Fatal(err)
 	}
-	rows := actTitles(t, filepath.Join(copied, "audit.db"))
+	rows := actTitles(t, audited)
 	for title := range acked {
 		if rows[title] != 1 {
 			t.Errorf("acknowledged act %q has %d audit rows, want 1", title, rows[title])
@@ -231,7 +206,7 @@ func TestAuditKillDuringWrites(t *testing.T) {
 	}
 	rows.Close()
 
-	audited := actTitles(t, filepath.Join(dataDir, "audit.db"))
+	audited := actTitles(t, auditRows(t, dataDir))
 	for title := range acked {
 		if !stored[title] {
 			t.Errorf("acknowledged note %q is not stored", title)
@@ -299,17 +274,8 @@ func TestCleanStopLeavesNoWAL(t *testing.T) {
 // meanwhile.
 func TestServeStartsOnFullDisk(t *testing.T) {
 	t.Parallel()
-	requireTmpfsNamespace(t)
-	exe := testExe(t)
-	dataDir := t.TempDir()
-	cfgPath := serveConfig(t, dataDir)
-	cmd := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs -o size=8m,mode=0700 tmpfs "$0" &&
-		"$1" --config "$2" tools call `+memorytool.Store+` '{"title":"before","content":"stored before the disk filled"}' >/dev/null &&
-		{ head -c 16m /dev/zero > "$0/filler" 2>/dev/null; true; } && exec "$1" --config "$2" serve`,
-		dataDir, exe, cfgPath)
-	cs := serveStdio(t, cmd)
-	defer cs.Close()
-	inside := fmt.Sprintf("/proc/%d/root%s", cmd.Process.Pid, dataDir)
+	cs, inside := serveOnTmpfs(t, "8m", `"$1" --config "$2" tools call `+memorytool.Store+` '{"title":"before","content":"stored before the disk filled"}' >/dev/null &&
+		{ head -c 16m /dev/zero > "$0/filler" 2>/dev/null; true; } &&`)
 
 	if text, isErr := mcpCallText(t, cs, agenttool.ListTools, `{}`); isErr {
 		t.Fatalf("a read on a full disk failed: %s", text)
@@ -351,8 +317,29 @@ func TestServeStartsOnFullDisk(t *testing.T) {
 	})
 }
 
+// serveOnTmpfs starts `serve` on stdio with its data directory on a tmpfs
+// of size (mount's size option, such as "16m") in a user and mount
+// namespace of its own, after the shell commands before (each ending in
+// "&&"; "" for none) have run there with "$0" the data directory, "$1"
+// this test binary and "$2" the config. It skips or fails the test as
+// requireTmpfsNamespace does. It returns the session, closed when the test
+// ends, and the server's view of its data directory: the tmpfs, under
+// /proc/<pid>/root.
+func serveOnTmpfs(t *testing.T, size, before string) (*mcp.ClientSession, string) {
+	t.Helper()
+	requireTmpfsNamespace(t)
+	dataDir := t.TempDir()
+	cmd := exec.Command("unshare", "-rm", "sh", "-c", `mount -t tmpfs -o size=`+size+`,mode=0700 tmpfs "$0" && `+before+` exec "$1" --config "$2" serve`,
+		dataDir, testExe(t), serveConfig(t, dataDir))
+	cs := serveStdio(t, cmd)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, fmt.Sprintf("/proc/%d/root%s", cmd.Process.Pid, dataDir)
+}
+
 // copiedRows reads the audit rows of the data directory dir of a running
-// server from a copy of its audit.db and WAL.
+// server from a copy of its audit.db and WAL: SQLite resolves the
+// /proc/<pid>/root link of serveOnTmpfs to this namespace's root (the
+// -shm index is rebuilt from the WAL).
 func copiedRows(t *testing.T, dir string) ([]audit.Record, error) {
 	copied := t.TempDir()
 	for _, name := range []string{"audit.db", "audit.db-wal"} {
@@ -364,12 +351,7 @@ func copiedRows(t *testing.T, dir string) ([]audit.Record, error) {
 			return nil, err
 		}
 	}
-	log, err := audit.Open(context.Background(), filepath.Join(copied, "audit.db"), nil)
-	if err != nil {
-		return nil, err
-	}
-	defer log.Close(context.Background())
-	return log.List(context.Background(), audit.Query{Limit: 1 << 20})
+	return readAuditLog(filepath.Join(copied, "audit.db"))
 }
 
 // requireTmpfsNamespace skips the test where no unprivileged user may

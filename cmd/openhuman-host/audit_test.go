@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -50,22 +49,13 @@ func TestParseSince(t *testing.T) {
 
 func TestCLIAuditListAndStats(t *testing.T) {
 	cliHome(t, "")
-	run := func(args ...string) (string, error) {
-		var out, errOut bytes.Buffer
-		cmd := newRootCmd()
-		cmd.SetArgs(args)
-		cmd.SetOut(&out)
-		cmd.SetErr(&errOut)
-		err := cmd.Execute()
-		return out.String(), err
-	}
-	if _, err := run("tools", "call", memorytool.Store, `{"title":"Audit trail","content":"private body text"}`); err != nil {
+	if _, err := runCLI(t, "tools", "call", memorytool.Store, `{"title":"Audit trail","content":"private body text"}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run("tools", "call", memorytool.Search, `{"query":"x","k":99}`); err == nil {
+	if _, err := runCLI(t, "tools", "call", memorytool.Search, `{"query":"x","k":99}`); err == nil {
 		t.Fatal("k 99 accepted")
 	}
-	out, err := run("audit", "list", "--json")
+	out, err := runCLI(t, "audit", "list", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +83,7 @@ func TestCLIAuditListAndStats(t *testing.T) {
 		t.Errorf("args_summary = %s", sum)
 	}
 	for args, want := range map[string]int{"--failed": 1, "--tool " + memorytool.Store: 1, "--client cli": 2, "--client mcp:other": 0, "--since 1h": 2, "--limit 1": 1} {
-		out, err := run(append([]string{"audit", "list"}, strings.Fields(args)...)...)
+		out, err := runCLI(t, append([]string{"audit", "list"}, strings.Fields(args)...)...)
 		if err != nil {
 			t.Fatalf("audit list %s: %v", args, err)
 		}
@@ -101,10 +91,10 @@ func TestCLIAuditListAndStats(t *testing.T) {
 			t.Errorf("audit list %s: %d records, want %d:\n%s", args, got, want, out)
 		}
 	}
-	if _, err := run("audit", "list", "--limit", "0"); err == nil || err.Error() != "--limit must be from 1 to 10000, got 0" {
+	if _, err := runCLI(t, "audit", "list", "--limit", "0"); err == nil || err.Error() != "--limit must be from 1 to 10000, got 0" {
 		t.Errorf("--limit 0: %v", err)
 	}
-	out, err = run("audit", "stats")
+	out, err = runCLI(t, "audit", "stats")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,10 +185,7 @@ func TestCLIAuditFollow(t *testing.T) {
 	if strings.Join(names, " ") != "before_two after_failed" {
 		t.Errorf("audit list --follow --failed --json printed tools %v", names)
 	}
-	cmd := newRootCmd()
-	cmd.SetArgs([]string{"audit", "list", "--follow", "--interval", "1ms"})
-	cmd.SetOut(io.Discard)
-	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--interval must be from") {
+	if _, err := runCLI(t, "audit", "list", "--follow", "--interval", "1ms"); err == nil || !strings.Contains(err.Error(), "--interval must be from") {
 		t.Errorf("--interval 1ms: %v", err)
 	}
 }

@@ -103,16 +103,6 @@ const browserArg = "--test-as-browser"
 // cliEnv makes the test binary act as the command line (see TestMain).
 const cliEnv = "OPENHUMAN_TEST_AS_CLI"
 
-func testConfig(t *testing.T, extra string) (*config.Config, string) {
-	t.Helper()
-	dataDir := t.TempDir()
-	cfg, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata_dir = %q\n%s%s", dataDir, slowStart, extra)), "test.toml")
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	return cfg, dataDir
-}
-
 // slowStart is the [server] line of the tests' configs that gives providers
 // 120s to start instead of the default 10s: they are the race-built test
 // binary, on a machine that may be busy with other tests.
@@ -184,18 +174,28 @@ func text(r *sdk.CallToolResult) string {
 	return b.String()
 }
 
+// auditRows returns every row of the audit log in dataDir, newest first.
 func auditRows(t *testing.T, dataDir string) []audit.Record {
 	t.Helper()
-	log, err := audit.Open(context.Background(), filepath.Join(dataDir, "audit.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close(context.Background())
-	rows, err := log.List(context.Background(), audit.Query{Limit: 1000})
+	rows, err := readAuditLog(filepath.Join(dataDir, "audit.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rows
+}
+
+// readAuditLog returns every row of the audit log at path, newest first.
+func readAuditLog(path string) ([]audit.Record, error) {
+	log, err := audit.Open(context.Background(), path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open the audit log %s: %w", path, err)
+	}
+	defer log.Close(context.Background())
+	rows, err := log.List(context.Background(), audit.Query{Limit: 1 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("list the audit log %s: %w", path, err)
+	}
+	return rows, nil
 }
 
 func processAlive(pid int) bool {
@@ -316,9 +316,7 @@ func TestProvidersAreGoneAfterClose(t *testing.T) {
 func TestBrokenProviderDoesNotStopTheOthers(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "no-such-provider")
-	cfg, _ := testConfig(t, fmt.Sprintf("[providers.broken]\ncommand = %q\nsha256 = %q\n", missing, strings.Repeat("ab", 32)))
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, fmt.Sprintf("[providers.broken]\ncommand = %q\nsha256 = %q\n", missing, strings.Repeat("ab", 32)))
 	var names []string
 	for _, p := range h.Providers {
 		names = append(names, p.Name)
@@ -333,16 +331,7 @@ func TestBrokenProviderDoesNotStopTheOthers(t *testing.T) {
 
 func TestCLIToolsListAndCall(t *testing.T) {
 	cliHome(t, "")
-	run := func(args ...string) (string, string, error) {
-		var out, errOut bytes.Buffer
-		cmd := newRootCmd()
-		cmd.SetArgs(args)
-		cmd.SetOut(&out)
-		cmd.SetErr(&errOut)
-		err := cmd.Execute()
-		return out.String(), errOut.String(), err
-	}
-	out, _, err := run("tools", "list")
+	out, err := runCLI(t, "tools", "list")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +343,7 @@ func TestCLIToolsListAndCall(t *testing.T) {
 		agenttool.ListSubagents, agenttool.RunSubagent, agenttool.ListTools, agenttool.ToolInstructions}, names); diff != "" {
 		t.Errorf("tools list names (-want +got):\n%s", diff)
 	}
-	out, _, err = run("tools", "list", "--json")
+	out, err = runCLI(t, "tools", "list", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,18 +366,18 @@ func TestCLIToolsListAndCall(t *testing.T) {
 			t.Errorf("tools list --json entry %d = %+v", i, tl)
 		}
 	}
-	if _, _, err := run("tools", "call", memorytool.Store, `{"title":"CLI note","content":"kumquat season"}`); err != nil {
+	if _, err := runCLI(t, "tools", "call", memorytool.Store, `{"title":"CLI note","content":"kumquat season"}`); err != nil {
 		t.Fatalf("store: %v", err)
 	}
-	out, _, err = run("tools", "call", memorytool.Search, `{"query":"kumquat"}`)
+	out, err = runCLI(t, "tools", "call", memorytool.Search, `{"query":"kumquat"}`)
 	if err != nil || !strings.Contains(out, "kumquat") {
 		t.Fatalf("search: %v %q", err, out)
 	}
-	_, errOut, err := run("tools", "call", memorytool.Search, `{"query":"kumquat","k":0}`)
+	_, errOut, err := runCLIOutputs(t, "tools", "call", memorytool.Search, `{"query":"kumquat","k":0}`)
 	if exitCode(err) != 1 || !strings.Contains(errOut, `argument "k" must be between 1 and 50; got 0`) {
 		t.Errorf("rejected call: exit %d, stderr %q", exitCode(err), errOut)
 	}
-	if _, _, err := run("tools", "call", "no.such"); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+	if _, err := runCLI(t, "tools", "call", "no.such"); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 		t.Errorf("unknown tool: %v", err)
 	}
 }
@@ -466,19 +455,14 @@ func TestConfigCheckReportsProviderFailures(t *testing.T) {
 	if err := os.WriteFile(path, []byte("[server]\n"+slowStart+"[providers.memory]\nbogus = 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var out, errOut bytes.Buffer
-	cmd := newRootCmd()
-	cmd.SetArgs([]string{"--config", path, "config", "check"})
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	err := cmd.Execute()
-	if exitCode(err) != 1 || !strings.Contains(errOut.String(), `provider memory does not load: configure: memory provider: unknown key "bogus"`) {
-		t.Errorf("config check: exit %d, stderr %q", exitCode(err), errOut.String())
+	out, errOut, err := runCLIOutputs(t, "--config", path, "config", "check")
+	if exitCode(err) != 1 || !strings.Contains(errOut, `provider memory does not load: configure: memory provider: unknown key "bogus"`) {
+		t.Errorf("config check: exit %d, stderr %q", exitCode(err), errOut)
 	}
-	if !strings.Contains(out.String(), "[providers.memory]") {
-		t.Errorf("config check printed no effective config: %q", out.String())
+	if !strings.Contains(out, "[providers.memory]") {
+		t.Errorf("config check printed no effective config: %q", out)
 	}
-	if want := "\n# data directory in effect: " + filepath.Join(dir, "data", "openhuman-host") + "\n# provider agent loads: 4 tools, 10 resources (version 0.1.0)\n"; !strings.HasSuffix(out.String(), want) {
-		t.Errorf("config check does not end with %q: %q", want, out.String())
+	if want := "\n# data directory in effect: " + filepath.Join(dir, "data", "openhuman-host") + "\n# provider agent loads: 4 tools, 10 resources (version 0.1.0)\n"; !strings.HasSuffix(out, want) {
+		t.Errorf("config check does not end with %q: %q", want, out)
 	}
 }

@@ -100,13 +100,7 @@ func (r *progressRecorder) Log(context.Context, sdk.LogMessage) error { return n
 func TestExampleProvider(t *testing.T) {
 	t.Parallel()
 	bin, sum := buildExampleProvider(t)
-	cfg, dataDir := testConfig(t, fmt.Sprintf(`
-[providers.memory]
-enabled = false
-
-[providers.agent]
-enabled = false
-
+	cfg, dataDir := testConfig(t, noBuiltins+fmt.Sprintf(`
 [providers.hello]
 command = %q
 sha256 = %q
@@ -154,7 +148,7 @@ greeting_suffix = " :)"
 	}
 
 	// The README resource, through an MCP client session.
-	cs := connectExample(t, h.Server)
+	cs := connect(t, h, nil)
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -216,22 +210,4 @@ greeting_suffix = " :)"
 	if res := call(t, h, "hello_count", `{"by":2}`); res.IsError || string(res.StructuredContent) != `{"count":44}` {
 		t.Errorf("count after a host restart: %q %s", text(res), res.StructuredContent)
 	}
-}
-
-// connectExample connects an MCP client to srv over in-memory transports.
-func connectExample(t *testing.T, srv *server.Server) *mcp.ClientSession {
-	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.MCP().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "example-test", Version: "1.0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
 }

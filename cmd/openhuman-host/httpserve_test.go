@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -44,36 +43,23 @@ func serveMCPForTest(t *testing.T, cfgPath, token string) string {
 	return testwait.Recv(t, urls, "the server's endpoint line")
 }
 
-// serveUpstreamForTest writes into dir a config with full autonomy, the
-// memory and agent providers off, server (TOML lines for [server], may be
-// empty) and one upstream stdio server "local" (this test binary's MCP
-// server) whose entry ends with extra (TOML lines), starts it over HTTP
-// with testToken and returns its MCP endpoint URL.
-func serveUpstreamForTest(t *testing.T, dir, server, extra string) string {
+// serveUpstreamForTest writes a config with full autonomy, the memory and
+// agent providers off and one upstream stdio server "local" (this test
+// binary's MCP server) whose entry ends with extra (TOML lines), starts it
+// over HTTP with testToken and returns its MCP endpoint URL.
+func serveUpstreamForTest(t *testing.T, extra string) string {
 	t.Helper()
-	cfgPath := filepath.Join(dir, "config.toml")
-	cfg := fmt.Sprintf(`[server]
-data_dir = %q
-log_level = "off"
-%s
+	cfgPath := serveConfigWith(t, t.TempDir(), fmt.Sprintf(`
 [autonomy]
 level = "full"
 confirm_acts = "off"
 
-[providers.memory]
-enabled = false
-
-[providers.agent]
-enabled = false
-
+%s
 [[upstream.servers]]
 name = "local"
 command = %q
 args = [%q]
-`, filepath.Join(dir, "data"), server, testExe(t), mcpServerArg) + extra
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, noBuiltins, testExe(t), mcpServerArg)+extra)
 	return serveMCPForTest(t, cfgPath, testToken)
 }
 

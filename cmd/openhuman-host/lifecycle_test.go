@@ -49,6 +49,20 @@ func kitProvider(t *testing.T) (string, string) {
 	return kitBin, kitSum
 }
 
+// copyKit writes the test provider's executable to path, followed by tail
+// (nil for an exact copy).
+func copyKit(t *testing.T, path string, tail []byte) {
+	t.Helper()
+	bin, _ := kitProvider(t)
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, tail...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // kitConfig is a config table loading the test provider as "kit".
 func kitConfig(t *testing.T, extra string) string {
 	bin, sum := kitProvider(t)
@@ -112,9 +126,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 // docs/performance.md).
 func TestKilledProviderIsBack(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, kitConfig(t, "")+memoryInOwnProcess)
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, kitConfig(t, "")+memoryInOwnProcess)
 	for _, name := range []string{"memory", "kit"} {
 		p := providerByName(t, h, name)
 		pid := p.Pid()
@@ -137,9 +149,7 @@ func TestKilledProviderIsBack(t *testing.T) {
 // and the other providers serve on.
 func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, kitConfig(t, ""))
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, kitConfig(t, ""))
 	changed := make(chan struct{}, 8)
 	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
 	if names := toolNames(t, cs); !slices.Contains(names, "kit_panic") {
@@ -186,9 +196,7 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 // the same does not.
 func TestRestartSendsListChangedOnlyWhenTheCatalogChanged(t *testing.T) {
 	t.Parallel()
-	cfg, dataDir := testConfig(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, dataDir := newTestHost(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
 	changed := make(chan struct{}, 8)
 	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
 	kit := providerByName(t, h, "kit")
@@ -219,9 +227,7 @@ func TestRestartSendsListChangedOnlyWhenTheCatalogChanged(t *testing.T) {
 // progress notifications from the provider reach the client.
 func TestCancellationAndProgressReachTheProvider(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
 	var mu sync.Mutex
 	var progress []string
 	started := make(chan struct{}, 1)
@@ -281,9 +287,7 @@ func TestCancellationAndProgressReachTheProvider(t *testing.T) {
 // its start.
 func TestPerProviderTimeouts(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, kitConfig(t, "tool_timeout_secs = 1\n")+"[providers.memory]\nenabled = false\n")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, kitConfig(t, "tool_timeout_secs = 1\n")+"[providers.memory]\nenabled = false\n")
 	start := time.Now()
 	// kit.wait answers only when cancelled, so any answer is the timeout's.
 	res := call(t, h, "kit.wait", `{}`)
@@ -299,9 +303,7 @@ func TestPerProviderTimeouts(t *testing.T) {
 	})
 
 	// Without the limit, the provider would load after its 5s delay.
-	slow, _ := testConfig(t, kitConfig(t, "args = [\"-slow-start=5s\"]\nstart_timeout_secs = 1\n")+"[providers.memory]\nenabled = false\n")
-	h2 := startTestHost(t, slow)
-	defer h2.Close(context.Background())
+	h2, _ := newTestHost(t, kitConfig(t, "args = [\"-slow-start=5s\"]\nstart_timeout_secs = 1\n")+"[providers.memory]\nenabled = false\n")
 	if len(h2.Failed) != 1 || !strings.Contains(h2.Failed[0].Err.Error(), "start_timeout_secs") {
 		t.Errorf("slow provider: failed = %v", h2.Failed)
 	}
@@ -311,9 +313,7 @@ func TestPerProviderTimeouts(t *testing.T) {
 // Go code, raw descriptors or child processes, breaks nothing.
 func TestProviderPrintingToStdout(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, kitConfig(t, "")+"[providers.memory]\nenabled = false\n")
 	cs := connect(t, h, nil)
 	for range 3 {
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.print", Arguments: map[string]any{}})
@@ -330,15 +330,9 @@ func TestProviderPrintingToStdout(t *testing.T) {
 // table without sha256 is refused with the file's actual one.
 func TestTamperedProviderIsRefused(t *testing.T) {
 	t.Parallel()
-	bin, good := kitProvider(t)
-	b, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, good := kitProvider(t)
 	tampered := filepath.Join(t.TempDir(), "provider")
-	if err := os.WriteFile(tampered, append(b, '\n'), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	copyKit(t, tampered, []byte("\n"))
 	bad, err := plugins.FileSHA256(tampered)
 	if err != nil {
 		t.Fatal(err)
@@ -422,19 +416,8 @@ func TestToolsAreNotTakenOver(t *testing.T) {
 // a disabled built-in's tool names the key that enables it.
 func TestReload(t *testing.T) {
 	t.Parallel()
-	base, _ := testConfig(t, "")
-	dataDir, err := base.DataDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	parse := func(extra string) *config.Config {
-		t.Helper()
-		c, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata_dir = %q\n%s%s", dataDir, slowStart, extra)), "test.toml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	dataDir := t.TempDir()
+	parse := func(extra string) *config.Config { return parseTestConfig(t, dataDir, extra) }
 	off := parse(kitConfig(t, "enabled = false\n") + "[providers.agent]\nenabled = false\n")
 	h := startTestHost(t, off)
 	defer h.Close(context.Background())
@@ -443,7 +426,7 @@ func TestReload(t *testing.T) {
 	if names := toolNames(t, cs); slices.Contains(names, "kit_ping") || slices.Contains(names, agenttool.RunSubagent) {
 		t.Fatalf("disabled providers' tools listed: %v", names)
 	}
-	_, err = h.Server.Call(t.Context(), server.Call{Tool: agenttool.ListSubagents, Arguments: json.RawMessage(`{}`)})
+	_, err := h.Server.Call(t.Context(), server.Call{Tool: agenttool.ListSubagents, Arguments: json.RawMessage(`{}`)})
 	if err == nil || !strings.Contains(err.Error(), "it belongs to the agent provider, which is disabled; set [providers.agent] enabled = true in test.toml") {
 		t.Errorf("a disabled built-in's tool: %v", err)
 	}

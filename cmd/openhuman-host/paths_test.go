@@ -104,24 +104,20 @@ func TestConfigPathsText(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	t.Setenv("OPENHUMAN_DATA_DIR", "")
-	cmd := newRootCmd()
-	var out, errOut strings.Builder
-	cmd.SetArgs([]string{"config", "paths"})
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	if err := cmd.Execute(); err != nil {
+	out, errOut, err := runCLIOutputs(t, "config", "paths")
+	if err != nil {
 		t.Fatalf("config paths: %v", err)
 	}
 	want := "config file  " + dir + "/config/openhuman-host/config.toml (missing: the embedded defaults apply)\n" +
 		"config dir   " + dir + "/config/openhuman-host\n" +
 		"data dir     " + dir + "/data/openhuman-host (default)\n"
-	if diff := cmp.Diff(want, out.String()); diff != "" {
+	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("output mismatch (-want +got):\n%s", diff)
 	}
 	wantNote := "note: these paths follow XDG_CONFIG_HOME and XDG_DATA_HOME, which MCP clients often do not pass to the servers they launch;\n" +
 		"to be sure a client's server uses them, give it these arguments: --config " + shellQuote(dir+"/config/openhuman-host/config.toml") +
 		" --data-dir " + shellQuote(dir+"/data/openhuman-host") + " serve\n"
-	if diff := cmp.Diff(wantNote, errOut.String()); diff != "" {
+	if diff := cmp.Diff(wantNote, errOut); diff != "" {
 		t.Errorf("note mismatch (-want +got):\n%s", diff)
 	}
 }

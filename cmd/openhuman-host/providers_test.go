@@ -43,30 +43,12 @@ func TestProviderNameFor(t *testing.T) {
 	}
 }
 
-// runCLI runs the command line in this process with XDG paths under home.
-func runCLI(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := newRootCmd()
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	err := cmd.Execute()
-	return out.String(), err
-}
-
 func TestProvidersAddAndStatus(t *testing.T) {
 	home := cliHome(t, "")
 	bin, sum := kitProvider(t)
 	// A copy named like a provider, to check the derived name.
 	exe := filepath.Join(home, "openhuman-provider-kit")
-	b, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(exe, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	copyKit(t, exe, nil)
 	out, err := runCLI(t, "providers", "add", exe)
 	if err != nil {
 		t.Fatalf("providers add: %v\n%s", err, out)
@@ -93,9 +75,7 @@ func TestProvidersAddAndStatus(t *testing.T) {
 	}
 
 	// Rebuilt (changed) binary: refused until add --force.
-	if err := os.WriteFile(exe, append(b, 0), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	copyKit(t, exe, []byte{0})
 	out, err = runCLI(t, "providers", "status", "--json")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 1 {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -18,17 +16,8 @@ import (
 // that need a restart, repeated by the next reload, is written once.
 func TestReloadLog(t *testing.T) {
 	t.Parallel()
-	base, dataDir := testConfig(t, "")
-	h := startTestHost(t, base)
-	defer h.Close(context.Background())
-	parse := func(extra string) *config.Config {
-		t.Helper()
-		c, err := config.Parse([]byte(fmt.Sprintf("[server]\ndata_dir = %q\n%s%s", dataDir, slowStart, extra)), "test.toml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	h, dataDir := newTestHost(t, "")
+	parse := func(extra string) *config.Config { return parseTestConfig(t, dataDir, extra) }
 	var buf testwait.Buffer
 	log := logonce.Wrap(hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info, DisableTime: true}), nil)
 	next := parse("port = 9411\n[autonomy]\nlevel = \"readonly\"\n")

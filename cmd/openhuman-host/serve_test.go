@@ -37,11 +37,12 @@ func serveConfig(t *testing.T, dataDir string) string {
 	return serveConfigWith(t, dataDir, "")
 }
 
-// serveConfigWith is serveConfig with more lines of the [server] table.
-func serveConfigWith(t *testing.T, dataDir, server string) string {
+// serveConfigWith is serveConfig followed by rest: more lines of the
+// [server] table, then any other tables.
+func serveConfigWith(t *testing.T, dataDir, rest string) string {
 	t.Helper()
 	cfgPath := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, "[server]\ndata_dir = %q\nlog_level = \"off\"\n%s%s", dataDir, slowStart, server), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, "[server]\ndata_dir = %q\nlog_level = \"off\"\n%s%s", dataDir, slowStart, rest), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfgPath
@@ -64,23 +65,6 @@ func serveStdioAs(t *testing.T, cmd *exec.Cmd, clientName string) *mcp.ClientSes
 		t.Fatalf("connect to %s: %v", strings.Join(cmd.Args, " "), err)
 	}
 	return cs
-}
-
-// callText calls tool and returns its text and isError; a protocol error
-// fails the test.
-func mcpCallText(t *testing.T, cs *mcp.ClientSession, tool, args string) (string, bool) {
-	t.Helper()
-	res, err := cs.CallTool(testwait.Context(t), &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
-	if err != nil {
-		t.Fatalf("%s %s: %v", tool, args, err)
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String(), res.IsError
 }
 
 func TestServeRefusesWeakToken(t *testing.T) {
@@ -215,13 +199,9 @@ func TestServeNamesReplica(t *testing.T) {
 	exe := testExe(t)
 	dataDir := t.TempDir()
 	cfgPath := serveConfig(t, dataDir)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	cmd := exec.Command(exe, "--config", cfgPath, "serve", "--transport", "http", "--port", fmt.Sprint(port))
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(exe, "--config", cfgPath, "serve", "--transport", "http", "--port", port)
 	cmd.Env = append(os.Environ(), cliEnv+"=1")
 	var stderr testwait.Buffer
 	cmd.Stderr = &stderr
@@ -233,11 +213,11 @@ func TestServeNamesReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("%s:%d", hostname, port)
+	want := hostname + ":" + port
 	var body []byte
 	var header string
 	testwait.Until(t, "the server's /healthz", func() bool {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {
 			return false
 		}

@@ -29,10 +29,7 @@ func TestServerAndCLIShareMemory(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
-	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("[server]\ndata_dir = %q\nlog_level = \"off\"\n%s", dataDir, slowStart)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := serveConfig(t, dataDir)
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -142,9 +139,7 @@ func TestServerAndCLIShareMemory(t *testing.T) {
 // it.
 func TestLargeArgumentsReachProvider(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, "")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, "")
 	content := "start " + strings.Repeat("\u0001", 1_000_000-len("start "))
 	args, err := json.Marshal(map[string]any{"title": "Escaped", "content": content})
 	if err != nil {
@@ -167,9 +162,7 @@ func TestLargeArgumentsReachProvider(t *testing.T) {
 // not load and why, instead of a bare "unknown tool".
 func TestUnknownToolNamesProvidersThatDidNotLoad(t *testing.T) {
 	t.Parallel()
-	cfg, _ := testConfig(t, "[providers.memory]\nbogus = 1\n")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, _ := newTestHost(t, "[providers.memory]\nbogus = 1\n")
 	_, err := h.Server.Call(context.Background(), server.Call{Tool: memorytool.Search, Arguments: json.RawMessage(`{"query":"x"}`)})
 	want := `unknown tool "` + memorytool.Search + `"; it may belong to a provider that did not load: memory (configure: memory provider: unknown key "bogus" in [providers.memory] (accepted keys: embeddings, scopes, keep_versions_days); remove it); fix the config, then send the server SIGHUP or restart it`
 	if !errors.Is(err, server.ErrUnknownTool) || err.Error() != want {

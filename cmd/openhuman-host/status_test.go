@@ -29,13 +29,9 @@ var statusToken = strings.Repeat("0123456789abcdef", 4)
 // /healthz answers.
 func serveHTTPForTest(t *testing.T, cfgPath string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	cmd := exec.Command(testExe(t), "--config", cfgPath, "serve", "--transport", "http", "--port", fmt.Sprint(port))
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(testExe(t), "--config", cfgPath, "serve", "--transport", "http", "--port", port)
 	cmd.Env = append(os.Environ(), cliEnv+"=1", "OPENHUMAN_MCP_TOKEN="+statusToken)
 	var stderr testwait.Buffer
 	cmd.Stderr = &stderr
@@ -43,7 +39,7 @@ func serveHTTPForTest(t *testing.T, cfgPath string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	base := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	base := "http://" + addr + "/"
 	testwait.Until(t, "the server's /healthz", func() bool {
 		resp, err := http.Get(base + "healthz")
 		if err != nil {
@@ -102,15 +98,8 @@ func TestStatusHTTP(t *testing.T) {
 	})
 	t.Run("not ready", func(t *testing.T) {
 		t.Parallel()
-		dataDir := t.TempDir()
-		cfgPath := serveConfig(t, dataDir)
 		missing := filepath.Join(t.TempDir(), "no-such-provider")
-		f, err := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(f, "[providers.broken]\ncommand = %q\nsha256 = %q\n", missing, strings.Repeat("ab", 32))
-		_ = f.Close()
+		cfgPath := serveConfigWith(t, t.TempDir(), fmt.Sprintf("[providers.broken]\ncommand = %q\nsha256 = %q\n", missing, strings.Repeat("ab", 32)))
 		base := serveHTTPForTest(t, cfgPath)
 		resp, err := http.Get(base + "readyz")
 		if err != nil {
@@ -134,12 +123,7 @@ func TestStatusHTTP(t *testing.T) {
 	})
 	t.Run("unreachable", func(t *testing.T) {
 		t.Parallel()
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := "http://" + l.Addr().String() + "/"
-		_ = l.Close()
+		base := "http://" + freeAddr(t) + "/"
 		out, code := runStatus(t, "--url", base)
 		if code != 1 || !strings.Contains(out, "cannot reach the server") {
 			t.Errorf("status of nothing: exit %d\n%s", code, out)
@@ -151,9 +135,7 @@ func TestStatusHTTP(t *testing.T) {
 // check fails once the data directory is gone.
 func TestHostReady(t *testing.T) {
 	t.Parallel()
-	cfg, dataDir := testConfig(t, "")
-	h := startTestHost(t, cfg)
-	defer h.Close(context.Background())
+	h, dataDir := newTestHost(t, "")
 	checks := h.Ready(t.Context())
 	var names []string
 	for _, c := range checks {
@@ -209,24 +191,11 @@ func TestUpstreamDownIsReported(t *testing.T) {
 	})
 	flaky := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	defer flaky.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := l.Addr().String()
-	_ = l.Close()
-
-	dataDir := t.TempDir()
-	cfgPath := serveConfig(t, dataDir)
-	f, err := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dead := freeAddr(t)
 	// flaky is pinged every 2 s, so that its going away shows within
 	// seconds rather than the default 30.
-	fmt.Fprintf(f, "[[upstream.servers]]\nname = \"flaky\"\nendpoint = %q\nping_interval_secs = 2\n[[upstream.servers]]\nname = \"dead\"\nendpoint = %q\n",
-		flaky.URL+"/mcp", "http://"+dead+"/mcp")
-	_ = f.Close()
+	cfgPath := serveConfigWith(t, t.TempDir(), fmt.Sprintf("[[upstream.servers]]\nname = \"flaky\"\nendpoint = %q\nping_interval_secs = 2\n[[upstream.servers]]\nname = \"dead\"\nendpoint = %q\n",
+		flaky.URL+"/mcp", "http://"+dead+"/mcp"))
 	serveHTTPForTest(t, cfgPath)
 
 	states := func() (map[string]string, string, error) {

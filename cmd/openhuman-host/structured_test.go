@@ -2,10 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,12 +21,7 @@ import (
 func TestStructuredContentClientsEndToEnd(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
-	cfgPath := filepath.Join(t.TempDir(), "config.toml")
-	cfg := fmt.Sprintf("[server]\ndata_dir = %q\nlog_level = \"off\"\n%sstructured_content_clients = [\"brief-client\"]\n\n%s",
-		dataDir, slowStart, kitConfig(t, ""))
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := serveConfigWith(t, dataDir, "structured_content_clients = [\"brief-client\"]\n\n"+kitConfig(t, ""))
 	exe := testExe(t)
 	session := func(clientName string) *mcp.ClientSession {
 		t.Helper()

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -26,28 +25,12 @@ import (
 // tools/list_changed, without SIGHUP.
 func TestServeUpstreamIsolation(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := ln.Addr().String()
-	ln.Close()
+	deadAddr := freeAddr(t)
 	locked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "sign in first", http.StatusUnauthorized)
 	}))
 	defer locked.Close()
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "config.toml")
-	cfg := fmt.Sprintf(`[server]
-data_dir = %q
-log_level = "off"
-%s
-[providers.memory]
-enabled = false
-
-[providers.agent]
-enabled = false
-
+	cfgPath := serveConfigWith(t, t.TempDir(), noBuiltins+fmt.Sprintf(`
 [[upstream.servers]]
 name = "dead"
 endpoint = "http://%s/mcp"
@@ -60,10 +43,7 @@ endpoint = %q
 name = "local"
 command = %q
 args = [%q]
-`, filepath.Join(dir, "data"), slowStart, deadAddr, locked.URL, testExe(t), mcpServerArg)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, deadAddr, locked.URL, testExe(t), mcpServerArg))
 	changed := make(chan struct{}, 10)
 	cmd := exec.Command(testExe(t), "--config", cfgPath, "serve")
 	cmd.Env = append(os.Environ(), cliEnv+"=1")

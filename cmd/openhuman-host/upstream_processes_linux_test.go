@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -24,12 +23,8 @@ import (
 // session a process is started again for the catalog.
 func TestOneUpstreamProcessPerClient(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	starts := filepath.Join(dir, "starts")
-	if err := os.Mkdir(starts, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	url := serveUpstreamForTest(t, dir, slowStart, fmt.Sprintf("env = { %s = %q }\nread_only_tools = [\"echo\", \"pid\"]\n", upstreamStartsEnv, starts))
+	starts := t.TempDir()
+	url := serveUpstreamForTest(t, fmt.Sprintf("env = { %s = %q }\nread_only_tools = [\"echo\", \"pid\"]\n", upstreamStartsEnv, starts))
 
 	// Clients of 2025-11-25 have sessions that end when they close them
 	// (DELETE); a 2026-07-28 client has none to end, and the host forgets

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
@@ -76,32 +78,42 @@ func (u *upstreamServer) addTool(name string) {
 		})
 }
 
+// startHost starts a host whose one provider is the upstream relay, with
+// u as its server "up"; upstream is lines of the [upstream] table, or "".
+// The host is closed when the test ends.
+func (u *upstreamServer) startHost(t *testing.T, upstream string) *host.Host {
+	t.Helper()
+	h, _ := newTestHost(t, fmt.Sprintf("%s[upstream]\n%s[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n", noBuiltins, upstream, "http://"+u.addr+"/"))
+	return h
+}
+
+// callText calls tool with {"text": arg} and returns its text; an error
+// result fails the test.
 func callText(t *testing.T, cs *mcp.ClientSession, tool, arg string) string {
 	t.Helper()
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": arg}})
-	if err != nil {
-		t.Fatalf("call %s: %v", tool, err)
-	}
-	var out string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			out += tc.Text
-		}
-	}
-	if res.IsError {
+	out, isErr := mcpCallText(t, cs, tool, textArgs(t, arg))
+	if isErr {
 		t.Fatalf("call %s: isError: %s", tool, out)
 	}
 	return out
+}
+
+// textArgs is the JSON object {"text": s}, the arguments of the test
+// servers' tools.
+func textArgs(t *testing.T, s string) string {
+	t.Helper()
+	b, err := json.Marshal(map[string]string{"text": s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // An upstream's tools/list_changed reaches connected clients as the
 // host's own list_changed, and the new tool is listed and callable.
 func TestUpstreamListChangedIsReadvertised(t *testing.T) {
 	up := newUpstreamServer(t, "first")
-	cfg, _ := testConfig(t, fmt.Sprintf("[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n",
-		"http://"+up.addr+"/"))
-	h := startTestHost(t, cfg)
-	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	h := up.startHost(t, "")
 	changed := make(chan struct{}, 8)
 	cs := connect(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		changed <- struct{}{}
@@ -121,10 +133,7 @@ func TestUpstreamListChangedIsReadvertised(t *testing.T) {
 // it now) is used again on the next call, without an error.
 func TestRestartedHTTPUpstreamIsUsedAgain(t *testing.T) {
 	up := newUpstreamServer(t, "echo")
-	cfg, _ := testConfig(t, fmt.Sprintf("[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n",
-		"http://"+up.addr+"/"))
-	h := startTestHost(t, cfg)
-	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	h := up.startHost(t, "")
 	cs := connect(t, h, nil)
 	if got := callText(t, cs, "up__echo", "before"); got != "echo:before" {
 		t.Fatalf("before the restart: %q", got)
@@ -150,27 +159,14 @@ func TestRestartedHTTPUpstreamIsUsedAgain(t *testing.T) {
 // on a new connection.
 func callAfterRestart(t *testing.T, cs *mcp.ClientSession, arg string) string {
 	t.Helper()
-	for range 2 {
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{"text": arg}})
-		if err != nil {
-			t.Fatalf("call up__echo: %v", err)
-		}
-		var out string
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				out += tc.Text
-			}
-		}
-		if res.IsError && strings.Contains(out, "could not be sent") {
-			continue
-		}
-		if res.IsError {
-			t.Fatalf("call up__echo: isError: %s", out)
-		}
-		return out
+	out, isErr := mcpCallText(t, cs, "up__echo", textArgs(t, arg))
+	if isErr && strings.Contains(out, "could not be sent") {
+		return callText(t, cs, "up__echo", arg)
 	}
-	t.Fatal("call up__echo: could not be sent twice after the restart")
-	return ""
+	if isErr {
+		t.Fatalf("call up__echo: isError: %s", out)
+	}
+	return out
 }
 
 // A client's subscription survives a crash of the upstream provider run as
@@ -178,10 +174,7 @@ func callAfterRestart(t *testing.T, cs *mcp.ClientSession, arg string) string {
 // upstream's updates reach the client as before.
 func TestSubscriptionSurvivesUpstreamProviderRestart(t *testing.T) {
 	up := newUpstreamServer(t, "echo")
-	cfg, _ := testConfig(t, fmt.Sprintf("[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n[upstream]\nprocess = \"plugin\"\n[[upstream.servers]]\nname = \"up\"\nendpoint = %q\n",
-		"http://"+up.addr+"/"))
-	h := startTestHost(t, cfg)
-	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	h := up.startHost(t, "process = \"plugin\"\n")
 	updated := make(chan string, 64)
 	cs := connectVersion(t, h, "2025-11-25", &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 		updated <- req.Params.URI

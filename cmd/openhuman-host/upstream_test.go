@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/openhuman/openhuman-host/providers/upstream/oauthtest"
 )
 
@@ -184,13 +185,8 @@ func TestToolsCallStartsOnlyTheOwner(t *testing.T) {
 	})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer hs.Close()
-	dir := t.TempDir()
-	marker := filepath.Join(dir, "started")
-	cfgPath := filepath.Join(dir, "config.toml")
-	cfg := fmt.Sprintf(`[server]
-data_dir = %q
-log_level = "off"
-%s
+	marker := filepath.Join(t.TempDir(), "started")
+	cfgPath := serveConfigWith(t, t.TempDir(), fmt.Sprintf(`
 [[upstream.servers]]
 name = "owner"
 endpoint = %q
@@ -199,10 +195,7 @@ endpoint = %q
 name = "other"
 command = "sh"
 args = ["-c", "touch \"$0\"; exec sleep 600", %q]
-`, filepath.Join(dir, "data"), slowStart, hs.URL, marker)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+`, hs.URL, marker))
 	cmd := exec.Command(testExe(t), "--config", cfgPath, "tools", "call", "owner__hello")
 	cmd.Env = append(os.Environ(), cliEnv+"=1")
 	out, err := cmd.CombinedOutput()
@@ -220,15 +213,9 @@ args = ["-c", "touch \"$0\"; exec sleep 600", %q]
 func TestUpstreamLoginThenCall(t *testing.T) {
 	t.Parallel()
 	as := oauthtest.New(t)
-	dir := t.TempDir()
-	dataDir := filepath.Join(dir, "data")
-	cfgPath := filepath.Join(dir, "config.toml")
-	cfg := fmt.Sprintf("[server]\ndata_dir = %q\nlog_level = \"off\"\n%s[providers.memory]\nenabled = false\n[providers.agent]\nenabled = false\n"+
-		"[[upstream.servers]]\nname = \"web\"\nendpoint = %q\nauth = { kind = \"oauth\", interactive = false }\n",
-		dataDir, slowStart, as.URL+"/mcp")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dataDir := t.TempDir()
+	cfgPath := serveConfigWith(t, dataDir, noBuiltins+fmt.Sprintf("[[upstream.servers]]\nname = \"web\"\nendpoint = %q\nauth = { kind = \"oauth\", interactive = false }\n",
+		as.URL+"/mcp"))
 	cli := func(args ...string) (string, error) {
 		cmd := exec.Command(testExe(t), append([]string{"--config", cfgPath}, args...)...)
 		cmd.Env = append(os.Environ(), cliEnv+"=1", "BROWSER="+testExe(t)+" "+browserArg)

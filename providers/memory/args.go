@@ -58,6 +58,14 @@ func maxBytes(name, v string, limit int, hint string) *argError {
 // stringList trims the items of a list argument, each of which must not be
 // blank and must pass check when it is not nil, and drops duplicates.
 func stringList(name string, in []string, check func(string) string) ([]string, *argError) {
+	return uniqueList(name, in, check, nil)
+}
+
+// uniqueList trims the items of a list argument, each of which must not be
+// blank and must pass check when it is not nil (check returns what is
+// wrong, such as "must be ...", or ""), and drops the items whose key
+// (the item itself when key is nil) an earlier item had; the order is kept.
+func uniqueList(name string, in []string, check, key func(string) string) ([]string, *argError) {
 	out := make([]string, 0, len(in))
 	seen := make(map[string]bool, len(in))
 	for i, s := range in {
@@ -70,8 +78,12 @@ func stringList(name string, in []string, check func(string) string) ([]string, 
 				return nil, argErrorf("argument %q item %d %s", name, i+1, msg)
 			}
 		}
-		if !seen[s] {
-			seen[s] = true
+		k := s
+		if key != nil {
+			k = key(s)
+		}
+		if !seen[k] {
+			seen[k] = true
 			out = append(out, s)
 		}
 	}

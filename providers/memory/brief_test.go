@@ -113,10 +113,11 @@ func TestBriefText(t *testing.T) {
 // text.
 func TestBriefMemoryResults(t *testing.T) {
 	t.Parallel()
-	p, _ := newProvider(t)
-	put(t, p, map[string]any{"title": "Reef trip", "content": "We dove the coral reef at dawn; the reef was bright."})
-	put(t, p, map[string]any{"title": "Boat", "content": "The boat to the reef left at six."})
-	put(t, p, map[string]any{"title": "Lunch", "content": "Sandwiches on the beach."})
+	p := newProviderWith(t,
+		map[string]any{"title": "Reef trip", "content": "We dove the coral reef at dawn; the reef was bright."},
+		map[string]any{"title": "Boat", "content": "The boat to the reef left at six."},
+		map[string]any{"title": "Lunch", "content": "Sandwiches on the beach."},
+	)
 	ctx := context.Background()
 	run := func(name, args string, brief bool) *sdk.CallToolResult {
 		t.Helper()

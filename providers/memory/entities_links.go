@@ -135,10 +135,8 @@ func validAuthority(auth string) bool {
 			return false
 		}
 		host, port = host[1:k], host[k+1:]
-		for i := 0; i < len(host); i++ {
-			if c := host[i]; !(isHexDigitASCII(c) || c == ':' || c == '.') {
-				return false
-			}
+		if !allBytes(host, func(c byte) bool { return isHexDigitASCII(c) || c == ':' || c == '.' }) {
+			return false
 		}
 		if port != "" {
 			if port[0] != ':' {
@@ -160,12 +158,7 @@ func validAuthority(auth string) bool {
 			}
 		}
 	}
-	for i := 0; i < len(port); i++ {
-		if !isDigitASCII(port[i]) {
-			return false
-		}
-	}
-	return true
+	return allBytes(port, isDigitASCII)
 }
 
 // E-mail addresses.
@@ -285,12 +278,7 @@ func validTLD(label string) bool {
 	if len(label) < 2 {
 		return false
 	}
-	for i := 0; i < len(label); i++ {
-		if !isLetterASCII(label[i]) {
-			return false
-		}
-	}
-	return true
+	return allBytes(label, isLetterASCII)
 }
 
 // isLocalByte reports whether c can be in the local part of an address.

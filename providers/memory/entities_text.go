@@ -117,6 +117,16 @@ func equalFoldASCII(s, t string) bool {
 	return true
 }
 
+// allBytes reports whether every byte of s passes ok; true for "".
+func allBytes(s string, ok func(byte) bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func isDigitASCII(c byte) bool    { return c >= '0' && c <= '9' }
 func isLetterASCII(c byte) bool   { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 func isAlnumASCII(c byte) bool    { return isDigitASCII(c) || isLetterASCII(c) }

@@ -29,31 +29,22 @@ func Example() {
 	}
 	defer p.Close()
 
-	res, err := p.CallTool(ctx, &sdk.CallToolRequest{
-		Name:      memory.ToolStore,
-		Arguments: json.RawMessage(`{"title":"Lighthouse","content":"Ingrid keeps the light on the north cape."}`),
-	})
-	if err != nil {
-		log.Fatal(err)
+	// call runs a tool as a host would, with its arguments as JSON.
+	call := func(tool, args string) *sdk.CallToolResult {
+		res, err := p.CallTool(ctx, &sdk.CallToolRequest{Name: tool, Arguments: json.RawMessage(args)})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return res
 	}
+
+	res := call(memory.ToolStore, `{"title":"Lighthouse","content":"Ingrid keeps the light on the north cape."}`)
 	fmt.Println(res.Content[0].Text)
 
-	res, err = p.CallTool(ctx, &sdk.CallToolRequest{
-		Name:      memory.ToolSearch,
-		Arguments: json.RawMessage(`{"query":"who keeps the lamp","k":3}`),
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
+	res = call(memory.ToolSearch, `{"query":"who keeps the lamp","k":3}`)
 	fmt.Println(res.Content[0].Text)
 
-	res, err = p.CallTool(ctx, &sdk.CallToolRequest{
-		Name:      memory.ToolSearch,
-		Arguments: json.RawMessage(`{"query":"Ingrid light","k":3}`),
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
+	res = call(memory.ToolSearch, `{"query":"Ingrid light","k":3}`)
 	var found struct {
 		Chunks []struct {
 			DocumentID string `json:"document_id"`

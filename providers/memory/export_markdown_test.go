@@ -92,7 +92,7 @@ func TestExportMarkdown(t *testing.T) {
 
 func TestSafeName(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{
+	checkMapping(t, "safeName", safeName, map[string]string{
 		"mcp-store-plan":        "mcp-store-plan",
 		`a<b>c:d"e/f\g|h?i*j`:   "a_b_c_d_e_f_g_h_i_j",
 		"tab\there\x00":         "tab_here_",
@@ -107,11 +107,7 @@ func TestSafeName(t *testing.T) {
 		"console":               "console",
 		"ünïcødé 日本":            "ünïcødé 日本",
 		strings.Repeat("é", 80): strings.Repeat("é", 50),
-	} {
-		if got := safeName(in); got != want {
-			t.Errorf("safeName(%q) = %q, want %q", in, got, want)
-		}
-	}
+	})
 	if got := keyBase("/home/ana/notes/Plan.MD"); got != "Plan" {
 		t.Errorf("keyBase of a path = %q", got)
 	}

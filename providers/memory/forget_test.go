@@ -116,8 +116,7 @@ func TestForgetChunks(t *testing.T) {
 // refused rather than read as "everything".
 func TestForgetRefusesEmptySelection(t *testing.T) {
 	t.Parallel()
-	p, _ := newProvider(t)
-	put(t, p, map[string]any{"title": "Keep", "content": "kept"})
+	p := newProviderWith(t, map[string]any{"title": "Keep", "content": "kept"})
 	for _, args := range []map[string]any{{}, {"dry_run": true}, {"query": "!!"}, {"namespaces": []string{"bad ns"}}} {
 		res := callRaw(t, p, ToolForget, args)
 		if !res.IsError {

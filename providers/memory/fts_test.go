@@ -46,30 +46,23 @@ func TestIndexInStepAfterEveryWrite(t *testing.T) {
 	call[noteResult](t, p, ToolNote, map[string]any{"chunk_id": a.ChunkIDs[0], "note_text": "Check the crane first, then the berth.\n\n" + longText(3)})
 	step("note replaced")
 
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	dir := tempFiles(t, map[string]string{
 		"ships.md":      "# Ships\n\n" + longText(5),
 		"cranes.md":     "# Cranes\n\nCranes lift containers.",
 		"sub/tides.txt": longText(2),
 	})
-	if _, err := p.Import(ctx, []string{dir}, nil); err != nil {
-		t.Fatal(err)
-	}
+	importPaths(t, p, nil, dir)
 	step("import")
 	writeFiles(t, dir, map[string]string{"ships.md": "# Ships and boats\n\n" + longText(5) + "\n\nOne more paragraph."})
 	if err := os.Remove(filepath.Join(dir, "cranes.md")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Import(ctx, []string{dir}, nil); err != nil {
-		t.Fatal(err)
-	}
+	importPaths(t, p, nil, dir)
 	step("import again: a title changed, a file gone")
 	ships := chunkIDs(t, p, importNamespace+":"+filepath.Join(dir, "ships.md"))
 	call[tagResult](t, p, ToolTag, map[string]any{"chunk_id": ships[0], "tags": []string{"boats"}})
 	writeFiles(t, dir, map[string]string{"ships.md": "# Ships\n\n" + longText(5) + "\n\nOne more paragraph."})
-	if _, err := p.Import(ctx, []string{dir}, nil); err != nil {
-		t.Fatal(err)
-	}
+	importPaths(t, p, nil, dir)
 	step("import again: the title of a tagged chunk's document changed back")
 
 	// Writes no tool makes, which the triggers cover too.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,26 +17,32 @@ import (
 	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
 )
 
-// testClock is a settable clock for deterministic timestamps.
+// testClock is a settable clock for deterministic timestamps, in UTC: it
+// starts at startMS and moves only by Advance. It is safe for concurrent
+// use.
 type testClock struct {
-	mu sync.Mutex
-	t  time.Time
+	ns atomic.Int64 // Unix nanoseconds
 }
 
 func newTestClock() *testClock {
-	return &testClock{t: time.UnixMilli(1_700_000_000_000).UTC()}
+	c := &testClock{}
+	c.ns.Store(startMS * int64(time.Millisecond))
+	return c
 }
 
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
+func (c *testClock) Now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
 
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// checkMapping checks that f, named name in messages, maps each key of
+// cases to its value.
+func checkMapping(t *testing.T, name string, f func(string) string, cases map[string]string) {
+	t.Helper()
+	for in, want := range cases {
+		if got := f(in); got != want {
+			t.Errorf("%s(%q) = %q, want %q", name, in, got, want)
+		}
+	}
 }
 
 // startMS is testClock's initial time in Unix milliseconds.
@@ -125,6 +132,28 @@ func newProvider(t *testing.T) (*Provider, *testClock) {
 	t.Helper()
 	clock := newTestClock()
 	return openProvider(t, t.TempDir(), clock), clock
+}
+
+// newProviderWith is newProvider, on its own clock, with docs stored in
+// order through memory_store.
+func newProviderWith(t *testing.T, docs ...map[string]any) *Provider {
+	t.Helper()
+	p, _ := newProvider(t)
+	for _, doc := range docs {
+		put(t, p, doc)
+	}
+	return p
+}
+
+// storeOf returns p's configured store, failing the test when there is
+// none.
+func storeOf(t *testing.T, p *Provider) *store {
+	t.Helper()
+	st, err := p.configuredStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // callRaw calls a tool and checks the result's shape: a text block always,

@@ -149,6 +149,19 @@ type jsonlImport struct {
 	pending []chunkRow
 }
 
+// recordReaders reads each type of record that may follow the header
+// into the import.
+var recordReaders = map[string]func(*jsonlImport, *record) error{
+	recSource:    (*jsonlImport).source,
+	recDocument:  (*jsonlImport).document,
+	recChunk:     (*jsonlImport).chunk,
+	recChunkTag:  (*jsonlImport).chunkTag,
+	recEmbedding: (*jsonlImport).embedding,
+	recEntity:    (*jsonlImport).entity,
+	recVersion:   (*jsonlImport).version,
+	recEnd:       (*jsonlImport).end,
+}
+
 // noteLink is a note document and the chunk it annotates; line is the
 // line of the note's record, 0 for a note already in memory.
 type noteLink struct {
@@ -249,25 +262,12 @@ func (imp *jsonlImport) run(tx *gorm.DB) error {
 				return err
 			}
 		}
-		switch rec.typ {
-		case recSource:
-			err = imp.source(rec)
-		case recDocument:
-			err = imp.document(rec)
-		case recChunk:
-			err = imp.chunk(rec)
-		case recChunkTag:
-			err = imp.chunkTag(rec)
-		case recEmbedding:
-			err = imp.embedding(rec)
-		case recEntity:
-			err = imp.entity(rec)
-		case recVersion:
-			err = imp.version(rec)
-		case recEnd:
-			err = imp.end(rec)
-			ended = true
-		case recHeader:
+		read, known := recordReaders[rec.typ]
+		switch {
+		case known:
+			err = read(imp, rec)
+			ended = rec.typ == recEnd
+		case rec.typ == recHeader:
 			err = fmt.Errorf("line %d: a second header record", imp.line)
 		default:
 			err = fmt.Errorf("line %d: unknown record type %q (this openhuman-host reads export format version %d: %s)",

@@ -9,6 +9,26 @@ import (
 	"testing"
 )
 
+// tempFiles returns a new temporary directory holding files, a path →
+// content map.
+func tempFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFiles(t, dir, files)
+	return dir
+}
+
+// importPaths imports paths into p with opts, failing the test on an
+// error, and returns the summary.
+func importPaths(t *testing.T, p *Provider, opts *ImportOptions, paths ...string) ImportSummary {
+	t.Helper()
+	sum, err := p.Import(t.Context(), paths, opts)
+	if err != nil {
+		t.Fatalf("import %v: %v", paths, err)
+	}
+	return sum
+}
+
 // writeFiles creates files under dir from a path → content map.
 func writeFiles(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
@@ -52,10 +72,7 @@ func TestImportThousandFilesTwice(t *testing.T) {
 	writeFiles(t, dir, files)
 
 	var calls []ImportProgress
-	first, err := p.Import(t.Context(), []string{dir}, &ImportOptions{Progress: func(pr ImportProgress) { calls = append(calls, pr) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := importPaths(t, p, &ImportOptions{Progress: func(pr ImportProgress) { calls = append(calls, pr) }}, dir)
 	chunks := countRows(t, p, "chunks")
 	if first.Files != 1000 || first.Written != 1000 || first.Unchanged != 0 || len(first.Skipped) != 0 || int64(first.Chunks) != chunks {
 		t.Fatalf("first import = %+v, %d chunks stored", first, chunks)
@@ -67,10 +84,7 @@ func TestImportThousandFilesTwice(t *testing.T) {
 		t.Errorf("progress calls: %d, last %+v", len(calls), calls[len(calls)-1])
 	}
 
-	second, err := p.Import(t.Context(), []string{dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := importPaths(t, p, nil, dir)
 	if second.Files != 1000 || second.Written != 0 || second.Unchanged != 1000 || second.Chunks != first.Chunks {
 		t.Errorf("second import = %+v, want every file unchanged and %d chunks", second, first.Chunks)
 	}
@@ -86,8 +100,7 @@ func TestImportThousandFilesTwice(t *testing.T) {
 func TestImport(t *testing.T) {
 	t.Parallel()
 	p, _ := newProvider(t)
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	dir := tempFiles(t, map[string]string{
 		"trip.md":            "Intro line\n\n## Lisbon trip ##\n\nFlights with ana@example.com.",
 		"plain.txt":          "# not a heading in text files\nPacking list.",
 		"sub/deeper/idea.MD": "\uFEFFNo heading here, #ideas.",
@@ -97,10 +110,7 @@ func TestImport(t *testing.T) {
 		"empty.md":           " \n\n ",
 		"latin1.txt":         "caf\xe9",
 	})
-	sum, err := p.Import(t.Context(), []string{dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := importPaths(t, p, nil, dir)
 	wantSkipped := []ImportSkip{
 		{Path: filepath.Join(dir, "empty.md"), Reason: "empty"},
 		{Path: filepath.Join(dir, "latin1.txt"), Reason: "not UTF-8 text"},
@@ -134,10 +144,7 @@ func TestImport(t *testing.T) {
 	// A changed file is updated in place; a file named directly joins its
 	// directory's source; other extensions named directly are reported.
 	writeFiles(t, dir, map[string]string{"trip.md": "# Lisbon trip\n\nFlights moved to May."})
-	sum, err = p.Import(t.Context(), []string{filepath.Join(dir, "trip.md"), filepath.Join(dir, "image.png")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum = importPaths(t, p, nil, filepath.Join(dir, "trip.md"), filepath.Join(dir, "image.png"))
 	if sum.Written != 1 || sum.Files != 2 || len(sum.Skipped) != 1 || sum.Skipped[0].Reason != notImportable {
 		t.Errorf("re-import = %+v", sum)
 	}
@@ -153,17 +160,14 @@ func TestImport(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "plain.txt")); err != nil {
 		t.Fatal(err)
 	}
-	sum, err = p.Import(t.Context(), []string{dir}, &ImportOptions{KeepMissing: true})
+	sum, err := p.Import(t.Context(), []string{dir}, &ImportOptions{KeepMissing: true})
 	if err != nil || len(sum.Removed) != 0 {
 		t.Fatalf("import keeping missing files = %+v, %v", sum, err)
 	}
 	if hits := search(t, p, "packing", 0); len(hits) != 1 {
 		t.Errorf("KeepMissing removed the deleted file's document")
 	}
-	sum, err = p.Import(t.Context(), []string{dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum = importPaths(t, p, nil, dir)
 	if d := diff([]string{filepath.Join(dir, "plain.txt")}, sum.Removed); d != "" {
 		t.Errorf("removed (-want +got):\n%s", d)
 	}
@@ -179,8 +183,7 @@ func TestImport(t *testing.T) {
 func TestImportErrors(t *testing.T) {
 	t.Parallel()
 	p, _ := newProvider(t)
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"a.md": "alpha"})
+	dir := tempFiles(t, map[string]string{"a.md": "alpha"})
 	missing := filepath.Join(dir, "nope")
 	_, err := p.Import(t.Context(), []string{filepath.Join(dir, "a.md"), missing}, nil)
 	if err == nil || err.Error() != "import: stat "+missing+": no such file or directory" {
@@ -245,9 +248,8 @@ func TestStats(t *testing.T) {
 func TestImportLinksAndMoves(t *testing.T) {
 	t.Parallel()
 	p, _ := newProvider(t)
-	outside, dir := t.TempDir(), t.TempDir()
-	writeFiles(t, outside, map[string]string{"target.md": "# Linked\n\nlinked wombat text", "sub/deep.md": "never via the link"})
-	writeFiles(t, dir, map[string]string{"proj/plan.md": "# Plan\n\nplan text", "proj/inner.txt": "inner koala text"})
+	outside := tempFiles(t, map[string]string{"target.md": "# Linked\n\nlinked wombat text", "sub/deep.md": "never via the link"})
+	dir := tempFiles(t, map[string]string{"proj/plan.md": "# Plan\n\nplan text", "proj/inner.txt": "inner koala text"})
 	for link, target := range map[string]string{
 		"link.md": filepath.Join(outside, "target.md"), "dirlink": filepath.Join(outside, "sub"), "dangling.md": filepath.Join(outside, "nope.md"),
 		"inlink.md": filepath.Join("proj", "inner.txt"),
@@ -257,13 +259,8 @@ func TestImportLinksAndMoves(t *testing.T) {
 		}
 	}
 	// First the plan alone, from its own folder; then the whole tree.
-	if _, err := p.Import(t.Context(), []string{filepath.Join(dir, "proj", "plan.md")}, nil); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := p.Import(t.Context(), []string{dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	importPaths(t, p, nil, filepath.Join(dir, "proj", "plan.md"))
+	sum := importPaths(t, p, nil, dir)
 	wantSkipped := []ImportSkip{
 		{Path: filepath.Join(dir, "dangling.md"), Reason: "a symbolic link that leads nowhere: no such file or directory"},
 		{Path: filepath.Join(dir, "dirlink"), Reason: "a symbolic link to a folder; links to folders are not followed (import the folder itself)"},
@@ -287,10 +284,7 @@ func TestImportLinksAndMoves(t *testing.T) {
 		t.Errorf("a link out of the folder was followed: %+v", hits)
 	}
 
-	sum, err = p.Import(t.Context(), []string{dir}, &ImportOptions{FollowLinks: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum = importPaths(t, p, &ImportOptions{FollowLinks: true}, dir)
 	if len(sum.Skipped) != 2 || sum.Skipped[0].Path != filepath.Join(dir, "dangling.md") || sum.Written != 1 {
 		t.Errorf("import with FollowLinks = %+v, want the outside link written and only the dangling and folder links skipped", sum)
 	}
@@ -316,18 +310,14 @@ func TestImportConfinement(t *testing.T) {
 	}
 	t.Setenv("OPENHUMAN_IMPORT_CANARY", "canary-secret-value")
 	p, _ := newProvider(t)
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"notes.md": "ordinary notes"})
+	dir := tempFiles(t, map[string]string{"notes.md": "ordinary notes"})
 	for link, target := range map[string]string{"env.txt": "/proc/self/environ", "passwd.txt": "/etc/passwd", "up.md": "../../../../../../etc/hostname"} {
 		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, opts := range []*ImportOptions{nil, {FollowLinks: true}} {
-		sum, err := p.Import(t.Context(), []string{dir, filepath.Join(dir, "env.txt")}, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sum := importPaths(t, p, opts, dir, filepath.Join(dir, "env.txt"))
 		reasons := map[string]string{}
 		for _, s := range sum.Skipped {
 			reasons[filepath.Base(s.Path)] = s.Reason
@@ -344,10 +334,7 @@ func TestImportConfinement(t *testing.T) {
 	}
 	// System folders named directly, or reached through /proc/self/root,
 	// are refused before any walk.
-	sum, err := p.Import(t.Context(), []string{"/proc/self", "/proc/self/root" + dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := importPaths(t, p, nil, "/proc/self", "/proc/self/root"+dir)
 	if sum.Files != 2 || len(sum.Skipped) != 2 || sum.Skipped[0].Reason != "it is in /proc, whose files are never imported" {
 		t.Errorf("import of /proc paths = %+v, want both refused", sum)
 	}
@@ -376,18 +363,12 @@ func TestImportOddFiles(t *testing.T) {
 
 	// Named directly: refused before any read (a FIFO would block, /dev/zero
 	// never ends).
-	sum, err := p.Import(t.Context(), []string{fifo, zero}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := importPaths(t, p, nil, fifo, zero)
 	want := []ImportSkip{{Path: fifo, Reason: "not a regular file"}, {Path: zero, Reason: "it is in /dev, whose files are never imported"}}
 	if d := diff(want, sum.Skipped); d != "" {
 		t.Errorf("named directly, skipped (-want +got):\n%s", d)
 	}
-	sum, err = p.Import(t.Context(), []string{dir}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum = importPaths(t, p, nil, dir)
 	reasons := map[string]string{}
 	for _, s := range sum.Skipped {
 		reasons[filepath.Base(s.Path)] = s.Reason

@@ -79,14 +79,7 @@ func searchText(terms []queryTerm, hits []searchHit) string {
 	if len(hits) == 0 {
 		return fmt.Sprintf("No chunks contain all of: %s.", termList(terms))
 	}
-	var b strings.Builder
-	for i, h := range hits {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(searchLine(i, h))
-	}
-	return b.String()
+	return joinLines(hits, searchLine)
 }
 
 // searchLine renders the i-th hit (from 0) of a search.
@@ -98,6 +91,19 @@ func searchLine(i int, h searchHit) string {
 // oneLine collapses every run of whitespace, newlines included, to a space.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// joinLines renders items one line each, in order, with line(i, item)
+// rendering the item at index i (from 0); "" when there are none.
+func joinLines[T any](items []T, line func(i int, item T) string) string {
+	var b strings.Builder
+	for i, item := range items {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(line(i, item))
+	}
+	return b.String()
 }
 
 // searchTool is memory_search's catalog entry; its schemas come from

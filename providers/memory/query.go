@@ -146,22 +146,21 @@ func wordTerms(words []string) []queryTerm {
 	return out
 }
 
-// termExprs returns the FTS5 expression of each term.
-func termExprs(terms []queryTerm) []string {
-	out := make([]string, len(terms))
-	for i, t := range terms {
-		out[i] = t.expr()
+// mapSlice returns f of each element of in, in order.
+func mapSlice[T, U any](in []T, f func(T) U) []U {
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
 	}
 	return out
 }
 
+// termExprs returns the FTS5 expression of each term.
+func termExprs(terms []queryTerm) []string { return mapSlice(terms, queryTerm.expr) }
+
 // termList renders terms for messages, space-separated.
 func termList(terms []queryTerm) string {
-	out := make([]string, len(terms))
-	for i, t := range terms {
-		out[i] = t.String()
-	}
-	return strings.Join(out, " ")
+	return strings.Join(mapSlice(terms, queryTerm.String), " ")
 }
 
 func isWordRune(r rune) bool {

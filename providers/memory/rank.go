@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"container/list"
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -309,6 +310,38 @@ func (r *pkReader) add(pk int64) error {
 	return nil
 }
 
+// readPostings appends the chunks of rows, which come in ascending pk, to
+// l's gaps, checking every cancelCheckRows rows that ctx is still wanted.
+// A row holds a pk and, when scored, a score after it; each, when not
+// nil, is called with both for every row (score 0 when not scored). The
+// error is the scan's, ctx's, an out-of-order pk's or rows'.
+func readPostings(ctx context.Context, rows *sql.Rows, l *postingList, scored bool, each func(pk int64, score float64)) error {
+	var (
+		pk    int64
+		score float64
+	)
+	dest := []any{&pk, &score}
+	if !scored {
+		dest = dest[:1]
+	}
+	r := pkReader{l: l}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if l.n%cancelCheckRows == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := r.add(pk); err != nil {
+			return err
+		}
+		if each != nil {
+			each(pk, score)
+		}
+	}
+	return rows.Err()
+}
+
 // loadPostings reads the posting list of expr, a single FTS5 phrase found
 // in n chunks, from the index whose state has nRow chunks.
 func (s *store) loadPostings(ctx context.Context, expr string, n, nRow int64) (*postingList, error) {
@@ -333,26 +366,11 @@ func (s *store) loadPostings(ctx context.Context, expr string, n, nRow int64) (*
 	}
 	defer rows.Close()
 	var scores []float64
-	r := pkReader{l: l}
-	for rows.Next() {
-		var (
-			pk    int64
-			score float64
-		)
-		if err := rows.Scan(&pk, &score); err != nil {
-			return nil, fmt.Errorf("read the chunks with %s: %w", expr, err)
-		}
-		if l.n%cancelCheckRows == 0 && ctx.Err() != nil {
-			return nil, fmt.Errorf("read the chunks with %s: %w", expr, ctx.Err())
-		}
-		if err := r.add(pk); err != nil {
-			return nil, fmt.Errorf("read the chunks with %s: %w", expr, err)
-		}
-		if !common {
-			scores = append(scores, score)
-		}
+	var each func(pk int64, score float64)
+	if !common {
+		each = func(_ int64, score float64) { scores = append(scores, score) }
 	}
-	if err := rows.Err(); err != nil {
+	if err := readPostings(ctx, rows, l, true, each); err != nil {
 		return nil, fmt.Errorf("read the chunks with %s: %w", expr, err)
 	}
 	hits := int64(l.n)
@@ -583,26 +601,12 @@ func (s *store) pairList(ctx context.Context, nRow int64, readExprs []string, re
 	}
 	defer rows.Close()
 	l := &postingList{idf: w.idf, tf: []float64{}}
-	r := pkReader{l: l}
 	cs := make([]*cursor, len(read))
 	for i, rl := range read {
 		cs[i] = newCursor(rl)
 	}
 	wFTSIDF := ftsIDFOf(w.n, nRow)
-	for rows.Next() {
-		var (
-			pk    int64
-			score float64
-		)
-		if err := rows.Scan(&pk, &score); err != nil {
-			return nil, fmt.Errorf("match %s: %w", match, err)
-		}
-		if l.n%cancelCheckRows == 0 && ctx.Err() != nil {
-			return nil, fmt.Errorf("match %s: %w", match, ctx.Err())
-		}
-		if err := r.add(pk); err != nil {
-			return nil, fmt.Errorf("match %s: %w", match, err)
-		}
+	err = readPostings(ctx, rows, l, true, func(pk int64, score float64) {
 		share := -score
 		for _, c := range cs {
 			for c.ok && c.pk < pk {
@@ -613,8 +617,8 @@ func (s *store) pairList(ctx context.Context, nRow int64, readExprs []string, re
 			}
 		}
 		l.tf = append(l.tf, max(0, share/wFTSIDF))
-	}
-	if err := rows.Err(); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("match %s: %w", match, err)
 	}
 	return l, nil
@@ -636,20 +640,7 @@ func (s *store) matchList(ctx context.Context, match string) (*postingList, erro
 	}
 	defer rows.Close()
 	l := &postingList{}
-	r := pkReader{l: l}
-	for rows.Next() {
-		var pk int64
-		if err := rows.Scan(&pk); err != nil {
-			return nil, fmt.Errorf("match %s: %w", match, err)
-		}
-		if l.n%cancelCheckRows == 0 && ctx.Err() != nil {
-			return nil, fmt.Errorf("match %s: %w", match, ctx.Err())
-		}
-		if err := r.add(pk); err != nil {
-			return nil, fmt.Errorf("match %s: %w", match, err)
-		}
-	}
-	if err := rows.Err(); err != nil {
+	if err := readPostings(ctx, rows, l, false, nil); err != nil {
 		return nil, fmt.Errorf("match %s: %w", match, err)
 	}
 	return l, nil
@@ -748,11 +739,7 @@ func topChunks(lists []*postingList, all bool, n int) ([]rankedPK, bool) {
 	} else {
 		union(lists, offer)
 	}
-	out := make([]rankedPK, h.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(rankedPK)
-	}
-	return out, matched > n
+	return h.drain(), matched > n
 }
 
 // better orders ranked chunks: higher score, then the more recently
@@ -764,8 +751,18 @@ func better(a, b rankedPK) bool {
 	return a.PK > b.PK
 }
 
-// topHeap is a min-heap of the best chunks so far, the worst on top.
+// topHeap is a min-heap of the best chunks so far, the worst on top: on a
+// tie in score, the older (smaller) pk, so that newer chunks win.
 type topHeap []rankedPK
+
+// drain empties the heap and returns its chunks, best first.
+func (h *topHeap) drain() []rankedPK {
+	out := make([]rankedPK, h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(rankedPK)
+	}
+	return out
+}
 
 func (h topHeap) Len() int           { return len(h) }
 func (h topHeap) Less(i, j int) bool { return better(h[j], h[i]) }

@@ -253,13 +253,7 @@ func (t queryTerm) tsqueryOf() string {
 }
 
 // tsqueryExprs returns the tsquery text of each term.
-func tsqueryExprs(terms []queryTerm) []string {
-	out := make([]string, len(terms))
-	for i, t := range terms {
-		out[i] = t.tsqueryOf()
-	}
-	return out
-}
+func tsqueryExprs(terms []queryTerm) []string { return mapSlice(terms, queryTerm.tsqueryOf) }
 
 // tsqueryAll is the tsquery text that requires every term; "" when terms
 // is empty.

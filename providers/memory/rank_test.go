@@ -215,8 +215,7 @@ func TestRankWordsMatchesBruteForce(t *testing.T) {
 // next query although the posting lists are cached.
 func TestRankingSeesWrites(t *testing.T) {
 	t.Parallel()
-	p, _ := newProvider(t)
-	put(t, p, map[string]any{"title": "One", "content": "the lighthouse keeper"})
+	p := newProviderWith(t, map[string]any{"title": "One", "content": "the lighthouse keeper"})
 	if hits := search(t, p, "lighthouse", 5); len(hits) != 1 {
 		t.Fatalf("first search: %v", hitDocs(hits))
 	}

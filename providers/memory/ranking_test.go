@@ -29,8 +29,7 @@ func TestRankingDropsDuplicateText(t *testing.T) {
 // searches for them.
 func TestSearchIgnoresFunctionWords(t *testing.T) {
 	t.Parallel()
-	p, _ := newProvider(t)
-	put(t, p, map[string]any{"title": "Wifi", "content": "The wifi password is tangerine."})
+	p := newProviderWith(t, map[string]any{"title": "Wifi", "content": "The wifi password is tangerine."})
 	if hits := search(t, p, "what is the password for the wifi", 0); len(hits) != 1 {
 		t.Errorf("question: %v, want the wifi note", hitDocs(hits))
 	}
@@ -40,15 +39,11 @@ func TestSearchIgnoresFunctionWords(t *testing.T) {
 }
 
 func TestCleanSnippet(t *testing.T) {
-	for in, want := range map[string]string{
+	checkMapping(t, "cleanSnippet", cleanSnippet, map[string]string{
 		"see **http****example** here": "see **httpexample** here",
 		"********":                     "",
 		"plain **word**":               "plain **word**",
-	} {
-		if got := cleanSnippet(in); got != want {
-			t.Errorf("cleanSnippet(%q) = %q, want %q", in, got, want)
-		}
-	}
+	})
 }
 
 // TestRecallFindsOldRareWords checks that when a question's words match
@@ -56,12 +51,8 @@ func TestCleanSnippet(t *testing.T) {
 // its rarest word instead of ranking only the newest matches.
 func TestRecallFindsOldRareWords(t *testing.T) {
 	t.Parallel()
-	p, _ := newProvider(t)
-	put(t, p, map[string]any{"title": "Workshop", "content": "The carburetor of the old engine was rebuilt in May."})
-	st, err := p.configuredStore()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newProviderWith(t, map[string]any{"title": "Workshop", "content": "The carburetor of the old engine was rebuilt in May."})
+	st := storeOf(t, p)
 	docs := make([]document, 0, 2100)
 	for i := range 2100 {
 		text := fmt.Sprintf("engine log entry %d: the engine ran fine", i)
@@ -81,10 +72,11 @@ func TestRecallFindsOldRareWords(t *testing.T) {
 // together and in order, and that word* finds every word starting with it.
 func TestSearchPhrasesAndPrefixes(t *testing.T) {
 	t.Parallel()
-	p, _ := newProvider(t)
-	put(t, p, map[string]any{"title": "Keeper", "content": "The lighthouse keeper retired in May."})
-	put(t, p, map[string]any{"title": "Apart", "content": "The keeper of the old lighthouse left."})
-	put(t, p, map[string]any{"title": "Rollout", "content": "Configuration notes for the staging cluster."})
+	p := newProviderWith(t,
+		map[string]any{"title": "Keeper", "content": "The lighthouse keeper retired in May."},
+		map[string]any{"title": "Apart", "content": "The keeper of the old lighthouse left."},
+		map[string]any{"title": "Rollout", "content": "Configuration notes for the staging cluster."},
+	)
 	if hits := search(t, p, `"lighthouse keeper"`, 0); len(hits) != 1 || hits[0].Title != "Keeper" {
 		t.Errorf("phrase: %v, want Keeper only", hitDocs(hits))
 	}

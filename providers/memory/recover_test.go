@@ -70,8 +70,9 @@ func dumpMemory(t *testing.T, path string) map[string][]string {
 
 // fillMemory stores n documents, each with a distinct marker, a tag on
 // its first chunk, a note on every fifth and an embedding on every
-// third, and closes the provider; it returns the database's path.
-func fillMemory(t *testing.T, n int) (dir string, clock *testClock) {
+// third, and closes the provider; it returns the data directory, the
+// database's path in it and the clock the provider ran on.
+func fillMemory(t *testing.T, n int) (dir, path string, clock *testClock) {
 	t.Helper()
 	dir = t.TempDir()
 	clock = newTestClock()
@@ -97,14 +98,13 @@ func fillMemory(t *testing.T, n int) (dir string, clock *testClock) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return dir, clock
+	return dir, filepath.Join(dir, dbFileName), clock
 }
 
 func TestMemoryRecoverRebuildsEverythingReadable(t *testing.T) {
 	t.Parallel()
 	sqliteOnly(t)
-	dir, clock := fillMemory(t, 12)
-	path := filepath.Join(dir, dbFileName)
+	dir, path, clock := fillMemory(t, 12)
 	before := dumpMemory(t, path)
 	if len(before["documents"]) != 12+3 || len(before["embeddings"]) != 4 || len(before["search"]) == 0 {
 		t.Fatalf("the test data is not what the test needs: %d documents, %d embeddings, %d search hits",
@@ -151,8 +151,9 @@ func TestMemoryRecoverRebuildsEverythingReadable(t *testing.T) {
 
 // damagePages overwrites every database page of path holding marker (the
 // chunk's page, the full-text index's copy and free pages that held it)
-// with bytes SQLite cannot read as a page.
-func damagePages(t *testing.T, path, marker string) {
+// with bytes SQLite cannot read as a page, and returns the file's new
+// content.
+func damagePages(t *testing.T, path, marker string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -171,23 +172,19 @@ func damagePages(t *testing.T, path, marker string) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return b
 }
 
 func TestMemoryRecoverDamagedPages(t *testing.T) {
 	t.Parallel()
 	sqliteOnly(t)
-	dir, clock := fillMemory(t, 60)
-	path := filepath.Join(dir, dbFileName)
+	dir, path, clock := fillMemory(t, 60)
 	before := dumpMemory(t, path)
 	chunks := map[string]string{}
 	for _, row := range before["chunks"] {
 		chunks[strings.SplitN(row, " | ", 2)[0]] = row
 	}
-	damagePages(t, path, "ZQX-MARK-0031")
-	damaged, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	damaged := damagePages(t, path, "ZQX-MARK-0031")
 	if err := New(nil).Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir}); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("Configure on the damaged database = %v, want ErrDamaged", err)
 	}
@@ -253,13 +250,8 @@ func TestMemoryRecoverNotADatabase(t *testing.T) {
 func TestMemoryRecoverInterruptedLeavesDatabase(t *testing.T) {
 	t.Parallel()
 	sqliteOnly(t)
-	dir, clock := fillMemory(t, 5)
-	path := filepath.Join(dir, dbFileName)
-	damagePages(t, path, "ZQX-MARK-0002")
-	orig, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, path, clock := fillMemory(t, 5)
+	orig := damagePages(t, path, "ZQX-MARK-0002")
 	// The context ends while the first documents are being written.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -290,13 +282,8 @@ func (f extractorFunc) Extract(text string) []Mention { return f(text) }
 func TestMemoryRecoverIsAlone(t *testing.T) {
 	t.Parallel()
 	sqliteOnly(t)
-	dir, clock := fillMemory(t, 3)
-	path := filepath.Join(dir, dbFileName)
-	damagePages(t, path, "ZQX-MARK-0001")
-	orig, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, path, clock := fillMemory(t, 3)
+	orig := damagePages(t, path, "ZQX-MARK-0001")
 
 	p := New(&Options{Now: clock.Now})
 	if err := p.Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{}`), DataDir: dir}); !errors.Is(err, ErrDamaged) {

@@ -67,13 +67,8 @@ func entitiesText(rows []entityRow) string {
 	if len(rows) == 0 {
 		return "No entities in memory yet."
 	}
-	var b strings.Builder
-	for i, e := range rows {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%d. %s (%s) %s in %s, last %s", i+1, e.EntityID, quoteShort(e.Surface),
+	return joinLines(rows, func(i int, e entityRow) string {
+		return fmt.Sprintf("%d. %s (%s) %s in %s, last %s", i+1, e.EntityID, quoteShort(e.Surface),
 			plural(int(e.Count), "mention"), plural(int(e.ChunkCount), "chunk"), formatMS(e.LastSeenMS))
-	}
-	return b.String()
+	})
 }

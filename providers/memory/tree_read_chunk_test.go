@@ -39,8 +39,7 @@ func TestStoreSearchReadRoundTrip(t *testing.T) {
 
 func TestReadChunkUnknown(t *testing.T) {
 	t.Parallel()
-	p, _ := newProvider(t)
-	put(t, p, map[string]any{"title": "Something", "content": "exists"})
+	p := newProviderWith(t, map[string]any{"title": "Something", "content": "exists"})
 	tests := map[string]struct {
 		id       string
 		wantText string

@@ -76,16 +76,12 @@ func sourcesText(sources []sourceView) string {
 	if len(sources) == 0 {
 		return "Memory is empty: no sources yet."
 	}
-	var b strings.Builder
-	for i, s := range sources {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%d. %s (%s, %s): %s, last change %s", i+1, s.SourceID, s.SourceKind, quoteShort(s.DisplayName),
+	return joinLines(sources, func(i int, s sourceView) string {
+		line := fmt.Sprintf("%d. %s (%s, %s): %s, last change %s", i+1, s.SourceID, s.SourceKind, quoteShort(s.DisplayName),
 			plural(int(s.ChunkCount), "chunk"), formatMS(s.MostRecentMS))
 		if s.UserMentionCount != nil {
-			fmt.Fprintf(&b, ", %s mention the user", plural(int(*s.UserMentionCount), "chunk"))
+			line += fmt.Sprintf(", %s mention the user", plural(int(*s.UserMentionCount), "chunk"))
 		}
-	}
-	return b.String()
+		return line
+	})
 }

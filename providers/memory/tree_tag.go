@@ -27,22 +27,12 @@ type tagResult struct {
 // maxTagBytes bytes. Duplicates, compared without regard to case, are
 // dropped; the first spelling wins and the order is kept.
 func validateTags(name string, in []string) ([]string, *argError) {
-	out := make([]string, 0, len(in))
-	seen := make(map[string]bool, len(in))
-	for i, t := range in {
-		t = strings.TrimSpace(t)
-		if t == "" {
-			return nil, argErrorf("argument %q item %d must not be blank", name, i+1)
-		}
+	return uniqueList(name, in, func(t string) string {
 		if len(t) > maxTagBytes {
-			return nil, argErrorf("argument %q item %d must be at most %d bytes, got %d", name, i+1, maxTagBytes, len(t))
+			return fmt.Sprintf("must be at most %d bytes, got %d", maxTagBytes, len(t))
 		}
-		if key := strings.ToLower(t); !seen[key] {
-			seen[key] = true
-			out = append(out, t)
-		}
-	}
-	return out, nil
+		return ""
+	}, strings.ToLower)
 }
 
 // tagTool is tree_tag's catalog entry; its schemas come from tagArgs and

@@ -555,8 +555,7 @@ func TestEmbeddingDimensionsChange(t *testing.T) {
 // tokenizer over unicode61), in search, recall and browse alike.
 func TestStemming(t *testing.T) {
 	t.Parallel()
-	p, _ := newProvider(t)
-	put(t, p, map[string]any{"title": "Harbour", "content": "The ships approved by the harbour master are handling cargo."})
+	p := newProviderWith(t, map[string]any{"title": "Harbour", "content": "The ships approved by the harbour master are handling cargo."})
 	for _, q := range []string{"ship", "approve", "handles", "SHIPPING", "masters"} {
 		if hits := search(t, p, q, 0); len(hits) != 1 {
 			t.Errorf("search %q: %d hits, want 1", q, len(hits))
@@ -685,7 +684,7 @@ func TestRefusedTextDoesNotPauseEndpoint(t *testing.T) {
 
 func TestNormalizeIDs(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{
+	checkMapping(t, "normalizeEntityID", normalizeEntityID, map[string]string{
 		"email:Ana@Example.COM":        "email:ana@example.com",
 		"hashtag:Launch":               "hashtag:#launch",
 		"hashtag:#Launch":              "hashtag:#launch",
@@ -694,20 +693,12 @@ func TestNormalizeIDs(t *testing.T) {
 		"url:https://Example.com?Q=1":  "url:https://example.com?Q=1",
 		"date:2026-11-30":              "date:2026-11-30",
 		"person:Ana":                   "person:Ana",
-	} {
-		if got := normalizeEntityID(in); got != want {
-			t.Errorf("normalizeEntityID(%q) = %q, want %q", in, got, want)
-		}
-	}
-	for in, want := range map[string]string{
+	})
+	checkMapping(t, "normalizeSourceID", normalizeSourceID, map[string]string{
 		"MCP:Work":   "mcp:Work",
 		"file:/a/b/": "file:/a/b",
 		"file:/":     "file:/",
 		"File:/x//":  "file:/x",
 		"mcp:team/":  "mcp:team/",
-	} {
-		if got := normalizeSourceID(in); got != want {
-			t.Errorf("normalizeSourceID(%q) = %q, want %q", in, got, want)
-		}
-	}
+	})
 }

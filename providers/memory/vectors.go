@@ -82,7 +82,7 @@ func (s *store) nearest(ctx context.Context, model string, q []float32, n int) (
 		return nil, fmt.Errorf("read embeddings: %w", err)
 	}
 	defer rows.Close()
-	best := &minHeap{}
+	best := &topHeap{}
 	var (
 		pk   int64
 		blob []byte
@@ -106,31 +106,7 @@ func (s *store) nearest(ctx context.Context, model string, q []float32, n int) (
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read embeddings: %w", err)
 	}
-	out := make([]rankedPK, best.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(best).(rankedPK)
-	}
-	return out, nil
-}
-
-// minHeap keeps the best scores seen, the worst on top; ties put the
-// older (smaller) pk on top so newer chunks win.
-type minHeap []rankedPK
-
-func (h minHeap) Len() int { return len(h) }
-func (h minHeap) Less(i, j int) bool {
-	if h[i].Score != h[j].Score {
-		return h[i].Score < h[j].Score
-	}
-	return h[i].PK < h[j].PK
-}
-func (h minHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *minHeap) Push(x any)   { *h = append(*h, x.(rankedPK)) }
-func (h *minHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return best.drain(), nil
 }
 
 // embeddingStats counts chunks with an embedding from model of dims

@@ -19,10 +19,7 @@ func testDoc(key, title, text string) document {
 func TestPutDocumentsBatch(t *testing.T) {
 	t.Parallel()
 	p, _ := newProvider(t)
-	st, err := p.configuredStore()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storeOf(t, p)
 	if _, err := st.putDocuments(t.Context(), []document{testDoc("old", "Old", "Old text about kelp.")}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +71,7 @@ func TestPutDocumentsAtTheLastPK(t *testing.T) {
 	t.Parallel()
 	sqliteOnly(t)
 	p, _ := newProvider(t)
-	st, err := p.configuredStore()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storeOf(t, p)
 	res, err := st.putDocuments(t.Context(), []document{testDoc("a", "A", "Alpha text.")}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -113,10 +107,7 @@ func TestPutDocumentsAtTheLastPK(t *testing.T) {
 func TestPutDocumentsBatchLinks(t *testing.T) {
 	t.Parallel()
 	p, _ := newProvider(t)
-	st, err := p.configuredStore()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storeOf(t, p)
 	moving := testDoc("moving", "Moving", "Moving text.")
 	moving.SourceID = "mcp:old"
 	if _, err := st.putDocuments(t.Context(), []document{moving}, false); err != nil {

@@ -23,19 +23,12 @@ import (
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
-// closedAddress returns a loopback address nothing listens on (until
-// something takes its port).
-func closedAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
+// closedAddress returns the loopback address of a server that has
+// closed: nothing listens on it until something takes its port.
+func closedAddress() string {
+	s := httptest.NewServer(http.NotFoundHandler())
+	s.Close()
+	return s.Listener.Addr().String()
 }
 
 // TestOneBadServerNeverHidesTheOthers configures a dead HTTP server, one
@@ -43,7 +36,7 @@ func closedAddress(t *testing.T) string {
 // listed and callable, the others are reported, and once the dead one
 // starts its tools appear without configuring again.
 func TestOneBadServerNeverHidesTheOthers(t *testing.T) {
-	deadAddr := closedAddress(t)
+	deadAddr := closedAddress()
 	unauthorized := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="test"`)
 		http.Error(w, "sign in first", http.StatusUnauthorized)
@@ -171,7 +164,7 @@ func testHTTPServerDown(t *testing.T, client bool) {
 		t.Cleanup(func() { _ = srv.Close() })
 		return srv
 	}
-	addr := closedAddress(t)
+	addr := closedAddress()
 	srv := serve(addr)
 	// Pinged often, so that the test need not wait 30 s for it.
 	p, state := startWeb(t, &Options{KeepAlive: 100 * time.Millisecond}, "http://"+addr+"/mcp")

@@ -185,6 +185,15 @@ func resultText(res *sdk.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
+// decodeStructured decodes res's structured content into out, failing t if
+// it cannot.
+func decodeStructured(t *testing.T, res *sdk.CallToolResult, out any) {
+	t.Helper()
+	if err := json.Unmarshal(res.StructuredContent, out); err != nil {
+		t.Fatalf("structured content %s: %v", res.StructuredContent, err)
+	}
+}
+
 func builtin(t *testing.T, id string) definitions.Definition {
 	t.Helper()
 	for _, d := range definitions.Builtins() {
@@ -391,9 +400,7 @@ func TestListSubagents(t *testing.T) {
 			Source        string   `json:"source"`
 		} `json:"definitions"`
 	}
-	if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
-		t.Fatal(err)
-	}
+	decodeStructured(t, res, &out)
 	var ids []string
 	for _, d := range out.Definitions {
 		ids = append(ids, d.ID)
@@ -439,9 +446,7 @@ func TestListToolsAndInstructions(t *testing.T) {
 			Parameters json.RawMessage `json:"parameters"`
 		} `json:"tools"`
 	}
-	if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
-		t.Fatal(err)
-	}
+	decodeStructured(t, res, &out)
 	var names []string
 	for _, tool := range out.Tools {
 		names = append(names, tool.Name)
@@ -509,9 +514,7 @@ func TestRunArchivistOnEndpoint(t *testing.T) {
 		t.Errorf("text = %q", got)
 	}
 	var out runOutput
-	if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
-		t.Fatal(err)
-	}
+	decodeStructured(t, res, &out)
 	if out.AgentID != "archivist" || out.Response != `Filed it as "Reef survey".` || out.Iterations != 2 ||
 		len(out.ToolCalls) != 1 || out.ToolCalls[0].Name != "memory_store" || out.ToolCalls[0].IsError {
 		t.Errorf("structured = %+v", out)
@@ -603,9 +606,7 @@ func TestRunRefusesModelMistakes(t *testing.T) {
 		t.Fatalf("run: %v %+v", err, res)
 	}
 	var out runOutput
-	if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
-		t.Fatal(err)
-	}
+	decodeStructured(t, res, &out)
 	var got []string
 	for _, c := range out.ToolCalls {
 		got = append(got, fmt.Sprintf("%s:%v", c.Name, c.IsError))

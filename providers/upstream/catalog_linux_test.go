@@ -109,17 +109,7 @@ func TestOneUpstreamProcessPerClient(t *testing.T) {
 	if a == shared {
 		t.Fatal("client A's call ran on the shared session")
 	}
-	if got := untilRunning(t, dir, 1); got[0] != a {
-		t.Fatalf("running %v, want only client A's %d", got, a)
-	}
-	if catalogPID(p) != a {
-		t.Fatalf("catalog served by %d, want client A's %d", catalogPID(p), a)
-	}
-	describeHas(t, p, "local__echo")
-	connected(t, p)
-	if pidOf(t, p, "A") != a {
-		t.Fatal("client A's second call ran elsewhere")
-	}
+	servesAlone(t, p, dir, "A", a, "")
 
 	b := pidOf(t, p, "B")
 	if b == a || b == shared {
@@ -139,17 +129,7 @@ func TestOneUpstreamProcessPerClient(t *testing.T) {
 	if err := p.SessionClosed(testwait.Context(t), caller("A", "")); err != nil {
 		t.Fatal(err)
 	}
-	if got := untilRunning(t, dir, 1); got[0] != b {
-		t.Fatalf("running %v after A left, want B's %d", got, b)
-	}
-	if catalogPID(p) != b {
-		t.Fatalf("catalog served by %d after A left, want B's %d", catalogPID(p), b)
-	}
-	describeHas(t, p, "local__echo")
-	connected(t, p)
-	if pidOf(t, p, "B") != b {
-		t.Fatal("client B's call ran elsewhere after A left")
-	}
+	servesAlone(t, p, dir, "B", b, " after A left")
 	if n := len(testproc.RecordedPIDs(t, dir)); n != 3 {
 		t.Fatalf("%d processes started, want 3: A leaving starts none", n)
 	}
@@ -163,6 +143,26 @@ func TestOneUpstreamProcessPerClient(t *testing.T) {
 	connected(t, p)
 	if n := len(testproc.RecordedPIDs(t, dir)); n != 4 {
 		t.Fatalf("%d processes started, want 4", n)
+	}
+}
+
+// servesAlone checks that the process of client's session, pid, is the
+// only one running (waiting for the others to end), that it serves the
+// catalog, which lists local__echo with local connected, and that the
+// client's next call runs on it; when ("" or " after ...") goes into the
+// messages.
+func servesAlone(t *testing.T, p *Provider, dir, client string, pid int, when string) {
+	t.Helper()
+	if got := untilRunning(t, dir, 1); got[0] != pid {
+		t.Fatalf("running %v%s, want only client %s's %d", got, when, client, pid)
+	}
+	if catalogPID(p) != pid {
+		t.Fatalf("catalog served by %d%s, want client %s's %d", catalogPID(p), when, client, pid)
+	}
+	describeHas(t, p, "local__echo")
+	connected(t, p)
+	if pidOf(t, p, client) != pid {
+		t.Fatalf("client %s's next call ran elsewhere%s", client, when)
 	}
 }
 

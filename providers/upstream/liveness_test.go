@@ -23,17 +23,20 @@ import (
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
+// closedAddress returns the loopback address of a server that has
+// closed: nothing listens on it until something takes its port.
+func closedAddress() string {
+	s := httptest.NewServer(http.NotFoundHandler())
+	s.Close()
+	return s.Listener.Addr().String()
+}
+
 // TestOneBadServerNeverHidesTheOthers configures a dead HTTP server, one
 // that answers 401 and a healthy stdio server: the healthy one's tools are
 // listed and callable, the others are reported, and once the dead one
 // starts its tools appear without configuring again.
 func TestOneBadServerNeverHidesTheOthers(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := ln.Addr().String()
-	ln.Close()
+	deadAddr := closedAddress()
 	unauthorized := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="test"`)
 		http.Error(w, "sign in first", http.StatusUnauthorized)
@@ -161,20 +164,12 @@ func testHTTPServerDown(t *testing.T, client bool) {
 		t.Cleanup(func() { _ = srv.Close() })
 		return srv
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	addr := closedAddress()
 	srv := serve(addr)
 	// Pinged often, so that the test need not wait 30 s for it.
 	p, state := startWeb(t, &Options{KeepAlive: 100 * time.Millisecond}, "http://"+addr+"/mcp")
 	if client {
-		res, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "web__echo", Arguments: json.RawMessage(`{"text":"x"}`), Caller: caller("A", "1")})
-		if err != nil || res.IsError {
-			t.Fatalf("call: %v %+v", err, res)
-		}
+		callEcho(t, p, "web")
 		testwait.Until(t, "the client's session to serve the catalog alone", func() bool {
 			p.mu.RLock()
 			defer p.mu.RUnlock()
@@ -224,10 +219,7 @@ func unansweredPings(t *testing.T, opts *Options, extra map[string]any) {
 	entry := map[string]any{"name": "web", "endpoint": srv.URL + "/mcp"}
 	maps.Copy(entry, extra)
 	sdktest.Start(t, p, &sdktest.Options{Config: map[string]any{"servers": []map[string]any{entry}}})
-	res, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "web__echo", Arguments: json.RawMessage(`{"text":"x"}`), Caller: caller("A", "1")})
-	if err != nil || res.IsError {
-		t.Fatalf("call: %v %+v", err, res)
-	}
+	callEcho(t, p, "web")
 	p.mu.RLock()
 	cat := p.conns["web"]
 	p.mu.RUnlock()
@@ -298,10 +290,7 @@ func TestRefusedCatalogSessionIsNotReopened(t *testing.T) {
 	if initializes.Load() <= before {
 		t.Error("the new configuration opened no session")
 	}
-	res, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "web__echo", Arguments: json.RawMessage(`{"text":"x"}`), Caller: caller("A", "1")})
-	if err != nil || res.IsError {
-		t.Fatalf("a client's call once the server accepts again: %v %+v", err, res)
-	}
+	callEcho(t, p, "web")
 }
 
 // echoHandler is a Streamable HTTP MCP server named name with one tool,

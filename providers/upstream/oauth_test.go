@@ -17,15 +17,40 @@ import (
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
-// oauthProvider configures a provider with one server of kind oauth on dir.
-func oauthProvider(t *testing.T, o *oauthtest.Server, dir string, b *oauthtest.Browser, interactive bool, logs *bytes.Buffer) *Provider {
+// oauthSetup is what the providers of one test share, as a host restarted
+// on the same data directory would: the protected server, the data
+// directory, the browser and the log.
+type oauthSetup struct {
+	o    *oauthtest.Server
+	dir  string
+	b    *oauthtest.Browser
+	logs bytes.Buffer
+}
+
+func newOAuthSetup(t *testing.T) *oauthSetup {
+	return &oauthSetup{o: oauthtest.New(t), dir: t.TempDir(), b: &oauthtest.Browser{}}
+}
+
+// signIn configures a provider that may open the browser and checks that a
+// call reaches the server as the signed-in user.
+func (s *oauthSetup) signIn(t *testing.T) *Provider {
 	t.Helper()
-	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace})
-	p := New(&Options{Logger: log, OpenBrowser: b.Open})
+	p := s.provider(t, true)
+	if res, err := callWhoami(t, p); err != nil || res.IsError || text(res) != "signed-in user" {
+		t.Fatalf("call after signing in: %v %+v", err, res)
+	}
+	return p
+}
+
+// provider configures a provider with one server of kind oauth on s.dir.
+func (s *oauthSetup) provider(t *testing.T, interactive bool) *Provider {
+	t.Helper()
+	log := hclog.New(&hclog.LoggerOptions{Output: &s.logs, Level: hclog.Trace})
+	p := New(&Options{Logger: log, OpenBrowser: s.b.Open})
 	t.Cleanup(func() { _ = p.Close() })
-	raw, _ := json.Marshal(map[string]any{"servers": []any{map[string]any{"name": "web", "endpoint": o.URL + "/mcp",
+	raw, _ := json.Marshal(map[string]any{"servers": []any{map[string]any{"name": "web", "endpoint": s.o.URL + "/mcp",
 		"oauth": map[string]any{"kind": "oauth", "interactive": interactive}}}, "wait_for_servers": true})
-	if err := p.Configure(testwait.Context(t), &sdk.ConfigureRequest{Config: raw, DataDir: dir}); err != nil {
+	if err := p.Configure(testwait.Context(t), &sdk.ConfigureRequest{Config: raw, DataDir: s.dir}); err != nil {
 		t.Fatalf("Configure: %v", err)
 	}
 	return p
@@ -41,16 +66,11 @@ func callWhoami(t *testing.T, p *Provider) (*sdk.CallToolResult, error) {
 // without the browser, renews a revoked access token with the refresh
 // token, and never logs a token.
 func TestOAuthSignInStoresAndRenewsTokens(t *testing.T) {
-	o := oauthtest.New(t)
-	dir := t.TempDir()
-	b := &oauthtest.Browser{}
-	var logs bytes.Buffer
-	p := oauthProvider(t, o, dir, b, true, &logs)
+	s := newOAuthSetup(t)
+	o, dir, b := s.o, s.dir, s.b
+	p := s.signIn(t)
 	if st := p.Servers(); len(st) != 1 || st[0].State != StateConnected {
 		t.Fatalf("Servers() after signing in = %+v", st)
-	}
-	if res, err := callWhoami(t, p); err != nil || res.IsError || text(res) != "signed-in user" {
-		t.Fatalf("call after signing in: %v %+v", err, res)
 	}
 	if b.Opened.Load() != 1 || o.Registered.Load() != 1 {
 		t.Errorf("browser opened %d times and %d clients registered, want 1 and 1", b.Opened.Load(), o.Registered.Load())
@@ -72,7 +92,7 @@ func TestOAuthSignInStoresAndRenewsTokens(t *testing.T) {
 	}
 
 	// A restart signs in with the stored token: no browser, no new client.
-	p = oauthProvider(t, o, dir, b, true, &logs)
+	p = s.provider(t, true)
 	if res, err := callWhoami(t, p); err != nil || res.IsError {
 		t.Fatalf("call after a restart: %v %+v", err, res)
 	}
@@ -89,7 +109,7 @@ func TestOAuthSignInStoresAndRenewsTokens(t *testing.T) {
 		t.Errorf("refreshed %d times, browser opened %d times; want 1 and 1", o.Refreshed.Load(), b.Opened.Load())
 	}
 	for _, secret := range []string{"at-secret-", "rt-secret-"} {
-		if strings.Contains(logs.String(), secret) {
+		if strings.Contains(s.logs.String(), secret) {
 			t.Errorf("the log holds a token (%s…)", secret)
 		}
 	}
@@ -99,26 +119,20 @@ func TestOAuthSignInStoresAndRenewsTokens(t *testing.T) {
 // the server may not open a browser, a call says what to run and that it
 // did not run.
 func TestOAuthExpiredSignInDidNotRun(t *testing.T) {
-	o := oauthtest.New(t)
-	dir := t.TempDir()
-	b := &oauthtest.Browser{}
-	var logs bytes.Buffer
-	p := oauthProvider(t, o, dir, b, true, &logs)
-	if res, err := callWhoami(t, p); err != nil || res.IsError {
-		t.Fatalf("call after signing in: %v %+v", err, res)
-	}
+	s := newOAuthSetup(t)
+	p := s.signIn(t)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	p = oauthProvider(t, o, dir, b, false, &logs)
-	o.RevokeAll()
+	p = s.provider(t, false)
+	s.o.RevokeAll()
 	res, err := callWhoami(t, p)
 	if err != nil || !res.IsError || !strings.Contains(text(res), "run `openhuman-host upstream login web`") ||
 		!strings.Contains(text(res), "the call did not run") || strings.Contains(text(res), "may or may not have run") {
 		t.Fatalf("call with a revoked sign-in: %v %+v", err, res)
 	}
-	if b.Opened.Load() != 1 {
-		t.Errorf("browser opened %d times, want only the first sign-in's", b.Opened.Load())
+	if s.b.Opened.Load() != 1 {
+		t.Errorf("browser opened %d times, want only the first sign-in's", s.b.Opened.Load())
 	}
 }
 

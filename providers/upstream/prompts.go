@@ -36,18 +36,10 @@ func (p *Provider) promptCatalog(ctx context.Context, servers []*server, conns m
 			if pr == nil {
 				continue
 			}
-			exposed := s.exposedName(pr.Name)
-			if exposed == "" {
-				p.log.Warn("prompt skipped", "server", s.name, "reason", "the server lists a prompt without a name")
-				continue
-			}
-			if prev, dup := routes[exposed]; dup {
-				p.log.Warn("prompt skipped", "server", s.name, "prompt", sanitise(pr.Name, 200), "reason", takenReason(s, exposed, prev))
-				continue
-			}
-			prompt, reason := exposePrompt(exposed, pr)
-			if reason != "" {
-				p.log.Warn("prompt skipped", "server", s.name, "prompt", pr.Name, "reason", reason)
+			prompt, exposed, ok := exposeItem(p, s, "prompt", pr.Name, routes, func(exposed string) (sdk.Prompt, string) {
+				return exposePrompt(exposed, pr)
+			})
+			if !ok {
 				continue
 			}
 			routes[exposed] = route{srv: s, name: pr.Name}
@@ -92,13 +84,11 @@ func hasCompletions(c *conn) bool {
 func listPrompts(ctx context.Context, c *conn) ([]*mcp.Prompt, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.srv.timeout)
 	defer cancel()
-	return listAll(ctx, c, "prompts", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
-		res, err := c.session.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
-		if err != nil {
-			return nil, "", err
-		}
-		return res.Prompts, res.NextCursor, nil
-	})
+	return listAll(ctx, c, "prompts",
+		func(ctx context.Context, cursor string) (*mcp.ListPromptsResult, error) {
+			return c.session.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+		},
+		func(res *mcp.ListPromptsResult) ([]*mcp.Prompt, string) { return res.Prompts, res.NextCursor })
 }
 
 // GetPrompt fills in a relayed prompt on the caller's session with the

@@ -63,6 +63,29 @@ func takenReason(s *server, exposed string, prev route) string {
 	return fmt.Sprintf("the name %s is already taken by server %q (first in config order wins); set a prefix for one of them", exposed, prev.srv.name)
 }
 
+// exposeItem converts s's tool or prompt (kind) called name with convert,
+// which gets the name it is exposed under and returns a non-empty reason
+// when it cannot be exposed. ok is false, the reason logged, when it is
+// skipped: it has no name, another tool or prompt in routes already has
+// the exposed name, or convert refused it.
+func exposeItem[T any](p *Provider, s *server, kind, name string, routes map[string]route, convert func(exposed string) (T, string)) (item T, exposed string, ok bool) {
+	exposed = s.exposedName(name)
+	if exposed == "" {
+		p.log.Warn(kind+" skipped", "server", s.name, "reason", "the server lists a "+kind+" without a name")
+		return item, "", false
+	}
+	if prev, dup := routes[exposed]; dup {
+		p.log.Warn(kind+" skipped", "server", s.name, kind, sanitise(name, 200), "reason", takenReason(s, exposed, prev))
+		return item, "", false
+	}
+	item, reason := convert(exposed)
+	if reason != "" {
+		p.log.Warn(kind+" skipped", "server", s.name, kind, name, "reason", reason)
+		return item, "", false
+	}
+	return item, exposed, true
+}
+
 // Options configures [New]; a nil *Options uses every default.
 type Options struct {
 	// Logger receives the provider's log: servers, redacted endpoints,
@@ -343,18 +366,10 @@ func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
 				p.log.Debug("tool not exposed", "server", s.name, "tool", t.Name, "reason", "refused by "+key)
 				continue
 			}
-			exposed := s.exposedName(t.Name)
-			if exposed == "" {
-				p.log.Warn("tool skipped", "server", s.name, "reason", "the server lists a tool without a name")
-				continue
-			}
-			if prev, dup := routes[exposed]; dup {
-				p.log.Warn("tool skipped", "server", s.name, "tool", sanitise(t.Name, 200), "reason", takenReason(s, exposed, prev))
-				continue
-			}
-			tool, reason := exposeTool(s, exposed, t)
-			if reason != "" {
-				p.log.Warn("tool skipped", "server", s.name, "tool", t.Name, "reason", reason)
+			tool, exposed, ok := exposeItem(p, s, "tool", t.Name, routes, func(exposed string) (sdk.Tool, string) {
+				return exposeTool(s, exposed, t)
+			})
+			if !ok {
 				continue
 			}
 			routes[exposed] = route{srv: s, name: t.Name, headers: headerBindings(t.InputSchema)}
@@ -374,16 +389,19 @@ func (p *Provider) Describe(ctx context.Context) (*sdk.Catalog, error) {
 }
 
 // listAll reads the pages of one of a server's lists (what names it in
-// the error), at most maxListPages of them, following next cursors.
-func listAll[T any](ctx context.Context, c *conn, what string, page func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
+// the error), at most maxListPages of them, following next cursors: list
+// asks for the page at cursor ("" for the first) and items takes the
+// page's items and next cursor ("" after the last page) out of its result.
+func listAll[R, T any](ctx context.Context, c *conn, what string, list func(ctx context.Context, cursor string) (R, error), items func(R) ([]T, string)) ([]T, error) {
 	var out []T
 	cursor := ""
 	for range maxListPages {
-		items, next, err := page(ctx, cursor)
+		res, err := list(ctx, cursor)
 		if err != nil {
 			return nil, fmt.Errorf("%s: cannot list its %s: %s", c.srv.where(), what, redactText(err.Error()))
 		}
-		out = append(out, items...)
+		page, next := items(res)
+		out = append(out, page...)
 		if cursor = next; cursor == "" {
 			break
 		}
@@ -400,13 +418,11 @@ func listTools(ctx context.Context, c *conn) ([]*mcp.Tool, error) {
 	if c.relay != nil {
 		gen = c.relay.listing()
 	}
-	out, err := listAll(ctx, c, "tools", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
-		res, err := c.session.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
-		if err != nil {
-			return nil, "", err
-		}
-		return res.Tools, res.NextCursor, nil
-	})
+	out, err := listAll(ctx, c, "tools",
+		func(ctx context.Context, cursor string) (*mcp.ListToolsResult, error) {
+			return c.session.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		},
+		func(res *mcp.ListToolsResult) ([]*mcp.Tool, string) { return res.Tools, res.NextCursor })
 	if err != nil {
 		return nil, err
 	}

@@ -176,6 +176,22 @@ type gateArgs struct {
 	Gate string `json:"gate"`
 }
 
+// gatedTool serves over Streamable HTTP (stateless when set) one tool,
+// name, whose call runs send (the notifications under test), then waits
+// at the gate its arguments name and answers "done <gate>". It returns
+// the endpoint.
+func gatedTool(t *testing.T, g *gates, name string, stateless bool, send func(ctx context.Context, req *mcp.CallToolRequest, gate string)) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: name, Description: "Sends what the test checks, then waits at its gate."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in gateArgs) (*mcp.CallToolResult, any, error) {
+			send(ctx, req, in.Gate)
+			g.wait(ctx, in.Gate)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done " + in.Gate}}}, nil, nil
+		})
+	return serve(t, s, stateless, nil)
+}
+
 // serve runs s as a Streamable HTTP server (stateless with new protocol
 // support when stateless is set) and returns its URL; record, when set,
 // sees every request first.
@@ -251,25 +267,28 @@ func resultText(t *testing.T) func(*sdk.CallToolResult, error) string {
 	}
 }
 
+// callEcho calls server's echo tool with the text "x" as client A's call
+// "1", fails t unless the call succeeds, and returns the result's text.
+func callEcho(t *testing.T, p *Provider, server string) string {
+	t.Helper()
+	return resultText(t)(p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: server + "__echo", Arguments: json.RawMessage(`{"text":"x"}`), Caller: caller("A", "1")}))
+}
+
 // Progress notifications reach the call they belong to, in order, also
 // when two calls run at once on one session; each call gets an upstream
 // progress token of its own, and reports that do not increase are dropped.
 func TestProgressRelayed(t *testing.T) {
 	g := newGates(t)
 	tokens := make(chan string, 2)
-	s := mcp.NewServer(&mcp.Implementation{Name: "steps", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "steps", Description: "Reports three steps."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in gateArgs) (*mcp.CallToolResult, any, error) {
-			tok := req.Params.GetProgressToken()
-			tokens <- fmt.Sprint(tok)
-			for _, n := range []float64{1, 1, 2, 3} {
-				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Total: 3,
-					Message: fmt.Sprintf("%s step %g", in.Gate, n)})
-			}
-			g.wait(ctx, in.Gate)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done " + in.Gate}}}, nil, nil
-		})
-	p, _ := configure(t, newFakeHost(), map[string]any{"name": "web", "endpoint": serve(t, s, false, nil)})
+	endpoint := gatedTool(t, g, "steps", false, func(ctx context.Context, req *mcp.CallToolRequest, gate string) {
+		tok := req.Params.GetProgressToken()
+		tokens <- fmt.Sprint(tok)
+		for _, n := range []float64{1, 1, 2, 3} {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Total: 3,
+				Message: fmt.Sprintf("%s step %g", gate, n)})
+		}
+	})
+	p, _ := configure(t, newFakeHost(), map[string]any{"name": "web", "endpoint": endpoint})
 
 	var wg sync.WaitGroup
 	sinks := map[string]*sink{}
@@ -318,16 +337,12 @@ func TestProgressRelayed(t *testing.T) {
 func TestProgressTokens(t *testing.T) {
 	g := newGates(t)
 	tokens := make(chan any, 4)
-	s := mcp.NewServer(&mcp.Implementation{Name: "tok", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "tok", Description: "Reports its token and one step."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in gateArgs) (*mcp.CallToolResult, any, error) {
-			tok := req.Params.GetProgressToken()
-			tokens <- tok
-			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: in.Gate})
-			g.wait(ctx, in.Gate)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
-		})
-	p, _ := configure(t, newFakeHost(), map[string]any{"name": "web", "endpoint": serve(t, s, false, nil)})
+	endpoint := gatedTool(t, g, "tok", false, func(ctx context.Context, req *mcp.CallToolRequest, gate string) {
+		tok := req.Params.GetProgressToken()
+		tokens <- tok
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: gate})
+	})
+	p, _ := configure(t, newFakeHost(), map[string]any{"name": "web", "endpoint": endpoint})
 	// newSink's gate closes at the first progress report, or, with hold,
 	// only when the test closes it.
 	newSink := func(gate string, hold bool) *sink {
@@ -386,18 +401,14 @@ func TestProgressTokens(t *testing.T) {
 func TestLoggingRelayed(t *testing.T) {
 	g := newGates(t)
 	sessions := make(chan *mcp.ServerSession, 10)
-	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "chatty", Description: "Logs at three levels."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in gateArgs) (*mcp.CallToolResult, any, error) {
-			for _, m := range []struct{ level, data string }{{"debug", "d"}, {"info", "i"}, {"error", "done"}} {
-				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.level), Logger: "chat", Data: m.data})
-			}
-			g.wait(ctx, in.Gate)
-			sessions <- req.Session
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
-		})
+	endpoint := gatedTool(t, g, "chatty", false, func(ctx context.Context, req *mcp.CallToolRequest, _ string) {
+		for _, m := range []struct{ level, data string }{{"debug", "d"}, {"info", "i"}, {"error", "done"}} {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.level), Logger: "chat", Data: m.data})
+		}
+		sessions <- req.Session
+	})
 	host := newFakeHost()
-	p, _ := configure(t, host, map[string]any{"name": "web", "endpoint": serve(t, s, false, nil)})
+	p, _ := configure(t, host, map[string]any{"name": "web", "endpoint": endpoint})
 	ctx := context.Background()
 	a := caller("A", "call-1")
 
@@ -409,7 +420,7 @@ func TestLoggingRelayed(t *testing.T) {
 		t.Helper()
 		sk := &sink{gate: g.open(gate), last: func(_ *sdk.Progress, m *sdk.LogMessage) bool { return m != nil && m.Data == "done" }}
 		req := (&sdk.CallToolRequest{Name: "web__chatty", Arguments: json.RawMessage(`{"gate":"` + gate + `"}`), Caller: a}).WithEvents(sk)
-		if got := resultText(t)(p.CallTool(ctx, req)); got != "ok" {
+		if got := resultText(t)(p.CallTool(ctx, req)); got != "done "+gate {
 			t.Fatalf("result %q", got)
 		}
 		_, logs := sk.events()
@@ -700,15 +711,11 @@ func TestSessionClosed(t *testing.T) {
 // client set travels in each call's _meta.
 func TestLoggingLevelInMeta(t *testing.T) {
 	g := newGates(t)
-	s := mcp.NewServer(&mcp.Implementation{Name: "chatty", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "chatty", Description: "Logs at two levels."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in gateArgs) (*mcp.CallToolResult, any, error) {
-			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "d"})
-			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: "done"})
-			g.wait(ctx, in.Gate)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
-		})
-	p, _ := configure(t, newFakeHost(), map[string]any{"name": "web", "endpoint": serve(t, s, true, nil)})
+	endpoint := gatedTool(t, g, "chatty", true, func(ctx context.Context, req *mcp.CallToolRequest, _ string) {
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "d"})
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: "done"})
+	})
+	p, _ := configure(t, newFakeHost(), map[string]any{"name": "web", "endpoint": endpoint})
 	ctx := context.Background()
 	a := caller("A", "call-1")
 	if err := p.SetLoggingLevel(ctx, &sdk.SetLoggingLevelRequest{Level: "info", Caller: a}); err != nil {
@@ -716,7 +723,7 @@ func TestLoggingLevelInMeta(t *testing.T) {
 	}
 	sk := &sink{gate: g.open("g"), last: func(_ *sdk.Progress, m *sdk.LogMessage) bool { return m != nil && m.Data == "done" }}
 	req := (&sdk.CallToolRequest{Name: "web__chatty", Arguments: json.RawMessage(`{"gate":"g"}`), Caller: a}).WithEvents(sk)
-	if got := resultText(t)(p.CallTool(ctx, req)); got != "ok" {
+	if got := resultText(t)(p.CallTool(ctx, req)); got != "done g" {
 		t.Fatalf("result %q", got)
 	}
 	p.mu.RLock()

@@ -97,23 +97,21 @@ func hasResources(c *conn) bool {
 func listResources(ctx context.Context, c *conn) ([]*mcp.Resource, []*mcp.ResourceTemplate, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.srv.timeout)
 	defer cancel()
-	resources, err := listAll(ctx, c, "resources", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
-		res, err := c.session.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
-		if err != nil {
-			return nil, "", err
-		}
-		return res.Resources, res.NextCursor, nil
-	})
+	resources, err := listAll(ctx, c, "resources",
+		func(ctx context.Context, cursor string) (*mcp.ListResourcesResult, error) {
+			return c.session.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		},
+		func(res *mcp.ListResourcesResult) ([]*mcp.Resource, string) { return res.Resources, res.NextCursor })
 	if err != nil {
 		return nil, nil, err
 	}
-	templates, err := listAll(ctx, c, "resource templates", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
-		res, err := c.session.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
-		if err != nil {
-			return nil, "", err
-		}
-		return res.ResourceTemplates, res.NextCursor, nil
-	})
+	templates, err := listAll(ctx, c, "resource templates",
+		func(ctx context.Context, cursor string) (*mcp.ListResourceTemplatesResult, error) {
+			return c.session.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+		},
+		func(res *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
+			return res.ResourceTemplates, res.NextCursor
+		})
 	if err != nil {
 		// Templates are optional even with the capability.
 		templates = nil
@@ -133,14 +131,14 @@ func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceReques
 		}
 		return &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: StatusURI, MIMEType: "application/json", Text: string(b)}}}, nil
 	}
-	s := p.resourceServer(req.URI)
-	if s == nil {
-		return nil, fmt.Errorf("upstream provider: %w: %s", sdk.ErrResourceNotFound, req.URI)
+	s, err := p.resourceServer(req.URI)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var res *mcp.ReadResourceResult
-	err := p.onSession(ctx, s, req.Caller, func(c *conn) (err error) {
+	err = p.onSession(ctx, s, req.Caller, func(c *conn) (err error) {
 		res, err = c.session.ReadResource(withCaller(ctx, req.Caller), &mcp.ReadResourceParams{URI: req.URI})
 		return err
 	})
@@ -159,13 +157,13 @@ func (p *Provider) ReadResource(ctx context.Context, req *sdk.ReadResourceReques
 }
 
 // resourceServer returns the server that lists uri, or whose template's
-// literal prefix uri starts with (the longest such prefix wins); nil for
-// none.
-func (p *Provider) resourceServer(uri string) *server {
+// literal prefix uri starts with (the longest such prefix wins); for none,
+// an error wrapping sdk.ErrResourceNotFound.
+func (p *Provider) resourceServer(uri string) (*server, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if s := p.resourceRoutes[uri]; s != nil {
-		return s
+		return s, nil
 	}
 	var s *server
 	best := -1
@@ -174,7 +172,10 @@ func (p *Provider) resourceServer(uri string) *server {
 			s, best = r.srv, len(r.prefix)
 		}
 	}
-	return s
+	if s == nil {
+		return nil, fmt.Errorf("upstream provider: %w: %s", sdk.ErrResourceNotFound, uri)
+	}
+	return s, nil
 }
 
 // Subscribe subscribes req.Caller's session with the server that serves
@@ -185,9 +186,9 @@ func (p *Provider) resourceServer(uri string) *server {
 // unknown URI, or one the server refuses, is sdk.ErrResourceNotFound. It
 // implements [sdk.Subscriber].
 func (p *Provider) Subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
-	s := p.resourceServer(req.URI)
-	if s == nil {
-		return fmt.Errorf("upstream provider: %w: %s", sdk.ErrResourceNotFound, req.URI)
+	s, err := p.resourceServer(req.URI)
+	if err != nil {
+		return err
 	}
 	client := clientKey(req.Caller)
 	p.mu.RLock()
@@ -202,7 +203,7 @@ func (p *Provider) Subscribe(ctx context.Context, req *sdk.SubscribeRequest) err
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	subscribed := false
-	err := p.onSession(ctx, s, req.Caller, func(c *conn) error {
+	err = p.onSession(ctx, s, req.Caller, func(c *conn) error {
 		if !canSubscribe(c) {
 			return nil
 		}
@@ -229,9 +230,9 @@ func (p *Provider) Subscribe(ctx context.Context, req *sdk.SubscribeRequest) err
 // forgets it. An unknown URI is sdk.ErrResourceNotFound. It implements
 // [sdk.Subscriber].
 func (p *Provider) Unsubscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
-	s := p.resourceServer(req.URI)
-	if s == nil {
-		return fmt.Errorf("upstream provider: %w: %s", sdk.ErrResourceNotFound, req.URI)
+	s, err := p.resourceServer(req.URI)
+	if err != nil {
+		return err
 	}
 	client := clientKey(req.Caller)
 	p.mu.Lock()

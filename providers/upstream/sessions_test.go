@@ -55,10 +55,7 @@ func TestManyClientsLoseNoCalls(t *testing.T) {
 func TestIdleClientSessionsAreClosed(t *testing.T) {
 	host := newFakeHost()
 	p, _ := configure(t, host, map[string]any{"name": "local", "command": stdioServer, "session_idle_secs": 1})
-	res, err := p.CallTool(testwait.Context(t), &sdk.CallToolRequest{Name: "local__echo", Arguments: json.RawMessage(`{"text":"x"}`), Caller: caller("A", "1")})
-	if err != nil || res.IsError {
-		t.Fatalf("call: %v %+v", err, res)
-	}
+	callEcho(t, p, "local")
 	p.mu.RLock()
 	c := p.clients["local\x00A"]
 	p.mu.RUnlock()

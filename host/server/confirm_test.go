@@ -167,8 +167,17 @@ func TestConfirmActsCLI(t *testing.T) {
 }
 
 // connectVersion runs s over in-memory transports and returns a client
-// session speaking protocol version ("" for the client's latest).
+// session of clientName (version 9.9) with opts, speaking protocol
+// version ("" for the client's latest).
 func connectVersion(t testing.TB, s *Server, clientName string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
+	return connectClient(t, s, mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "9.9"}, opts), version)
+}
+
+// connectClient runs s over in-memory transports and connects client to
+// it, speaking protocol version ("" for the client's latest). Both ends
+// are closed when the test ends.
+func connectClient(t testing.TB, s *Server, client *mcp.Client, version string) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
@@ -181,7 +190,7 @@ func connectVersion(t testing.TB, s *Server, clientName string, opts *mcp.Client
 	if version != "" {
 		sessionOpts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "9.9"}, opts).Connect(ctx, ct, sessionOpts)
+	cs, err := client.Connect(ctx, ct, sessionOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

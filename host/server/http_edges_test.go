@@ -142,7 +142,7 @@ func TestHTTPServesBothRevisions(t *testing.T) {
 			t.Fatalf("%s: %v", v, err)
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake_search", Arguments: map[string]any{"query": "reef"}})
-		if err != nil || res.IsError || !strings.Contains(resultString(res), `found {"query":"reef"}`) {
+		if err != nil || res.IsError || !strings.Contains(textOf(res), `found {"query":"reef"}`) {
 			t.Errorf("%s: call = %+v, %v", v, res, err)
 		}
 		if hasSession := cs.ID() != ""; hasSession != (v < statelessVersion) {
@@ -234,7 +234,7 @@ func TestStructureOnlyForClientsThatKnowIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (res.StructuredContent != nil) != tc.want || resultString(res) != "stored" {
+		if (res.StructuredContent != nil) != tc.want || textOf(res) != "stored" {
 			t.Errorf("%s: result %+v, want structuredContent present %v and text", tc.version, res, tc.want)
 		}
 	}

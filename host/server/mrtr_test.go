@@ -123,7 +123,7 @@ func TestConfirmationStateRefusals(t *testing.T) {
 
 	declined := question(t, cs, args)
 	res, err = retry(args, declined, mcp.InputResponseMap{confirmInput: &mcp.ElicitResult{Action: "decline"}})
-	if err != nil || !res.IsError || !strings.Contains(resultString(res), "you did not confirm it") {
+	if err != nil || !res.IsError || !strings.Contains(textOf(res), "you did not confirm it") {
 		t.Errorf("declined = %+v, %v; want an isError result saying it was not confirmed", res, err)
 	}
 
@@ -158,16 +158,6 @@ func TestConfirmationStateFromAnotherHost(t *testing.T) {
 	if rows := a2.all(); len(rows) != 1 || rows[0].Decision != "denied:bad_confirmation" {
 		t.Errorf("audit rows = %+v", rows)
 	}
-}
-
-func resultString(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
 
 // TestConfirmDetailsShowEverything: values are quoted with line breaks,

@@ -142,7 +142,7 @@ func TestContinuationOnAnotherReplica(t *testing.T) {
 	}
 
 	res, err = onA.CallTool(ctx, retry)
-	if err != nil || res.IsError || res.NeedsInput() || !strings.Contains(resultString(res), "the answer") {
+	if err != nil || res.IsError || res.NeedsInput() || !strings.Contains(textOf(res), "the answer") {
 		t.Fatalf("retry on the replica that asked = %+v, %v; want the call's result", res, err)
 	}
 }

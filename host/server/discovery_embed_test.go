@@ -200,14 +200,8 @@ var kitSynonyms = map[string]string{"ping": "sms", "mobile": "phone"}
 // profile "lean") with emb, logging at warn into the returned buffer.
 func embedServer(t *testing.T, cat *catalog.Catalog, emb *Embeddings) (*Server, *testwait.Buffer) {
 	t.Helper()
-	pol, err := policy.New(policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lean, err := pol.ForProfile(policy.Profile{Name: "lean"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{})
+	lean := profilePolicy(t, pol, policy.Profile{Name: "lean"})
 	logs := &testwait.Buffer{}
 	s, err := New(cat, map[string]Dispatcher{"kit": defaultProvider()}, &Options{
 		Policy: pol, Profile: "lean", Embeddings: emb,

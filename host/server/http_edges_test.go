@@ -164,10 +164,7 @@ func TestHTTPDeleteCancelsCalls(t *testing.T) {
 		stopped <- ctx.Err()
 		return nil, ctx.Err()
 	}}
-	pol, err := policy.New(policy.Options{Level: policy.Supervised})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{Level: policy.Supervised})
 	s, err := New(testCatalog(), map[string]Dispatcher{"fake": p}, &Options{Policy: pol, ToolTimeout: time.Until(testwait.Deadline(t))})
 	if err != nil {
 		t.Fatal(err)

@@ -91,10 +91,7 @@ func TestHTTPBodyTimeout(t *testing.T) {
 	t.Parallel()
 	const bodyTimeout = 100 * time.Millisecond
 	token := strings.Repeat("0123456789abcdef", 4)
-	pol, err := policy.New(policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{})
 	slow := &fakeProvider{call: func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		select {
 		case <-time.After(5 * bodyTimeout):

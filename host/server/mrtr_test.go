@@ -32,15 +32,9 @@ func manualMRTRClient(t *testing.T, s *Server) *mcp.ClientSession {
 
 func confirmServer(t *testing.T) (*Server, *memAudit) {
 	t.Helper()
-	pol, err := policy.New(policy.Options{Level: policy.Supervised})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{Level: policy.Supervised})
 	a := &memAudit{}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a, ConfirmActs: ConfirmWhenSupported})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeServer(t, &Options{Policy: pol, Audit: a, ConfirmActs: ConfirmWhenSupported})
 	return s, a
 }
 
@@ -207,10 +201,7 @@ func TestConfirmationSpentAcrossRestarts(t *testing.T) {
 			t.Fatal(err)
 		}
 		pol, _ := policy.New(policy.Options{Level: policy.Supervised})
-		s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: log, ConfirmActs: ConfirmWhenSupported, StateKey: key})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := newFakeServer(t, &Options{Policy: pol, Audit: log, ConfirmActs: ConfirmWhenSupported, StateKey: key})
 		return s, log
 	}
 	args := map[string]any{"title": "Launch plan"}

@@ -17,10 +17,7 @@ import (
 // details; other methods get 405, and without Ready the path is 404.
 func TestReadyz(t *testing.T) {
 	t.Parallel()
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Replica: "web2:9301"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeServer(t, &Options{Replica: "web2:9301"})
 	var failing atomic.Bool
 	ready := func(ctx context.Context) []ReadyCheck {
 		if _, ok := ctx.Deadline(); !ok {
@@ -105,10 +102,7 @@ func TestReadyz(t *testing.T) {
 // details.
 func TestReadyzWithoutToken(t *testing.T) {
 	t.Parallel()
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeServer(t, nil)
 	ready := func(context.Context) []ReadyCheck {
 		return []ReadyCheck{{Name: "storage", OK: true, Detail: "writable"}}
 	}

@@ -24,10 +24,7 @@ import (
 // the health check) carries the Openhuman-Replica header.
 func TestHealthzNamesReplica(t *testing.T) {
 	t.Parallel()
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Replica: "web2:9301"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeServer(t, &Options{Replica: "web2:9301"})
 	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: strings.Repeat("0123456789abcdef", 4)}))
 	t.Cleanup(ts.Close)
 

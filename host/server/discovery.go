@@ -261,12 +261,12 @@ func (s *Server) toolSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 				keyword[i] = h.Name
 			}
 			for _, h := range fuse(k, semantic.names, keyword) {
-				t := v.tools[h.name]
+				t := v.tools[h.Name]
 				if t == nil {
 					continue
 				}
-				f := FoundTool{Name: t.Name, Title: t.Title, Description: summary(t.Description), Score: h.score}
-				if sim, ok := semantic.similarity[h.name]; ok {
+				f := FoundTool{Name: t.Name, Title: t.Title, Description: summary(t.Description), Score: h.Score}
+				if sim, ok := semantic.similarity[h.Name]; ok {
 					f.Similarity = &sim
 				}
 				found = append(found, f)

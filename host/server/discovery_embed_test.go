@@ -19,6 +19,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/host/policy"
+	"github.com/openhuman/openhuman-host/host/toolindex"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/embeddings"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
@@ -481,12 +482,12 @@ func TestFuse(t *testing.T) {
 	t.Parallel()
 	got := fuse(3, []string{"a", "b", "c"}, []string{"c", "d"})
 	// b and d tie at 1/62 and go by name.
-	want := []fusedHit{{"c", 1.0/63 + 1.0/61}, {"a", 1.0 / 61}, {"b", 1.0 / 62}}
+	want := []toolindex.Hit{{Name: "c", Score: 1.0/63 + 1.0/61}, {Name: "a", Score: 1.0 / 61}, {Name: "b", Score: 1.0 / 62}}
 	if len(got) != len(want) {
 		t.Fatalf("fuse = %v, want %v", got, want)
 	}
 	for i := range want {
-		if got[i].name != want[i].name || math.Abs(got[i].score-want[i].score) > 1e-12 {
+		if got[i].Name != want[i].Name || math.Abs(got[i].Score-want[i].Score) > 1e-12 {
 			t.Errorf("fuse[%d] = %v, want %v", i, got[i], want[i])
 		}
 	}

@@ -28,8 +28,7 @@ func discoveryServer(t *testing.T) (*httptest.Server, *memAudit) {
 			"reader": {Policy: reader, Discovery: true},
 		},
 	})
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	return ts, a
 }
 

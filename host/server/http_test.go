@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -21,8 +20,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 func TestHTTPHandlerGuards(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: "s3cret", AllowedOrigins: []string{"https://app.example.com"}}))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, &HTTPOptions{Token: "s3cret", AllowedOrigins: []string{"https://app.example.com"}})
 
 	tests := map[string]struct {
 		auth, origin, host, path string
@@ -104,8 +102,7 @@ func TestCheckBind(t *testing.T) {
 func TestHTTPSessions(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: "s3cret", MaxBodyBytes: 4096}))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, &HTTPOptions{Token: "s3cret", MaxBodyBytes: 4096})
 	do := func(method, session, body string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest(method, ts.URL+"/", strings.NewReader(body))
@@ -171,8 +168,7 @@ func TestHTTPProvenanceAndOneRowPerCall(t *testing.T) {
 
 func testProvenance(t *testing.T, version string, wantHashes int) {
 	s, a := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: "s3cret"}))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, &HTTPOptions{Token: "s3cret"})
 	client := &http.Client{Transport: &bearer{token: "s3cret", next: http.DefaultTransport}}
 	ctx := context.Background()
 	const sessions, perSession = 10, 10

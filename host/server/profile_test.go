@@ -57,8 +57,7 @@ func connectPath(t *testing.T, ts *httptest.Server, path, name, version string, 
 func TestProfilesOverHTTP(t *testing.T) {
 	t.Parallel()
 	s, a, _ := profileServer(t)
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	ctx := context.Background()
 	for _, v := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(v, func(t *testing.T) {
@@ -119,12 +118,7 @@ func TestProfilesOverHTTP(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Post(ts.URL+"/profile/nosuch", "application/json", strings.NewReader(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
+	if resp, _ := fetch(t, http.MethodPost, ts.URL+"/profile/nosuch", `{}`); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("POST /profile/nosuch = %d, want 404", resp.StatusCode)
 	}
 }
@@ -135,8 +129,7 @@ func TestProfilesOverHTTP(t *testing.T) {
 func TestProfileReloadNotifies(t *testing.T) {
 	t.Parallel()
 	s, _, pol := profileServer(t)
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	changed := make(chan struct{}, 8)
 	review := connectPath(t, ts, "/profile/review", "Claude Desktop", "2025-11-25", &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
@@ -195,8 +188,7 @@ func TestNestedCallKeepsProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	for path, want := range map[string]string{"/profile/review": "nested: fake_store is an act tool", "/": "nested: stored"} {
 		cs := connectPath(t, ts, path, "Claude Desktop", "2025-11-25", nil)
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fake_search", Arguments: map[string]any{"query": "x"}})
@@ -218,8 +210,7 @@ func TestProfileResources(t *testing.T) {
 			"open":   {Policy: open, Resources: []string{"fake://*"}},
 			"closed": {Policy: closed, Resources: []string{"fake://*"}, ExcludeResources: []string{"*/doc"}},
 		}})
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	for profile, want := range map[string]bool{"open": true, "closed": false} {
 		cs := connectPath(t, ts, "/profile/"+profile, "Claude Desktop", "2025-11-25", nil)
 		list, err := cs.ListResources(t.Context(), nil)

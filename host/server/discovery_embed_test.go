@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openai/openai-go/v3"
 
 	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/host/policy"
@@ -93,21 +94,16 @@ func (f *fakeEmbedder) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"error":{"message":"down","type":"server_error"}}`)
 		return
 	}
-	type item struct {
-		Object    string    `json:"object"`
-		Index     int       `json:"index"`
-		Embedding []float32 `json:"embedding"`
-	}
-	items := make([]item, len(req.Input))
+	res := openai.CreateEmbeddingResponse{Model: req.Model, Data: make([]openai.Embedding, len(req.Input))}
 	for i, text := range req.Input {
-		items[i] = item{Object: "embedding", Index: i, Embedding: f.vector(text)}
+		res.Data[i] = openai.Embedding{Index: int64(i), Embedding: f.vector(text)}
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "model": req.Model, "data": items})
+	_ = json.NewEncoder(w).Encode(res)
 }
 
 // vector is the fake's (unnormalised) vector of text.
-func (f *fakeEmbedder) vector(text string) []float32 {
-	v := make([]float32, embedDims)
+func (f *fakeEmbedder) vector(text string) []float64 {
+	v := make([]float64, embedDims)
 	words := 0
 	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		if fakeStopWords[w] {

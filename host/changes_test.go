@@ -17,7 +17,7 @@ func TestChangedKeys(t *testing.T) {
 		}
 		return c
 	}
-	old := parse(`
+	settings := `
 [autonomy]
 level = "supervised"
 denied_tools = ["notes_forget"]
@@ -25,28 +25,19 @@ denied_tools = ["notes_forget"]
 enabled = true
 [providers.searxng.settings]
 base_url = "http://127.0.0.1:8888"
+`
+	docs := `
 [[upstream.servers]]
 name = "docs"
 endpoint = "http://127.0.0.1:1/mcp"
+`
+	gone := `
 [[upstream.servers]]
 name = "gone"
 command = "true"
-`)
-	same := parse(`
-[autonomy]
-level = "supervised"
-denied_tools = ["notes_forget"]
-[providers.searxng]
-enabled = true
-[providers.searxng.settings]
-base_url = "http://127.0.0.1:8888"
-[[upstream.servers]]
-name = "gone"
-command = "true"
-[[upstream.servers]]
-name = "docs"
-endpoint = "http://127.0.0.1:1/mcp"
-`)
+`
+	old := parse(settings + docs + gone)
+	same := parse(settings + gone + docs)
 	same.Source = "elsewhere.toml"
 	if got := ChangedKeys(old, same); len(got) != 0 {
 		t.Errorf("the same settings (servers reordered, another file): %v", got)

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -148,15 +149,10 @@ func profiles(cfg *config.Config, pol *policy.Policy, log hclog.Logger) map[stri
 
 // profileNames lists cfg's profiles, sorted; "(none)" when it has none.
 func profileNames(cfg *config.Config) []string {
-	var names []string
-	for n := range cfg.Profiles {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	if len(names) == 0 {
+	if len(cfg.Profiles) == 0 {
 		return []string{"(none)"}
 	}
-	return names
+	return slices.Sorted(maps.Keys(cfg.Profiles))
 }
 
 // disabledHint says, for a tool in the namespace of a built-in provider

@@ -2,11 +2,14 @@ package host
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -68,34 +71,14 @@ func withTraceMetadata(ctx context.Context) context.Context {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx
 	}
-	md, ok := metadata.FromOutgoingContext(ctx)
-	if ok {
-		md = md.Copy()
-	} else {
-		md = metadata.MD{}
+	carrier := propagation.MapCarrier{}
+	sdk.TracePropagator().Inject(ctx, carrier)
+	md, _ := metadata.FromOutgoingContext(ctx)
+	md = md.Copy()
+	for k, v := range carrier {
+		md.Set(k, v)
 	}
-	sdk.TracePropagator().Inject(ctx, metadataCarrier(md))
 	return metadata.NewOutgoingContext(ctx, md)
-}
-
-// metadataCarrier writes trace context into gRPC metadata.
-type metadataCarrier metadata.MD
-
-func (m metadataCarrier) Get(key string) string {
-	if v := metadata.MD(m).Get(key); len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-func (m metadataCarrier) Set(key, value string) { metadata.MD(m).Set(key, value) }
-
-func (m metadataCarrier) Keys() []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	return keys
 }
 
 // registerMetrics reports, at each collection, the state of every
@@ -112,45 +95,35 @@ func (h *Host) registerMetrics(t *telemetry.Telemetry) (metric.Registration, err
 		return nil, nil
 	}
 	m := otel.Meter("github.com/openhuman/openhuman-host/host")
-	state, err := m.Int64ObservableGauge("openhuman.provider.state",
-		metric.WithDescription("1 for the state each provider is in (starting, running, restarting, failed, stopped)."))
-	if err != nil {
-		return nil, err
+	var errs []error
+	gauge := func(name, unit, description string) metric.Int64ObservableGauge {
+		g, err := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(description))
+		errs = append(errs, err)
+		return g
 	}
-	restarts, err := m.Int64ObservableCounter("openhuman.provider.restarts", metric.WithUnit("{restart}"),
-		metric.WithDescription("Provider restarts since the host started."))
-	if err != nil {
-		return nil, err
+	counter := func(name, unit, description string) metric.Int64ObservableCounter {
+		c, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(description))
+		errs = append(errs, err)
+		return c
 	}
-	upstreamState, err := m.Int64ObservableGauge("openhuman.upstream.server.state",
-		metric.WithDescription("1 for the state each upstream MCP server is in, as the upstream provider reports it."))
-	if err != nil {
-		return nil, err
-	}
-	queue, err := m.Int64ObservableGauge("openhuman.audit.queue.depth", metric.WithUnit("{row}"),
-		metric.WithDescription("Audit rows and outcomes waiting for the writer."))
-	if err != nil {
-		return nil, err
-	}
-	dropped, err := m.Int64ObservableCounter("openhuman.audit.dropped", metric.WithUnit("{row}"),
-		metric.WithDescription("Audit rows of reads and outcomes dropped because the queue was full."))
-	if err != nil {
-		return nil, err
-	}
-	failures, err := m.Int64ObservableCounter("openhuman.audit.write.failures", metric.WithUnit("{write}"),
-		metric.WithDescription("Failed writes of the audit writer (each retry counts)."))
-	if err != nil {
-		return nil, err
-	}
-	used, err := m.Int64ObservableGauge("openhuman.act_budget.used", metric.WithUnit("{act}"),
-		metric.WithDescription("Acts allowed in the sliding hour, across every process on the audit log."))
-	if err != nil {
-		return nil, err
-	}
-	limit, err := m.Int64ObservableGauge("openhuman.act_budget.limit", metric.WithUnit("{act}"),
-		metric.WithDescription("[autonomy] max_actions_per_hour; absent when unlimited."))
-	if err != nil {
-		return nil, err
+	state := gauge("openhuman.provider.state", "",
+		"1 for the state each provider is in (starting, running, restarting, failed, stopped).")
+	restarts := counter("openhuman.provider.restarts", "{restart}",
+		"Provider restarts since the host started.")
+	upstreamState := gauge("openhuman.upstream.server.state", "",
+		"1 for the state each upstream MCP server is in, as the upstream provider reports it.")
+	queue := gauge("openhuman.audit.queue.depth", "{row}",
+		"Audit rows and outcomes waiting for the writer.")
+	dropped := counter("openhuman.audit.dropped", "{row}",
+		"Audit rows of reads and outcomes dropped because the queue was full.")
+	failures := counter("openhuman.audit.write.failures", "{write}",
+		"Failed writes of the audit writer (each retry counts).")
+	used := gauge("openhuman.act_budget.used", "{act}",
+		"Acts allowed in the sliding hour, across every process on the audit log.")
+	limit := gauge("openhuman.act_budget.limit", "{act}",
+		"[autonomy] max_actions_per_hour; absent when unlimited.")
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("create the host's metrics: %w", err)
 	}
 	return m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		ctx, cancel := context.WithTimeout(ctx, metricsReadTimeout)

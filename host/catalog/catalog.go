@@ -75,13 +75,25 @@ type Prompt struct {
 // Catalog is the merged, validated catalog. It is immutable once built and
 // safe for concurrent use.
 type Catalog struct {
-	tools     []*Tool
-	byName    map[string]*Tool
-	resources []*Resource
-	byURI     map[string]*Resource
+	tools     entries[*Tool]     // by advertised name
+	resources entries[*Resource] // by URI
 	templates []*ResourceTemplate
-	prompts   []*Prompt
-	byPrompt  map[string]*Prompt
+	prompts   entries[*Prompt] // by advertised name
+}
+
+// entries are a catalog's entries of one kind, in merge order and by key.
+type entries[E any] struct {
+	list []E
+	by   map[string]E
+}
+
+// add appends e, to be found by key.
+func (x *entries[E]) add(key string, e E) {
+	if x.by == nil {
+		x.by = map[string]E{}
+	}
+	x.by[key] = e
+	x.list = append(x.list, e)
 }
 
 // ErrInvalidTool is wrapped by the errors [ValidateTool] returns; it is
@@ -120,7 +132,7 @@ func BuildWith(log hclog.Logger, sources []Source, claim Claim) *Catalog {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	c := &Catalog{byName: map[string]*Tool{}, byURI: map[string]*Resource{}, byPrompt: map[string]*Prompt{}}
+	c := &Catalog{}
 	for _, src := range sources {
 		if src.Catalog == nil {
 			continue
@@ -131,15 +143,10 @@ func BuildWith(log hclog.Logger, sources []Source, claim Claim) *Catalog {
 				log.Warn("tool refused", "provider", src.Provider, "tool", t.Name, "error", err)
 				continue
 			}
-			servedBy := ""
-			if prev, ok := c.byName[entry.Name]; ok {
-				servedBy = prev.Provider
-			}
-			if !admit(log, "tool", src.Provider, entry.Declared, entry.Name, claim, servedBy) {
+			if !admit(log, "tool", src.Provider, entry.Declared, entry.Name, claim, servedBy(c.tools.by, entry.Name)) {
 				continue
 			}
-			c.byName[entry.Name] = entry
-			c.tools = append(c.tools, entry)
+			c.tools.add(entry.Name, entry)
 		}
 		for _, r := range src.Catalog.Resources {
 			if r.URI == "" {
@@ -150,13 +157,12 @@ func BuildWith(log hclog.Logger, sources []Source, claim Claim) *Catalog {
 				log.Warn("resource refused", "provider", src.Provider, "uri", r.URI, "error", err)
 				continue
 			}
-			if prev, ok := c.byURI[r.URI]; ok {
+			if prev, ok := c.resources.by[r.URI]; ok {
 				log.Warn("resource refused: uri already served by another provider", "provider", src.Provider, "uri", r.URI, "served_by", prev.Provider)
 				continue
 			}
 			entry := &Resource{Resource: r, Provider: src.Provider}
-			c.byURI[r.URI] = entry
-			c.resources = append(c.resources, entry)
+			c.resources.add(r.URI, entry)
 		}
 		for _, rt := range src.Catalog.ResourceTemplates {
 			if rt.URITemplate == "" {
@@ -172,18 +178,24 @@ func BuildWith(log hclog.Logger, sources []Source, claim Claim) *Catalog {
 			}
 			entry := &Prompt{Prompt: p, Provider: src.Provider, Declared: p.Name}
 			entry.Name = sdk.ClientName(p.Name)
-			servedBy := ""
-			if prev, ok := c.byPrompt[entry.Name]; ok {
-				servedBy = prev.Provider
-			}
-			if !admit(log, "prompt", src.Provider, entry.Declared, entry.Name, claim, servedBy) {
+			if !admit(log, "prompt", src.Provider, entry.Declared, entry.Name, claim, servedBy(c.prompts.by, entry.Name)) {
 				continue
 			}
-			c.byPrompt[entry.Name] = entry
-			c.prompts = append(c.prompts, entry)
+			c.prompts.add(entry.Name, entry)
 		}
 	}
 	return c
+}
+
+func (t *Tool) provider() string   { return t.Provider }
+func (p *Prompt) provider() string { return p.Provider }
+
+// servedBy names the provider of the entry of m called name, "" for none.
+func servedBy[E interface{ provider() string }](m map[string]E, name string) string {
+	if prev, ok := m[name]; ok {
+		return prev.provider()
+	}
+	return ""
 }
 
 // admit decides whether a tool or prompt (kind) that provider declared as
@@ -244,38 +256,36 @@ func (t *Tool) ValidateArguments(raw json.RawMessage) (json.RawMessage, error) {
 // Tool returns the tool with the given advertised name, or whose
 // advertised name is [sdk.ClientName] of name: the declared and the old
 // dotted names ("notes.store" for "notes_store") find the tool too.
-func (c *Catalog) Tool(name string) (*Tool, bool) {
-	if t, ok := c.byName[name]; ok {
-		return t, true
+func (c *Catalog) Tool(name string) (*Tool, bool) { return byClientName(c.tools.by, name) }
+
+// byClientName returns the entry of m named name, or else the one named
+// [sdk.ClientName] of name.
+func byClientName[T any](m map[string]T, name string) (T, bool) {
+	if v, ok := m[name]; ok {
+		return v, true
 	}
-	t, ok := c.byName[sdk.ClientName(name)]
-	return t, ok
+	v, ok := m[sdk.ClientName(name)]
+	return v, ok
 }
 
 // Tools returns the accepted tools in merge order.
-func (c *Catalog) Tools() []*Tool { return slices.Clone(c.tools) }
+func (c *Catalog) Tools() []*Tool { return slices.Clone(c.tools.list) }
 
 // Resource returns the resource with the given URI.
 func (c *Catalog) Resource(uri string) (*Resource, bool) {
-	r, ok := c.byURI[uri]
+	r, ok := c.resources.by[uri]
 	return r, ok
 }
 
 // Resources returns the accepted resources in merge order.
-func (c *Catalog) Resources() []*Resource { return slices.Clone(c.resources) }
+func (c *Catalog) Resources() []*Resource { return slices.Clone(c.resources.list) }
 
 // ResourceTemplates returns the accepted resource templates in merge order.
 func (c *Catalog) ResourceTemplates() []*ResourceTemplate { return slices.Clone(c.templates) }
 
 // Prompt returns the prompt with the given advertised name, or whose
 // advertised name is [sdk.ClientName] of name, as [Catalog.Tool] does.
-func (c *Catalog) Prompt(name string) (*Prompt, bool) {
-	if p, ok := c.byPrompt[name]; ok {
-		return p, true
-	}
-	p, ok := c.byPrompt[sdk.ClientName(name)]
-	return p, ok
-}
+func (c *Catalog) Prompt(name string) (*Prompt, bool) { return byClientName(c.prompts.by, name) }
 
 // Prompts returns the accepted prompts in merge order.
-func (c *Catalog) Prompts() []*Prompt { return slices.Clone(c.prompts) }
+func (c *Catalog) Prompts() []*Prompt { return slices.Clone(c.prompts.list) }

@@ -23,10 +23,7 @@ func auditServerAt(t *testing.T, path string, maxActs *int, call func(ctx contex
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = log.Close(context.Background()) })
-	pol, err := policy.New(policy.Options{MaxActionsPerHour: maxActs, SharedBudget: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{MaxActionsPerHour: maxActs, SharedBudget: true})
 	inner := defaultProvider()
 	p := &fakeProvider{call: func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		if call != nil {
@@ -86,10 +83,7 @@ func TestAuditFailureRefusesActsAndNeverHoldsReads(t *testing.T) {
 	t.Parallel()
 	var dispatched atomic.Int32
 	a := &memAudit{beginErr: errors.New("database or disk is full")}
-	pol, err := policy.New(policy.Options{SharedBudget: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{SharedBudget: true})
 	inner := defaultProvider()
 	p := &fakeProvider{call: func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		dispatched.Add(1)
@@ -131,14 +125,8 @@ func TestAuditSharedActBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = other.Close(context.Background()) })
-	pol, err := policy.New(policy.Options{MaxActionsPerHour: &two, SharedBudget: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: other})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{MaxActionsPerHour: &two, SharedBudget: true})
+	s2 := newFakeServer(t, &Options{Policy: pol, Audit: other})
 	var texts []string
 	for _, srv := range []*Server{s, s2, s, s2} {
 		res, err := srv.Call(t.Context(), Call{Tool: "fake_store", Arguments: json.RawMessage(`{}`)})
@@ -162,14 +150,8 @@ func TestAuditSharedActBudget(t *testing.T) {
 func TestAuditFailureOnPostgresSaysSo(t *testing.T) {
 	t.Parallel()
 	a := &memAudit{beginErr: errors.New("audit: write the row of fake_store before it runs in PostgreSQL 127.0.0.1:5432/team: unexpected EOF")}
-	pol, err := policy.New(policy.Options{SharedBudget: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{SharedBudget: true})
+	s := newFakeServer(t, &Options{Policy: pol, Audit: a})
 	res, err := s.Call(t.Context(), Call{Tool: "fake_store", Arguments: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)

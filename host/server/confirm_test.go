@@ -63,19 +63,10 @@ func TestConfirmActs(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			level := tc.level
-			if level == "" {
-				level = policy.Supervised
-			}
-			pol, err := policy.New(policy.Options{Level: level})
-			if err != nil {
-				t.Fatal(err)
-			}
+			pol := testPolicy(t, policy.Options{Level: tc.level}) // no level is supervised
+			level := pol.Level()
 			a := &memAudit{}
-			s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a, RecordReads: true, ConfirmActs: tc.mode})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := newFakeServer(t, &Options{Policy: pol, Audit: a, RecordReads: true, ConfirmActs: tc.mode})
 			var (
 				mu    sync.Mutex
 				asked []string
@@ -152,14 +143,8 @@ func TestConfirmActs(t *testing.T) {
 // TestConfirmActsCLI: command-line calls are never asked, in any mode.
 func TestConfirmActsCLI(t *testing.T) {
 	t.Parallel()
-	pol, err := policy.New(policy.Options{Level: policy.Supervised})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, ConfirmActs: ConfirmRequired})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{Level: policy.Supervised})
+	s := newFakeServer(t, &Options{Policy: pol, ConfirmActs: ConfirmRequired})
 	res, err := s.Call(context.Background(), Call{Tool: "fake.store", Arguments: json.RawMessage(`{}`), Caller: sdk.Caller{SourceType: "cli"}})
 	if err != nil || res.IsError {
 		t.Errorf("cli act under required: %v %+v", err, res)
@@ -167,8 +152,17 @@ func TestConfirmActsCLI(t *testing.T) {
 }
 
 // connectVersion runs s over in-memory transports and returns a client
-// session speaking protocol version ("" for the client's latest).
+// session of clientName (version 9.9) with opts, speaking protocol
+// version ("" for the client's latest).
 func connectVersion(t testing.TB, s *Server, clientName string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
+	return connectClient(t, s, mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "9.9"}, opts), version)
+}
+
+// connectClient runs s over in-memory transports and connects client to
+// it, speaking protocol version ("" for the client's latest). Both ends
+// are closed when the test ends.
+func connectClient(t testing.TB, s *Server, client *mcp.Client, version string) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
@@ -181,7 +175,7 @@ func connectVersion(t testing.TB, s *Server, clientName string, opts *mcp.Client
 	if version != "" {
 		sessionOpts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "9.9"}, opts).Connect(ctx, ct, sessionOpts)
+	cs, err := client.Connect(ctx, ct, sessionOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,9 @@ import (
 // stays the provider's.
 func TestToolOverrides(t *testing.T) {
 	t.Parallel()
-	pol, err := policy.New(policy.Options{Level: policy.ReadOnly})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{Level: policy.ReadOnly})
 	desc, title, yes := "Plain search over the fake corpus.", "Fake search", true
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{
+	s := newFakeServer(t, &Options{
 		Policy: pol, Audit: &memAudit{},
 		ToolOverrides: map[string]ToolOverride{
 			"fake_search": {Description: &desc, Title: &title},
@@ -28,9 +25,6 @@ func TestToolOverrides(t *testing.T) {
 			"fake_store": {ReadOnlyHint: &yes},
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	changed := make(chan struct{}, 8)
 	cs := connect(t, s, "Claude Desktop", &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },

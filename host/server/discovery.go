@@ -201,13 +201,25 @@ type FoundTool struct {
 	Similarity *float64 `json:"similarity,omitempty"`
 }
 
-func (s *Server) toolSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// runMeta runs body, the work of the discovery meta-tool name, with the
+// settings of req's client, and writes the call's audit row. A client
+// that may not use the meta-tools gets "<name> refused" without body
+// running.
+func (s *Server) runMeta(ctx context.Context, name string, req *mcp.CallToolRequest, body func(set *Options) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	set, caller, profile, err := s.discoveryClient(req)
-	res := func() *mcp.CallToolResult {
-		if err != nil {
-			return metaError("%s refused: %v", ToolSearch, err)
-		}
+	var res *mcp.CallToolResult
+	if err != nil {
+		res = metaError("%s refused: %v", name, err)
+	} else {
+		res = body(set)
+	}
+	s.recordMeta(ctx, name, caller, profile, req.Params.Arguments, start, res)
+	return res, nil
+}
+
+func (s *Server) toolSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return s.runMeta(ctx, ToolSearch, req, func(set *Options) *mcp.CallToolResult {
 		var in struct {
 			Query string `json:"query"`
 			K     *int   `json:"k"`
@@ -261,12 +273,12 @@ func (s *Server) toolSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 				keyword[i] = h.Name
 			}
 			for _, h := range fuse(k, semantic.names, keyword) {
-				t := v.tools[h.name]
+				t := v.tools[h.Name]
 				if t == nil {
 					continue
 				}
-				f := FoundTool{Name: t.Name, Title: t.Title, Description: summary(t.Description), Score: h.score}
-				if sim, ok := semantic.similarity[h.name]; ok {
+				f := FoundTool{Name: t.Name, Title: t.Title, Description: summary(t.Description), Score: h.Score}
+				if sim, ok := semantic.similarity[h.Name]; ok {
 					f.Similarity = &sim
 				}
 				found = append(found, f)
@@ -298,9 +310,7 @@ func (s *Server) toolSearch(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimRight(text.String(), "\n")}}}
 		out.StructuredContent = structured
 		return out
-	}()
-	s.recordMeta(ctx, ToolSearch, caller, profile, req.Params.Arguments, start, res)
-	return res, nil
+	})
 }
 
 // summary is a description's first line, cut to maxSummaryChars.
@@ -314,12 +324,7 @@ func summary(desc string) string {
 }
 
 func (s *Server) toolDescribe(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	start := time.Now()
-	set, caller, profile, err := s.discoveryClient(req)
-	res := func() *mcp.CallToolResult {
-		if err != nil {
-			return metaError("%s refused: %v", ToolDescribe, err)
-		}
+	return s.runMeta(ctx, ToolDescribe, req, func(set *Options) *mcp.CallToolResult {
 		var in struct {
 			Name string `json:"name"`
 		}
@@ -342,9 +347,7 @@ func (s *Server) toolDescribe(ctx context.Context, req *mcp.CallToolRequest) (*m
 		}
 		body, _ := json.MarshalIndent(def, "", "  ")
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}, StructuredContent: def}
-	}()
-	s.recordMeta(ctx, ToolDescribe, caller, profile, req.Params.Arguments, start, res)
-	return res, nil
+	})
 }
 
 // toolCall calls the named tool as if the client had called it directly:

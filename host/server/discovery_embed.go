@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/openhuman/openhuman-host/host/catalog"
+	"github.com/openhuman/openhuman-host/host/toolindex"
 	"github.com/openhuman/openhuman-host/sdk/embeddings"
 )
 
@@ -369,34 +370,15 @@ func (s *Server) rankByMeaning(ctx context.Context, query string, keep func(name
 	return r, "", nil
 }
 
-// fusedHit is one tool of a fused ranking.
-type fusedHit struct {
-	name  string
-	score float64
-}
-
 // fuse merges rankings, each best first, by reciprocal rank fusion: a tool
 // scores the sum of 1/(rrfK + rank) over the rankings that hold it. Ties
 // go by name. It returns the best k.
-func fuse(k int, rankings ...[]string) []fusedHit {
+func fuse(k int, rankings ...[]string) []toolindex.Hit {
 	scores := map[string]float64{}
 	for _, ranking := range rankings {
 		for i, name := range ranking {
 			scores[name] += 1 / float64(rrfK+i+1)
 		}
 	}
-	hits := make([]fusedHit, 0, len(scores))
-	for name, sc := range scores {
-		hits = append(hits, fusedHit{name: name, score: sc})
-	}
-	slices.SortFunc(hits, func(a, b fusedHit) int {
-		if a.score != b.score {
-			if a.score > b.score {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	return hits[:min(k, len(hits))]
+	return toolindex.Best(scores, k, nil)
 }

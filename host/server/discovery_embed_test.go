@@ -16,9 +16,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openai/openai-go/v3"
 
 	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/host/policy"
+	"github.com/openhuman/openhuman-host/host/toolindex"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/embeddings"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
@@ -92,21 +94,16 @@ func (f *fakeEmbedder) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"error":{"message":"down","type":"server_error"}}`)
 		return
 	}
-	type item struct {
-		Object    string    `json:"object"`
-		Index     int       `json:"index"`
-		Embedding []float32 `json:"embedding"`
-	}
-	items := make([]item, len(req.Input))
+	res := openai.CreateEmbeddingResponse{Model: req.Model, Data: make([]openai.Embedding, len(req.Input))}
 	for i, text := range req.Input {
-		items[i] = item{Object: "embedding", Index: i, Embedding: f.vector(text)}
+		res.Data[i] = openai.Embedding{Index: int64(i), Embedding: f.vector(text)}
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "model": req.Model, "data": items})
+	_ = json.NewEncoder(w).Encode(res)
 }
 
 // vector is the fake's (unnormalised) vector of text.
-func (f *fakeEmbedder) vector(text string) []float32 {
-	v := make([]float32, embedDims)
+func (f *fakeEmbedder) vector(text string) []float64 {
+	v := make([]float64, embedDims)
 	words := 0
 	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		if fakeStopWords[w] {
@@ -200,14 +197,8 @@ var kitSynonyms = map[string]string{"ping": "sms", "mobile": "phone"}
 // profile "lean") with emb, logging at warn into the returned buffer.
 func embedServer(t *testing.T, cat *catalog.Catalog, emb *Embeddings) (*Server, *testwait.Buffer) {
 	t.Helper()
-	pol, err := policy.New(policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lean, err := pol.ForProfile(policy.Profile{Name: "lean"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{})
+	lean := profilePolicy(t, pol, policy.Profile{Name: "lean"})
 	logs := &testwait.Buffer{}
 	s, err := New(cat, map[string]Dispatcher{"kit": defaultProvider()}, &Options{
 		Policy: pol, Profile: "lean", Embeddings: emb,
@@ -487,12 +478,12 @@ func TestFuse(t *testing.T) {
 	t.Parallel()
 	got := fuse(3, []string{"a", "b", "c"}, []string{"c", "d"})
 	// b and d tie at 1/62 and go by name.
-	want := []fusedHit{{"c", 1.0/63 + 1.0/61}, {"a", 1.0 / 61}, {"b", 1.0 / 62}}
+	want := []toolindex.Hit{{Name: "c", Score: 1.0/63 + 1.0/61}, {Name: "a", Score: 1.0 / 61}, {Name: "b", Score: 1.0 / 62}}
 	if len(got) != len(want) {
 		t.Fatalf("fuse = %v, want %v", got, want)
 	}
 	for i := range want {
-		if got[i].name != want[i].name || math.Abs(got[i].score-want[i].score) > 1e-12 {
+		if got[i].Name != want[i].Name || math.Abs(got[i].Score-want[i].Score) > 1e-12 {
 			t.Errorf("fuse[%d] = %v, want %v", i, got[i], want[i])
 		}
 	}

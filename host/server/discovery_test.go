@@ -17,31 +17,18 @@ import (
 // of no profile.
 func discoveryServer(t *testing.T) (*httptest.Server, *memAudit) {
 	t.Helper()
-	pol, err := policy.New(policy.Options{SharedBudget: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lean, err := pol.ForProfile(policy.Profile{Name: "lean"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reader, err := pol.ForProfile(policy.Profile{Name: "reader", Level: policy.ReadOnly})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{SharedBudget: true})
+	lean := profilePolicy(t, pol, policy.Profile{Name: "lean"})
+	reader := profilePolicy(t, pol, policy.Profile{Name: "reader", Level: policy.ReadOnly})
 	a := &memAudit{}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{
+	s := newFakeServer(t, &Options{
 		Policy: pol, Audit: a, RecordReads: true,
 		Profiles: map[string]*Profile{
 			"lean":   {Policy: lean, Discovery: true, Pinned: []string{"fake.slow"}},
 			"reader": {Policy: reader, Discovery: true},
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	return ts, a
 }
 
@@ -123,22 +110,13 @@ func TestDiscoveryConfirms(t *testing.T) {
 	for _, v := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(v, func(t *testing.T) {
 			t.Parallel()
-			pol, err := policy.New(policy.Options{Level: policy.Supervised})
-			if err != nil {
-				t.Fatal(err)
-			}
-			lean, err := pol.ForProfile(policy.Profile{Name: "lean"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			pol := testPolicy(t, policy.Options{Level: policy.Supervised})
+			lean := profilePolicy(t, pol, policy.Profile{Name: "lean"})
 			a := &memAudit{}
-			s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{
+			s := newFakeServer(t, &Options{
 				Policy: pol, Audit: a, ConfirmActs: ConfirmWhenSupported, Profile: "lean",
 				Profiles: map[string]*Profile{"lean": {Policy: lean, Discovery: true}},
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
 			var asked []string
 			cs := connectVersion(t, s, "Claude Desktop", &mcp.ClientOptions{
 				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -166,21 +144,12 @@ func TestDiscoveryConfirms(t *testing.T) {
 // confirmation's own reason; a client that can confirm finds it.
 func TestDiscoveryHidesUnconfirmableActs(t *testing.T) {
 	t.Parallel()
-	pol, err := policy.New(policy.Options{Level: policy.Supervised})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lean, err := pol.ForProfile(policy.Profile{Name: "lean"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{
+	pol := testPolicy(t, policy.Options{Level: policy.Supervised})
+	lean := profilePolicy(t, pol, policy.Profile{Name: "lean"})
+	s := newFakeServer(t, &Options{
 		Policy: pol, Audit: &memAudit{}, ConfirmActs: ConfirmRequired, Profile: "lean",
 		Profiles: map[string]*Profile{"lean": {Policy: lean, Discovery: true}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, v := range []string{"2026-07-28", "2025-11-25"} {
 		mute := connectVersion(t, s, "plain client", &mcp.ClientOptions{}, v)
 		asking := connectVersion(t, s, "asking client", &mcp.ClientOptions{

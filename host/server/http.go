@@ -200,20 +200,30 @@ func (s *Server) replicaHeader(next http.Handler) http.Handler {
 // replica's name, which every answer's header carries, and how many tools
 // it serves; nothing else. Every other request goes to next.
 func (s *Server) healthz(next http.Handler) http.Handler {
+	return jsonEndpoint(HealthPath, next, func(*http.Request) (any, int) {
+		return Health{Status: "ok", Replica: s.opts.Replica, Tools: len(s.view.Load().catalog.Tools())}, http.StatusOK
+	})
+}
+
+// jsonEndpoint answers GET and HEAD of path with the JSON of the body
+// answer returns, with its status code, and tells caches not to keep it;
+// other methods of path get 405. Every other path goes to next.
+func jsonEndpoint(path string, next http.Handler, answer func(r *http.Request) (body any, code int)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != HealthPath {
+		if r.URL.Path != path {
 			next.ServeHTTP(w, r)
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "Method Not Allowed: "+HealthPath+" answers GET and HEAD", http.StatusMethodNotAllowed)
+			http.Error(w, "Method Not Allowed: "+path+" answers GET and HEAD", http.StatusMethodNotAllowed)
 			return
 		}
-		body, _ := json.Marshal(Health{Status: "ok", Replica: s.opts.Replica, Tools: len(s.view.Load().catalog.Tools())})
+		out, code := answer(r)
+		body, _ := json.Marshal(out)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(code)
 		if r.Method == http.MethodGet {
 			_, _ = w.Write(append(body, '\n'))
 		}

@@ -24,22 +24,59 @@ import (
 // HTTP client sends, plus extra, and returns the status and body.
 func postMCP(t *testing.T, url, body string, extra map[string]string) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
+	req := newRequest(t, http.MethodPost, url, body)
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range extra {
 		req.Header.Set(k, v)
 	}
+	resp, got := send(t, req)
+	return resp.StatusCode, resp.Header, got
+}
+
+// serveHTTP serves s's HTTP handler with opts until the test ends.
+func serveHTTP(t *testing.T, s *Server, opts *HTTPOptions) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(s.HTTPHandler(opts))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// newRequest is a request of method to url, with body as JSON when it is
+// not empty.
+func newRequest(t *testing.T, method, url, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
+}
+
+// send sends req and returns the answer, whose body it has read to the
+// end and closed, with that body. It is for answers that end, not for
+// event streams.
+func send(t *testing.T, req *http.Request) (*http.Response, string) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read the answer to %s %s: %v", req.Method, req.URL, err)
+	}
+	return resp, string(body)
+}
+
+// fetch sends a request of method to url with body (see newRequest) and
+// returns what send does.
+func fetch(t *testing.T, method, url, body string) (*http.Response, string) {
+	t.Helper()
+	return send(t, newRequest(t, method, url, body))
 }
 
 // sseData returns the answer an SSE response body carries, its last
@@ -79,8 +116,7 @@ func jsonRPCError(t *testing.T, body string) (id any, code int64, message string
 func TestHTTPSessionlessRequestIs400(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	for name, body := range map[string]string{
 		"request":      `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
 		"notification": `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
@@ -113,8 +149,7 @@ func TestHTTPSessionlessRequestIs400(t *testing.T) {
 func TestHTTPBatchIs400JSON(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	for _, v := range []string{"2025-06-18", "2025-11-25"} {
 		status, _, got := postMCP(t, ts.URL+"/", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, map[string]string{"MCP-Protocol-Version": v})
 		if status != http.StatusBadRequest {
@@ -132,8 +167,7 @@ func TestHTTPBatchIs400JSON(t *testing.T) {
 func TestHTTPServesBothRevisions(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	ctx := context.Background()
 	for _, v := range []string{"2026-07-28", "2025-11-25", "2025-03-26"} {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).
@@ -142,7 +176,7 @@ func TestHTTPServesBothRevisions(t *testing.T) {
 			t.Fatalf("%s: %v", v, err)
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fake_search", Arguments: map[string]any{"query": "reef"}})
-		if err != nil || res.IsError || !strings.Contains(resultString(res), `found {"query":"reef"}`) {
+		if err != nil || res.IsError || !strings.Contains(textOf(res), `found {"query":"reef"}`) {
 			t.Errorf("%s: call = %+v, %v", v, res, err)
 		}
 		if hasSession := cs.ID() != ""; hasSession != (v < statelessVersion) {
@@ -164,16 +198,12 @@ func TestHTTPDeleteCancelsCalls(t *testing.T) {
 		stopped <- ctx.Err()
 		return nil, ctx.Err()
 	}}
-	pol, err := policy.New(policy.Options{Level: policy.Supervised})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{Level: policy.Supervised})
 	s, err := New(testCatalog(), map[string]Dispatcher{"fake": p}, &Options{Policy: pol, ToolTimeout: time.Until(testwait.Deadline(t))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	ctx := testwait.Context(t)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).
 		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -190,12 +220,7 @@ func TestHTTPDeleteCancelsCalls(t *testing.T) {
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, ts.URL+"/", nil)
 	req.Header.Set("Mcp-Session-Id", cs.ID())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
+	if resp, _ := send(t, req); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: status %d", resp.StatusCode)
 	}
 	select {
@@ -234,7 +259,7 @@ func TestStructureOnlyForClientsThatKnowIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (res.StructuredContent != nil) != tc.want || resultString(res) != "stored" {
+		if (res.StructuredContent != nil) != tc.want || textOf(res) != "stored" {
 			t.Errorf("%s: result %+v, want structuredContent present %v and text", tc.version, res, tc.want)
 		}
 	}
@@ -255,8 +280,7 @@ func TestStructureOnlyForClientsThatKnowIt(t *testing.T) {
 func TestNonObjectArgumentsAre32602(t *testing.T) {
 	t.Parallel()
 	s, a := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	ctx := context.Background()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).
 		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
@@ -327,8 +351,7 @@ func TestListCacheHints(t *testing.T) {
 func TestHTTPBatchEdges(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{MaxBodyBytes: 1024}))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, &HTTPOptions{MaxBodyBytes: 1024})
 	for name, tc := range map[string]struct {
 		body, version, want string
 	}{
@@ -362,8 +385,7 @@ func TestHTTPBatchEdges(t *testing.T) {
 func TestDiscoverCacheHint(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	status, _, body := postMCP(t, ts.URL+"/", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{`+
 		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},`+
 		`"io.modelcontextprotocol/clientCapabilities":{}}}}`,

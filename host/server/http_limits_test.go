@@ -43,8 +43,7 @@ func post(t *testing.T, url, token, session, body string) *http.Response {
 func TestHTTPSessionCap(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{MaxSessions: 2}))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, &HTTPOptions{MaxSessions: 2})
 
 	var sessions []string
 	for range 2 {
@@ -91,10 +90,7 @@ func TestHTTPBodyTimeout(t *testing.T) {
 	t.Parallel()
 	const bodyTimeout = 100 * time.Millisecond
 	token := strings.Repeat("0123456789abcdef", 4)
-	pol, err := policy.New(policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{})
 	slow := &fakeProvider{call: func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		select {
 		case <-time.After(5 * bodyTimeout):
@@ -107,8 +103,7 @@ func TestHTTPBodyTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: token, BodyTimeout: bodyTimeout}))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, &HTTPOptions{Token: token, BodyTimeout: bodyTimeout})
 
 	for name, auth := range map[string]string{"wrong token": "nope", "right token": token} {
 		t.Run(name, func(t *testing.T) {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -21,8 +19,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 func TestHTTPHandlerGuards(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: "s3cret", AllowedOrigins: []string{"https://app.example.com"}}))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, &HTTPOptions{Token: "s3cret", AllowedOrigins: []string{"https://app.example.com"}})
 
 	tests := map[string]struct {
 		auth, origin, host, path string
@@ -104,8 +101,7 @@ func TestCheckBind(t *testing.T) {
 func TestHTTPSessions(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: "s3cret", MaxBodyBytes: 4096}))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, &HTTPOptions{Token: "s3cret", MaxBodyBytes: 4096})
 	do := func(method, session, body string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest(method, ts.URL+"/", strings.NewReader(body))
@@ -115,12 +111,7 @@ func TestHTTPSessions(t *testing.T) {
 		if session != "" {
 			req.Header.Set("Mcp-Session-Id", session)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
+		resp, _ := send(t, req)
 		return resp
 	}
 	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 5000) + `"}}`
@@ -171,8 +162,7 @@ func TestHTTPProvenanceAndOneRowPerCall(t *testing.T) {
 
 func testProvenance(t *testing.T, version string, wantHashes int) {
 	s, a := newTestServer(t, policy.Supervised, true)
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: "s3cret"}))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, &HTTPOptions{Token: "s3cret"})
 	client := &http.Client{Transport: &bearer{token: "s3cret", next: http.DefaultTransport}}
 	ctx := context.Background()
 	const sessions, perSession = 10, 10

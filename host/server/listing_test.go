@@ -61,15 +61,9 @@ func TestToolsListHidesRefusedTools(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			pol, err := policy.New(tc.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			pol := testPolicy(t, tc.opts)
 			a := &memAudit{}
-			s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a, RecordReads: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := newFakeServer(t, &Options{Policy: pol, Audit: a, RecordReads: true})
 			changed := make(chan struct{}, 8)
 			cs := connect(t, s, "Claude Desktop", &mcp.ClientOptions{
 				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
@@ -92,10 +86,7 @@ func TestToolsListHidesRefusedTools(t *testing.T) {
 				t.Errorf("audit rows = %+v, want one %s row for %s", rows, tc.wantDecision, tc.hidden)
 			}
 
-			open, err := policy.New(policy.Options{Level: policy.Full})
-			if err != nil {
-				t.Fatal(err)
-			}
+			open := testPolicy(t, policy.Options{Level: policy.Full})
 			s.Reconfigure(Options{Policy: open})
 			select {
 			case <-changed:

@@ -32,15 +32,9 @@ func manualMRTRClient(t *testing.T, s *Server) *mcp.ClientSession {
 
 func confirmServer(t *testing.T) (*Server, *memAudit) {
 	t.Helper()
-	pol, err := policy.New(policy.Options{Level: policy.Supervised})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{Level: policy.Supervised})
 	a := &memAudit{}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a, ConfirmActs: ConfirmWhenSupported})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeServer(t, &Options{Policy: pol, Audit: a, ConfirmActs: ConfirmWhenSupported})
 	return s, a
 }
 
@@ -123,7 +117,7 @@ func TestConfirmationStateRefusals(t *testing.T) {
 
 	declined := question(t, cs, args)
 	res, err = retry(args, declined, mcp.InputResponseMap{confirmInput: &mcp.ElicitResult{Action: "decline"}})
-	if err != nil || !res.IsError || !strings.Contains(resultString(res), "you did not confirm it") {
+	if err != nil || !res.IsError || !strings.Contains(textOf(res), "you did not confirm it") {
 		t.Errorf("declined = %+v, %v; want an isError result saying it was not confirmed", res, err)
 	}
 
@@ -158,16 +152,6 @@ func TestConfirmationStateFromAnotherHost(t *testing.T) {
 	if rows := a2.all(); len(rows) != 1 || rows[0].Decision != "denied:bad_confirmation" {
 		t.Errorf("audit rows = %+v", rows)
 	}
-}
-
-func resultString(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
 
 // TestConfirmDetailsShowEverything: values are quoted with line breaks,
@@ -217,10 +201,7 @@ func TestConfirmationSpentAcrossRestarts(t *testing.T) {
 			t.Fatal(err)
 		}
 		pol, _ := policy.New(policy.Options{Level: policy.Supervised})
-		s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: log, ConfirmActs: ConfirmWhenSupported, StateKey: key})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := newFakeServer(t, &Options{Policy: pol, Audit: log, ConfirmActs: ConfirmWhenSupported, StateKey: key})
 		return s, log
 	}
 	args := map[string]any{"title": "Launch plan"}

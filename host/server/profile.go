@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -110,31 +111,31 @@ func (s *Server) resourcesFor(res mcp.Result, profile string) mcp.Result {
 	set := s.settings.Load()
 	switch r := res.(type) {
 	case *mcp.ListResourcesResult:
-		if r == nil {
-			return res
+		if r != nil {
+			out := *r
+			out.Resources = kept(r.Resources, func(x *mcp.Resource) bool { return set.servesResource(profile, x.URI) })
+			return &out
 		}
-		out := *r
-		out.Resources = nil
-		for _, x := range r.Resources {
-			if set.servesResource(profile, x.URI) {
-				out.Resources = append(out.Resources, x)
-			}
-		}
-		return &out
 	case *mcp.ListResourceTemplatesResult:
-		if r == nil {
-			return res
+		if r != nil {
+			out := *r
+			out.ResourceTemplates = kept(r.ResourceTemplates, func(x *mcp.ResourceTemplate) bool { return set.servesResource(profile, x.URITemplate) })
+			return &out
 		}
-		out := *r
-		out.ResourceTemplates = nil
-		for _, x := range r.ResourceTemplates {
-			if set.servesResource(profile, x.URITemplate) {
-				out.ResourceTemplates = append(out.ResourceTemplates, x)
-			}
-		}
-		return &out
 	}
 	return res
+}
+
+// kept returns the entries of list that keep accepts, in order; nil when
+// it accepts none.
+func kept[E any](list []E, keep func(E) bool) []E {
+	var out []E
+	for _, x := range list {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // profileOf returns the profile of a client request: [Options.Profile]
@@ -192,15 +193,10 @@ func (set *Options) confirmRequired() bool {
 // profileNames lists the configured profiles, sorted; "(none)" when there
 // are none.
 func (set *Options) profileNames() []string {
-	names := make([]string, 0, len(set.Profiles))
-	for n := range set.Profiles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	if len(names) == 0 {
+	if len(set.Profiles) == 0 {
 		return []string{"(none)"}
 	}
-	return names
+	return slices.Sorted(maps.Keys(set.Profiles))
 }
 
 // listing reports, for a client of the named profile under the settings

@@ -21,31 +21,19 @@ import (
 // act an hour).
 func profileServer(t *testing.T) (*Server, *memAudit, *policy.Policy) {
 	t.Helper()
-	pol, err := policy.New(policy.Options{Level: policy.Supervised, SharedBudget: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{Level: policy.Supervised, SharedBudget: true})
 	a := &memAudit{}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{
+	s := newFakeServer(t, &Options{
 		Policy: pol, Audit: a, RecordReads: true, Profiles: testProfiles(t, pol, []string{"fake_search"}),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return s, a, pol
 }
 
 func testProfiles(t *testing.T, pol *policy.Policy, reviewTools []string) map[string]*Profile {
 	t.Helper()
 	one := 1
-	review, err := pol.ForProfile(policy.Profile{Name: "review", Level: policy.ReadOnly, Tools: reviewTools})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents, err := pol.ForProfile(policy.Profile{Name: "agents", MaxActionsPerHour: &one})
-	if err != nil {
-		t.Fatal(err)
-	}
+	review := profilePolicy(t, pol, policy.Profile{Name: "review", Level: policy.ReadOnly, Tools: reviewTools})
+	agents := profilePolicy(t, pol, policy.Profile{Name: "agents", MaxActionsPerHour: &one})
 	return map[string]*Profile{"review": {Policy: review, Clients: []string{"Cursor"}}, "agents": {Policy: agents}}
 }
 
@@ -69,8 +57,7 @@ func connectPath(t *testing.T, ts *httptest.Server, path, name, version string, 
 func TestProfilesOverHTTP(t *testing.T) {
 	t.Parallel()
 	s, a, _ := profileServer(t)
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	ctx := context.Background()
 	for _, v := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(v, func(t *testing.T) {
@@ -131,12 +118,7 @@ func TestProfilesOverHTTP(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Post(ts.URL+"/profile/nosuch", "application/json", strings.NewReader(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
+	if resp, _ := fetch(t, http.MethodPost, ts.URL+"/profile/nosuch", `{}`); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("POST /profile/nosuch = %d, want 404", resp.StatusCode)
 	}
 }
@@ -147,8 +129,7 @@ func TestProfilesOverHTTP(t *testing.T) {
 func TestProfileReloadNotifies(t *testing.T) {
 	t.Parallel()
 	s, _, pol := profileServer(t)
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	changed := make(chan struct{}, 8)
 	review := connectPath(t, ts, "/profile/review", "Claude Desktop", "2025-11-25", &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
@@ -171,16 +152,10 @@ func TestProfileReloadNotifies(t *testing.T) {
 // client the profile, whatever its name.
 func TestServerProfileOption(t *testing.T) {
 	t.Parallel()
-	pol, err := policy.New(policy.Options{SharedBudget: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{
+	pol := testPolicy(t, policy.Options{SharedBudget: true})
+	s := newFakeServer(t, &Options{
 		Policy: pol, Audit: &memAudit{}, Profile: "review", Profiles: testProfiles(t, pol, nil),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cs := connect(t, s, "Claude Desktop", nil)
 	if got := listedTools(t, cs); !slices.Equal(got, []string{"fake_search", "fake_slow"}) {
 		t.Errorf("tools/list under --profile review = %v, want the read tools", got)
@@ -194,10 +169,7 @@ func TestServerProfileOption(t *testing.T) {
 // call (a sub-agent's tool call) runs under the client's profile.
 func TestNestedCallKeepsProfile(t *testing.T) {
 	t.Parallel()
-	pol, err := policy.New(policy.Options{SharedBudget: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{SharedBudget: true})
 	var s *Server
 	nesting := &fakeProvider{call: func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		if req.Name != "fake.search" {
@@ -211,12 +183,12 @@ func TestNestedCallKeepsProfile(t *testing.T) {
 		}
 		return sdk.TextResult("nested: " + resultText(res)), nil
 	}}
+	var err error
 	s, err = New(testCatalog(), map[string]Dispatcher{"fake": nesting}, &Options{Policy: pol, Audit: &memAudit{}, Profiles: testProfiles(t, pol, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	for path, want := range map[string]string{"/profile/review": "nested: fake_store is an act tool", "/": "nested: stored"} {
 		cs := connectPath(t, ts, path, "Claude Desktop", "2025-11-25", nil)
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fake_search", Arguments: map[string]any{"query": "x"}})
@@ -230,28 +202,15 @@ func TestNestedCallKeepsProfile(t *testing.T) {
 // globs serve.
 func TestProfileResources(t *testing.T) {
 	t.Parallel()
-	pol, err := policy.New(policy.Options{SharedBudget: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	open, err := pol.ForProfile(policy.Profile{Name: "open"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed, err := pol.ForProfile(policy.Profile{Name: "closed"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: &memAudit{},
+	pol := testPolicy(t, policy.Options{SharedBudget: true})
+	open := profilePolicy(t, pol, policy.Profile{Name: "open"})
+	closed := profilePolicy(t, pol, policy.Profile{Name: "closed"})
+	s := newFakeServer(t, &Options{Policy: pol, Audit: &memAudit{},
 		Profiles: map[string]*Profile{
 			"open":   {Policy: open, Resources: []string{"fake://*"}},
 			"closed": {Policy: closed, Resources: []string{"fake://*"}, ExcludeResources: []string{"*/doc"}},
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, nil)
 	for profile, want := range map[string]bool{"open": true, "closed": false} {
 		cs := connectPath(t, ts, "/profile/"+profile, "Claude Desktop", "2025-11-25", nil)
 		list, err := cs.ListResources(t.Context(), nil)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -75,16 +74,7 @@ func (s *Server) readyz(ready Ready, token string, timeout time.Duration, next h
 		sum := sha256.Sum256([]byte(got))
 		return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != ReadyPath {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "Method Not Allowed: "+ReadyPath+" answers GET and HEAD", http.StatusMethodNotAllowed)
-			return
-		}
+	return jsonEndpoint(ReadyPath, next, func(r *http.Request) (any, int) {
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		checks := ready(ctx)
@@ -101,12 +91,6 @@ func (s *Server) readyz(ready Ready, token string, timeout time.Duration, next h
 				out.Checks[i] = ReadyCheck{Name: c.Name, OK: c.OK}
 			}
 		}
-		body, _ := json.Marshal(out)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(code)
-		if r.Method == http.MethodGet {
-			_, _ = w.Write(append(body, '\n'))
-		}
+		return out, code
 	})
 }

@@ -3,9 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,10 +15,7 @@ import (
 // details; other methods get 405, and without Ready the path is 404.
 func TestReadyz(t *testing.T) {
 	t.Parallel()
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Replica: "web2:9301"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeServer(t, &Options{Replica: "web2:9301"})
 	var failing atomic.Bool
 	ready := func(ctx context.Context) []ReadyCheck {
 		if _, ok := ctx.Deadline(); !ok {
@@ -33,22 +28,16 @@ func TestReadyz(t *testing.T) {
 		return []ReadyCheck{{Name: "providers", OK: true, Detail: "1 running: memory"}, audit}
 	}
 	token := strings.Repeat("0123456789abcdef", 4)
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: token, Ready: ready}))
-	t.Cleanup(ts.Close)
+	ts := serveHTTP(t, s, &HTTPOptions{Token: token, Ready: ready})
 	get := func(auth string) (int, Readiness) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, ts.URL+ReadyPath, nil)
 		if auth != "" {
 			req.Header.Set("Authorization", "Bearer "+auth)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
+		resp, body := send(t, req)
 		var r Readiness
-		if err := json.Unmarshal(body, &r); err != nil {
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
 			t.Fatalf("GET %s = %d %s: not a readiness body", ReadyPath, resp.StatusCode, body)
 		}
 		if resp.Header.Get("Cache-Control") != "no-store" {
@@ -80,23 +69,12 @@ func TestReadyz(t *testing.T) {
 		t.Errorf("failing, with the token: %d %+v", code, r)
 	}
 
-	resp, err := http.Post(ts.URL+ReadyPath, "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
+	if resp, _ := fetch(t, http.MethodPost, ts.URL+ReadyPath, ""); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST %s = %d, want 405", ReadyPath, resp.StatusCode)
 	}
 
-	plain := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(plain.Close)
-	resp, err = http.Get(plain.URL + ReadyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
+	plain := serveHTTP(t, s, nil)
+	if resp, _ := fetch(t, http.MethodGet, plain.URL+ReadyPath, ""); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET %s without Ready = %d, want 404", ReadyPath, resp.StatusCode)
 	}
 }
@@ -105,22 +83,13 @@ func TestReadyz(t *testing.T) {
 // details.
 func TestReadyzWithoutToken(t *testing.T) {
 	t.Parallel()
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeServer(t, nil)
 	ready := func(context.Context) []ReadyCheck {
 		return []ReadyCheck{{Name: "storage", OK: true, Detail: "writable"}}
 	}
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Ready: ready}))
-	t.Cleanup(ts.Close)
-	resp, err := http.Get(ts.URL + ReadyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if want := `{"status":"ready","checks":[{"name":"storage","ok":true,"detail":"writable"}]}` + "\n"; string(body) != want {
+	ts := serveHTTP(t, s, &HTTPOptions{Ready: ready})
+	_, body := fetch(t, http.MethodGet, ts.URL+ReadyPath, "")
+	if want := `{"status":"ready","checks":[{"name":"storage","ok":true,"detail":"writable"}]}` + "\n"; body != want {
 		t.Errorf("GET %s = %s, want %s", ReadyPath, body, want)
 	}
 }

@@ -88,9 +88,7 @@ func (f *relayFake) CallTool(ctx context.Context, req *sdk.CallToolRequest) (*sd
 }
 
 func (f *relayFake) ReadResource(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	f.mu.Lock()
-	f.callers = append(f.callers, req.Caller)
-	f.mu.Unlock()
+	record(f, &f.callers, req.Caller)
 	return &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: req.URI, MIMEType: "text/markdown", Text: "# " + req.URI}}}, nil
 }
 
@@ -101,9 +99,7 @@ var (
 )
 
 func (f *relayFake) GetPrompt(_ context.Context, req *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-	f.mu.Lock()
-	f.prompts = append(f.prompts, *req)
-	f.mu.Unlock()
+	record(f, &f.prompts, *req)
 	switch req.Name {
 	case "relay.greet":
 		name := req.Arguments["name"]
@@ -126,9 +122,7 @@ func (f *relayFake) GetPrompt(_ context.Context, req *sdk.GetPromptRequest) (*sd
 }
 
 func (f *relayFake) Complete(_ context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
-	f.mu.Lock()
-	f.completes = append(f.completes, *req)
-	f.mu.Unlock()
+	record(f, &f.completes, *req)
 	switch req.ArgumentName {
 	case "many":
 		vals := make([]string, 150)
@@ -156,13 +150,8 @@ func (f *relayFake) Complete(_ context.Context, req *sdk.CompleteRequest) (*sdk.
 
 func (f *relayFake) subscribe(req *sdk.SubscribeRequest, on bool) error {
 	ev := subEvent{On: on, URI: req.URI, Caller: req.Caller}
-	f.mu.Lock()
-	f.subs = append(f.subs, ev)
-	f.mu.Unlock()
-	select {
-	case f.subCh <- ev:
-	default:
-	}
+	record(f, &f.subs, ev)
+	offer(f.subCh, ev)
 	switch req.URI {
 	case "relay://notes/missing":
 		return fmt.Errorf("%s: %w", req.URI, sdk.ErrResourceNotFound)
@@ -192,20 +181,13 @@ func (f *relayFake) SetLoggingLevel(_ context.Context, req *sdk.SetLoggingLevelR
 		entered <- struct{}{}
 		<-gate
 	}
-	f.mu.Lock()
-	f.levels = append(f.levels, *req)
-	f.mu.Unlock()
+	record(f, &f.levels, *req)
 	return err
 }
 
 func (f *relayFake) SessionClosed(_ context.Context, caller sdk.Caller) error {
-	f.mu.Lock()
-	f.closed = append(f.closed, caller)
-	f.mu.Unlock()
-	select {
-	case f.closedCh <- caller:
-	default:
-	}
+	record(f, &f.closed, caller)
+	offer(f.closedCh, caller)
 	return nil
 }
 
@@ -219,35 +201,33 @@ func (f *relayFake) lastCaller(t *testing.T) sdk.Caller {
 	return f.callers[len(f.callers)-1]
 }
 
-func (f *relayFake) allCallers() []sdk.Caller {
+// record appends v to the record *s of f, under f.mu.
+func record[T any](f *relayFake, s *[]T, v T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.callers)
+	*s = append(*s, v)
 }
 
-func (f *relayFake) allPrompts() []sdk.GetPromptRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.prompts)
+// offer sends v on ch unless ch is full.
+func offer[T any](ch chan<- T, v T) {
+	select {
+	case ch <- v:
+	default:
+	}
 }
 
-func (f *relayFake) allCompletes() []sdk.CompleteRequest {
+// snapshot returns a copy of the record *s of f, taken under f.mu.
+func snapshot[T any](f *relayFake, s *[]T) []T {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.completes)
+	return slices.Clone(*s)
 }
 
-func (f *relayFake) allSubs() []subEvent {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.subs)
-}
-
-func (f *relayFake) allLevels() []sdk.SetLoggingLevelRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.levels)
-}
+func (f *relayFake) allCallers() []sdk.Caller                { return snapshot(f, &f.callers) }
+func (f *relayFake) allPrompts() []sdk.GetPromptRequest      { return snapshot(f, &f.prompts) }
+func (f *relayFake) allCompletes() []sdk.CompleteRequest     { return snapshot(f, &f.completes) }
+func (f *relayFake) allSubs() []subEvent                     { return snapshot(f, &f.subs) }
+func (f *relayFake) allLevels() []sdk.SetLoggingLevelRequest { return snapshot(f, &f.levels) }
 
 // plainFake implements only Dispatcher: no prompts, completion,
 // subscriptions or session events.
@@ -302,6 +282,14 @@ func newRelayServer(t *testing.T) (*Server, *relayFake, *relayFake) {
 		t.Fatal(err)
 	}
 	return s, relay, watch
+}
+
+// connectRelay builds a server with newRelayServer and connects a
+// "Claude Desktop" client with opts, on protocol version, to it.
+func connectRelay(t *testing.T, opts *mcp.ClientOptions, version string) (*Server, *relayFake, *relayFake, *mcp.ClientSession) {
+	t.Helper()
+	s, relay, watch := newRelayServer(t)
+	return s, relay, watch, connectVersion(t, s, "Claude Desktop", opts, version)
 }
 
 // sessionToken reads relay://doc in cs's session and returns the
@@ -413,8 +401,7 @@ const samplingAnswer = `{"content":{"type":"text","text":"Corals are fine."},"mo
 
 func TestPromptsListServesCatalogPrompts(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	_, _, _, cs := connectRelay(t, nil, legacyVersion)
 	if cs.InitializeResult().Capabilities.Prompts == nil {
 		t.Fatal("server does not declare the prompts capability")
 	}
@@ -438,8 +425,7 @@ func TestPromptsListServesCatalogPrompts(t *testing.T) {
 
 func TestGetPromptPassesArgumentsAndConvertsContent(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	_, relay, _, cs := connectRelay(t, nil, legacyVersion)
 	tok := sessionToken(t, cs, relay)
 	res, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "relay_greet", Arguments: map[string]string{"name": "Ada", "style": "formal"}})
 	if err != nil {
@@ -475,8 +461,7 @@ func TestGetPromptPassesArgumentsAndConvertsContent(t *testing.T) {
 
 func TestGetPromptErrors(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	_, relay, _, cs := connectRelay(t, nil, legacyVersion)
 	tests := map[string]struct {
 		name    string
 		args    map[string]string
@@ -507,9 +492,8 @@ func TestGetPromptErrors(t *testing.T) {
 
 func TestPromptsFollowUpdate(t *testing.T) {
 	t.Parallel()
-	s, relay, watch := newRelayServer(t)
 	changed := make(chan struct{}, 4)
-	cs := connectVersion(t, s, "Claude Desktop", &mcp.ClientOptions{
+	s, relay, watch, cs := connectRelay(t, &mcp.ClientOptions{
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { changed <- struct{}{} },
 	}, legacyVersion)
 	ctx := context.Background()
@@ -537,8 +521,7 @@ func TestPromptsFollowUpdate(t *testing.T) {
 
 func TestCompletionRoutesToProvider(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	_, relay, _, cs := connectRelay(t, nil, legacyVersion)
 	tok := sessionToken(t, cs, relay)
 	ctx := context.Background()
 	if cs.InitializeResult().Capabilities.Completions == nil {
@@ -584,8 +567,7 @@ func TestCompletionRoutesToProvider(t *testing.T) {
 
 func TestCompletionCutsAtMaxValues(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	_, _, _, cs := connectRelay(t, nil, legacyVersion)
 	res, err := cs.Complete(context.Background(), &mcp.CompleteParams{
 		Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "relay.greet"},
 		Argument: mcp.CompleteParamsArgument{Name: "many"},
@@ -604,8 +586,7 @@ func TestCompletionCutsAtMaxValues(t *testing.T) {
 
 func TestCompletionWithoutAnswerIsEmptyList(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	_, _, _, cs := connectRelay(t, nil, legacyVersion)
 	tests := map[string]*mcp.CompleteParams{
 		"prompt of a provider without Completer": {
 			Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "plain.hello"}, Argument: mcp.CompleteParamsArgument{Name: "x", Value: "a"}},
@@ -634,8 +615,7 @@ func TestCompletionWithoutAnswerIsEmptyList(t *testing.T) {
 
 func TestCompletionErrors(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	_, _, _, cs := connectRelay(t, nil, legacyVersion)
 	tests := map[string]struct {
 		params  *mcp.CompleteParams
 		code    int64
@@ -666,8 +646,7 @@ func TestCompletionErrors(t *testing.T) {
 
 func TestSubscribeRoutesByURIAndTemplate(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	_, relay, _, cs := connectRelay(t, nil, legacyVersion)
 	tok := sessionToken(t, cs, relay)
 	ctx := context.Background()
 	if caps := cs.InitializeResult().Capabilities.Resources; caps == nil || !caps.Subscribe {
@@ -699,8 +678,7 @@ func TestSubscribeRoutesByURIAndTemplate(t *testing.T) {
 
 func TestSubscribeErrors(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	_, relay, _, cs := connectRelay(t, nil, legacyVersion)
 	notFound := func(uri string) (int64, string, string) {
 		return mcp.CodeResourceNotFound, "Resource not found", fmt.Sprintf(`{"uri":%q}`, uri)
 	}
@@ -815,8 +793,7 @@ func TestNotifyResourceUpdatedReachesSubscribersOnly(t *testing.T) {
 
 func TestSetLoggingLevelReachesObserversBeforeAnswer(t *testing.T) {
 	t.Parallel()
-	s, relay, watch := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	_, relay, watch, cs := connectRelay(t, nil, legacyVersion)
 	tok := sessionToken(t, cs, relay)
 	gate, entered := make(chan struct{}), make(chan struct{}, 1)
 	relay.mu.Lock()
@@ -852,8 +829,7 @@ func TestSetLoggingLevelReachesObserversBeforeAnswer(t *testing.T) {
 
 func TestSessionClosedTellsObservers(t *testing.T) {
 	t.Parallel()
-	s, relay, watch := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	s, relay, watch, cs := connectRelay(t, nil, legacyVersion)
 	tok := sessionToken(t, cs, relay)
 	hash := relay.lastCaller(t).SessionHash
 	if err := cs.Close(); err != nil {
@@ -880,9 +856,8 @@ func TestSessionClosedTellsObservers(t *testing.T) {
 
 func TestRequestClientSamplingDuringCall(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
 	asked := make(chan *mcp.CreateMessageParams, 1)
-	cs := connectVersion(t, s, "Claude Desktop", samplingClient(asked), legacyVersion)
+	s, relay, _, cs := connectRelay(t, samplingClient(asked), legacyVersion)
 	o := duringCall(t, relay, cs, func(ctx context.Context, caller sdk.Caller) ([]byte, error) {
 		return s.RequestClient(ctx, &sdk.ClientRequest{Caller: caller, Method: sdk.MethodCreateMessage, Params: []byte(samplingParams)})
 	})
@@ -900,9 +875,8 @@ func TestRequestClientSamplingDuringCall(t *testing.T) {
 
 func TestRequestClientSamplingWithTools(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
 	asked := make(chan *mcp.CreateMessageWithToolsParams, 1)
-	cs := connectVersion(t, s, "Claude Desktop", &mcp.ClientOptions{
+	s, relay, _, cs := connectRelay(t, &mcp.ClientOptions{
 		CreateMessageWithToolsHandler: func(_ context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
 			asked <- req.Params
 			return &mcp.CreateMessageWithToolsResult{Model: "m2", Role: "assistant", StopReason: "toolUse",
@@ -941,9 +915,8 @@ func TestRequestClientSamplingWithTools(t *testing.T) {
 
 func TestRequestClientElicitationDuringCall(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
 	asked := make(chan string, 1)
-	cs := connectVersion(t, s, "Claude Desktop", &mcp.ClientOptions{
+	s, relay, _, cs := connectRelay(t, &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			asked <- req.Params.Message
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": "teal"}}, nil
@@ -1005,8 +978,7 @@ func TestRequestClientErrorsDuringCall(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s, relay, _ := newRelayServer(t)
-			cs := connectVersion(t, s, "Claude Desktop", tc.client, legacyVersion)
+			s, relay, _, cs := connectRelay(t, tc.client, legacyVersion)
 			o := duringCall(t, relay, cs, func(ctx context.Context, caller sdk.Caller) ([]byte, error) {
 				return s.RequestClient(ctx, &sdk.ClientRequest{Caller: caller, Method: tc.method, Params: []byte(tc.params)})
 			})
@@ -1042,19 +1014,9 @@ func TestRequestClientOutsideCall(t *testing.T) {
 	opts := samplingClient(asked)
 	client := mcp.NewClient(&mcp.Implementation{Name: "Claude Desktop", Version: "9.9"}, opts)
 	client.AddRoots(&mcp.Root{URI: "file:///home/ada/reef", Name: "reef"})
-	ct, st := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := s.MCP().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
+	cs := connectClient(t, s, client, legacyVersion)
 	tok := sessionToken(t, cs, relay)
+	ctx := context.Background()
 
 	out, err := s.RequestClient(ctx, &sdk.ClientRequest{Caller: sdk.Caller{SessionToken: tok}, Method: sdk.MethodListRoots})
 	if err != nil {
@@ -1107,8 +1069,7 @@ func TestRequestClientOutsideCall(t *testing.T) {
 // get no roots/list; RequestClient says ErrClientUnavailable.
 func TestRequestClientRootsUndeclaredIsUnavailable(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}, legacyVersion)
+	s, relay, _, cs := connectRelay(t, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}, legacyVersion)
 	tok := sessionToken(t, cs, relay)
 	out, err := s.RequestClient(context.Background(), &sdk.ClientRequest{Caller: sdk.Caller{SessionToken: tok}, Method: sdk.MethodListRoots})
 	if !errors.Is(err, sdk.ErrClientUnavailable) {
@@ -1126,9 +1087,8 @@ func TestRequestClientRootsUndeclaredIsUnavailable(t *testing.T) {
 // answer.
 func TestRequestClientNewerProtocolAsksThroughResults(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
 	asked := make(chan *mcp.CreateMessageParams, 1)
-	cs := connectVersion(t, s, "Claude Desktop", samplingClient(asked), "2026-07-28")
+	s, relay, _, cs := connectRelay(t, samplingClient(asked), "2026-07-28")
 	o := duringCall(t, relay, cs, func(ctx context.Context, caller sdk.Caller) ([]byte, error) {
 		return s.RequestClient(ctx, &sdk.ClientRequest{Caller: caller, Method: sdk.MethodCreateMessage, Params: []byte(samplingParams)})
 	})
@@ -1148,8 +1108,7 @@ func TestRequestClientNewerProtocolAsksThroughResults(t *testing.T) {
 // every other "cannot be sent" case.
 func TestRequestClientRootsNewerProtocol(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, "2026-07-28")
+	s, relay, _, cs := connectRelay(t, nil, "2026-07-28")
 	o := duringCall(t, relay, cs, func(ctx context.Context, caller sdk.Caller) ([]byte, error) {
 		return s.RequestClient(ctx, &sdk.ClientRequest{Caller: caller, Method: sdk.MethodListRoots})
 	})
@@ -1167,9 +1126,8 @@ func TestRequestClientRootsNewerProtocol(t *testing.T) {
 // token, updates reach the client, and ending the listen unsubscribes.
 func TestSubscribeOnNewerProtocol(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
 	updates := make(chan string, 64)
-	cs := connectVersion(t, s, "Claude Desktop", &mcp.ClientOptions{
+	s, relay, _, cs := connectRelay(t, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updates <- req.Params.URI },
 	}, "2026-07-28")
 	tok := sessionToken(t, cs, relay)
@@ -1211,9 +1169,8 @@ func TestSubscribeOnNewerProtocol(t *testing.T) {
 
 func TestNotifyLogFilteredByLevel(t *testing.T) {
 	t.Parallel()
-	s, relay, _ := newRelayServer(t)
 	msgs := make(chan *mcp.LoggingMessageParams, 16)
-	cs := connectVersion(t, s, "Claude Desktop", &mcp.ClientOptions{
+	s, relay, _, cs := connectRelay(t, &mcp.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) { msgs <- req.Params },
 	}, legacyVersion)
 	tok := sessionToken(t, cs, relay)
@@ -1340,8 +1297,7 @@ func TestSessionTokenPerSession(t *testing.T) {
 // level and the subscriptions it still holds on that provider's resources.
 func TestReplayTellsARestartedProviderWhatSessionsAsked(t *testing.T) {
 	t.Parallel()
-	s, relay, watch := newRelayServer(t)
-	cs := connectVersion(t, s, "Claude Desktop", nil, legacyVersion)
+	s, relay, watch, cs := connectRelay(t, nil, legacyVersion)
 	tok := sessionToken(t, cs, relay)
 	ctx := context.Background()
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {

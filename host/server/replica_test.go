@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,21 +23,12 @@ import (
 // the health check) carries the Openhuman-Replica header.
 func TestHealthzNamesReplica(t *testing.T) {
 	t.Parallel()
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Replica: "web2:9301"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.HTTPHandler(&HTTPOptions{Token: strings.Repeat("0123456789abcdef", 4)}))
-	t.Cleanup(ts.Close)
+	s := newFakeServer(t, &Options{Replica: "web2:9301"})
+	ts := serveHTTP(t, s, &HTTPOptions{Token: strings.Repeat("0123456789abcdef", 4)})
 
-	resp, err := http.Get(ts.URL + HealthPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := fetch(t, http.MethodGet, ts.URL+HealthPath, "")
 	var h Health
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &h) != nil {
+	if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &h) != nil {
 		t.Fatalf("GET %s = %d %s, want 200 and a health body", HealthPath, resp.StatusCode, body)
 	}
 	if want := (Health{Status: "ok", Replica: "web2:9301", Tools: len(testCatalog().Tools())}); h != want {
@@ -48,22 +38,12 @@ func TestHealthzNamesReplica(t *testing.T) {
 		t.Errorf("%s on the health check = %q", ReplicaHeader, got)
 	}
 
-	resp, err = http.Post(ts.URL+"/", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ = fetch(t, http.MethodPost, ts.URL+"/", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get(ReplicaHeader) != "web2:9301" {
 		t.Errorf("unauthenticated POST = %d with %s %q, want 401 naming the replica", resp.StatusCode, ReplicaHeader, resp.Header.Get(ReplicaHeader))
 	}
 
-	req, _ := http.NewRequest(http.MethodPost, ts.URL+HealthPath, nil)
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
+	if resp, _ := fetch(t, http.MethodPost, ts.URL+HealthPath, ""); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST %s = %d, want 405", HealthPath, resp.StatusCode)
 	}
 }
@@ -72,13 +52,8 @@ func TestHealthzNamesReplica(t *testing.T) {
 func TestUnnamedServerSendsNoReplicaHeader(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestServer(t, "", false)
-	ts := httptest.NewServer(s.HTTPHandler(nil))
-	t.Cleanup(ts.Close)
-	resp, err := http.Get(ts.URL + HealthPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	ts := serveHTTP(t, s, nil)
+	resp, _ := fetch(t, http.MethodGet, ts.URL+HealthPath, "")
 	if _, ok := resp.Header[ReplicaHeader]; ok || resp.StatusCode != http.StatusOK {
 		t.Errorf("unnamed server: status %d, header %v", resp.StatusCode, resp.Header)
 	}
@@ -142,7 +117,7 @@ func TestContinuationOnAnotherReplica(t *testing.T) {
 	}
 
 	res, err = onA.CallTool(ctx, retry)
-	if err != nil || res.IsError || res.NeedsInput() || !strings.Contains(resultString(res), "the answer") {
+	if err != nil || res.IsError || res.NeedsInput() || !strings.Contains(textOf(res), "the answer") {
 		t.Fatalf("retry on the replica that asked = %+v, %v; want the call's result", res, err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -139,17 +138,44 @@ func defaultProvider() *fakeProvider {
 // stored document's id is the row's result reference.
 var testAuditRules = sdk.AuditRules{ResultRefs: []string{"document_id"}}
 
+// testPolicy builds the policy of opts, failing the test when they are
+// invalid.
+func testPolicy(t testing.TB, opts policy.Options) *policy.Policy {
+	t.Helper()
+	pol, err := policy.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
+}
+
+// profilePolicy is pol narrowed to the profile p, failing the test when p
+// is invalid.
+func profilePolicy(t testing.TB, pol *policy.Policy, p policy.Profile) *policy.Policy {
+	t.Helper()
+	narrowed, err := pol.ForProfile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return narrowed
+}
+
+// newFakeServer serves testCatalog, with defaultProvider as provider
+// "fake", under opts, failing the test when New fails.
+func newFakeServer(t testing.TB, opts *Options) *Server {
+	t.Helper()
+	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func newTestServer(t *testing.T, level policy.Level, recordReads bool) (*Server, *memAudit) {
 	t.Helper()
-	pol, err := policy.New(policy.Options{Level: level})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{Level: level})
 	a := &memAudit{}
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{Policy: pol, Audit: a, RecordReads: recordReads, AuditRules: testAuditRules})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeServer(t, &Options{Policy: pol, Audit: a, RecordReads: recordReads, AuditRules: testAuditRules})
 	return s, a
 }
 
@@ -183,11 +209,7 @@ func TestCallPipeline(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			level := tc.level
-			if level == "" {
-				level = policy.Supervised
-			}
-			s, a := newTestServer(t, level, true)
+			s, a := newTestServer(t, tc.level, true) // no level is supervised
 			res, err := s.Call(context.Background(), Call{Tool: tc.tool, Arguments: json.RawMessage(tc.args), Caller: sdk.Caller{SourceType: "mcp:test"}})
 			if err != nil {
 				t.Fatalf("Call: %v", err)
@@ -279,15 +301,7 @@ func TestMCPSurface(t *testing.T) {
 	if init.ServerInfo.Name != Name || init.Capabilities.Tools == nil || init.Capabilities.Resources == nil || init.Capabilities.Logging == nil {
 		t.Fatalf("initialize result = %+v", init)
 	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range tools.Tools {
-		names = append(names, tool.Name)
-	}
-	if diff := cmp.Diff([]string{"fake_search", "fake_slow", "fake_store"}, names, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+	if diff := cmp.Diff([]string{"fake_search", "fake_slow", "fake_store"}, listedTools(t, cs)); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 

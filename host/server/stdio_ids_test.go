@@ -72,10 +72,7 @@ func TestStdioIDsComeBackAsSent(t *testing.T) {
 func blockingServer(t *testing.T) (*Server, chan struct{}) {
 	t.Helper()
 	release := make(chan struct{})
-	pol, err := policy.New(policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{})
 	p := &fakeProvider{call: func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		<-release
 		return sdk.TextResult("released"), nil

@@ -253,10 +253,7 @@ func TestStructuredContentClientsReload(t *testing.T) {
 	if got := call(); strings.Contains(got, "structuredContent") {
 		t.Errorf("before the reload: %q", got)
 	}
-	pol, err := policy.New(policy.Options{Level: policy.Supervised})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := testPolicy(t, policy.Options{Level: policy.Supervised})
 	s.Reconfigure(Options{Policy: pol, StructuredContentClients: []string{"*"}})
 	if got := call(); got != StructuredContentNote {
 		t.Errorf("after the reload: %q, want the note", got)

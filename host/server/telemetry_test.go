@@ -33,10 +33,7 @@ func TestTelemetry(t *testing.T) {
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 			reader := sdkmetric.NewManualReader()
 			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-			pol, err := policy.New(policy.Options{Level: policy.ReadOnly})
-			if err != nil {
-				t.Fatal(err)
-			}
+			pol := testPolicy(t, policy.Options{Level: policy.ReadOnly})
 			var (
 				mu         sync.Mutex
 				providerSC trace.SpanContext
@@ -153,10 +150,7 @@ func TestTelemetry(t *testing.T) {
 // A server without providers records nothing and adds no middleware.
 func TestTelemetryOff(t *testing.T) {
 	t.Parallel()
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeServer(t, nil)
 	if s.tel != nil {
 		t.Errorf("telemetry is set up without providers")
 	}
@@ -193,10 +187,7 @@ func TestTelemetryNestedCall(t *testing.T) {
 	t.Parallel()
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	s, err := New(testCatalog(), map[string]Dispatcher{"fake": defaultProvider()}, &Options{TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newFakeServer(t, &Options{TracerProvider: tp})
 	res, err := s.Call(t.Context(), Call{Tool: "fake_search", Arguments: []byte(`{"query":"x"}`), Caller: sdk.Caller{SourceType: "mcp:x/agent:a", Depth: 1}})
 	if err != nil || res.IsError {
 		t.Fatalf("Call = %+v, %v", res, err)

@@ -8,6 +8,7 @@
 package toolindex
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -35,8 +36,8 @@ type Tool struct {
 type Hit struct {
 	// Name is the tool's name.
 	Name string
-	// Score is its BM25 relevance, higher is better; only the order of
-	// scores within one search means anything.
+	// Score is its relevance, higher is better: BM25 from [Index.Search];
+	// only the order of scores within one search means anything.
 	Score float64
 }
 
@@ -152,6 +153,13 @@ func (ix *Index) Search(ctx context.Context, query string, k int, keep func(name
 			return nil, err
 		}
 	}
+	return Best(scores, k, keep), nil
+}
+
+// Best returns up to k of the tools in scores (name to score, higher is
+// better) that keep accepts (nil keeps all), best first; equal scores go
+// by name. A k below 1 returns none.
+func Best(scores map[string]float64, k int, keep func(name string) bool) []Hit {
 	hits := make([]Hit, 0, len(scores))
 	for name, sc := range scores {
 		if keep == nil || keep(name) {
@@ -159,18 +167,9 @@ func (ix *Index) Search(ctx context.Context, query string, k int, keep func(name
 		}
 	}
 	slices.SortFunc(hits, func(a, b Hit) int {
-		if a.Score != b.Score {
-			if a.Score > b.Score {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Name, b.Name)
+		return cmp.Or(cmp.Compare(b.Score, a.Score), strings.Compare(a.Name, b.Name))
 	})
-	if len(hits) > k {
-		hits = hits[:k]
-	}
-	return hits, nil
+	return hits[:min(max(k, 0), len(hits))]
 }
 
 // score adds weight times the BM25 score of every tool matching any of

@@ -3,30 +3,13 @@ package logonce
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/internal/fakeclock"
 )
-
-// clock is a settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func newLogger(level hclog.Level, o *Options) (hclog.Logger, *bytes.Buffer) {
 	var buf bytes.Buffer
@@ -44,7 +27,7 @@ func lines(buf *bytes.Buffer) []string {
 
 func TestRepeatsCollapse(t *testing.T) {
 	t.Parallel()
-	c := &clock{now: time.Unix(1_000_000, 0)}
+	c := fakeclock.New(time.Unix(1_000_000, 0))
 	log, buf := newLogger(hclog.Info, &Options{Window: time.Minute, Now: c.Now})
 	for range 3 {
 		log.Warn("pattern matches no tool", "pattern", "memroy_x")
@@ -101,7 +84,7 @@ func TestRepeatsCollapse(t *testing.T) {
 // its level later does not hide their first showing.
 func TestBelowLevel(t *testing.T) {
 	t.Parallel()
-	c := &clock{now: time.Unix(1_000_000, 0)}
+	c := fakeclock.New(time.Unix(1_000_000, 0))
 	log, buf := newLogger(hclog.Error, &Options{Now: c.Now})
 	log.Warn("dropped")
 	log.SetLevel(hclog.Warn)
@@ -123,7 +106,7 @@ func TestDisabled(t *testing.T) {
 
 func TestForgetsOldest(t *testing.T) {
 	t.Parallel()
-	c := &clock{now: time.Unix(1_000_000, 0)}
+	c := fakeclock.New(time.Unix(1_000_000, 0))
 	log, buf := newLogger(hclog.Info, &Options{Now: c.Now})
 	for i := range maxLines + 1 {
 		c.Add(time.Millisecond)

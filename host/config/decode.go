@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -64,12 +66,7 @@ func decodeInto(c *Config, data []byte, source string) error {
 		}
 		c.Tools[name] = o
 	}
-	names := make([]string, 0, len(doc.Providers))
-	for name := range doc.Providers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(doc.Providers)) {
 		c.Providers[name] = d.provider(name, c.Providers[name], doc.Providers[name])
 	}
 	d.validate(c)

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path"
@@ -373,13 +374,8 @@ var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 // validateProfiles checks every [profiles.<name>] table, and that no
 // client name selects two profiles.
 func (d *decoder) validateProfiles(profiles map[string]ProfileConfig) {
-	names := make([]string, 0, len(profiles))
-	for n := range profiles {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	clientOf := map[string]string{}
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(profiles)) {
 		p := profiles[n]
 		key := "profiles." + n
 		if !profileName.MatchString(n) {
@@ -435,12 +431,7 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // validateToolOverrides checks every [tools.<name>] table.
 func (d *decoder) validateToolOverrides(tools map[string]ToolOverride) {
-	names := make([]string, 0, len(tools))
-	for n := range tools {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(tools)) {
 		o := tools[n]
 		key := "tools." + n
 		if !toolName.MatchString(n) {

@@ -14,36 +14,26 @@ import (
 // the signal's path under it, and an unset endpoint is left to the SDK.
 func TestOTLPExporterEndpoint(t *testing.T) {
 	t.Parallel()
-	tests := map[string]struct {
-		cfg      Config
-		wantGRPC bool
-		wantURL  string
-	}{
-		"http":             {cfg: Config{Endpoint: "http://collector:4318"}, wantURL: "http://collector:4318/v1/traces"},
-		"http, trailing /": {cfg: Config{Endpoint: "https://collector/otlp/", Protocol: ProtocolHTTP}, wantURL: "https://collector/otlp/v1/traces"},
-		"http, unset":      {cfg: Config{}, wantURL: ""},
-		"grpc":             {cfg: Config{Endpoint: "http://collector:4317/", Protocol: ProtocolGRPC}, wantGRPC: true, wantURL: "http://collector:4317/"},
-		"grpc, unset":      {cfg: Config{Protocol: ProtocolGRPC}, wantGRPC: true, wantURL: ""},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			var gotGRPC bool
-			var gotURL string
-			record := func(grpc bool) func(string) (string, error) {
-				return func(url string) (string, error) {
-					gotGRPC, gotURL = grpc, url
-					return "exporter", nil
-				}
+	for cfg, want := range map[Config]string{
+		{Endpoint: "http://collector:4318"}:                           "http http://collector:4318/v1/traces",
+		{Endpoint: "https://collector/otlp/", Protocol: ProtocolHTTP}: "http https://collector/otlp/v1/traces",
+		{}: "http ",
+		{Endpoint: "http://collector:4317/", Protocol: ProtocolGRPC}: "grpc http://collector:4317/",
+		{Protocol: ProtocolGRPC}:                                     "grpc ",
+	} {
+		var got string
+		made := func(protocol string) func(string) (string, error) {
+			return func(url string) (string, error) {
+				got = protocol + " " + url
+				return "exporter", nil
 			}
-			exp, err := otlpExporter(tc.cfg, "trace", "/v1/traces", record(true), record(false))
-			if err != nil || exp != "exporter" {
-				t.Fatalf("otlpExporter() = %q, %v; want the exporter", exp, err)
-			}
-			if gotGRPC != tc.wantGRPC || gotURL != tc.wantURL {
-				t.Errorf("made grpc=%v with %q, want grpc=%v with %q", gotGRPC, gotURL, tc.wantGRPC, tc.wantURL)
-			}
-		})
+		}
+		if exp, err := otlpExporter(cfg, "trace", "/v1/traces", made("grpc"), made("http")); err != nil || exp != "exporter" {
+			t.Errorf("otlpExporter(%+v) = %q, %v; want the exporter", cfg, exp, err)
+		}
+		if got != want {
+			t.Errorf("otlpExporter(%+v) made %q, want %q", cfg, got, want)
+		}
 	}
 
 	boom := errors.New("boom")

@@ -220,20 +220,20 @@ func CheckEndpoint(raw string) error {
 func traceExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
 	return otlpExporter(cfg, "trace", "/v1/traces",
 		func(url string) (sdktrace.SpanExporter, error) {
-			return otlptracegrpc.New(ctx, endpointOption(url, otlptracegrpc.WithEndpointURL)...)
+			return newAt(ctx, url, otlptracegrpc.New, otlptracegrpc.WithEndpointURL)
 		},
 		func(url string) (sdktrace.SpanExporter, error) {
-			return otlptracehttp.New(ctx, endpointOption(url, otlptracehttp.WithEndpointURL)...)
+			return newAt(ctx, url, otlptracehttp.New, otlptracehttp.WithEndpointURL)
 		})
 }
 
 func metricExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error) {
 	return otlpExporter(cfg, "metric", "/v1/metrics",
 		func(url string) (sdkmetric.Exporter, error) {
-			return otlpmetricgrpc.New(ctx, endpointOption(url, otlpmetricgrpc.WithEndpointURL)...)
+			return newAt(ctx, url, otlpmetricgrpc.New, otlpmetricgrpc.WithEndpointURL)
 		},
 		func(url string) (sdkmetric.Exporter, error) {
-			return otlpmetrichttp.New(ctx, endpointOption(url, otlpmetrichttp.WithEndpointURL)...)
+			return newAt(ctx, url, otlpmetrichttp.New, otlpmetrichttp.WithEndpointURL)
 		})
 }
 
@@ -262,12 +262,13 @@ func otlpExporter[E any](cfg Config, signal, path string, newGRPC, newHTTP func(
 	return exp, nil
 }
 
-// endpointOption is the exporter option withURL(url), or none for "".
-func endpointOption[O any](url string, withURL func(string) O) []O {
+// newAt makes an exporter with newExporter, sending to url by the option
+// withURL, or where the SDK's variables say for "".
+func newAt[O, E any](ctx context.Context, url string, newExporter func(context.Context, ...O) (E, error), withURL func(string) O) (E, error) {
 	if url == "" {
-		return nil
+		return newExporter(ctx)
 	}
-	return []O{withURL(url)}
+	return newExporter(ctx, withURL(url))
 }
 
 // Tracing reports whether spans are recorded and exported.

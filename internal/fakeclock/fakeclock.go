@@ -35,11 +35,9 @@ func (c *Clock) Set(t time.Time) {
 	c.now = t
 }
 
-// Add moves the clock on by d (back for a negative d) and returns the new
-// time.
-func (c *Clock) Add(d time.Duration) time.Time {
+// Advance moves the clock on by d (back for a negative d).
+func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
-	return c.now
 }

@@ -54,12 +54,12 @@ func TestRepeatsCollapse(t *testing.T) {
 	}
 
 	buf.Reset()
-	c.Add(59 * time.Second)
+	c.Advance(59 * time.Second)
 	log.Warn("pattern matches no tool", "pattern", "memroy_x")
 	if got := lines(buf); len(got) != 0 {
 		t.Fatalf("a repeat within the window was written: %q", got)
 	}
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	log.Warn("pattern matches no tool", "pattern", "memroy_x")
 	log.Warn("pattern matches no tool", "pattern", "memroy_x")
 	want = []string{`[WARN]  host: pattern matches no tool: pattern=memroy_x repeated=3`}
@@ -67,13 +67,13 @@ func TestRepeatsCollapse(t *testing.T) {
 		t.Fatalf("after the window got %q, want %q", got, want)
 	}
 	buf.Reset()
-	c.Add(time.Minute)
+	c.Advance(time.Minute)
 	log.Warn("pattern matches no tool", "pattern", "memroy_x")
 	if got := lines(buf); len(got) != 1 || !strings.HasSuffix(got[0], RepeatedKey+"=1") {
 		t.Fatalf("after a window with one repeat held back got %q, want it counted", got)
 	}
 	buf.Reset()
-	c.Add(time.Minute)
+	c.Advance(time.Minute)
 	log.Warn("pattern matches no tool", "pattern", "memroy_x")
 	if got := lines(buf); len(got) != 1 || strings.Contains(got[0], RepeatedKey) {
 		t.Fatalf("after a window without repeats got %q, want the line without a count", got)
@@ -109,7 +109,7 @@ func TestForgetsOldest(t *testing.T) {
 	c := fakeclock.New(time.Unix(1_000_000, 0))
 	log, buf := newLogger(hclog.Info, &Options{Now: c.Now})
 	for i := range maxLines + 1 {
-		c.Add(time.Millisecond)
+		c.Advance(time.Millisecond)
 		log.Warn("line", "i", i)
 	}
 	buf.Reset()

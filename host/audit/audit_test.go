@@ -127,6 +127,45 @@ func sideDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
+// tablelessLog opens a SQLite log that logs to logs, then renames its table
+// away behind its back so that every write fails; restore renames it back.
+func tablelessLog(t *testing.T, logs *testwait.Buffer) (l *Log, restore func()) {
+	t.Helper()
+	l, path := openLog(t, storage.DriverSQLite, &Options{Logger: testLogger(logs)})
+	side := sideDB(t, path)
+	rename := func(from, to string) {
+		t.Helper()
+		if _, err := side.ExecContext(t.Context(), "ALTER TABLE "+from+" RENAME TO "+to); err != nil {
+			t.Fatalf("rename table %s to %s: %v", from, to, err)
+		}
+	}
+	rename("mcp_audit", "mcp_audit_away")
+	return l, func() { rename("mcp_audit_away", "mcp_audit") }
+}
+
+// queryStrings runs query, which selects one text column, on db and
+// returns its rows in order, failing the test on any error.
+func queryStrings(t *testing.T, db *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), query)
+	if err != nil {
+		t.Fatalf("query %q: %v", query, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			t.Fatalf("query %q: scan: %v", query, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("query %q: %v", query, err)
+	}
+	return out
+}
+
 func testLogger(buf *testwait.Buffer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "host.audit", Output: buf, Level: hclog.Trace})
 }
@@ -195,39 +234,15 @@ func TestOpenCreatesPrivateFilesAndSchema(t *testing.T) {
 		t.Errorf("modes (-want +got):\n%s", diff)
 	}
 
-	var cols []string
-	rows, err := l.sqlDB.QueryContext(t.Context(), "SELECT name FROM pragma_table_info('mcp_audit') ORDER BY cid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		cols = append(cols, c)
-	}
-	rows.Close()
+	cols := queryStrings(t, l.sqlDB, "SELECT name FROM pragma_table_info('mcp_audit') ORDER BY cid")
 	wantCols := []string{"id", "time_ms", "session_hash", "source_type", "client_name", "client_version", "tool",
 		"provider", "class", "decision", "success", "error", "duration_us", "args_summary", "result_ref", "pending", "profile"}
 	if diff := cmp.Diff(wantCols, cols); diff != "" {
 		t.Errorf("columns (-want +got):\n%s", diff)
 	}
 
-	var indexes []string
-	rows, err = l.sqlDB.QueryContext(t.Context(),
+	indexes := queryStrings(t, l.sqlDB,
 		"SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mcp_audit' AND sql IS NOT NULL ORDER BY name")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		indexes = append(indexes, c)
-	}
-	rows.Close()
 	wantIndexes := []string{"idx_mcp_audit_acts", "idx_mcp_audit_source_type", "idx_mcp_audit_time_ms", "idx_mcp_audit_tool"}
 	if diff := cmp.Diff(wantIndexes, indexes); diff != "" {
 		t.Errorf("indexes (-want +got):\n%s", diff)
@@ -453,19 +468,13 @@ func TestRecordDropsWhileQueueFull(t *testing.T) {
 func TestFailedInsertIsRetried(t *testing.T) {
 	t.Parallel()
 	var logs testwait.Buffer
-	l, path := openLog(t, storage.DriverSQLite, &Options{Logger: testLogger(&logs)})
-	side := sideDB(t, path)
-	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit RENAME TO mcp_audit_away"); err != nil {
-		t.Fatal(err)
-	}
+	l, restore := tablelessLog(t, &logs)
 	secret := SummarizeArgs([]byte(`{"title":"very private title"}`), testRules)
 	for i := range 3 {
 		mustRecord(t, l, Record{TimeMs: ms(time.Duration(i)), Tool: "notes_store", SessionHash: "sha256:0badc0de", ArgsSummary: secret})
 	}
 	testwait.Until(t, "a retry warning", func() bool { return strings.Contains(logs.String(), "audit insert failed, retrying") })
-	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit_away RENAME TO mcp_audit"); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	mustFlush(t, l)
 
 	if diff := cmp.Diff([]uint64{3, 2, 1}, ids(mustList(t, l, Query{}))); diff != "" {

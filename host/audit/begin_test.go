@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/openhuman/openhuman-host/sdk/storage"
+	"github.com/openhuman/openhuman-host/internal/filedamage"
 	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
@@ -121,11 +121,7 @@ func TestBeginSharesActBudgetAcrossProcesses(t *testing.T) {
 func TestBeginRefusesWhenTheRowCannotBeWritten(t *testing.T) {
 	t.Parallel()
 	var logs testwait.Buffer
-	l, path := openLog(t, storage.DriverSQLite, &Options{Logger: testLogger(&logs)})
-	side := sideDB(t, path)
-	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit RENAME TO mcp_audit_away"); err != nil {
-		t.Fatal(err)
-	}
+	l, restore := tablelessLog(t, &logs)
 	_, err := l.Begin(t.Context(), Record{Tool: "notes_store", Class: ClassAct, Decision: DecisionAllowed}, 5, -1)
 	var be *BudgetError
 	if err == nil || errors.As(err, &be) || !strings.Contains(err.Error(), "write the row of notes_store before it runs") {
@@ -138,9 +134,7 @@ func TestBeginRefusesWhenTheRowCannotBeWritten(t *testing.T) {
 	if st := l.Status(); !strings.Contains(st.LastError, "no such table") {
 		t.Errorf("Status().LastError = %q, want the database's error", st.LastError)
 	}
-	if _, err := side.ExecContext(t.Context(), "ALTER TABLE mcp_audit_away RENAME TO mcp_audit"); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	mustFlush(t, l)
 	if st := l.Status(); !st.FailingSince.IsZero() || st.LastError != "" {
 		t.Errorf("Status() after recovery = %+v, want not failing", st)
@@ -175,18 +169,8 @@ func TestOpenRepairsDamagedDatabase(t *testing.T) {
 			if err := l.Close(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(b) < 64<<10 {
-				t.Fatalf("database is %d bytes, want pages to damage", len(b))
-			}
 			// Overwrite pages in the middle of the table's b-tree.
-			copy(b[len(b)/2:], bytes.Repeat([]byte{0xA5}, 16<<10))
-			if err := os.WriteFile(path, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			filedamage.OverwriteMiddle(t, path, 0xA5, 16<<10)
 		},
 	}
 	for name, damage := range tests {

@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -85,13 +85,8 @@ func SummarizeArgs(args json.RawMessage, keep sdk.AuditRules) string {
 		return fmt.Sprintf(`{"not_object":true,"len":%d}`, len(args))
 	}
 	out := make(map[string]any, min(len(obj), maxKeys+1))
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	other := 0
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if len(out) >= maxKeys || !plainKey(k) {
 			other++
 			continue

@@ -88,6 +88,17 @@ func fakeEnv(vars map[string]string, home string) environ {
 	}
 }
 
+// mustParse parses doc as the file source in an environment with no
+// variables and the home directory /home/u, failing the test on an error.
+func mustParse(t *testing.T, doc, source string) *Config {
+	t.Helper()
+	c, err := parse([]byte(doc), source, noEnv("/home/u"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // errorStrings flattens a joined error into its parts' messages, checking
 // each part is an *Error.
 func errorStrings(t *testing.T, err error) []string {
@@ -1299,14 +1310,11 @@ func TestResolveSecrets(t *testing.T) {
 
 func TestResolveSecretsFromParsedConfig(t *testing.T) {
 	t.Parallel()
-	c, err := parse([]byte(lines(
+	c := mustParse(t, lines(
 		"[providers.agent.llm]",
 		`base_url = "https://llm.example/v1"`,
 		`api_key_env = "OPENAI_API_KEY"`,
-	)), "config.toml", noEnv("/home/u"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	), "config.toml")
 	got := c.Providers["agent"].ResolveSecrets(func(k string) string { return map[string]string{"OPENAI_API_KEY": "sk-9"}[k] })
 	if diff := cmp.Diff(map[string]string{"llm.api_key": "sk-9"}, got); diff != "" {
 		t.Errorf("ResolveSecrets mismatch (-want +got):\n%s", diff)
@@ -1315,7 +1323,7 @@ func TestResolveSecretsFromParsedConfig(t *testing.T) {
 
 func TestSettingsJSON(t *testing.T) {
 	t.Parallel()
-	parsed, err := parse([]byte(lines(
+	parsed := mustParse(t, lines(
 		"[providers.searxng]",
 		`base_url = "http://127.0.0.1:8888"`,
 		"timeout_secs = 5",
@@ -1325,10 +1333,7 @@ func TestSettingsJSON(t *testing.T) {
 		`engines = ["ddg", "brave"]`,
 		"[providers.searxng.headers]",
 		`user_agent = "oh"`,
-	)), "config.toml", noEnv("/home/u"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	), "config.toml")
 	tests := map[string]struct {
 		settings map[string]any
 		want     string
@@ -1393,10 +1398,7 @@ func TestMasked(t *testing.T) {
 		`name = "work"`,
 		`refresh_token = "rt-xyz"`,
 	)
-	c, err := parse([]byte(doc), "/etc/oh/config.toml", noEnv("/home/u"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustParse(t, doc, "/etc/oh/config.toml")
 	got, err := c.Masked()
 	if err != nil {
 		t.Fatal(err)
@@ -1527,10 +1529,7 @@ func TestMaskedRoundTrip(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			want, err := parse([]byte(tt.doc), "config.toml", noEnv("/home/u"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := mustParse(t, tt.doc, "config.toml")
 			out, err := want.Masked()
 			if err != nil {
 				t.Fatal(err)
@@ -1648,10 +1647,7 @@ func TestMaskedUpstreamSecrets(t *testing.T) {
 		"[providers.searxng]",
 		`base_url = "http://user:pass@searx.local:8080/"`,
 	)
-	c, err := parse([]byte(doc), "/etc/oh/config.toml", noEnv("/home/u"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustParse(t, doc, "/etc/oh/config.toml")
 	got, err := c.Masked()
 	if err != nil {
 		t.Fatal(err)

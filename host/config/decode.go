@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -64,12 +66,7 @@ func decodeInto(c *Config, data []byte, source string) error {
 		}
 		c.Tools[name] = o
 	}
-	names := make([]string, 0, len(doc.Providers))
-	for name := range doc.Providers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(doc.Providers)) {
 		c.Providers[name] = d.provider(name, c.Providers[name], doc.Providers[name])
 	}
 	d.validate(c)
@@ -260,16 +257,7 @@ func tagName(f reflect.StructField) string {
 // "" for types that take any value.
 func describeType(t reflect.Type) string {
 	t = deref(t)
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int64:
-		return "an integer"
-	case reflect.Float64:
-		return "a float"
-	case reflect.Slice:
+	if t.Kind() == reflect.Slice {
 		switch deref(t.Elem()).Kind() {
 		case reflect.String:
 			return "an array of strings"
@@ -277,10 +265,22 @@ func describeType(t reflect.Type) string {
 			return "an array of tables"
 		}
 		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "a table"
+	}
+	if k, ok := tomlKinds[t.Kind()]; ok {
+		return describeKind(k)
 	}
 	return ""
+}
+
+// tomlKinds are the TOML kinds of the schema's scalar and table types.
+var tomlKinds = map[reflect.Kind]unstable.Kind{
+	reflect.String:  unstable.String,
+	reflect.Bool:    unstable.Bool,
+	reflect.Int:     unstable.Integer,
+	reflect.Int64:   unstable.Integer,
+	reflect.Float64: unstable.Float,
+	reflect.Map:     unstable.Table,
+	reflect.Struct:  unstable.Table,
 }
 
 func describeKind(k unstable.Kind) string {

@@ -29,7 +29,7 @@ const appDir = "openhuman-host"
 //
 // It fails only when the home directory cannot be found.
 func DefaultConfigDir() (string, error) {
-	return configDir(osEnviron)
+	return configFolder.dir(osEnviron)
 }
 
 // DefaultDataDir returns the data directory used when server.data_dir,
@@ -46,7 +46,7 @@ func DefaultConfigDir() (string, error) {
 //
 // It fails only when the home directory cannot be found.
 func DefaultDataDir() (string, error) {
-	return defaultDataDir(osEnviron)
+	return dataFolder.dir(osEnviron)
 }
 
 // environ is the process environment as the loader sees it, replaceable in
@@ -90,42 +90,54 @@ func homeDir() (string, error) {
 }
 
 func defaultPath(env environ) (string, error) {
-	dir, err := configDir(env)
+	dir, err := configFolder.dir(env)
 	if err != nil {
 		return "", fmt.Errorf("find default config path: %w", err)
 	}
 	return filepath.Join(dir, "config.toml"), nil
 }
 
-// configDir is DefaultConfigDir in env.
-func configDir(env environ) (string, error) {
-	var base string
-	var err error
-	switch env.goos {
-	case "windows":
-		base, err = windowsFolder(env, "APPDATA", folderRoaming, filepath.Join("AppData", "Roaming"))
-	case "darwin":
-		base, err = underHome(env, filepath.Join("Library", "Application Support"))
-	default:
-		base, err = xdgHome(env, "XDG_CONFIG_HOME", ".config")
-	}
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(base, appDir), nil
+// appFolder is where each operating system keeps one kind of
+// application directory, by its conventions.
+type appFolder struct {
+	// windowsVar names the variable (APPDATA), windowsID the known folder
+	// and windowsRel the place under the home directory that hold it on
+	// Windows, in that order of preference.
+	windowsVar, windowsID, windowsRel string
+	// macRel is its place under the home directory on macOS.
+	macRel string
+	// xdgVar names the XDG base directory variable, and xdgRel the place
+	// under the home directory when it is unset, elsewhere.
+	xdgVar, xdgRel string
 }
 
-// defaultDataDir is DefaultDataDir in env.
-func defaultDataDir(env environ) (string, error) {
+var (
+	// configFolder holds DefaultConfigDir.
+	configFolder = appFolder{
+		windowsVar: "APPDATA", windowsID: folderRoaming, windowsRel: filepath.Join("AppData", "Roaming"),
+		macRel: filepath.Join("Library", "Application Support"),
+		xdgVar: "XDG_CONFIG_HOME", xdgRel: ".config",
+	}
+	// dataFolder holds DefaultDataDir.
+	dataFolder = appFolder{
+		windowsVar: "LOCALAPPDATA", windowsID: folderLocal, windowsRel: filepath.Join("AppData", "Local"),
+		macRel: filepath.Join("Library", "Application Support"),
+		xdgVar: "XDG_DATA_HOME", xdgRel: filepath.Join(".local", "share"),
+	}
+)
+
+// dir returns openhuman-host's directory inside the folder, by the
+// conventions of env's operating system.
+func (f appFolder) dir(env environ) (string, error) {
 	var base string
 	var err error
 	switch env.goos {
 	case "windows":
-		base, err = windowsFolder(env, "LOCALAPPDATA", folderLocal, filepath.Join("AppData", "Local"))
+		base, err = windowsFolder(env, f.windowsVar, f.windowsID, f.windowsRel)
 	case "darwin":
-		base, err = underHome(env, filepath.Join("Library", "Application Support"))
+		base, err = underHome(env, f.macRel)
 	default:
-		base, err = xdgHome(env, "XDG_DATA_HOME", filepath.Join(".local", "share"))
+		base, err = xdgHome(env, f.xdgVar, f.xdgRel)
 	}
 	if err != nil {
 		return "", err
@@ -135,7 +147,7 @@ func defaultDataDir(env environ) (string, error) {
 
 func dataDir(configured string, env environ) (string, error) {
 	if configured == "" {
-		dir, err := defaultDataDir(env)
+		dir, err := dataFolder.dir(env)
 		if err != nil {
 			return "", fmt.Errorf("find data directory: %w; set server.data_dir", err)
 		}

@@ -195,23 +195,11 @@ func (d *decoder) provider(name string, base ProviderConfig, table map[string]an
 		path := joinKey(prefix, k)
 		switch k {
 		case keyEnabled:
-			b, ok := v.(bool)
-			if !ok {
-				d.fail(path, "must be a boolean; got %s", sdk.DescribeValue(v))
-			}
-			p.Enabled = b
+			p.Enabled, _ = d.boolean(path, v)
 		case keyCommand:
-			s, ok := v.(string)
-			if !ok {
-				d.fail(path, "must be a string; got %s", sdk.DescribeValue(v))
-			}
-			p.Command = s
+			p.Command, _ = d.str(path, v)
 		case keySHA256:
-			s, ok := v.(string)
-			if !ok {
-				d.fail(path, "must be a string; got %s", sdk.DescribeValue(v))
-			}
-			p.SHA256 = s
+			p.SHA256, _ = d.str(path, v)
 		case keyArgs:
 			p.Args = d.stringList(path, v)
 		case keyStartTimeout:
@@ -219,11 +207,7 @@ func (d *decoder) provider(name string, base ProviderConfig, table map[string]an
 		case keyToolTimeout:
 			p.ToolTimeoutSecs = d.secs(path, v, maxToolTimeoutSecs)
 		case keyProcess:
-			s, ok := v.(string)
-			if !ok {
-				d.fail(path, "must be a string; got %s", sdk.DescribeValue(v))
-			}
-			p.Process = s
+			p.Process, _ = d.str(path, v)
 		default:
 			if settings == nil {
 				settings = map[string]any{}
@@ -233,6 +217,28 @@ func (d *decoder) provider(name string, base ProviderConfig, table map[string]an
 	}
 	p.Settings = settings
 	return p
+}
+
+// str returns the decoded TOML value v as a string, reporting at path that
+// it must be one when it is not (then "" and false).
+func (d *decoder) str(path string, v any) (string, bool) {
+	return typed[string](d, path, v, "a string")
+}
+
+// boolean returns the decoded TOML value v as a bool, reporting at path
+// that it must be one when it is not (then false and false).
+func (d *decoder) boolean(path string, v any) (b, ok bool) {
+	return typed[bool](d, path, v, "a boolean")
+}
+
+// typed returns v as a T, reporting at path that it must be what (such as
+// "a string") when it is not; then the zero T and false.
+func typed[T any](d *decoder, path string, v any, what string) (T, bool) {
+	t, ok := v.(T)
+	if !ok {
+		d.fail(path, "must be %s; got %s", what, sdk.DescribeValue(v))
+	}
+	return t, ok
 }
 
 // secs converts a decoded TOML integer of seconds in 1..max.
@@ -259,9 +265,8 @@ func (d *decoder) stringList(path string, v any) []string {
 	}
 	out := make([]string, 0, len(arr))
 	for i, e := range arr {
-		s, ok := e.(string)
+		s, ok := d.str(index(path, i), e)
 		if !ok {
-			d.fail(index(path, i), "must be a string; got %s", sdk.DescribeValue(e))
 			return nil
 		}
 		out = append(out, s)

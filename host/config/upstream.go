@@ -60,9 +60,8 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 			path := joinKey(at, k)
 			switch k {
 			case "name", "command", "cwd", "endpoint":
-				str, ok := v.(string)
+				str, ok := d.str(path, v)
 				if !ok {
-					d.fail(path, "must be a string; got %s", sdk.DescribeValue(v))
 					continue
 				}
 				switch k {
@@ -84,9 +83,8 @@ func (d *decoder) upstreamServers(raw []map[string]any) []UpstreamServer {
 			case "read_only_tools":
 				s.ReadOnlyTools = d.stringList(path, v)
 			case "enabled", "trust_annotations":
-				b, ok := v.(bool)
+				b, ok := d.boolean(path, v)
 				if !ok {
-					d.fail(path, "must be a boolean; got %s", sdk.DescribeValue(v))
 					continue
 				}
 				if k == "enabled" {
@@ -177,10 +175,7 @@ func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 		if !present {
 			return ""
 		}
-		s, ok := raw.(string)
-		if !ok {
-			d.fail(joinKey(path, key), "must be a string; got %s", sdk.DescribeValue(raw))
-		}
+		s, _ := d.str(joinKey(path, key), raw)
 		return s
 	}
 	a.Kind = str("kind")
@@ -230,11 +225,7 @@ func (d *decoder) upstreamAuth(path string, v any) *UpstreamAuth {
 	}
 	a.Interactive = a.Kind == "oauth"
 	if raw, ok := t["interactive"]; ok {
-		b, isBool := raw.(bool)
-		if !isBool {
-			d.fail(joinKey(path, "interactive"), "must be a boolean; got %s", sdk.DescribeValue(raw))
-		}
-		a.Interactive = b
+		a.Interactive, _ = d.boolean(joinKey(path, "interactive"), raw)
 	}
 	for _, k := range []string{"token_env", "username_env", "password_env", "value_env", "client_secret_env"} {
 		if s := str(k); s != "" && !envName.MatchString(s) {

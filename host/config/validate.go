@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path"
@@ -41,9 +42,7 @@ func (d *decoder) validate(c *Config) {
 	d.check("server.stdio_exit_timeout_secs", between(int64(s.StdioExitTimeoutSecs), 1, maxStdioShutdownSecs))
 	d.check("server.max_sessions", between(int64(s.MaxSessions), 1, maxSessions))
 	d.check("server.max_connections", between(int64(s.MaxConnections), 1, maxConnections))
-	for i, o := range s.AllowedOrigins {
-		d.check(index("server.allowed_origins", i), checkOrigin(o))
-	}
+	d.checkEach("server.allowed_origins", s.AllowedOrigins, checkOrigin)
 	if s.Replica != "" {
 		d.check("server.replica", checkReplica(s.Replica))
 	}
@@ -56,12 +55,8 @@ func (d *decoder) validate(c *Config) {
 	if a.MaxActionsPerHour != nil {
 		d.check("autonomy.max_actions_per_hour", atLeast(int64(*a.MaxActionsPerHour), 0))
 	}
-	for i, t := range a.AllowedTools {
-		d.check(index("autonomy.allowed_tools", i), checkToolName(t))
-	}
-	for i, t := range a.DeniedTools {
-		d.check(index("autonomy.denied_tools", i), checkToolName(t))
-	}
+	d.checkEach("autonomy.allowed_tools", a.AllowedTools, checkToolName)
+	d.checkEach("autonomy.denied_tools", a.DeniedTools, checkToolName)
 	d.check("autonomy.confirm_acts", oneOf(a.ConfirmActs, ConfirmOff, ConfirmWhenSupported, ConfirmRequired))
 
 	d.check("audit.retain_days", atLeast(int64(c.Audit.RetainDays), 0))
@@ -155,6 +150,28 @@ func checkReplica(v string) string {
 func (d *decoder) check(path, msg string) {
 	if msg != "" {
 		d.fail(path, "%s", msg)
+	}
+}
+
+// checkEach checks every element of list, the array at path, with check.
+func (d *decoder) checkEach(path string, list []string, check func(string) string) {
+	for i, v := range list {
+		d.check(index(path, i), check(v))
+	}
+}
+
+// eachNamed calls check, in name order, on every table of tables, those
+// under [section.<name>], whose name valid matches, with its key
+// ("section.<name>"); a name it does not match gets the error format
+// (with %q for the name) and no further checks.
+func eachNamed[T any](d *decoder, section string, tables map[string]T, valid *regexp.Regexp, format string, check func(key, name string, table T)) {
+	for _, n := range slices.Sorted(maps.Keys(tables)) {
+		key := section + "." + n
+		if !valid.MatchString(n) {
+			d.fail(key, format, n)
+			continue
+		}
+		check(key, n, tables[n])
 	}
 }
 
@@ -373,60 +390,41 @@ var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 // validateProfiles checks every [profiles.<name>] table, and that no
 // client name selects two profiles.
 func (d *decoder) validateProfiles(profiles map[string]ProfileConfig) {
-	names := make([]string, 0, len(profiles))
-	for n := range profiles {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	clientOf := map[string]string{}
-	for _, n := range names {
-		p := profiles[n]
-		key := "profiles." + n
-		if !profileName.MatchString(n) {
-			d.fail(key, "profile names are 1 to 32 of a-z, 0-9, _ and -, starting with a letter or digit (they appear in the URL /profile/<name>); got %q", n)
-			continue
-		}
-		if p.Level != "" {
-			d.check(key+".level", oneOf(p.Level, LevelReadOnly, LevelSupervised, LevelFull))
-		}
-		if p.ConfirmActs != "" {
-			d.check(key+".confirm_acts", oneOf(p.ConfirmActs, ConfirmOff, ConfirmWhenSupported, ConfirmRequired))
-		}
-		if p.MaxActionsPerHour != nil {
-			d.check(key+".max_actions_per_hour", atLeast(int64(*p.MaxActionsPerHour), 0))
-		}
-		for i, t := range p.Tools {
-			d.check(index(key+".tools", i), checkToolName(t))
-		}
-		for i, t := range p.ExcludeTools {
-			d.check(index(key+".exclude_tools", i), checkToolName(t))
-		}
-		for i, r := range p.Resources {
-			d.check(index(key+".resources", i), checkURIGlob(r))
-		}
-		for i, r := range p.ExcludeResources {
-			d.check(index(key+".exclude_resources", i), checkURIGlob(r))
-		}
-		for i, t := range p.PinnedTools {
-			d.check(index(key+".pinned_tools", i), checkToolName(t))
-		}
-		if len(p.PinnedTools) > 0 && !p.Discovery {
-			d.fail(key+".pinned_tools", "pins tools for discovery mode, which this profile does not use: set discovery = true or remove pinned_tools")
-		}
-		msgs := checkClientNames(p.Clients)
-		for i, c := range p.Clients {
-			if msgs[i] == "" && c == anyClient {
-				msgs[i] = `"*" cannot select a profile: name the clients, or leave clients out and choose the profile by path or --profile`
+	eachNamed(d, "profiles", profiles, profileName,
+		"profile names are 1 to 32 of a-z, 0-9, _ and -, starting with a letter or digit (they appear in the URL /profile/<name>); got %q",
+		func(key, n string, p ProfileConfig) {
+			if p.Level != "" {
+				d.check(key+".level", oneOf(p.Level, LevelReadOnly, LevelSupervised, LevelFull))
 			}
-			if other, dup := clientOf[c]; dup && msgs[i] == "" {
-				msgs[i] = fmt.Sprintf("client %q already selects profile %q; a client name may select one profile", c, other)
+			if p.ConfirmActs != "" {
+				d.check(key+".confirm_acts", oneOf(p.ConfirmActs, ConfirmOff, ConfirmWhenSupported, ConfirmRequired))
 			}
-			if msgs[i] == "" {
-				clientOf[c] = n
+			if p.MaxActionsPerHour != nil {
+				d.check(key+".max_actions_per_hour", atLeast(int64(*p.MaxActionsPerHour), 0))
 			}
-			d.check(index(key+".clients", i), msgs[i])
-		}
-	}
+			d.checkEach(key+".tools", p.Tools, checkToolName)
+			d.checkEach(key+".exclude_tools", p.ExcludeTools, checkToolName)
+			d.checkEach(key+".resources", p.Resources, checkURIGlob)
+			d.checkEach(key+".exclude_resources", p.ExcludeResources, checkURIGlob)
+			d.checkEach(key+".pinned_tools", p.PinnedTools, checkToolName)
+			if len(p.PinnedTools) > 0 && !p.Discovery {
+				d.fail(key+".pinned_tools", "pins tools for discovery mode, which this profile does not use: set discovery = true or remove pinned_tools")
+			}
+			msgs := checkClientNames(p.Clients)
+			for i, c := range p.Clients {
+				if msgs[i] == "" && c == anyClient {
+					msgs[i] = `"*" cannot select a profile: name the clients, or leave clients out and choose the profile by path or --profile`
+				}
+				if other, dup := clientOf[c]; dup && msgs[i] == "" {
+					msgs[i] = fmt.Sprintf("client %q already selects profile %q; a client name may select one profile", c, other)
+				}
+				if msgs[i] == "" {
+					clientOf[c] = n
+				}
+				d.check(index(key+".clients", i), msgs[i])
+			}
+		})
 }
 
 // toolName is what a client-visible tool name may be (the names Claude
@@ -435,25 +433,16 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // validateToolOverrides checks every [tools.<name>] table.
 func (d *decoder) validateToolOverrides(tools map[string]ToolOverride) {
-	names := make([]string, 0, len(tools))
-	for n := range tools {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		o := tools[n]
-		key := "tools." + n
-		if !toolName.MatchString(n) {
-			d.fail(key, "tables under [tools] are named by a tool's advertised name (1 to 64 of A-Z, a-z, 0-9, _ and -, as tools/list shows it); got %q", n)
-			continue
-		}
-		if o.Title != nil {
-			d.check(key+".title", checkText(*o.Title, 128, false))
-		}
-		if o.Description != nil {
-			d.check(key+".description", checkText(*o.Description, 8192, true))
-		}
-	}
+	eachNamed(d, "tools", tools, toolName,
+		"tables under [tools] are named by a tool's advertised name (1 to 64 of A-Z, a-z, 0-9, _ and -, as tools/list shows it); got %q",
+		func(key, _ string, o ToolOverride) {
+			if o.Title != nil {
+				d.check(key+".title", checkText(*o.Title, 128, false))
+			}
+			if o.Description != nil {
+				d.check(key+".description", checkText(*o.Description, 8192, true))
+			}
+		})
 }
 
 // checkText checks a text shown to clients: not blank, at most max

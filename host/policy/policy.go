@@ -290,15 +290,7 @@ func (p *Policy) spend(tool string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
-	cutoff := now.Add(-budgetWindow)
-	// An act at time t holds its slot during (t, t+1h]; drop the ones whose hour is over.
-	expired := 0
-	for expired < len(p.acts) && !p.acts[expired].After(cutoff) {
-		expired++
-	}
-	if expired > 0 {
-		p.acts = append(p.acts[:0], p.acts[expired:]...)
-	}
+	p.acts = dropExpired(p.acts, now)
 	if len(p.acts) < p.max {
 		p.acts = append(p.acts, now)
 		return nil
@@ -313,12 +305,7 @@ func (p *Policy) spendProfile(tool string) error {
 	defer p.mu.Unlock()
 	now := p.now()
 	if p.profileLimited {
-		cutoff := now.Add(-budgetWindow)
-		expired := 0
-		for expired < len(p.profileActs) && !p.profileActs[expired].After(cutoff) {
-			expired++
-		}
-		p.profileActs = append(p.profileActs[:0], p.profileActs[expired:]...)
+		p.profileActs = dropExpired(p.profileActs, now)
 		if len(p.profileActs) >= p.profileMax {
 			return p.ProfileBudgetDenial(tool, p.profileActs[0].Add(budgetWindow))
 		}
@@ -330,6 +317,20 @@ func (p *Policy) spendProfile(tool string) error {
 		p.profileActs = append(p.profileActs, now)
 	}
 	return nil
+}
+
+// dropExpired removes from acts, the times of acts in ascending order, those whose hour is over at
+// now: an act at time t holds its slot during (t, t+1h]. It reuses acts' array.
+func dropExpired(acts []time.Time, now time.Time) []time.Time {
+	cutoff := now.Add(-budgetWindow)
+	expired := 0
+	for expired < len(acts) && !acts[expired].After(cutoff) {
+		expired++
+	}
+	if expired == 0 {
+		return acts
+	}
+	return append(acts[:0], acts[expired:]...)
 }
 
 // ActLimit is the act budget for a caller that counts it ([Options.SharedBudget]): the most acts
@@ -348,10 +349,16 @@ func (p *Policy) BudgetDenial(tool string, free time.Time) *Denial {
 }
 
 func (p *Policy) budgetDenial(tool string, free, now time.Time) *Denial {
+	return budgetDenial(tool, "[autonomy]", p.max, free, now, "max_actions_per_hour")
+}
+
+// budgetDenial is the refusal of tool when the budget of max acts an hour set in table is used up
+// and its next slot frees up at free; the message ends by saying to raise what.
+func budgetDenial(tool, table string, max int, free, now time.Time, what string) *Denial {
 	return &Denial{
 		Reason: ReasonBudget,
-		Message: fmt.Sprintf("%s would exceed [autonomy] max_actions_per_hour = %d; the next slot frees up at %s (in %s); wait until then or raise max_actions_per_hour",
-			tool, p.max, free.UTC().Format(time.RFC3339), ceilSecond(free.Sub(now))),
+		Message: fmt.Sprintf("%s would exceed %s max_actions_per_hour = %d; the next slot frees up at %s (in %s); wait until then or raise %s",
+			tool, table, max, free.UTC().Format(time.RFC3339), ceilSecond(free.Sub(now)), what),
 		RetryAt: free,
 	}
 }

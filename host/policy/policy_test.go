@@ -10,27 +10,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openhuman/openhuman-host/internal/fakeclock"
 )
 
 func ptr(n int) *int { return &n }
-
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -282,7 +266,7 @@ func TestCheckSlidingWindow(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			clk := &clock{t: t0}
+			clk := fakeclock.New(t0)
 			p, err := New(Options{MaxActionsPerHour: ptr(tc.max), Now: clk.Now})
 			if err != nil {
 				t.Fatalf("New() error: %v", err)

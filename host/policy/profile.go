@@ -102,11 +102,5 @@ func (p *Policy) ProfileActLimit() int {
 // ProfileBudgetDenial is the refusal of tool when the profile's own act budget is used up and its next
 // slot frees up at free.
 func (p *Policy) ProfileBudgetDenial(tool string, free time.Time) *Denial {
-	now := p.now()
-	return &Denial{
-		Reason: ReasonBudget,
-		Message: fmt.Sprintf("%s would exceed [profiles.%s] max_actions_per_hour = %d; the next slot frees up at %s (in %s); wait until then or raise it",
-			tool, p.profile, p.profileMax, free.UTC().Format(time.RFC3339), ceilSecond(free.Sub(now))),
-		RetryAt: free,
-	}
+	return budgetDenial(tool, "[profiles."+p.profile+"]", p.profileMax, free, p.now(), "it")
 }

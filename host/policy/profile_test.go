@@ -51,6 +51,20 @@ func TestForProfile(t *testing.T) {
 			t.Errorf("%d: %s Check(%s) = %v, want %s naming %s", i, tc.p.Profile(), tc.tool, err, tc.wantReason, tc.wantText)
 		}
 	}
+	free := now.Add(90 * time.Second)
+	for _, tc := range []struct {
+		got  *Denial
+		want string
+	}{
+		{base.BudgetDenial("notes_store", free),
+			"notes_store would exceed [autonomy] max_actions_per_hour = 3; the next slot frees up at 2026-12-01T12:01:30Z (in 1m30s); wait until then or raise max_actions_per_hour"},
+		{agents.ProfileBudgetDenial("notes_store", free),
+			"notes_store would exceed [profiles.agents] max_actions_per_hour = 1; the next slot frees up at 2026-12-01T12:01:30Z (in 1m30s); wait until then or raise it"},
+	} {
+		if tc.got.Reason != ReasonBudget || tc.got.Message != tc.want || !tc.got.RetryAt.Equal(free) {
+			t.Errorf("budget denial = %+v, want reason %s, retry at %s and message %q", tc.got, ReasonBudget, free, tc.want)
+		}
+	}
 	if _, err := base.ForProfile(Profile{Name: "x", Level: "root"}); err == nil || !strings.Contains(err.Error(), "[profiles.x]") {
 		t.Errorf("ForProfile(level root) = %v, want an error naming [profiles.x]", err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host/plugins"
 	"github.com/openhuman/openhuman-host/host/server"
+	"github.com/openhuman/openhuman-host/internal/freeport"
 	"github.com/openhuman/openhuman-host/internal/haproxytest"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
@@ -164,24 +165,13 @@ type Replica struct {
 // free loopback port and returns once its /healthz names it (a replica
 // serves once its providers have loaded).
 func StartReplica(ctx context.Context, o Options, cfg, name string) (*Replica, error) {
-	var lastErr error
-	for range 3 {
-		r, err := startReplica(ctx, o, cfg, name)
-		if err == nil {
-			return r, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, lastErr
+	return freeport.Retry(ctx, 3, func() (*Replica, error) { return startReplica(ctx, o, cfg, name) })
 }
 
 func startReplica(ctx context.Context, o Options, cfg, name string) (*Replica, error) {
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	r := &Replica{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		DataDir: filepath.Join(o.Dir, "data-"+name), done: make(chan struct{})}
@@ -379,14 +369,4 @@ func (c *Cluster) Close() {
 		_ = c.Proxy.Stop()
 		c.Proxy = nil
 	}
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("cluster: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

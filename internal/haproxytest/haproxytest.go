@@ -34,6 +34,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openhuman/openhuman-host/internal/freeport"
 )
 
 // EnvRequire turns a missing haproxy from a skip into a failure.
@@ -165,15 +167,7 @@ func Start(ctx context.Context, servers []string) (*Proxy, error) {
 	}
 	// A port picked here may be taken before haproxy binds it; a few
 	// tries make that harmless.
-	var lastErr error
-	for range 3 {
-		p, err := start(ctx, bin, example, servers)
-		if err == nil {
-			return p, nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
+	return freeport.Retry(ctx, 3, func() (*Proxy, error) { return start(ctx, bin, example, servers) })
 }
 
 func start(ctx context.Context, bin string, example []byte, servers []string) (*Proxy, error) {
@@ -181,10 +175,10 @@ func start(ctx context.Context, bin string, example []byte, servers []string) (*
 	if err != nil {
 		return nil, fmt.Errorf("haproxytest: make a directory: %w", err)
 	}
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, err
+		return nil, fmt.Errorf("haproxytest: %w", err)
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cfg, err := Render(example, globalFor(dir), addr, servers)
@@ -330,14 +324,4 @@ func New(t testing.TB, servers []string) *Proxy {
 		}
 	})
 	return p
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("haproxytest: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -3,30 +3,13 @@ package logonce
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/openhuman/openhuman-host/internal/fakeclock"
 )
-
-// clock is a settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func newLogger(level hclog.Level, o *Options) (hclog.Logger, *bytes.Buffer) {
 	var buf bytes.Buffer
@@ -44,7 +27,7 @@ func lines(buf *bytes.Buffer) []string {
 
 func TestRepeatsCollapse(t *testing.T) {
 	t.Parallel()
-	c := &clock{now: time.Unix(1_000_000, 0)}
+	c := fakeclock.New(time.Unix(1_000_000, 0))
 	log, buf := newLogger(hclog.Info, &Options{Window: time.Minute, Now: c.Now})
 	for range 3 {
 		log.Warn("pattern matches no tool", "pattern", "memroy_x")
@@ -71,12 +54,12 @@ func TestRepeatsCollapse(t *testing.T) {
 	}
 
 	buf.Reset()
-	c.Add(59 * time.Second)
+	c.Advance(59 * time.Second)
 	log.Warn("pattern matches no tool", "pattern", "memroy_x")
 	if got := lines(buf); len(got) != 0 {
 		t.Fatalf("a repeat within the window was written: %q", got)
 	}
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	log.Warn("pattern matches no tool", "pattern", "memroy_x")
 	log.Warn("pattern matches no tool", "pattern", "memroy_x")
 	want = []string{`[WARN]  host: pattern matches no tool: pattern=memroy_x repeated=3`}
@@ -84,13 +67,13 @@ func TestRepeatsCollapse(t *testing.T) {
 		t.Fatalf("after the window got %q, want %q", got, want)
 	}
 	buf.Reset()
-	c.Add(time.Minute)
+	c.Advance(time.Minute)
 	log.Warn("pattern matches no tool", "pattern", "memroy_x")
 	if got := lines(buf); len(got) != 1 || !strings.HasSuffix(got[0], RepeatedKey+"=1") {
 		t.Fatalf("after a window with one repeat held back got %q, want it counted", got)
 	}
 	buf.Reset()
-	c.Add(time.Minute)
+	c.Advance(time.Minute)
 	log.Warn("pattern matches no tool", "pattern", "memroy_x")
 	if got := lines(buf); len(got) != 1 || strings.Contains(got[0], RepeatedKey) {
 		t.Fatalf("after a window without repeats got %q, want the line without a count", got)
@@ -101,7 +84,7 @@ func TestRepeatsCollapse(t *testing.T) {
 // its level later does not hide their first showing.
 func TestBelowLevel(t *testing.T) {
 	t.Parallel()
-	c := &clock{now: time.Unix(1_000_000, 0)}
+	c := fakeclock.New(time.Unix(1_000_000, 0))
 	log, buf := newLogger(hclog.Error, &Options{Now: c.Now})
 	log.Warn("dropped")
 	log.SetLevel(hclog.Warn)
@@ -123,10 +106,10 @@ func TestDisabled(t *testing.T) {
 
 func TestForgetsOldest(t *testing.T) {
 	t.Parallel()
-	c := &clock{now: time.Unix(1_000_000, 0)}
+	c := fakeclock.New(time.Unix(1_000_000, 0))
 	log, buf := newLogger(hclog.Info, &Options{Now: c.Now})
 	for i := range maxLines + 1 {
-		c.Add(time.Millisecond)
+		c.Advance(time.Millisecond)
 		log.Warn("line", "i", i)
 	}
 	buf.Reset()

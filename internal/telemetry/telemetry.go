@@ -218,51 +218,57 @@ func CheckEndpoint(raw string) error {
 }
 
 func traceExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
+	return otlpExporter(cfg, "trace", "/v1/traces",
+		func(url string) (sdktrace.SpanExporter, error) {
+			return newAt(ctx, url, otlptracegrpc.New, otlptracegrpc.WithEndpointURL)
+		},
+		func(url string) (sdktrace.SpanExporter, error) {
+			return newAt(ctx, url, otlptracehttp.New, otlptracehttp.WithEndpointURL)
+		})
+}
+
+func metricExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error) {
+	return otlpExporter(cfg, "metric", "/v1/metrics",
+		func(url string) (sdkmetric.Exporter, error) {
+			return newAt(ctx, url, otlpmetricgrpc.New, otlpmetricgrpc.WithEndpointURL)
+		},
+		func(url string) (sdkmetric.Exporter, error) {
+			return newAt(ctx, url, otlpmetrichttp.New, otlpmetrichttp.WithEndpointURL)
+		})
+}
+
+// otlpExporter makes the OTLP exporter of signal ("trace", "metric") for
+// cfg.Protocol: newGRPC gets cfg.Endpoint as it is, newHTTP gets it with
+// the signal's path (such as "/v1/traces") appended; both get "" when
+// the endpoint is unset, for the SDK to read its OTEL_EXPORTER_OTLP_*
+// variables.
+func otlpExporter[E any](cfg Config, signal, path string, newGRPC, newHTTP func(url string) (E, error)) (E, error) {
 	var (
-		exp sdktrace.SpanExporter
+		exp E
 		err error
 	)
-	if cfg.Protocol == ProtocolGRPC {
-		var opts []otlptracegrpc.Option
-		if cfg.Endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(cfg.Endpoint))
-		}
-		exp, err = otlptracegrpc.New(ctx, opts...)
-	} else {
-		var opts []otlptracehttp.Option
-		if cfg.Endpoint != "" {
-			opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimRight(cfg.Endpoint, "/")+"/v1/traces"))
-		}
-		exp, err = otlptracehttp.New(ctx, opts...)
+	switch {
+	case cfg.Protocol == ProtocolGRPC:
+		exp, err = newGRPC(cfg.Endpoint)
+	case cfg.Endpoint != "":
+		exp, err = newHTTP(strings.TrimRight(cfg.Endpoint, "/") + path)
+	default:
+		exp, err = newHTTP("")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+		var none E
+		return none, fmt.Errorf("telemetry: OTLP %s exporter: %w", signal, err)
 	}
 	return exp, nil
 }
 
-func metricExporter(ctx context.Context, cfg Config) (sdkmetric.Exporter, error) {
-	var (
-		exp sdkmetric.Exporter
-		err error
-	)
-	if cfg.Protocol == ProtocolGRPC {
-		var opts []otlpmetricgrpc.Option
-		if cfg.Endpoint != "" {
-			opts = append(opts, otlpmetricgrpc.WithEndpointURL(cfg.Endpoint))
-		}
-		exp, err = otlpmetricgrpc.New(ctx, opts...)
-	} else {
-		var opts []otlpmetrichttp.Option
-		if cfg.Endpoint != "" {
-			opts = append(opts, otlpmetrichttp.WithEndpointURL(strings.TrimRight(cfg.Endpoint, "/")+"/v1/metrics"))
-		}
-		exp, err = otlpmetrichttp.New(ctx, opts...)
+// newAt makes an exporter with newExporter, sending to url by the option
+// withURL, or where the SDK's variables say for "".
+func newAt[O, E any](ctx context.Context, url string, newExporter func(context.Context, ...O) (E, error), withURL func(string) O) (E, error) {
+	if url == "" {
+		return newExporter(ctx)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: OTLP metric exporter: %w", err)
-	}
-	return exp, nil
+	return newExporter(ctx, withURL(url))
 }
 
 // Tracing reports whether spans are recorded and exported.

@@ -6,10 +6,7 @@ import (
 
 // newProvidersCmd builds the providers command and its subcommands.
 func newProvidersCmd(g *globalFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "providers",
-		Short: "Show provider status and add third-party providers",
-	}
+	cmd := newGroupCmd("providers", "Show provider status and add third-party providers")
 	cmd.AddCommand(newProvidersStatusCmd(g), newProvidersAddCmd(g))
 	return cmd
 }

@@ -20,10 +20,7 @@ import (
 
 // newUpstreamCmd builds the upstream command and its subcommands.
 func newUpstreamCmd(g *globalFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "upstream",
-		Short: "List and check the upstream MCP servers of [[upstream.servers]]",
-	}
+	cmd := newGroupCmd("upstream", "List and check the upstream MCP servers of [[upstream.servers]]")
 	cmd.AddCommand(newUpstreamListCmd(g), newUpstreamCheckCmd(g), newUpstreamLoginCmd(g), newUpstreamLogoutCmd(g))
 	return cmd
 }

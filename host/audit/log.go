@@ -38,8 +38,9 @@ const (
 	// fsync) costs far more than a row, so gathering the calls of some
 	// milliseconds into one commit keeps the audit cheap under load: at 8
 	// calls in flight, 10 ms halves the writer's CPU per call against 2 ms
-	// (docs/performance.md, Audit cost). Calls never wait for it: they
-	// only enqueue, and Flush ends the wait at once.
+	// (docs/performance.md, Audit cost). The writer sleeps through it
+	// rather than waking for each record. Calls never wait for it: they
+	// only enqueue, and Flush and Begin end the wait at once.
 	linger = 10 * time.Millisecond
 	// closeAttempts is how many times the writer tries a batch once Close has begun, before discarding it.
 	closeAttempts = 3
@@ -109,6 +110,9 @@ type Log struct {
 	logger  hclog.Logger
 	retain  time.Duration
 	queue   chan entry
+	// urgent ends the writer's linger: Flush and Begin, which wait for the
+	// writer, signal it after they queue their entry (see hurry).
+	urgent chan struct{}
 
 	mu      sync.Mutex // guards closed and the senders.Add that must precede Close's senders.Wait
 	closed  bool
@@ -249,6 +253,7 @@ func newLog(where string, o Options) *Log {
 		logger: o.Logger,
 		retain: time.Duration(o.RetainDays) * 24 * time.Hour,
 		queue:  make(chan entry, o.QueueSize),
+		urgent: make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 		abort:  make(chan struct{}),
 		exited: make(chan struct{}),
@@ -534,6 +539,7 @@ func (l *Log) awaitTurn(ctx context.Context) *turn {
 		l.senders.Done()
 		return nil
 	}
+	l.hurry()
 	wait := time.NewTimer(turnWait)
 	defer wait.Stop()
 	select {
@@ -544,6 +550,16 @@ func (l *Log) awaitTurn(ctx context.Context) *turn {
 	}
 	// The writer waits for done only once it has reached the turn; closing done early lets it pass.
 	return t
+}
+
+// hurry ends the writer's linger, if it is lingering, so that an entry
+// someone waits for is reached at once. A signal left over from a wait
+// that needed none only shortens one later linger.
+func (l *Log) hurry() {
+	select {
+	case l.urgent <- struct{}{}:
+	default:
+	}
 }
 
 // ActsInWindow returns how many acts were allowed in the sliding hour ([BudgetWindow]) before now, of
@@ -667,6 +683,7 @@ func (l *Log) Flush(ctx context.Context) error {
 		}
 		return fmt.Errorf("audit: flush: %w", err)
 	}
+	l.hurry()
 	select {
 	case err := <-done:
 		return err
@@ -844,25 +861,24 @@ func (l *Log) process(ctx context.Context, first entry, batch []Record) []Record
 		}
 	}
 	take(first)
-	timer := time.NewTimer(linger)
-	defer timer.Stop()
+	if marker == nil && next == nil && len(l.queue) < maxBatch-len(batch) {
+		// Sleep through the linger rather than wake for each record that
+		// arrives; Flush, Begin and Close cut it short, and a full batch
+		// already queued skips it.
+		timer := time.NewTimer(linger)
+		select {
+		case <-timer.C:
+		case <-l.urgent:
+		case <-l.stop:
+		}
+		timer.Stop()
+	}
 collect:
 	for marker == nil && next == nil && len(batch) < maxBatch {
 		select {
 		case e := <-l.queue:
 			take(e)
-		case <-timer.C:
-			break collect
-		case <-l.stop:
-			// Closing: commit what is here without lingering.
-			for marker == nil && next == nil && len(batch) < maxBatch {
-				select {
-				case e := <-l.queue:
-					take(e)
-				default:
-					break collect
-				}
-			}
+		default:
 			break collect
 		}
 	}

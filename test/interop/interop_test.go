@@ -417,12 +417,15 @@ func clientDir(t *testing.T, p prereqs, sb *sandbox, script string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, script), src, 0o644); err != nil {
-		t.Fatal(err)
+	// Every script imports what the clients share from checks.mjs.
+	for _, name := range []string{script, "checks.mjs"} {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.Symlink(filepath.Join(p.home, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/sdk/testwait"
+	"github.com/openhuman/openhuman-host/test/internal/prereq"
 )
 
 // Conformance scenarios that need no fixture tools on the server.
@@ -56,11 +57,7 @@ const howToRun = "run `make test` from the repository root; by hand: " +
 // set: CI must never pass by skipping.
 func unavailable(t *testing.T, why string) {
 	t.Helper()
-	msg := "interop: " + why + "; " + howToRun
-	if os.Getenv("OPENHUMAN_REQUIRE_INTEROP") != "" {
-		t.Fatal(msg + " (OPENHUMAN_REQUIRE_INTEROP is set, so this is a failure)")
-	}
-	t.Skip(msg)
+	prereq.Missing(t, "interop: "+why+"; "+howToRun, "OPENHUMAN_REQUIRE_INTEROP")
 }
 
 type prereqs struct {

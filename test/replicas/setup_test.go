@@ -33,6 +33,7 @@ import (
 	"github.com/openhuman/openhuman-host/internal/haproxytest"
 	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
+	"github.com/openhuman/openhuman-host/test/internal/prereq"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -43,13 +44,7 @@ var requireEnv = []string{"OPENHUMAN_REQUIRE_INTEROP", pgtest.EnvRequire, haprox
 
 func unavailable(t *testing.T, why string) {
 	t.Helper()
-	msg := "replicas: " + why + "; run `make test`, or by hand: make build && OPENHUMAN_HOST_BIN=$PWD/bin/openhuman-host go test -tags sqlite_fts5 ./test/replicas/"
-	for _, v := range requireEnv {
-		if os.Getenv(v) != "" {
-			t.Fatal(msg + " (" + v + " is set, so this is a failure)")
-		}
-	}
-	t.Skip(msg)
+	prereq.Missing(t, "replicas: "+why+"; run `make test`, or by hand: make build && OPENHUMAN_HOST_BIN=$PWD/bin/openhuman-host go test -tags sqlite_fts5 ./test/replicas/", requireEnv...)
 }
 
 var (

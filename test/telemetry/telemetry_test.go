@@ -44,6 +44,7 @@ import (
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
+	"github.com/openhuman/openhuman-host/test/internal/prereq"
 )
 
 // envRequire, set, turns a missing prerequisite into a failure.
@@ -51,11 +52,7 @@ const envRequire = "OPENHUMAN_REQUIRE_PROMETHEUS"
 
 func unavailable(t *testing.T, why string) {
 	t.Helper()
-	msg := "telemetry: " + why + "; run `make test`, or by hand: make build && OPENHUMAN_HOST_BIN=$PWD/bin/openhuman-host go test -tags sqlite_fts5 ./test/telemetry/"
-	if os.Getenv(envRequire) != "" {
-		t.Fatal(msg + " (" + envRequire + " is set, so this is a failure)")
-	}
-	t.Skip(msg)
+	prereq.Missing(t, "telemetry: "+why+"; run `make test`, or by hand: make build && OPENHUMAN_HOST_BIN=$PWD/bin/openhuman-host go test -tags sqlite_fts5 ./test/telemetry/", envRequire)
 }
 
 func hostBin(t *testing.T) string {

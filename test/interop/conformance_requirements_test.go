@@ -87,7 +87,8 @@ func TestConformanceRequirements(t *testing.T) {
 }
 
 // serveEverything serves everything-server over Streamable HTTP on a free
-// loopback port, stateless or with sessions, and returns its URL.
+// loopback port, stateless or with sessions, until t ends, and returns its
+// URL.
 func serveEverything(t *testing.T, sb *sandbox, bin string, stateless bool) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -107,12 +108,12 @@ func serveEverything(t *testing.T, sb *sandbox, bin string, stateless bool) stri
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	testwait.Until(t, "everything-server to listen on "+addr, func() bool {
+	testwait.Retry(t, "reach everything-server on "+addr, func() error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
+		if err != nil {
+			return fmt.Errorf("%w; stderr:\n%s", err, indent(stderr.String()))
 		}
-		return err == nil
+		return c.Close()
 	})
 	return "http://" + addr + "/mcp"
 }

@@ -705,26 +705,39 @@ func resultText(res *sdk.CallToolResult) string {
 	return strings.Join(parts, " ")
 }
 
-// series times tool over queries after the warm-up calls, and returns
-// every call's latency, the hits of every call, and the process's CPU time
-// per timed call in milliseconds.
-func (b *bench) series(ctx context.Context, tool string, warm, queries []string) ([]time.Duration, []int, float64, error) {
+// timing is what one series of calls measured.
+type timing struct {
+	ds   []time.Duration // every timed call's latency
+	hits []int           // every timed call's hits
+	cpu  float64         // the process's CPU time per timed call, in ms
+}
+
+// summary returns the latencies' summary, how many calls had hits, and the
+// CPU time per call.
+func (t timing) summary() (latency, int, float64) {
+	return summarize(t.ds), countNonZero(t.hits), t.cpu
+}
+
+// series logs and times tool over queries after the warm-up calls, with
+// chunks chunks stored.
+func (b *bench) series(ctx context.Context, chunks int64, tool string, warm, queries []string) (timing, error) {
+	b.logf("at %d chunks: %d "+tool+" calls after %d warm-up calls", chunks, len(queries), len(warm))
 	for _, q := range warm {
 		if _, _, err := b.call(ctx, tool, q); err != nil {
-			return nil, nil, 0, err
+			return timing{}, err
 		}
 	}
-	ds := make([]time.Duration, len(queries))
-	hits := make([]int, len(queries))
+	t := timing{ds: make([]time.Duration, len(queries)), hits: make([]int, len(queries))}
 	cpu0 := cputime.Self()
 	for i, q := range queries {
 		d, n, err := b.call(ctx, tool, q)
 		if err != nil {
-			return nil, nil, 0, err
+			return timing{}, err
 		}
-		ds[i], hits[i] = d, n
+		t.ds[i], t.hits[i] = d, n
 	}
-	return ds, hits, ms(cputime.Self()-cpu0) / float64(len(queries)), nil
+	t.cpu = ms(cputime.Self()-cpu0) / float64(len(queries))
+	return t, nil
 }
 
 // coldSeries times tool over queries, each right after an untimed
@@ -789,20 +802,16 @@ func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ,
 	}
 	b.sampleDisk()
 
-	b.logf("at %d chunks: %d "+memorytool.Search+" calls after %d warm-up calls", r.Chunks, len(searchQ), len(searchWarm))
-	searchDs, searchHits, searchCPU, err := b.series(ctx, memorytool.Search, searchWarm, searchQ)
+	search, err := b.series(ctx, r.Chunks, memorytool.Search, searchWarm, searchQ)
 	if err != nil {
 		return err
 	}
-	r.SearchCPU = searchCPU
-	r.Search, r.SearchHits = summarize(searchDs), countNonZero(searchHits)
-	b.logf("at %d chunks: %d "+memorytool.Recall+" calls after %d warm-up calls", r.Chunks, len(recallQ), len(recallWarm))
-	recallDs, recallHits, recallCPU, err := b.series(ctx, memorytool.Recall, recallWarm, recallQ)
+	r.Search, r.SearchHits, r.SearchCPU = search.summary()
+	recall, err := b.series(ctx, r.Chunks, memorytool.Recall, recallWarm, recallQ)
 	if err != nil {
 		return err
 	}
-	r.RecallCPU = recallCPU
-	r.Recall, r.RecallHits = summarize(recallDs), countNonZero(recallHits)
+	r.Recall, r.RecallHits, r.RecallCPU = recall.summary()
 	if n := min(b.o.cold, len(searchQ)); n > 0 {
 		b.logf("at %d chunks: %d "+memorytool.Search+" and %d "+memorytool.Recall+" calls, each after a write", r.Chunks, n, n)
 		if r.SearchCold, err = b.coldSeries(ctx, memorytool.Search, searchQ[:n]); err != nil {
@@ -813,7 +822,7 @@ func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ,
 		}
 	}
 	if b.o.analyze {
-		return b.analyze(ctx, r, searchQ, searchDs, searchHits)
+		return b.analyze(ctx, r, searchQ, search.ds, search.hits)
 	}
 	return nil
 }

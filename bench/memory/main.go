@@ -683,7 +683,7 @@ func (b *bench) call(ctx context.Context, tool, query string) (time.Duration, in
 		return d, 0, fmt.Errorf("%s %q: %w", tool, query, err)
 	}
 	if res.IsError {
-		return d, 0, fmt.Errorf("%s %q: %s", tool, query, resultText(res))
+		return d, 0, fmt.Errorf("%s %q: %s", tool, query, res.Text())
 	}
 	var out struct {
 		Chunks []json.RawMessage `json:"chunks"`
@@ -692,17 +692,6 @@ func (b *bench) call(ctx context.Context, tool, query string) (time.Duration, in
 		return d, 0, fmt.Errorf("%s %q: structured content: %w", tool, query, err)
 	}
 	return d, len(out.Chunks), nil
-}
-
-// resultText joins a result's text blocks.
-func resultText(res *sdk.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if c.Type == "text" {
-			parts = append(parts, c.Text)
-		}
-	}
-	return strings.Join(parts, " ")
 }
 
 // timing is what one series of calls measured.
@@ -755,7 +744,7 @@ func (b *bench) coldSeries(ctx context.Context, tool string, queries []string) (
 			return latency{}, fmt.Errorf("%s: %w", memorytool.Store, err)
 		}
 		if res.IsError {
-			return latency{}, fmt.Errorf("%s: %s", memorytool.Store, resultText(res))
+			return latency{}, fmt.Errorf("%s: %s", memorytool.Store, res.Text())
 		}
 		if ds[i], _, err = b.call(ctx, tool, q); err != nil {
 			return latency{}, err
@@ -839,7 +828,7 @@ func (b *bench) matched(ctx context.Context, query string) (int64, error) {
 		return 0, fmt.Errorf("%s %q: %w", memorytool.Browse, query, err)
 	}
 	if res.IsError {
-		return 0, fmt.Errorf("%s %q: %s", memorytool.Browse, query, resultText(res))
+		return 0, fmt.Errorf("%s %q: %s", memorytool.Browse, query, res.Text())
 	}
 	var out struct {
 		Total *int64 `json:"total"`

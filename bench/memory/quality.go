@@ -405,7 +405,7 @@ func rankCall(ctx context.Context, p *memory.Provider, tool, arg, query string) 
 		return nil, fmt.Errorf("%s %q: %w", tool, query, err)
 	}
 	if res.IsError {
-		return nil, fmt.Errorf("%s %q: %s", tool, query, resultText(res))
+		return nil, fmt.Errorf("%s %q: %s", tool, query, res.Text())
 	}
 	var out struct {
 		Chunks []hitRef `json:"chunks"`

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -43,6 +42,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 	"github.com/openhuman/openhuman-host/test/internal/prereq"
 )
@@ -160,16 +160,6 @@ func newToken(t *testing.T) string {
 	return hex.EncodeToString(b[:])
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // TestPrometheusScrapes: a real Prometheus scrapes the host's /metrics
 // with the MCP endpoint's bearer token, and its query API returns the
 // tool-call counter by tool and decision after calls.
@@ -210,7 +200,10 @@ func TestPrometheusScrapes(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	promPort := freePort(t)
+	promPort, err := testproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	promCfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s

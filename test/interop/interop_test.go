@@ -89,18 +89,11 @@ func requireServer(t *testing.T) prereqs {
 	if runtime.GOOS != "linux" {
 		unavailable(t, "these tests read /proc and use the linux-x64 Node package, so they run on Linux only")
 	}
-	bin := os.Getenv("OPENHUMAN_HOST_BIN")
-	if bin == "" {
-		unavailable(t, "OPENHUMAN_HOST_BIN (path of the built openhuman-host) is not set")
-	}
-	abs, err := filepath.Abs(bin)
+	bin, err := prereq.Executable("OPENHUMAN_HOST_BIN", "path of the built openhuman-host")
 	if err != nil {
-		unavailable(t, fmt.Sprintf("OPENHUMAN_HOST_BIN=%s: %v", bin, err))
+		unavailable(t, err.Error())
 	}
-	if fi, err := os.Stat(abs); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		unavailable(t, fmt.Sprintf("OPENHUMAN_HOST_BIN=%s is not an executable file", bin))
-	}
-	return prereqs{bin: abs}
+	return prereqs{bin: bin}
 }
 
 func requireInterop(t *testing.T) prereqs {

@@ -77,11 +77,7 @@ func provider(t *testing.T) string {
 // a failed test logs what the replicas printed.
 func startCluster(t *testing.T, n int, maxActs *int, opts ...func(*cluster.Options)) (*cluster.Cluster, *sql.DB) {
 	t.Helper()
-	bin := os.Getenv("OPENHUMAN_HOST_BIN")
-	if bin == "" {
-		unavailable(t, "OPENHUMAN_HOST_BIN (path of the built openhuman-host) is not set")
-	}
-	bin, err := filepath.Abs(bin)
+	bin, err := prereq.Executable("OPENHUMAN_HOST_BIN", "path of the built openhuman-host")
 	if err != nil {
 		unavailable(t, err.Error())
 	}

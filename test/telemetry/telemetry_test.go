@@ -57,12 +57,9 @@ func unavailable(t *testing.T, why string) {
 
 func hostBin(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("OPENHUMAN_HOST_BIN")
-	if bin == "" {
-		unavailable(t, "OPENHUMAN_HOST_BIN (path of the built openhuman-host) is not set")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		unavailable(t, fmt.Sprintf("OPENHUMAN_HOST_BIN=%s: %v", bin, err))
+	bin, err := prereq.Executable("OPENHUMAN_HOST_BIN", "path of the built openhuman-host")
+	if err != nil {
+		unavailable(t, err.Error())
 	}
 	return bin
 }

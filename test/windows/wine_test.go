@@ -169,16 +169,9 @@ func TestWindowsUnderWine(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		unavailable(t, "Wine runs the x86-64 Windows build on Linux x86-64 only")
 	}
-	bin := os.Getenv("OPENHUMAN_WINDOWS_BIN")
-	if bin == "" {
-		unavailable(t, "OPENHUMAN_WINDOWS_BIN (path of the cross-built openhuman-host.exe) is not set")
-	}
-	exe, err := filepath.Abs(bin)
+	exe, err := prereq.Executable("OPENHUMAN_WINDOWS_BIN", "path of the cross-built openhuman-host.exe")
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(exe); err != nil {
-		unavailable(t, fmt.Sprintf("OPENHUMAN_WINDOWS_BIN=%s: %v", bin, err))
+		unavailable(t, err.Error())
 	}
 	launcher, err := exec.LookPath("wine")
 	if err != nil {

@@ -5,7 +5,9 @@
 package prereq
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -21,4 +23,27 @@ func Missing(t testing.TB, msg string, require ...string) {
 		}
 	}
 	t.Skip(msg)
+}
+
+// Executable returns the absolute path of the executable file that the
+// environment variable env names; what says what the file is, such as
+// "path of the built openhuman-host". The error, for [Missing], says why
+// there is none: env is unset, or names no executable file.
+func Executable(env, what string) (string, error) {
+	name := os.Getenv(env)
+	if name == "" {
+		return "", fmt.Errorf("%s (%s) is not set", env, what)
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return "", fmt.Errorf("%s=%s: %w", env, name, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("%s=%s: %w", env, name, err)
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s=%s is not an executable file", env, name)
+	}
+	return abs, nil
 }

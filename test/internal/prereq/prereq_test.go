@@ -1,7 +1,10 @@
 package prereq_test
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/openhuman/openhuman-host/test/internal/prereq"
@@ -54,5 +57,35 @@ func TestMissing(t *testing.T) {
 				t.Errorf("failed %q, skipped %q; want failed %q, skipped %q", r.failed, r.skipped, tc.failed, tc.skipped)
 			}
 		})
+	}
+}
+
+func TestExecutable(t *testing.T) {
+	const env = "PREREQ_TEST_BIN"
+	dir := t.TempDir()
+	exe, plain := filepath.Join(dir, "tool"), filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plain, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		value, want, err string
+	}{
+		{value: exe, want: exe},
+		{value: "", err: "PREREQ_TEST_BIN (path of a tool) is not set"},
+		{value: plain, err: "PREREQ_TEST_BIN=" + plain + " is not an executable file"},
+		{value: dir, err: "PREREQ_TEST_BIN=" + dir + " is not an executable file"},
+		{value: filepath.Join(dir, "gone"), err: "PREREQ_TEST_BIN=" + filepath.Join(dir, "gone") + ": stat "},
+	} {
+		t.Setenv(env, tc.value)
+		got, err := prereq.Executable(env, "path of a tool")
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%s=%q: %q, %v; want %q", env, tc.value, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.err) || got != ""):
+			t.Errorf("%s=%q: %q, %v; want an error starting %q", env, tc.value, got, err, tc.err)
+		}
 	}
 }

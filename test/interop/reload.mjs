@@ -61,12 +61,18 @@ await check("searxng_search is not listed while searxng is disabled", async () =
   expect(!names.includes("searxng_search"), `listed: ${names.join(", ")}`);
 });
 
-await check("enabling searxng and SIGHUP: list_changed, then the tool is listed and answers", async () => {
-  writeConfig(true);
+// reloadWith writes the config with searxng enabled or disabled, sends
+// SIGHUP, waits for list_changed and returns the tools listed then.
+async function reloadWith(enabled) {
+  writeConfig(enabled);
   const changed = nextChange(15000);
   process.kill(pid, "SIGHUP");
   await changed;
-  const names = await toolNames();
+  return toolNames();
+}
+
+await check("enabling searxng and SIGHUP: list_changed, then the tool is listed and answers", async () => {
+  const names = await reloadWith(true);
   expect(names.includes("searxng_search"), `not listed after the reload: ${names.join(", ")}`);
   const res = await client.callTool({ name: "searxng_search", arguments: { query: "reef survey" } }, undefined, { timeout: 20000 });
   expect(res.isError !== true, `isError: ${text(res)}`);
@@ -85,11 +91,7 @@ await check("an invalid config and SIGHUP change nothing", async () => {
 });
 
 await check("disabling searxng and SIGHUP: list_changed, then the tool is gone", async () => {
-  writeConfig(false);
-  const changed = nextChange(15000);
-  process.kill(pid, "SIGHUP");
-  await changed;
-  const names = await toolNames();
+  const names = await reloadWith(false);
   expect(!names.includes("searxng_search"), `still listed: ${names.join(", ")}`);
 });
 

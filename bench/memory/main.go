@@ -270,6 +270,14 @@ func summarize(ds []time.Duration) latency {
 // ms converts d to fractional milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// perChunk is bytes per chunk of a store: 0 when it holds no chunks.
+func perChunk[N int | int64](bytes int64, chunks N) float64 {
+	if chunks <= 0 {
+		return 0
+	}
+	return float64(bytes) / float64(chunks)
+}
+
 // slowQuery is one of the slowest [memorytool.Search] calls of a size.
 type slowQuery struct {
 	Query string  `json:"query"`
@@ -786,9 +794,7 @@ func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ,
 		return err
 	}
 	r.Chunks, r.Documents, r.DBBytes = st.Chunks, st.Documents, st.DBBytes
-	if st.Chunks > 0 {
-		r.BytesPerChunk = float64(st.DBBytes) / float64(st.Chunks)
-	}
+	r.BytesPerChunk = perChunk(st.DBBytes, st.Chunks)
 	b.sampleDisk()
 
 	search, err := b.series(ctx, r.Chunks, memorytool.Search, searchWarm, searchQ)

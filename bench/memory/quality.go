@@ -262,9 +262,7 @@ func (b *bench) importReal(ctx context.Context, q *quality) (*memory.Provider, e
 			return nil, err
 		}
 		iq.Files, iq.Chunks = sum.Written, sum.Chunks
-		if st.Chunks > 0 {
-			iq.BytesPerChunk = float64(st.DBBytes) / float64(st.Chunks)
-		}
+		iq.BytesPerChunk = perChunk(st.DBBytes, st.Chunks)
 		imports = append(imports, sum.Elapsed)
 
 		if b.pg != nil {
@@ -289,18 +287,14 @@ func (b *bench) importReal(ctx context.Context, q *quality) (*memory.Provider, e
 			return nil, err
 		}
 		floors = append(floors, fr.Elapsed)
-		if fr.Chunks > 0 {
-			iq.FloorBytesPerChunk = float64(fr.DBBytes) / float64(fr.Chunks)
-		}
+		iq.FloorBytesPerChunk = perChunk(fr.DBBytes, fr.Chunks)
 		ft, err := floorInsert(ctx, filepath.Join(dir, "floor-text-twice.db"), chunks, floorTextTwice)
 		if err != nil {
 			p.Close()
 			return nil, err
 		}
 		floorsTwice = append(floorsTwice, ft.Elapsed)
-		if ft.Chunks > 0 {
-			iq.FloorTwiceBytesPerChunk = float64(ft.DBBytes) / float64(ft.Chunks)
-		}
+		iq.FloorTwiceBytesPerChunk = perChunk(ft.DBBytes, ft.Chunks)
 		b.logf("real corpus, round %d: import %d chunks in %s, floor %d chunks in %s (text twice: %s)",
 			round, sum.Chunks, sum.Elapsed.Round(time.Millisecond), fr.Chunks, fr.Elapsed.Round(time.Millisecond), ft.Elapsed.Round(time.Millisecond))
 		if !fromStore {

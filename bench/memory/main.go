@@ -185,19 +185,22 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.sizes, err = parseSizes(*sizes); err != nil {
 		return nil, fmt.Errorf("-sizes %w", err)
 	}
+	for _, f := range []struct {
+		flag          string
+		value, lo, hi int
+	}{
+		{"queries", o.queries, 1, 1_000_000},
+		{"warmup", o.warmup, 0, 1_000_000},
+		{"cold", o.cold, 0, 100_000},
+		{"slowest", o.slowest, 0, 1000},
+		{"quality-rounds", o.qualityRounds, 1, 10_000},
+		{"import-rounds", o.importRounds, 1, 100},
+	} {
+		if f.value < f.lo || f.value > f.hi {
+			return nil, fmt.Errorf("-%s %d: want %d to %d", f.flag, f.value, f.lo, f.hi)
+		}
+	}
 	switch {
-	case o.queries < 1 || o.queries > 1_000_000:
-		return nil, fmt.Errorf("-queries %d: want 1 to 1000000", o.queries)
-	case o.warmup < 0 || o.warmup > 1_000_000:
-		return nil, fmt.Errorf("-warmup %d: want 0 to 1000000", o.warmup)
-	case o.cold < 0 || o.cold > 100_000:
-		return nil, fmt.Errorf("-cold %d: want 0 to 100000", o.cold)
-	case o.slowest < 0 || o.slowest > 1000:
-		return nil, fmt.Errorf("-slowest %d: want 0 to 1000", o.slowest)
-	case o.qualityRounds < 1 || o.qualityRounds > 10_000:
-		return nil, fmt.Errorf("-quality-rounds %d: want 1 to 10000", o.qualityRounds)
-	case o.importRounds < 1 || o.importRounds > 100:
-		return nil, fmt.Errorf("-import-rounds %d: want 1 to 100", o.importRounds)
 	case o.qualityOnly && !o.quality:
 		return nil, errors.New("-quality-only and -quality=false contradict each other")
 	case o.driver != "sqlite" && o.driver != "postgres":

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -42,7 +43,8 @@ func Executable(env, what string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s=%s: %w", env, name, err)
 	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+	// Windows has no execute bits.
+	if fi.IsDir() || runtime.GOOS != "windows" && fi.Mode()&0o111 == 0 {
 		return "", fmt.Errorf("%s=%s is not an executable file", env, name)
 	}
 	return abs, nil

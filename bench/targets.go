@@ -143,32 +143,36 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 		dirs++
 		return filepath.Join(tmp, fmt.Sprintf("host%d", dirs))
 	}
-	host, err := hostTarget(o, dir(), "host", noopConfig(strings.Fields(o.providerArgs)), nil)
-	if err != nil {
-		return nil, err
-	}
-	host.tool, host.args, host.listed = hostTool, map[string]any{}, hostTool
-	targets := []*target{floor, host}
-
-	for _, v := range o.variants {
-		t, err := hostTarget(o, dir(), "host/"+v.name, noopConfig(v.providerArgs), v.env)
+	targets := []*target{floor}
+	// addHost adds a host target with config and env, in a directory of
+	// its own, whose timed call is tool (listed under that name) without
+	// arguments.
+	addHost := func(name, config string, env []string, tool string) (*target, error) {
+		t, err := hostTarget(o, dir(), name, config, env)
 		if err != nil {
 			return nil, err
 		}
-		t.tool, t.args, t.listed = hostTool, map[string]any{}, hostTool
+		t.tool, t.args, t.listed = tool, map[string]any{}, tool
 		targets = append(targets, t)
+		return t, nil
+	}
+	if _, err := addHost("host", noopConfig(strings.Fields(o.providerArgs)), nil, hostTool); err != nil {
+		return nil, err
+	}
+
+	for _, v := range o.variants {
+		if _, err := addHost("host/"+v.name, noopConfig(v.providerArgs), v.env, hostTool); err != nil {
+			return nil, err
+		}
 	}
 
 	if o.auditCost && o.recordReads {
 		// The same host with reads not audited: the audit's cost is the
 		// difference, measured in the same rounds.
 		noAudit := strings.Replace(noopConfig(strings.Fields(o.providerArgs)), "record_reads = true", "record_reads = false", 1)
-		t, err := hostTarget(o, dir(), noAuditTarget, noAudit, nil)
-		if err != nil {
+		if _, err := addHost(noAuditTarget, noAudit, nil, hostTool); err != nil {
 			return nil, err
 		}
-		t.tool, t.args, t.listed = hostTool, map[string]any{}, hostTool
-		targets = append(targets, t)
 	}
 
 	if o.telemetry {
@@ -178,12 +182,9 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 		sink := otlpSink()
 		tel := noopConfig(strings.Fields(o.providerArgs)) + "\n[telemetry]\ntraces = true\nmetrics = true\nprometheus = true\n" +
 			"metric_interval_secs = 1\notlp_endpoint = " + tomlString(sink) + "\n"
-		t, err := hostTarget(o, dir(), telemetryTarget, tel, nil)
-		if err != nil {
+		if _, err := addHost(telemetryTarget, tel, nil, hostTool); err != nil {
 			return nil, err
 		}
-		t.tool, t.args, t.listed = hostTool, map[string]any{}, hostTool
-		targets = append(targets, t)
 	}
 
 	if o.relay {
@@ -204,12 +205,9 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 			modes = append(modes, [2]string{relayHostTarget, "host"}, [2]string{relayPluginTarget, "plugin"})
 		}
 		for _, m := range modes {
-			t, err := hostTarget(o, dir(), m[0], relay(m[1]), nil)
-			if err != nil {
+			if _, err := addHost(m[0], relay(m[1]), nil, relayTool); err != nil {
 				return nil, err
 			}
-			t.tool, t.args, t.listed = relayTool, map[string]any{}, relayTool
-			targets = append(targets, t)
 		}
 	}
 
@@ -239,14 +237,12 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 			if m[1] != "" {
 				c += "process = " + tomlString(m[1]) + "\n"
 			}
-			mem, err := hostTarget(o, dir(), m[0], c+"\n[providers.agent]\nenabled = false\n", nil)
+			mem, err := addHost(m[0], c+"\n[providers.agent]\nenabled = false\n", nil, memorytool.Search)
 			if err != nil {
 				return nil, err
 			}
-			mem.tool, mem.listed = memorytool.Search, memorytool.Search
 			mem.args = map[string]any{"query": "reef harbour", "k": 10}
 			mem.seed = func(ctx context.Context, r *running) error { return seedMemory(ctx, r.cs, docs) }
-			targets = append(targets, mem)
 		}
 	}
 

@@ -63,6 +63,16 @@ func ExampleTextResult() {
 	// Output: false text 3 notes found true
 }
 
+func ExampleCallToolResult_Text() {
+	res := &sdk.CallToolResult{Content: []sdk.Content{
+		sdk.TextContent("2 notes found:"),
+		{Type: "image", MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}},
+		sdk.TextContent("Lisbon trip; Oslo trip"),
+	}}
+	fmt.Printf("%q %q\n", res.Text(), (*sdk.CallToolResult)(nil).Text())
+	// Output: "2 notes found:\nLisbon trip; Oslo trip" ""
+}
+
 func ExampleStructuredResult() {
 	type weather struct {
 		City    string  `json:"city"`

@@ -84,52 +84,44 @@ func (s *grpcProviderServer) Complete(ctx context.Context, req *providerv1.Compl
 	return &providerv1.CompleteResponse{Values: res.Values, Total: int32(min(max(res.Total, 0), 1<<31-1)), HasMore: res.HasMore}, nil
 }
 
-func (s *grpcProviderServer) Subscribe(ctx context.Context, req *providerv1.SubscribeRequest) (_ *providerv1.SubscribeResponse, err error) {
-	defer recoverAsError("Subscribe", s.log, &err)
-	impl, ok := optional[Subscriber](s.impl)
+// dispatchOptional runs call on the provider as an I for the gRPC method
+// method, whose response carries nothing: UNIMPLEMENTED when the provider
+// does not implement I (named iface in the message), call's error as a
+// status, and a panic in call as [recoverAsError] reports it.
+func dispatchOptional[I any, Res any](s *grpcProviderServer, method, iface string, call func(I) error) (_ *Res, err error) {
+	defer recoverAsError(method, s.log, &err)
+	impl, ok := optional[I](s.impl)
 	if !ok {
-		return nil, unimplemented("Subscribe", "Subscriber")
+		return nil, unimplemented(method, iface)
 	}
-	if err := impl.Subscribe(ctx, &SubscribeRequest{URI: req.GetUri(), Caller: callerFromProto(req.GetCaller())}); err != nil {
+	if err := call(impl); err != nil {
 		return nil, toStatus(err)
 	}
-	return &providerv1.SubscribeResponse{}, nil
+	return new(Res), nil
 }
 
-func (s *grpcProviderServer) Unsubscribe(ctx context.Context, req *providerv1.UnsubscribeRequest) (_ *providerv1.UnsubscribeResponse, err error) {
-	defer recoverAsError("Unsubscribe", s.log, &err)
-	impl, ok := optional[Subscriber](s.impl)
-	if !ok {
-		return nil, unimplemented("Unsubscribe", "Subscriber")
-	}
-	if err := impl.Unsubscribe(ctx, &SubscribeRequest{URI: req.GetUri(), Caller: callerFromProto(req.GetCaller())}); err != nil {
-		return nil, toStatus(err)
-	}
-	return &providerv1.UnsubscribeResponse{}, nil
+func (s *grpcProviderServer) Subscribe(ctx context.Context, req *providerv1.SubscribeRequest) (*providerv1.SubscribeResponse, error) {
+	return dispatchOptional[Subscriber, providerv1.SubscribeResponse](s, "Subscribe", "Subscriber", func(impl Subscriber) error {
+		return impl.Subscribe(ctx, &SubscribeRequest{URI: req.GetUri(), Caller: callerFromProto(req.GetCaller())})
+	})
 }
 
-func (s *grpcProviderServer) SetLoggingLevel(ctx context.Context, req *providerv1.SetLoggingLevelRequest) (_ *providerv1.SetLoggingLevelResponse, err error) {
-	defer recoverAsError("SetLoggingLevel", s.log, &err)
-	impl, ok := optional[SessionObserver](s.impl)
-	if !ok {
-		return nil, unimplemented("SetLoggingLevel", "SessionObserver")
-	}
-	if err := impl.SetLoggingLevel(ctx, &SetLoggingLevelRequest{Level: req.GetLevel(), Caller: callerFromProto(req.GetCaller())}); err != nil {
-		return nil, toStatus(err)
-	}
-	return &providerv1.SetLoggingLevelResponse{}, nil
+func (s *grpcProviderServer) Unsubscribe(ctx context.Context, req *providerv1.UnsubscribeRequest) (*providerv1.UnsubscribeResponse, error) {
+	return dispatchOptional[Subscriber, providerv1.UnsubscribeResponse](s, "Unsubscribe", "Subscriber", func(impl Subscriber) error {
+		return impl.Unsubscribe(ctx, &SubscribeRequest{URI: req.GetUri(), Caller: callerFromProto(req.GetCaller())})
+	})
 }
 
-func (s *grpcProviderServer) SessionClosed(ctx context.Context, req *providerv1.SessionClosedRequest) (_ *providerv1.SessionClosedResponse, err error) {
-	defer recoverAsError("SessionClosed", s.log, &err)
-	impl, ok := optional[SessionObserver](s.impl)
-	if !ok {
-		return nil, unimplemented("SessionClosed", "SessionObserver")
-	}
-	if err := impl.SessionClosed(ctx, callerFromProto(req.GetCaller())); err != nil {
-		return nil, toStatus(err)
-	}
-	return &providerv1.SessionClosedResponse{}, nil
+func (s *grpcProviderServer) SetLoggingLevel(ctx context.Context, req *providerv1.SetLoggingLevelRequest) (*providerv1.SetLoggingLevelResponse, error) {
+	return dispatchOptional[SessionObserver, providerv1.SetLoggingLevelResponse](s, "SetLoggingLevel", "SessionObserver", func(impl SessionObserver) error {
+		return impl.SetLoggingLevel(ctx, &SetLoggingLevelRequest{Level: req.GetLevel(), Caller: callerFromProto(req.GetCaller())})
+	})
+}
+
+func (s *grpcProviderServer) SessionClosed(ctx context.Context, req *providerv1.SessionClosedRequest) (*providerv1.SessionClosedResponse, error) {
+	return dispatchOptional[SessionObserver, providerv1.SessionClosedResponse](s, "SessionClosed", "SessionObserver", func(impl SessionObserver) error {
+		return impl.SessionClosed(ctx, callerFromProto(req.GetCaller()))
+	})
 }
 
 // providerV2Error turns a gRPC error of an RPC that provider protocol 2

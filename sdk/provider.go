@@ -629,6 +629,22 @@ type CallToolResult struct {
 	AuditRef string
 }
 
+// Text returns the text of r's text blocks ("text" [Content]) joined with
+// newlines: what a client that shows only text reads of the result. It
+// returns "" when r is nil or has no text block.
+func (r *CallToolResult) Text() string {
+	if r == nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			parts = append(parts, c.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
 // MaxAuditRefBytes bounds [CallToolResult.AuditRef].
 const MaxAuditRefBytes = 1024
 

@@ -39,33 +39,25 @@ func applySchemaTag(s *jsonschema.Schema, tag string) error {
 
 // setKeyword sets one keyword of s from its text.
 func setKeyword(s *jsonschema.Schema, key, value string) error {
-	integer := func(p **int) error {
+	integers := map[string]**int{
+		"minLength": &s.MinLength, "maxLength": &s.MaxLength,
+		"minItems": &s.MinItems, "maxItems": &s.MaxItems,
+	}
+	if p, ok := integers[key]; ok {
 		n, err := strconv.Atoi(value)
 		*p = &n
 		return err
 	}
-	number := func(p **float64) error {
+	numbers := map[string]**float64{
+		"minimum": &s.Minimum, "maximum": &s.Maximum,
+		"exclusiveMinimum": &s.ExclusiveMinimum, "exclusiveMaximum": &s.ExclusiveMaximum,
+	}
+	if p, ok := numbers[key]; ok {
 		f, err := strconv.ParseFloat(value, 64)
 		*p = &f
 		return err
 	}
 	switch key {
-	case "minLength":
-		return integer(&s.MinLength)
-	case "maxLength":
-		return integer(&s.MaxLength)
-	case "minItems":
-		return integer(&s.MinItems)
-	case "maxItems":
-		return integer(&s.MaxItems)
-	case "minimum":
-		return number(&s.Minimum)
-	case "maximum":
-		return number(&s.Maximum)
-	case "exclusiveMinimum":
-		return number(&s.ExclusiveMinimum)
-	case "exclusiveMaximum":
-		return number(&s.ExclusiveMaximum)
 	case "pattern":
 		s.Pattern = value
 		return nil

@@ -150,17 +150,21 @@ func TestAddToolPanicsOnBadTags(t *testing.T) {
 	type bad struct {
 		N int `json:"n" schema:"minimum=one"`
 	}
-	defer func() {
-		r := recover()
-		if r == nil || !strings.Contains(fmt.Sprint(r), `sdk.AddTool: tool "t_bad": input schema:`) {
-			t.Errorf("recovered %v", r)
-		}
-	}()
+	if r := addToolPanic[bad](); r == nil || !strings.Contains(fmt.Sprint(r), `sdk.AddTool: tool "t_bad": input schema:`) {
+		t.Errorf("recovered %v", r)
+	}
+}
+
+// addToolPanic adds a tool t_bad taking In and returns what AddTool
+// panicked with, nil if it did not.
+func addToolPanic[In any]() (r any) {
+	defer func() { r = recover() }()
 	var ts sdk.Tools
 	sdk.AddTool(&ts, sdk.Tool{Name: "t_bad", Class: sdk.ClassRead},
-		func(context.Context, *sdk.CallToolRequest, bad) (*sdk.CallToolResult, any, error) {
+		func(context.Context, *sdk.CallToolRequest, In) (*sdk.CallToolResult, any, error) {
 			return nil, nil, nil
 		})
+	return nil
 }
 
 // TestAddToolOptionalPointers derives an input whose optional pointer
@@ -240,16 +244,9 @@ func TestAddToolRefusesTypeOnTypedField(t *testing.T) {
 	type bad struct {
 		N string `json:"n" schema:"type=object"`
 	}
-	defer func() {
-		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "type narrows only a field that allows any JSON value") {
-			t.Errorf("recovered %v", r)
-		}
-	}()
-	var ts sdk.Tools
-	sdk.AddTool(&ts, sdk.Tool{Name: "t_bad", Class: sdk.ClassRead},
-		func(context.Context, *sdk.CallToolRequest, bad) (*sdk.CallToolResult, any, error) {
-			return nil, nil, nil
-		})
+	if r := addToolPanic[bad](); r == nil || !strings.Contains(fmt.Sprint(r), "type narrows only a field that allows any JSON value") {
+		t.Errorf("recovered %v", r)
+	}
 }
 
 // TestInputSchemaFor adds a tool whose default follows a setting: the

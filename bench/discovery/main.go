@@ -32,10 +32,8 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +45,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 )
 
 //go:embed testdata/tasks.json
@@ -138,7 +137,7 @@ func run(hostBin, everything, node string, emb embedFlags) error {
 	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -338,13 +337,4 @@ func searchMode(res *mcp.CallToolResult) (mode, reason string, without int) {
 	}
 	_ = json.Unmarshal(b, &out)
 	return out.Mode, out.FallbackReason, out.WithoutEmbedding
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, errors.New("find a free port: " + err.Error())
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

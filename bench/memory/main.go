@@ -185,19 +185,22 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.sizes, err = parseSizes(*sizes); err != nil {
 		return nil, fmt.Errorf("-sizes %w", err)
 	}
+	for _, f := range []struct {
+		flag          string
+		value, lo, hi int
+	}{
+		{"queries", o.queries, 1, 1_000_000},
+		{"warmup", o.warmup, 0, 1_000_000},
+		{"cold", o.cold, 0, 100_000},
+		{"slowest", o.slowest, 0, 1000},
+		{"quality-rounds", o.qualityRounds, 1, 10_000},
+		{"import-rounds", o.importRounds, 1, 100},
+	} {
+		if f.value < f.lo || f.value > f.hi {
+			return nil, fmt.Errorf("-%s %d: want %d to %d", f.flag, f.value, f.lo, f.hi)
+		}
+	}
 	switch {
-	case o.queries < 1 || o.queries > 1_000_000:
-		return nil, fmt.Errorf("-queries %d: want 1 to 1000000", o.queries)
-	case o.warmup < 0 || o.warmup > 1_000_000:
-		return nil, fmt.Errorf("-warmup %d: want 0 to 1000000", o.warmup)
-	case o.cold < 0 || o.cold > 100_000:
-		return nil, fmt.Errorf("-cold %d: want 0 to 100000", o.cold)
-	case o.slowest < 0 || o.slowest > 1000:
-		return nil, fmt.Errorf("-slowest %d: want 0 to 1000", o.slowest)
-	case o.qualityRounds < 1 || o.qualityRounds > 10_000:
-		return nil, fmt.Errorf("-quality-rounds %d: want 1 to 10000", o.qualityRounds)
-	case o.importRounds < 1 || o.importRounds > 100:
-		return nil, fmt.Errorf("-import-rounds %d: want 1 to 100", o.importRounds)
 	case o.qualityOnly && !o.quality:
 		return nil, errors.New("-quality-only and -quality=false contradict each other")
 	case o.driver != "sqlite" && o.driver != "postgres":
@@ -269,6 +272,14 @@ func summarize(ds []time.Duration) latency {
 
 // ms converts d to fractional milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// perChunk is bytes per chunk of a store: 0 when it holds no chunks.
+func perChunk[N int | int64](bytes int64, chunks N) float64 {
+	if chunks <= 0 {
+		return 0
+	}
+	return float64(bytes) / float64(chunks)
+}
 
 // slowQuery is one of the slowest [memorytool.Search] calls of a size.
 type slowQuery struct {
@@ -683,7 +694,7 @@ func (b *bench) call(ctx context.Context, tool, query string) (time.Duration, in
 		return d, 0, fmt.Errorf("%s %q: %w", tool, query, err)
 	}
 	if res.IsError {
-		return d, 0, fmt.Errorf("%s %q: %s", tool, query, resultText(res))
+		return d, 0, fmt.Errorf("%s %q: %s", tool, query, res.Text())
 	}
 	var out struct {
 		Chunks []json.RawMessage `json:"chunks"`
@@ -694,37 +705,39 @@ func (b *bench) call(ctx context.Context, tool, query string) (time.Duration, in
 	return d, len(out.Chunks), nil
 }
 
-// resultText joins a result's text blocks.
-func resultText(res *sdk.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if c.Type == "text" {
-			parts = append(parts, c.Text)
-		}
-	}
-	return strings.Join(parts, " ")
+// timing is what one series of calls measured.
+type timing struct {
+	ds   []time.Duration // every timed call's latency
+	hits []int           // every timed call's hits
+	cpu  float64         // the process's CPU time per timed call, in ms
 }
 
-// series times tool over queries after the warm-up calls, and returns
-// every call's latency, the hits of every call, and the process's CPU time
-// per timed call in milliseconds.
-func (b *bench) series(ctx context.Context, tool string, warm, queries []string) ([]time.Duration, []int, float64, error) {
+// summary returns the latencies' summary, how many calls had hits, and the
+// CPU time per call.
+func (t timing) summary() (latency, int, float64) {
+	return summarize(t.ds), countNonZero(t.hits), t.cpu
+}
+
+// series logs and times tool over queries after the warm-up calls, with
+// chunks chunks stored.
+func (b *bench) series(ctx context.Context, chunks int64, tool string, warm, queries []string) (timing, error) {
+	b.logf("at %d chunks: %d "+tool+" calls after %d warm-up calls", chunks, len(queries), len(warm))
 	for _, q := range warm {
 		if _, _, err := b.call(ctx, tool, q); err != nil {
-			return nil, nil, 0, err
+			return timing{}, err
 		}
 	}
-	ds := make([]time.Duration, len(queries))
-	hits := make([]int, len(queries))
+	t := timing{ds: make([]time.Duration, len(queries)), hits: make([]int, len(queries))}
 	cpu0 := cputime.Self()
 	for i, q := range queries {
 		d, n, err := b.call(ctx, tool, q)
 		if err != nil {
-			return nil, nil, 0, err
+			return timing{}, err
 		}
-		ds[i], hits[i] = d, n
+		t.ds[i], t.hits[i] = d, n
 	}
-	return ds, hits, ms(cputime.Self()-cpu0) / float64(len(queries)), nil
+	t.cpu = ms(cputime.Self()-cpu0) / float64(len(queries))
+	return t, nil
 }
 
 // coldSeries times tool over queries, each right after an untimed
@@ -742,7 +755,7 @@ func (b *bench) coldSeries(ctx context.Context, tool string, queries []string) (
 			return latency{}, fmt.Errorf("%s: %w", memorytool.Store, err)
 		}
 		if res.IsError {
-			return latency{}, fmt.Errorf("%s: %s", memorytool.Store, resultText(res))
+			return latency{}, fmt.Errorf("%s: %s", memorytool.Store, res.Text())
 		}
 		if ds[i], _, err = b.call(ctx, tool, q); err != nil {
 			return latency{}, err
@@ -784,25 +797,19 @@ func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ,
 		return err
 	}
 	r.Chunks, r.Documents, r.DBBytes = st.Chunks, st.Documents, st.DBBytes
-	if st.Chunks > 0 {
-		r.BytesPerChunk = float64(st.DBBytes) / float64(st.Chunks)
-	}
+	r.BytesPerChunk = perChunk(st.DBBytes, st.Chunks)
 	b.sampleDisk()
 
-	b.logf("at %d chunks: %d "+memorytool.Search+" calls after %d warm-up calls", r.Chunks, len(searchQ), len(searchWarm))
-	searchDs, searchHits, searchCPU, err := b.series(ctx, memorytool.Search, searchWarm, searchQ)
+	search, err := b.series(ctx, r.Chunks, memorytool.Search, searchWarm, searchQ)
 	if err != nil {
 		return err
 	}
-	r.SearchCPU = searchCPU
-	r.Search, r.SearchHits = summarize(searchDs), countNonZero(searchHits)
-	b.logf("at %d chunks: %d "+memorytool.Recall+" calls after %d warm-up calls", r.Chunks, len(recallQ), len(recallWarm))
-	recallDs, recallHits, recallCPU, err := b.series(ctx, memorytool.Recall, recallWarm, recallQ)
+	r.Search, r.SearchHits, r.SearchCPU = search.summary()
+	recall, err := b.series(ctx, r.Chunks, memorytool.Recall, recallWarm, recallQ)
 	if err != nil {
 		return err
 	}
-	r.RecallCPU = recallCPU
-	r.Recall, r.RecallHits = summarize(recallDs), countNonZero(recallHits)
+	r.Recall, r.RecallHits, r.RecallCPU = recall.summary()
 	if n := min(b.o.cold, len(searchQ)); n > 0 {
 		b.logf("at %d chunks: %d "+memorytool.Search+" and %d "+memorytool.Recall+" calls, each after a write", r.Chunks, n, n)
 		if r.SearchCold, err = b.coldSeries(ctx, memorytool.Search, searchQ[:n]); err != nil {
@@ -813,7 +820,7 @@ func (b *bench) measure(ctx context.Context, r *sizeResult, searchWarm, searchQ,
 		}
 	}
 	if b.o.analyze {
-		return b.analyze(ctx, r, searchQ, searchDs, searchHits)
+		return b.analyze(ctx, r, searchQ, search.ds, search.hits)
 	}
 	return nil
 }
@@ -830,7 +837,7 @@ func (b *bench) matched(ctx context.Context, query string) (int64, error) {
 		return 0, fmt.Errorf("%s %q: %w", memorytool.Browse, query, err)
 	}
 	if res.IsError {
-		return 0, fmt.Errorf("%s %q: %s", memorytool.Browse, query, resultText(res))
+		return 0, fmt.Errorf("%s %q: %s", memorytool.Browse, query, res.Text())
 	}
 	var out struct {
 		Total *int64 `json:"total"`

@@ -248,65 +248,62 @@ func (b *bench) importReal(ctx context.Context, q *quality) (*memory.Provider, e
 			return nil, err
 		}
 		last = p
-		sum, err := p.Import(ctx, []string{q.corpus.Root}, nil)
-		if err != nil {
-			p.Close()
-			return nil, fmt.Errorf("import %s: %w", q.corpus.Root, err)
-		}
-		if len(sum.Skipped) > 0 {
-			b.logf("import of the real corpus skipped %d files, such as %s: %s", len(sum.Skipped), sum.Skipped[0].Path, sum.Skipped[0].Reason)
-		}
-		st, err := p.Stats(ctx)
-		if err != nil {
-			p.Close()
-			return nil, err
-		}
-		iq.Files, iq.Chunks = sum.Written, sum.Chunks
-		if st.Chunks > 0 {
-			iq.BytesPerChunk = float64(st.DBBytes) / float64(st.Chunks)
-		}
-		imports = append(imports, sum.Elapsed)
+		// One round: a failure closes the round's store.
+		err = func() error {
+			sum, err := p.Import(ctx, []string{q.corpus.Root}, nil)
+			if err != nil {
+				return fmt.Errorf("import %s: %w", q.corpus.Root, err)
+			}
+			if len(sum.Skipped) > 0 {
+				b.logf("import of the real corpus skipped %d files, such as %s: %s", len(sum.Skipped), sum.Skipped[0].Path, sum.Skipped[0].Reason)
+			}
+			st, err := p.Stats(ctx)
+			if err != nil {
+				return err
+			}
+			iq.Files, iq.Chunks = sum.Written, sum.Chunks
+			iq.BytesPerChunk = perChunk(st.DBBytes, st.Chunks)
+			imports = append(imports, sum.Elapsed)
 
-		if b.pg != nil {
-			// The floor is a plain SQLite + FTS5 insert: no baseline
-			// for PostgreSQL.
-			b.logf("real corpus, round %d: import %d chunks in %s", round, sum.Chunks, sum.Elapsed.Round(time.Millisecond))
-			continue
-		}
-		fromStore := true
-		chunks, err := storedChunks(ctx, st.Path, q.corpus.Root, func() []floorChunk {
-			fromStore = false
-			return q.approxChunks()
-		})
+			if b.pg != nil {
+				// The floor is a plain SQLite + FTS5 insert: no baseline
+				// for PostgreSQL.
+				b.logf("real corpus, round %d: import %d chunks in %s", round, sum.Chunks, sum.Elapsed.Round(time.Millisecond))
+				return nil
+			}
+			fromStore := true
+			chunks, err := storedChunks(ctx, st.Path, q.corpus.Root, func() []floorChunk {
+				fromStore = false
+				return q.approxChunks()
+			})
+			if err != nil {
+				return err
+			}
+			iq.FloorFromStore = fromStore
+			fr, err := floorInsert(ctx, filepath.Join(dir, "floor.db"), chunks, floorTextOnce)
+			if err != nil {
+				return err
+			}
+			floors = append(floors, fr.Elapsed)
+			iq.FloorBytesPerChunk = perChunk(fr.DBBytes, fr.Chunks)
+			ft, err := floorInsert(ctx, filepath.Join(dir, "floor-text-twice.db"), chunks, floorTextTwice)
+			if err != nil {
+				return err
+			}
+			floorsTwice = append(floorsTwice, ft.Elapsed)
+			iq.FloorTwiceBytesPerChunk = perChunk(ft.DBBytes, ft.Chunks)
+			b.logf("real corpus, round %d: import %d chunks in %s, floor %d chunks in %s (text twice: %s)",
+				round, sum.Chunks, sum.Elapsed.Round(time.Millisecond), fr.Chunks, fr.Elapsed.Round(time.Millisecond), ft.Elapsed.Round(time.Millisecond))
+			if !fromStore {
+				b.logf("warning: the provider's chunks could not be read back; the floor inserted an approximation of them")
+			}
+			b.sampleDisk()
+			return nil
+		}()
 		if err != nil {
 			p.Close()
 			return nil, err
 		}
-		iq.FloorFromStore = fromStore
-		fr, err := floorInsert(ctx, filepath.Join(dir, "floor.db"), chunks, floorTextOnce)
-		if err != nil {
-			p.Close()
-			return nil, err
-		}
-		floors = append(floors, fr.Elapsed)
-		if fr.Chunks > 0 {
-			iq.FloorBytesPerChunk = float64(fr.DBBytes) / float64(fr.Chunks)
-		}
-		ft, err := floorInsert(ctx, filepath.Join(dir, "floor-text-twice.db"), chunks, floorTextTwice)
-		if err != nil {
-			p.Close()
-			return nil, err
-		}
-		floorsTwice = append(floorsTwice, ft.Elapsed)
-		if ft.Chunks > 0 {
-			iq.FloorTwiceBytesPerChunk = float64(ft.DBBytes) / float64(ft.Chunks)
-		}
-		b.logf("real corpus, round %d: import %d chunks in %s, floor %d chunks in %s (text twice: %s)",
-			round, sum.Chunks, sum.Elapsed.Round(time.Millisecond), fr.Chunks, fr.Elapsed.Round(time.Millisecond), ft.Elapsed.Round(time.Millisecond))
-		if !fromStore {
-			b.logf("warning: the provider's chunks could not be read back; the floor inserted an approximation of them")
-		}
-		b.sampleDisk()
 	}
 	imp, flo := median(imports), median(floors)
 	iq.ImportSeconds, iq.FloorSeconds = imp.Seconds(), flo.Seconds()
@@ -405,7 +402,7 @@ func rankCall(ctx context.Context, p *memory.Provider, tool, arg, query string) 
 		return nil, fmt.Errorf("%s %q: %w", tool, query, err)
 	}
 	if res.IsError {
-		return nil, fmt.Errorf("%s %q: %s", tool, query, resultText(res))
+		return nil, fmt.Errorf("%s %q: %s", tool, query, res.Text())
 	}
 	var out struct {
 		Chunks []hitRef `json:"chunks"`

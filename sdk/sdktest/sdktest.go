@@ -289,23 +289,15 @@ func CheckCatalog(cat *sdk.Catalog) error {
 	if cat == nil {
 		return errors.New("no catalog")
 	}
-	var errs []error
-	tools := map[string]string{} // advertised name → declared name
-	for _, t := range cat.Tools {
-		if err := sdk.ValidateTool(t); err != nil {
-			errs = append(errs, fmt.Errorf("tool %q would be refused by the host: %w", t.Name, err))
-			continue
+	errs := checkListed("tool", cat.Tools, func(t sdk.Tool) string { return t.Name }, sdk.ValidateTool, func(t sdk.Tool) error {
+		if len(t.OutputSchema) == 0 {
+			return nil
 		}
-		if err := listedTwice("tool", tools, t.Name); err != nil {
-			errs = append(errs, err)
-			continue
+		if _, err := resolveOutputSchema(t.OutputSchema); err != nil {
+			return fmt.Errorf("tool %q: %w", t.Name, err)
 		}
-		if len(t.OutputSchema) > 0 {
-			if _, err := resolveOutputSchema(t.OutputSchema); err != nil {
-				errs = append(errs, fmt.Errorf("tool %q: %w", t.Name, err))
-			}
-		}
-	}
+		return nil
+	})
 	uris := map[string]bool{}
 	for _, r := range cat.Resources {
 		switch {
@@ -321,17 +313,33 @@ func CheckCatalog(cat *sdk.Catalog) error {
 			errs = append(errs, fmt.Errorf("resource template %q has no URI template; the host would refuse it", rt.Name))
 		}
 	}
-	prompts := map[string]string{}
-	for _, p := range cat.Prompts {
-		if err := sdk.ValidatePrompt(p); err != nil {
-			errs = append(errs, fmt.Errorf("prompt %q would be refused by the host: %w", p.Name, err))
+	errs = append(errs, checkListed("prompt", cat.Prompts, func(p sdk.Prompt) string { return p.Name }, sdk.ValidatePrompt, nil)...)
+	return errors.Join(errs...)
+}
+
+// checkListed checks items of one kind ("tool", "prompt") as the host takes
+// them: each must pass validate and be the first listed under its
+// advertised name; more, when not nil, then checks each item that did.
+// It returns an error for each item that failed, in the items' order.
+func checkListed[T any](kind string, items []T, name func(T) string, validate, more func(T) error) []error {
+	var errs []error
+	seen := map[string]string{} // advertised name → declared name
+	for _, it := range items {
+		if err := validate(it); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q would be refused by the host: %w", kind, name(it), err))
 			continue
 		}
-		if err := listedTwice("prompt", prompts, p.Name); err != nil {
+		if err := listedTwice(kind, seen, name(it)); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if more != nil {
+			if err := more(it); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // listedTwice records a tool or prompt (kind) declared as name in seen,

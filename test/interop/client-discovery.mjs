@@ -18,6 +18,7 @@
 // "client: N passed, N failed". Exits 1 if any check failed, 2 on bad usage.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { checks, expect, text } from "./checks.mjs";
 
 const [mode, command, ...args] = process.argv.slice(2);
 if (mode !== "stdio" || !command) {
@@ -30,34 +31,8 @@ const call = JSON.parse(process.env.CALL || "{}");
 const refused = JSON.parse(process.env.REFUSED || "{}");
 const reqOpts = { timeout: 20000 };
 
-const tally = { passed: 0, failed: 0 };
-function report(name, why) {
-  if (why === undefined) {
-    tally.passed++;
-    console.log(`ok - ${name}`);
-  } else {
-    tally.failed++;
-    console.log(`not ok - ${name}: ${String(why).replace(/\s+/g, " ").slice(0, 400)}`);
-  }
-}
-async function check(name, fn) {
-  try {
-    await fn();
-    report(name);
-  } catch (e) {
-    report(name, e?.message || String(e));
-  }
-}
-function expect(cond, why) {
-  if (!cond) throw new Error(why);
-}
-const text = (res) => (res.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
-
-const watchdog = setTimeout(() => {
-  report("deadline", "the run did not finish within 60000 ms");
-  console.log(`client: ${tally.passed} passed, ${tally.failed} failed`);
-  process.exit(1);
-}, 60000);
+const { check, finish, deadline } = checks("client");
+const stopDeadline = deadline(60000);
 
 const client = new Client({ name: "openhuman-interop-discovery", version: "1.0.0" });
 const transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: "inherit" });
@@ -101,7 +76,6 @@ await check("tool_call of a tool the profile excludes is refused", async () => {
   expect(text(res).includes(refused.text), `refusal ${JSON.stringify(text(res))}, want ${JSON.stringify(refused.text)}`);
 });
 
-clearTimeout(watchdog);
+stopDeadline();
 await client.close().catch(() => {});
-console.log(`client: ${tally.passed} passed, ${tally.failed} failed`);
-process.exit(tally.failed > 0 ? 1 : 0);
+finish();

@@ -29,6 +29,7 @@
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { text } from "./checks.mjs";
 
 const [planPath, command, ...args] = process.argv.slice(2);
 if (!planPath || !command) {
@@ -90,11 +91,7 @@ for (const step of plan.steps) {
   const callArgs = resolve(step.arguments ?? {});
   try {
     const res = await client.callTool({ name: step.tool, arguments: callArgs }, undefined, reqOpts);
-    const text = (res.content || [])
-      .filter((c) => c.type === "text")
-      .map((c) => c.text)
-      .join("\n");
-    out.results[step.name] = { isError: res.isError === true, text, data: res.structuredContent ?? null };
+    out.results[step.name] = { isError: res.isError === true, text: text(res), data: res.structuredContent ?? null };
   } catch (e) {
     out.results[step.name] = { protocol_error: e?.message || String(e) };
   }

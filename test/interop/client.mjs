@@ -26,6 +26,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CheckFailed, checks, close, expect, text, watchTransport } from "./checks.mjs";
 
 const USAGE = "usage: node client.mjs stdio <command> [args...] | node client.mjs http <url> [--token TOKEN]";
 
@@ -57,50 +58,13 @@ const reqOpts = { timeout: requestMs };
 
 // ---- reporting ---------------------------------------------------------
 
-const tally = { passed: 0, failed: 0 };
-
-function report(name, why) {
-  if (why === undefined) {
-    tally.passed++;
-    console.log(`ok - ${name}`);
-  } else {
-    tally.failed++;
-    console.log(`not ok - ${name}: ${String(why).replace(/\s+/g, " ").slice(0, 400)}`);
-  }
-}
-
-function finish() {
-  console.log(`client: ${tally.passed} passed, ${tally.failed} failed`);
-  process.exit(tally.failed > 0 ? 1 : 0);
-}
-
-class CheckFailed extends Error {}
-
-function expect(cond, why) {
-  if (!cond) throw new CheckFailed(why);
-}
-
-// Runs one check; a thrown error (a failed expectation, a protocol error,
-// a timeout) fails it with the error's message.
-async function check(name, fn) {
-  try {
-    await fn();
-    report(name);
-  } catch (e) {
-    report(name, e?.message || String(e));
-  }
-}
-
-const watchdog = setTimeout(() => {
-  report("deadline", `the run did not finish within ${deadlineMs} ms`);
-  finish();
-}, deadlineMs);
+const { report, check, finish, deadline } = checks("client");
+const stopDeadline = deadline(deadlineMs);
 
 // ---- client ------------------------------------------------------------
 
-const transportErrors = [];
 const client = new Client({ name: "openhuman-interop-client", version: "1.0.0" });
-client.onerror = (e) => transportErrors.push(e?.message || String(e));
+const noTransportErrors = watchTransport(client);
 
 const transport =
   opts.mode === "stdio"
@@ -119,11 +83,7 @@ const transport =
 // Calls a tool and flattens the result. Protocol errors propagate.
 async function callTool(name, args) {
   const res = await client.callTool({ name, arguments: args }, undefined, reqOpts);
-  const text = (res.content || [])
-    .filter((c) => c.type === "text")
-    .map((c) => c.text)
-    .join("\n");
-  return { isError: res.isError === true, text, data: res.structuredContent };
+  return { isError: res.isError === true, text: text(res), data: res.structuredContent };
 }
 
 // A call the server must refuse with an isError result whose text names the
@@ -141,7 +101,7 @@ try {
   await client.connect(transport, reqOpts);
 } catch (e) {
   report("connect", e?.message || String(e));
-  clearTimeout(watchdog);
+  stopDeadline();
   finish();
 }
 
@@ -392,15 +352,9 @@ for (const name of JSON.parse(process.env.EXPECT_ABSENT || "[]")) {
   });
 }
 
-await check("no transport errors (stdout carries protocol only)", () => {
-  expect(transportErrors.length === 0, transportErrors.slice(0, 3).join(" | "));
-});
+await check("no transport errors (stdout carries protocol only)", noTransportErrors);
 
-try {
-  await client.close();
-} catch (e) {
-  report("close", e?.message || String(e));
-}
-clearTimeout(watchdog);
+await close(client, report);
+stopDeadline();
 console.log(`# ${opts.mode}${readonly ? " readonly" : ""}: ${Date.now() - started} ms`);
 finish();

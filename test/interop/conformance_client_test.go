@@ -73,28 +73,38 @@ func goBuild(t *testing.T, pkg string) string {
 // reason; # starts a comment.
 func readBaseline(t *testing.T, path string) map[string]string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	eachLine(t, path, func(line string) {
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+			return
 		}
 		name, reason, _ := strings.Cut(line, " ")
 		if strings.TrimSpace(reason) == "" {
 			t.Fatalf("%s: %s has no reason", path, name)
 		}
 		out[name] = strings.TrimSpace(reason)
+	})
+	return out
+}
+
+// eachLine calls fn with each line of the file at path (lines of up to
+// 1 MiB), failing t when the file cannot be read.
+func eachLine(t *testing.T, path string, fn func(line string)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		fn(sc.Text())
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return out
 }
 
 // clientParallel is how many client scenarios run at once: through the

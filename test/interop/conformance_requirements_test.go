@@ -5,10 +5,12 @@ import (
 	"net"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
@@ -87,15 +89,15 @@ func TestConformanceRequirements(t *testing.T) {
 }
 
 // serveEverything serves everything-server over Streamable HTTP on a free
-// loopback port, stateless or with sessions, and returns its URL.
+// loopback port, stateless or with sessions, until t ends, and returns its
+// URL.
 func serveEverything(t *testing.T, sb *sandbox, bin string, stateless bool) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cmd := exec.Command(bin, "-http="+addr, fmt.Sprintf("-stateless=%v", stateless))
 	cmd.Env = sb.environ("")
 	var stderr testwait.Buffer
@@ -107,12 +109,12 @@ func serveEverything(t *testing.T, sb *sandbox, bin string, stateless bool) stri
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	testwait.Until(t, "everything-server to listen on "+addr, func() bool {
+	testwait.Retry(t, "reach everything-server on "+addr, func() error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
+		if err != nil {
+			return fmt.Errorf("%w; stderr:\n%s", err, indent(stderr.String()))
 		}
-		return err == nil
+		return c.Close()
 	})
 	return "http://" + addr + "/mcp"
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -34,7 +33,7 @@ func TestConformanceThroughUpstream(t *testing.T) {
 	sb := newSandbox(t)
 	everything := buildEverythingServer(t)
 
-	direct := runEverythingDirect(t, p, sb, everything)
+	direct := runSuite(t, p, sb, serveEverything(t, sb, everything, false))
 	passedDirect := passed(direct)
 	if len(passedDirect) < 20 {
 		t.Fatalf("only %d scenarios pass against everything-server directly (want ≥ 20); summary:\n%s", len(passedDirect), indent(summary(direct)))
@@ -64,37 +63,6 @@ func TestConformanceThroughUpstream(t *testing.T) {
 func buildEverythingServer(t *testing.T) string {
 	t.Helper()
 	return goBuild(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
-}
-
-// runEverythingDirect serves everything-server over Streamable HTTP on a
-// free loopback port and runs the suite against it.
-func runEverythingDirect(t *testing.T, p prereqs, sb *sandbox, bin string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "-http="+addr, "-stateless=false")
-	cmd.Env = sb.environ("")
-	var stderr testwait.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start everything-server: %v", err)
-	}
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
-	testwait.Retry(t, "reach everything-server on "+addr, func() error {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return fmt.Errorf("%w; stderr:\n%s", err, indent(stderr.String()))
-		}
-		return c.Close()
-	})
-	return runSuite(t, p, sb, "http://"+addr+"/mcp")
 }
 
 // runSuite runs the whole active conformance suite against url and returns

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/sdk/testwait"
+	"github.com/openhuman/openhuman-host/test/internal/prereq"
 )
 
 // Conformance scenarios that need no fixture tools on the server.
@@ -56,11 +57,7 @@ const howToRun = "run `make test` from the repository root; by hand: " +
 // set: CI must never pass by skipping.
 func unavailable(t *testing.T, why string) {
 	t.Helper()
-	msg := "interop: " + why + "; " + howToRun
-	if os.Getenv("OPENHUMAN_REQUIRE_INTEROP") != "" {
-		t.Fatal(msg + " (OPENHUMAN_REQUIRE_INTEROP is set, so this is a failure)")
-	}
-	t.Skip(msg)
+	prereq.Missing(t, "interop: "+why+"; "+howToRun, "OPENHUMAN_REQUIRE_INTEROP")
 }
 
 type prereqs struct {
@@ -92,18 +89,11 @@ func requireServer(t *testing.T) prereqs {
 	if runtime.GOOS != "linux" {
 		unavailable(t, "these tests read /proc and use the linux-x64 Node package, so they run on Linux only")
 	}
-	bin := os.Getenv("OPENHUMAN_HOST_BIN")
-	if bin == "" {
-		unavailable(t, "OPENHUMAN_HOST_BIN (path of the built openhuman-host) is not set")
-	}
-	abs, err := filepath.Abs(bin)
+	bin, err := prereq.Executable("OPENHUMAN_HOST_BIN", "path of the built openhuman-host")
 	if err != nil {
-		unavailable(t, fmt.Sprintf("OPENHUMAN_HOST_BIN=%s: %v", bin, err))
+		unavailable(t, err.Error())
 	}
-	if fi, err := os.Stat(abs); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		unavailable(t, fmt.Sprintf("OPENHUMAN_HOST_BIN=%s is not an executable file", bin))
-	}
-	return prereqs{bin: abs}
+	return prereqs{bin: bin}
 }
 
 func requireInterop(t *testing.T) prereqs {
@@ -417,12 +407,15 @@ func clientDir(t *testing.T, p prereqs, sb *sandbox, script string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, script), src, 0o644); err != nil {
-		t.Fatal(err)
+	// Every script imports what the clients share from checks.mjs.
+	for _, name := range []string{script, "checks.mjs"} {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.Symlink(filepath.Join(p.home, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,16 @@ func buildTestProvider(t *testing.T) (string, string) {
 	return bin, fmt.Sprintf("[providers.kit]\ncommand = %q\nsha256 = %q\n", bin, hex.EncodeToString(sum[:]))
 }
 
+// newKitSandbox returns a sandbox whose config loads the test provider
+// as kit, and the provider's binary.
+func newKitSandbox(t *testing.T) (*sandbox, string) {
+	t.Helper()
+	sb := newSandbox(t)
+	bin, table := buildTestProvider(t)
+	sb.writeConfig(t, table)
+	return sb, bin
+}
+
 // TestPrintingProviderStdio: a provider that writes to stdout before its
 // handshake, in Configure and during calls (through os.Stdout, descriptor
 // 1 and a child process) leaves the TypeScript SDK client's stdio stream
@@ -39,9 +49,7 @@ func buildTestProvider(t *testing.T) (string, string) {
 func TestPrintingProviderStdio(t *testing.T) {
 	p := requireInterop(t)
 	t.Parallel()
-	sb := newSandbox(t)
-	_, table := buildTestProvider(t)
-	sb.writeConfig(t, table)
+	sb, _ := newKitSandbox(t)
 	extra, err := json.Marshal([]map[string]any{
 		{"name": "kit.print", "text": "printed"},
 		{"name": "kit.print", "text": "printed"},
@@ -59,9 +67,7 @@ func TestPrintingProviderStdio(t *testing.T) {
 func TestKilledHostLeavesNoProcess(t *testing.T) {
 	p := requireServer(t)
 	t.Parallel()
-	sb := newSandbox(t)
-	bin, table := buildTestProvider(t)
-	sb.writeConfig(t, table)
+	sb, bin := newKitSandbox(t)
 	srv := startServer(t, p, sb, "serve")
 	srv.send(t, initializeRequest)
 	expectResult(t, srv.reply(t), "1")

@@ -1,7 +1,6 @@
 package interop_test
 
 import (
-	"bufio"
 	"bytes"
 	"database/sql"
 	"encoding/json"
@@ -424,24 +423,14 @@ func TestMemoryExportImport(t *testing.T) {
 // exportRecordCounts counts the records of a JSON Lines export by type.
 func exportRecordCounts(t *testing.T, path string) map[string]int {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	counts := map[string]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
+	eachLine(t, path, func(line string) {
 		var rec struct{ Type string }
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("%s: line %q: %v", path, sc.Text(), err)
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%s: line %q: %v", path, line, err)
 		}
 		counts[rec.Type]++
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return counts
 }
 

@@ -28,9 +28,8 @@ import (
 func TestClientQuestions(t *testing.T) {
 	p := requireInterop(t)
 	t.Parallel()
-	everything := buildEverythingServer(t)
-	config := questionsConfig(everything)
-	for _, rev := range []string{"2026-07-28", "2025-11-25"} {
+	config := questionsConfig(t)
+	for _, rev := range questionRevisions {
 		t.Run(rev+"/stdio", func(t *testing.T) {
 			t.Parallel()
 			sb := newSandbox(t)
@@ -49,10 +48,16 @@ func TestClientQuestions(t *testing.T) {
 	}
 }
 
+// questionRevisions are the protocol revisions the question tests run on:
+// questions as input_required results, and as requests during the call.
+var questionRevisions = []string{"2026-07-28", "2025-11-25"}
+
 // questionsConfig asks before act tools, in supervised mode, and serves
-// the everything-server at path as upstream server "conformance" with
-// its tools prefixed "up_".
-func questionsConfig(everything string) string {
+// the everything-server, built for t, as upstream server "conformance"
+// with its tools prefixed "up_".
+func questionsConfig(t *testing.T) string {
+	t.Helper()
+	everything := buildEverythingServer(t)
 	return fmt.Sprintf("[autonomy]\nlevel = \"supervised\"\nconfirm_acts = \"when_supported\"\n\n"+
 		"[[upstream.servers]]\nname = \"conformance\"\ncommand = %q\nprefix = \"up_\"\n", everything)
 }
@@ -64,9 +69,8 @@ func questionsConfig(everything string) string {
 func TestGoClientQuestions(t *testing.T) {
 	p := requireServer(t)
 	t.Parallel()
-	everything := buildEverythingServer(t)
-	config := questionsConfig(everything)
-	for _, rev := range []string{"2026-07-28", "2025-11-25"} {
+	config := questionsConfig(t)
+	for _, rev := range questionRevisions {
 		for _, transport := range []string{"stdio", "http"} {
 			t.Run(rev+"/"+transport, func(t *testing.T) {
 				t.Parallel()

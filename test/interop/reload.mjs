@@ -13,6 +13,7 @@ import { writeFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { checks, close, expect, text, watchTransport } from "./checks.mjs";
 
 const [configPath, searxngURL, command, ...args] = process.argv.slice(2);
 if (!configPath || !searxngURL || !command) {
@@ -20,39 +21,11 @@ if (!configPath || !searxngURL || !command) {
   process.exit(2);
 }
 
-const tally = { passed: 0, failed: 0 };
-function report(name, why) {
-  if (why === undefined) {
-    tally.passed++;
-    console.log(`ok - ${name}`);
-  } else {
-    tally.failed++;
-    console.log(`not ok - ${name}: ${String(why).replace(/\s+/g, " ").slice(0, 400)}`);
-  }
-}
-async function check(name, fn) {
-  try {
-    await fn();
-    report(name);
-  } catch (e) {
-    report(name, e?.message || String(e));
-  }
-}
-function expect(cond, why) {
-  if (!cond) throw new Error(why);
-}
-const watchdog = setTimeout(() => {
-  report("deadline", "the run did not finish within 60 s");
-  finish();
-}, 60000);
-function finish() {
-  console.log(`reload: ${tally.passed} passed, ${tally.failed} failed`);
-  process.exit(tally.failed > 0 ? 1 : 0);
-}
+const { check, report, finish, deadline } = checks("reload");
+const stopDeadline = deadline(60000);
 
-const transportErrors = [];
 const client = new Client({ name: "openhuman-reload-client", version: "1.0.0" });
-client.onerror = (e) => transportErrors.push(e?.message || String(e));
+const noTransportErrors = watchTransport(client);
 let changes = 0;
 const waiters = [];
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
@@ -88,17 +61,22 @@ await check("searxng_search is not listed while searxng is disabled", async () =
   expect(!names.includes("searxng_search"), `listed: ${names.join(", ")}`);
 });
 
-await check("enabling searxng and SIGHUP: list_changed, then the tool is listed and answers", async () => {
-  writeConfig(true);
+// reloadWith writes the config with searxng enabled or disabled, sends
+// SIGHUP, waits for list_changed and returns the tools listed then.
+async function reloadWith(enabled) {
+  writeConfig(enabled);
   const changed = nextChange(15000);
   process.kill(pid, "SIGHUP");
   await changed;
-  const names = await toolNames();
+  return toolNames();
+}
+
+await check("enabling searxng and SIGHUP: list_changed, then the tool is listed and answers", async () => {
+  const names = await reloadWith(true);
   expect(names.includes("searxng_search"), `not listed after the reload: ${names.join(", ")}`);
   const res = await client.callTool({ name: "searxng_search", arguments: { query: "reef survey" } }, undefined, { timeout: 20000 });
-  const text = (res.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
-  expect(res.isError !== true, `isError: ${text}`);
-  expect(text.includes("Reef survey"), `the answer lacks the test server's result: ${text}`);
+  expect(res.isError !== true, `isError: ${text(res)}`);
+  expect(text(res).includes("Reef survey"), `the answer lacks the test server's result: ${text(res)}`);
 });
 
 await check("an invalid config and SIGHUP change nothing", async () => {
@@ -113,22 +91,12 @@ await check("an invalid config and SIGHUP change nothing", async () => {
 });
 
 await check("disabling searxng and SIGHUP: list_changed, then the tool is gone", async () => {
-  writeConfig(false);
-  const changed = nextChange(15000);
-  process.kill(pid, "SIGHUP");
-  await changed;
-  const names = await toolNames();
+  const names = await reloadWith(false);
   expect(!names.includes("searxng_search"), `still listed: ${names.join(", ")}`);
 });
 
-await check("no transport errors", () => {
-  expect(transportErrors.length === 0, transportErrors.slice(0, 3).join(" | "));
-});
+await check("no transport errors", noTransportErrors);
 
-try {
-  await client.close();
-} catch (e) {
-  report("close", e?.message || String(e));
-}
-clearTimeout(watchdog);
+await close(client, report);
+stopDeadline();
 finish();

@@ -33,6 +33,7 @@ import (
 	"github.com/openhuman/openhuman-host/internal/haproxytest"
 	"github.com/openhuman/openhuman-host/sdk/storage/pgtest"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
+	"github.com/openhuman/openhuman-host/test/internal/prereq"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -43,13 +44,7 @@ var requireEnv = []string{"OPENHUMAN_REQUIRE_INTEROP", pgtest.EnvRequire, haprox
 
 func unavailable(t *testing.T, why string) {
 	t.Helper()
-	msg := "replicas: " + why + "; run `make test`, or by hand: make build && OPENHUMAN_HOST_BIN=$PWD/bin/openhuman-host go test -tags sqlite_fts5 ./test/replicas/"
-	for _, v := range requireEnv {
-		if os.Getenv(v) != "" {
-			t.Fatal(msg + " (" + v + " is set, so this is a failure)")
-		}
-	}
-	t.Skip(msg)
+	prereq.Missing(t, "replicas: "+why+"; run `make test`, or by hand: make build && OPENHUMAN_HOST_BIN=$PWD/bin/openhuman-host go test -tags sqlite_fts5 ./test/replicas/", requireEnv...)
 }
 
 var (
@@ -82,11 +77,7 @@ func provider(t *testing.T) string {
 // a failed test logs what the replicas printed.
 func startCluster(t *testing.T, n int, maxActs *int, opts ...func(*cluster.Options)) (*cluster.Cluster, *sql.DB) {
 	t.Helper()
-	bin := os.Getenv("OPENHUMAN_HOST_BIN")
-	if bin == "" {
-		unavailable(t, "OPENHUMAN_HOST_BIN (path of the built openhuman-host) is not set")
-	}
-	bin, err := filepath.Abs(bin)
+	bin, err := prereq.Executable("OPENHUMAN_HOST_BIN", "path of the built openhuman-host")
 	if err != nil {
 		unavailable(t, err.Error())
 	}

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -43,7 +42,9 @@ import (
 
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
+	"github.com/openhuman/openhuman-host/test/internal/prereq"
 )
 
 // envRequire, set, turns a missing prerequisite into a failure.
@@ -51,21 +52,14 @@ const envRequire = "OPENHUMAN_REQUIRE_PROMETHEUS"
 
 func unavailable(t *testing.T, why string) {
 	t.Helper()
-	msg := "telemetry: " + why + "; run `make test`, or by hand: make build && OPENHUMAN_HOST_BIN=$PWD/bin/openhuman-host go test -tags sqlite_fts5 ./test/telemetry/"
-	if os.Getenv(envRequire) != "" {
-		t.Fatal(msg + " (" + envRequire + " is set, so this is a failure)")
-	}
-	t.Skip(msg)
+	prereq.Missing(t, "telemetry: "+why+"; run `make test`, or by hand: make build && OPENHUMAN_HOST_BIN=$PWD/bin/openhuman-host go test -tags sqlite_fts5 ./test/telemetry/", envRequire)
 }
 
 func hostBin(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("OPENHUMAN_HOST_BIN")
-	if bin == "" {
-		unavailable(t, "OPENHUMAN_HOST_BIN (path of the built openhuman-host) is not set")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		unavailable(t, fmt.Sprintf("OPENHUMAN_HOST_BIN=%s: %v", bin, err))
+	bin, err := prereq.Executable("OPENHUMAN_HOST_BIN", "path of the built openhuman-host")
+	if err != nil {
+		unavailable(t, err.Error())
 	}
 	return bin
 }
@@ -163,16 +157,6 @@ func newToken(t *testing.T) string {
 	return hex.EncodeToString(b[:])
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // TestPrometheusScrapes: a real Prometheus scrapes the host's /metrics
 // with the MCP endpoint's bearer token, and its query API returns the
 // tool-call counter by tool and decision after calls.
@@ -213,7 +197,10 @@ func TestPrometheusScrapes(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	promPort := freePort(t)
+	promPort, err := testproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	promCfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s

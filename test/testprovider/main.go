@@ -33,24 +33,25 @@ func main() {
 	// exits (kit.spawn starts one), watching no parent.
 	for _, a := range os.Args[1:] {
 		if v, ok := strings.CutPrefix(a, "-sleep="); ok {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "testprovider:", err)
-				os.Exit(2)
-			}
-			time.Sleep(d)
+			time.Sleep(duration(v))
 			os.Exit(0)
 		}
 		if v, ok := strings.CutPrefix(a, "-slow-start="); ok {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "testprovider:", err)
-				os.Exit(2)
-			}
-			time.Sleep(d)
+			time.Sleep(duration(v))
 		}
 	}
 	sdk.Serve(&kit{})
+}
+
+// duration parses a flag's duration, or exits with status 2 saying why
+// it is none.
+func duration(v string) time.Duration {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testprovider:", err)
+		os.Exit(2)
+	}
+	return d
 }
 
 type kit struct {

@@ -31,6 +31,7 @@ import (
 	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
+	"github.com/openhuman/openhuman-host/test/internal/prereq"
 )
 
 // testTimeout bounds the whole test when go test sets no deadline. Wine
@@ -45,11 +46,7 @@ const howToRun = "run `make test` from the repository root; by hand: " +
 // set: CI must never pass by skipping.
 func unavailable(t *testing.T, why string) {
 	t.Helper()
-	msg := "windows: " + why + "; " + howToRun
-	if os.Getenv("OPENHUMAN_REQUIRE_INTEROP") != "" {
-		t.Fatal(msg + " (OPENHUMAN_REQUIRE_INTEROP is set, so this is a failure)")
-	}
-	t.Skip(msg)
+	prereq.Missing(t, "windows: "+why+"; "+howToRun, "OPENHUMAN_REQUIRE_INTEROP")
 }
 
 // wine runs Windows programs in one prefix.
@@ -172,16 +169,9 @@ func TestWindowsUnderWine(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		unavailable(t, "Wine runs the x86-64 Windows build on Linux x86-64 only")
 	}
-	bin := os.Getenv("OPENHUMAN_WINDOWS_BIN")
-	if bin == "" {
-		unavailable(t, "OPENHUMAN_WINDOWS_BIN (path of the cross-built openhuman-host.exe) is not set")
-	}
-	exe, err := filepath.Abs(bin)
+	exe, err := prereq.Executable("OPENHUMAN_WINDOWS_BIN", "path of the cross-built openhuman-host.exe")
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(exe); err != nil {
-		unavailable(t, fmt.Sprintf("OPENHUMAN_WINDOWS_BIN=%s: %v", bin, err))
+		unavailable(t, err.Error())
 	}
 	launcher, err := exec.LookPath("wine")
 	if err != nil {

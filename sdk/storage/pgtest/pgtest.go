@@ -37,6 +37,8 @@ import (
 
 	// The pgx driver for database/sql ("pgx").
 	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 )
 
 // Environment variables read by the package.
@@ -117,9 +119,9 @@ func (s *Server) init(ctx context.Context, bin string) error {
 	// tries make that harmless.
 	var lastErr error
 	for range 3 {
-		port, err := freePort()
+		port, err := testproc.FreePort()
 		if err != nil {
-			return err
+			return fmt.Errorf("pgtest: %w", err)
 		}
 		opts := strings.Join([]string{
 			"-c listen_addresses=127.0.0.1",
@@ -363,16 +365,6 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pgtest: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // errNoBinaries is wrapped when initdb and pg_ctl cannot be found.

@@ -3,7 +3,10 @@
 // driver types.
 package sqliteerr
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Messages of SQLite's result codes SQLITE_CORRUPT and SQLITE_NOTADB
 // (sqlite3_errstr), which every driver passes on.
@@ -15,11 +18,7 @@ const (
 // Corrupt reports whether err says a SQLite database is damaged
 // (SQLITE_CORRUPT) or is not a database at all (SQLITE_NOTADB).
 func Corrupt(err error) bool {
-	if err == nil {
-		return false
-	}
-	msg := err.Error()
-	return strings.Contains(msg, corruptMessage) || strings.Contains(msg, notADBMessage)
+	return says(err, corruptMessage, notADBMessage)
 }
 
 // Messages of SQLITE_BUSY and SQLITE_LOCKED.
@@ -33,9 +32,15 @@ const (
 // handler for some lock changes, such as switching a new database to WAL,
 // so such errors can reach a caller that set a busy timeout.
 func Busy(err error) bool {
+	return says(err, busyMessage, lockedMessage)
+}
+
+// says reports whether err is not nil and its message contains any of
+// messages.
+func says(err error, messages ...string) bool {
 	if err == nil {
 		return false
 	}
 	msg := err.Error()
-	return strings.Contains(msg, busyMessage) || strings.Contains(msg, lockedMessage)
+	return slices.ContainsFunc(messages, func(m string) bool { return strings.Contains(msg, m) })
 }

@@ -167,9 +167,7 @@ trust_annotations = true
 			m, _ := c.(map[string]any)
 			name, _ := m["name"].(string)
 			args, _ := m["arguments"].(map[string]any)
-			if err := call(ctx, session, name, args, true); err != nil {
-				log.Print(err)
-			}
+			callForReferee(ctx, session, name, args)
 		}
 		return nil
 	case "sep-2322-client-request-state":
@@ -181,9 +179,7 @@ trust_annotations = true
 			return err
 		}
 		for _, name := range tools {
-			if err := call(ctx, session, name, map[string]any{}, true); err != nil {
-				log.Print(err)
-			}
+			callForReferee(ctx, session, name, map[string]any{})
 		}
 		return nil
 	case "http-invalid-tool-headers":
@@ -192,9 +188,7 @@ trust_annotations = true
 			return err
 		}
 		for _, t := range tools {
-			if err := call(ctx, session, t.Name, map[string]any{"region": "us-west1"}, true); err != nil {
-				log.Print(err)
-			}
+			callForReferee(ctx, session, t.Name, map[string]any{"region": "us-west1"})
 		}
 		return nil
 	case "http-standard-headers":
@@ -340,6 +334,15 @@ func call(ctx context.Context, session *mcp.ClientSession, tool string, args map
 		log.Printf("tools/call %s: isError: %s", tool, b)
 	}
 	return nil
+}
+
+// callForReferee calls tool through the host for a scenario whose mock
+// server judges the calls it receives: a failed call or an isError result
+// is only logged.
+func callForReferee(ctx context.Context, session *mcp.ClientSession, tool string, args map[string]any) {
+	if err := call(ctx, session, tool, args, true); err != nil {
+		log.Print(err)
+	}
 }
 
 // sessionOptions asks the host for the newest protocol the go-sdk speaks,

@@ -14,6 +14,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/catalog"
 	"github.com/openhuman/openhuman-host/host/server"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/mcpwire"
 	"github.com/openhuman/openhuman-host/sdk/sdktest"
 )
 
@@ -66,7 +67,7 @@ func callLoop(b *testing.B, cs *mcp.ClientSession, tool string, parallelism int)
 				return
 			}
 			if res.IsError {
-				b.Errorf("%s: %s", tool, resultText(res))
+				b.Errorf("%s: %s", tool, mcpwire.Text(res))
 				return
 			}
 		}

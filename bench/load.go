@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/sdk/mcpwire"
 )
 
 // maxCallsPerPhase bounds one phase by count as well as by time.
@@ -100,7 +102,7 @@ func drive(ctx context.Context, cs *mcp.ClientSession, tool string, args map[str
 				case res.IsError:
 					w.errors++
 					if w.firstErr == "" {
-						w.firstErr = resultText(res)
+						w.firstErr = mcpwire.Text(res)
 					}
 				default:
 					w.lat = append(w.lat, lat)

@@ -436,21 +436,10 @@ func seedMemory(ctx context.Context, cs *mcp.ClientSession, n int) error {
 			return err
 		}
 		if res.IsError {
-			return fmt.Errorf(memorytool.Store+": %s", resultText(res))
+			return fmt.Errorf(memorytool.Store+": %s", mcpwire.Text(res))
 		}
 	}
 	return nil
-}
-
-// resultText joins a result's text blocks.
-func resultText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, t.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // tailBuffer keeps the last max bytes written to it, for error messages.

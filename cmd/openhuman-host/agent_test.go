@@ -101,8 +101,8 @@ func TestSubagentUnderPolicy(t *testing.T) {
 	)
 	h, dataDir := newTestHost(t, "[autonomy]\ndenied_tools = [\""+memorytool.Store+"\"]\n"+llmConfig(llm.URL))
 	res := call(t, h, agenttool.RunSubagent, `{"agent_id":"archivist","prompt":"store T"}`)
-	if res.IsError || text(res) != "I could not store it: the policy denies "+memorytool.Store+"." {
-		t.Fatalf("run: %q", text(res))
+	if res.IsError || res.Text() != "I could not store it: the policy denies "+memorytool.Store+"." {
+		t.Fatalf("run: %q", res.Text())
 	}
 	reqs := llm.Requests()
 	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != "tool" || !strings.Contains(last.Content, "denied_tools") {
@@ -124,8 +124,8 @@ func TestSubagentUnderPolicy(t *testing.T) {
 
 	h2, _ := newTestHost(t, "[autonomy]\nlevel = \"readonly\"\n"+llmConfig(llm.URL))
 	res = call(t, h2, agenttool.RunSubagent, `{"agent_id":"archivist","prompt":"store T"}`)
-	if !res.IsError || !strings.Contains(text(res), `[autonomy] level is "readonly"`) {
-		t.Fatalf("run_subagent under readonly: %q", text(res))
+	if !res.IsError || !strings.Contains(res.Text(), `[autonomy] level is "readonly"`) {
+		t.Fatalf("run_subagent under readonly: %q", res.Text())
 	}
 	if n := len(llm.Requests()); n != 2 {
 		t.Errorf("%d model requests in all, want the first run's 2", n)
@@ -146,8 +146,8 @@ func TestSubagentDepthLimit(t *testing.T) {
 	llm := scriptedllm.New(t, steps...)
 	h, dataDir := newTestHost(t, llmConfig(llm.URL))
 	res := call(t, h, agenttool.RunSubagent, `{"agent_id":"orchestrator","prompt":"go deeper"}`)
-	if res.IsError || text(res) != "level 0 done" {
-		t.Fatalf("outer run: %q", text(res))
+	if res.IsError || res.Text() != "level 0 done" {
+		t.Fatalf("outer run: %q", res.Text())
 	}
 	reqs := llm.Requests()
 	if len(reqs) != 14 {
@@ -181,7 +181,7 @@ func TestSubagentOnTheClientsModel(t *testing.T) {
 	t.Parallel()
 	h, _ := newTestHost(t, "")
 	if res := call(t, h, memorytool.Store, `{"title":"Tide tables","content":"High tide at 06:12 on Monday."}`); res.IsError {
-		t.Fatal(text(res))
+		t.Fatal(res.Text())
 	}
 	var mu sync.Mutex
 	var seen []*mcp.CreateMessageWithToolsParams

@@ -166,14 +166,6 @@ func call(t *testing.T, h *host.Host, tool string, args string) *sdk.CallToolRes
 	return res
 }
 
-func text(r *sdk.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		b.WriteString(c.Text)
-	}
-	return b.String()
-}
-
 // auditRows returns every row of the audit log in dataDir, newest first.
 func auditRows(t *testing.T, dataDir string) []audit.Record {
 	t.Helper()
@@ -218,7 +210,7 @@ func TestStoreSearchReadAcrossRestart(t *testing.T) {
 
 	res := call(t, h, memorytool.Store, `{"title":"Reef log","content":"The zebrafish swims near the northern reef."}`)
 	if res.IsError {
-		t.Fatalf("store: %s", text(res))
+		t.Fatalf("store: %s", res.Text())
 	}
 	if !strings.Contains(string(res.StructuredContent), `"document_id"`) {
 		t.Errorf("store result has no document_id: %s", res.StructuredContent)
@@ -231,7 +223,7 @@ func TestStoreSearchReadAcrossRestart(t *testing.T) {
 	defer h.Close(context.Background())
 	res = call(t, h, memorytool.Search, `{"query":"ZEBRAFISH reef","k":5}`)
 	if res.IsError {
-		t.Fatalf("search: %s", text(res))
+		t.Fatalf("search: %s", res.Text())
 	}
 	var hits struct {
 		Chunks []struct {
@@ -243,7 +235,7 @@ func TestStoreSearchReadAcrossRestart(t *testing.T) {
 	}
 	res = call(t, h, memorytool.ReadChunk, fmt.Sprintf(`{"chunk_id":%q}`, hits.Chunks[0].ChunkID))
 	if res.IsError || !strings.Contains(string(res.StructuredContent), "northern reef") {
-		t.Fatalf("read_chunk: %s %s", text(res), res.StructuredContent)
+		t.Fatalf("read_chunk: %s %s", res.Text(), res.StructuredContent)
 	}
 	_ = dataDir
 }
@@ -265,7 +257,7 @@ func TestEveryAttemptHasOneAuditRow(t *testing.T) {
 	}
 	for _, a := range attempts {
 		if res := call(t, h, a.tool, a.args); res.IsError == a.wantSuccess {
-			t.Errorf("%s %s: isError=%v: %s", a.tool, a.args, res.IsError, text(res))
+			t.Errorf("%s %s: isError=%v: %s", a.tool, a.args, res.IsError, res.Text())
 		}
 	}
 	if err := h.Close(context.Background()); err != nil {
@@ -325,7 +317,7 @@ func TestBrokenProviderDoesNotStopTheOthers(t *testing.T) {
 		t.Errorf("loaded providers (-want +got):\n%s", diff)
 	}
 	if res := call(t, h, memorytool.Search, `{"query":"x"}`); res.IsError {
-		t.Errorf("memory unusable next to a broken provider: %s", text(res))
+		t.Errorf("memory unusable next to a broken provider: %s", res.Text())
 	}
 }
 
@@ -400,7 +392,7 @@ func TestTwoHostsShareADataDir(t *testing.T) {
 			for i := range each {
 				res, err := h.Server.Call(context.Background(), storeCall(fmt.Sprintf(`{"title":"shared %d-%d","content":"quince orchard %d %d"}`, w, i, w, i)))
 				if err != nil || res.IsError {
-					errs <- fmt.Sprintf("writer %d call %d: %v %s", w, i, err, text(res))
+					errs <- fmt.Sprintf("writer %d call %d: %v %s", w, i, err, res.Text())
 				}
 			}
 		}()

@@ -113,12 +113,12 @@ greeting_suffix = " :)"
 	ctx := context.Background()
 
 	res := call(t, h, "hello_greet", `{"name":"Ada"}`)
-	if res.IsError || text(res) != "Hello, Ada! :)" || string(res.StructuredContent) != `{"greeting":"Hello, Ada! :)"}` {
-		t.Errorf("greet: isError=%v %q %s", res.IsError, text(res), res.StructuredContent)
+	if res.IsError || res.Text() != "Hello, Ada! :)" || string(res.StructuredContent) != `{"greeting":"Hello, Ada! :)"}` {
+		t.Errorf("greet: isError=%v %q %s", res.IsError, res.Text(), res.StructuredContent)
 	}
 	res = call(t, h, "hello_greet", `{"name":" Grace ","language":"de"}`)
 	if res.IsError || string(res.StructuredContent) != `{"greeting":"Hallo, Grace! :)"}` {
-		t.Errorf("greet in German: isError=%v %q %s", res.IsError, text(res), res.StructuredContent)
+		t.Errorf("greet in German: isError=%v %q %s", res.IsError, res.Text(), res.StructuredContent)
 	}
 
 	// hello_count with a progress token: its progress event crosses the
@@ -130,7 +130,7 @@ greeting_suffix = " :)"
 			Caller: sdk.Caller{SourceType: "cli", ProgressToken: json.RawMessage(`"count-progress"`)},
 		})
 		if err != nil || res.IsError || string(res.StructuredContent) != step.want {
-			t.Fatalf("count %s: %v %q %s", step.args, err, text(res), res.StructuredContent)
+			t.Fatalf("count %s: %v %q %s", step.args, err, res.Text(), res.StructuredContent)
 		}
 		if diff := cmp.Diff([]sdk.Progress{{Progress: 1, Total: 1, Message: "counter saved"}}, events.progress); diff != "" {
 			t.Errorf("count %s progress (-want +got):\n%s", step.args, diff)
@@ -143,8 +143,8 @@ greeting_suffix = " :)"
 
 	// The host rejects a blank name before the provider sees it.
 	res = call(t, h, "hello_greet", `{"name":"   "}`)
-	if !res.IsError || text(res) != `argument "name" must not be blank` {
-		t.Errorf("blank name: isError=%v %q", res.IsError, text(res))
+	if !res.IsError || res.Text() != `argument "name" must not be blank` {
+		t.Errorf("blank name: isError=%v %q", res.IsError, res.Text())
 	}
 
 	// The README resource, through an MCP client session.
@@ -208,6 +208,6 @@ greeting_suffix = " :)"
 	h = startTestHost(t, cfg)
 	defer h.Close(ctx)
 	if res := call(t, h, "hello_count", `{"by":2}`); res.IsError || string(res.StructuredContent) != `{"count":44}` {
-		t.Errorf("count after a host restart: %q %s", text(res), res.StructuredContent)
+		t.Errorf("count after a host restart: %q %s", res.Text(), res.StructuredContent)
 	}
 }

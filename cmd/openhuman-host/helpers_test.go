@@ -12,7 +12,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
-	"github.com/openhuman/openhuman-host/internal/cluster"
+	"github.com/openhuman/openhuman-host/sdk/mcpwire"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
@@ -28,7 +28,7 @@ func mcpCallText(t *testing.T, cs *mcp.ClientSession, tool, args string) (string
 	if err != nil {
 		t.Fatalf("%s %s: %v", tool, args, err)
 	}
-	return cluster.Text(res), res.IsError
+	return mcpwire.Text(res), res.IsError
 }
 
 // freeAddr returns a loopback address, "127.0.0.1:port", that nothing

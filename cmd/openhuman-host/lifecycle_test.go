@@ -157,8 +157,8 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 	}
 	for i := range plugins.DefaultRestartPolicy.MaxFailures {
 		res := call(t, h, "kit.panic", `{}`)
-		if !res.IsError || !strings.Contains(text(res), "kit.panic panicked: testprovider: kit.panic called") || strings.Contains(text(res), "goroutine") {
-			t.Fatalf("panic %d: %q", i, text(res))
+		if !res.IsError || !strings.Contains(res.Text(), "kit.panic panicked: testprovider: kit.panic called") || strings.Contains(res.Text(), "goroutine") {
+			t.Fatalf("panic %d: %q", i, res.Text())
 		}
 	}
 	kit := providerByName(t, h, "kit")
@@ -179,7 +179,7 @@ func TestPanickingProviderIsMarkedFailed(t *testing.T) {
 		t.Errorf("MCP call to a failed provider's tool: %v", err)
 	}
 	if res := call(t, h, memorytool.Search, `{"query":"x"}`); res.IsError {
-		t.Errorf("memory unusable next to a failed provider: %s", text(res))
+		t.Errorf("memory unusable next to a failed provider: %s", res.Text())
 	}
 	var failed []string
 	for _, st := range h.Status() {
@@ -278,7 +278,7 @@ func TestCancellationAndProgressReachTheProvider(t *testing.T) {
 		t.Errorf("cancelled call returned %v", err)
 	}
 	testwait.Until(t, "provider saw the cancellation", func() bool {
-		return text(call(t, h, "kit.cancelled", `{}`)) == "cancelled 1"
+		return call(t, h, "kit.cancelled", `{}`).Text() == "cancelled 1"
 	})
 }
 
@@ -291,15 +291,15 @@ func TestPerProviderTimeouts(t *testing.T) {
 	start := time.Now()
 	// kit.wait answers only when cancelled, so any answer is the timeout's.
 	res := call(t, h, "kit.wait", `{}`)
-	if !res.IsError || text(res) != "kit_wait timed out after 1s (the limit comes from [providers.kit] tool_timeout_secs)" {
-		t.Errorf("kit.wait: %q", text(res))
+	if !res.IsError || res.Text() != "kit_wait timed out after 1s (the limit comes from [providers.kit] tool_timeout_secs)" {
+		t.Errorf("kit.wait: %q", res.Text())
 	}
 	// A deadline never fires early, however loaded the machine.
 	if d := time.Since(start); d < time.Second {
 		t.Errorf("kit.wait ended after %s with a 1s limit", d)
 	}
 	testwait.Until(t, "provider saw the deadline", func() bool {
-		return text(call(t, h, "kit.cancelled", `{}`)) == "cancelled 1"
+		return call(t, h, "kit.cancelled", `{}`).Text() == "cancelled 1"
 	})
 
 	// Without the limit, the provider would load after its 5s delay.
@@ -322,7 +322,7 @@ func TestProviderPrintingToStdout(t *testing.T) {
 		}
 	}
 	if res := call(t, h, "kit.ping", `{}`); res.IsError {
-		t.Errorf("kit.ping after printing: %s", text(res))
+		t.Errorf("kit.ping after printing: %s", res.Text())
 	}
 }
 
@@ -350,7 +350,7 @@ func TestTamperedProviderIsRefused(t *testing.T) {
 		}
 	}
 	if res := call(t, h, memorytool.Search, `{"query":"x"}`); res.IsError {
-		t.Errorf("memory unusable next to refused providers: %s", text(res))
+		t.Errorf("memory unusable next to refused providers: %s", res.Text())
 	}
 }
 
@@ -444,8 +444,8 @@ func TestReload(t *testing.T) {
 	if r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "kit.ping", Arguments: map[string]any{}}); err != nil || r.IsError {
 		t.Errorf("kit.ping after the reload: %v %+v", err, r)
 	}
-	if r := call(t, h, "kit.spawn", `{}`); !r.IsError || !strings.Contains(text(r), "denied_tools") {
-		t.Errorf("the reloaded policy does not deny kit.spawn: %q", text(r))
+	if r := call(t, h, "kit.spawn", `{}`); !r.IsError || !strings.Contains(r.Text(), "denied_tools") {
+		t.Errorf("the reloaded policy does not deny kit.spawn: %q", r.Text())
 	}
 	if pid := providerByName(t, h, "memory").Pid(); pid != memPid {
 		t.Errorf("an unchanged provider was restarted: pid %d → %d", memPid, pid)
@@ -479,7 +479,7 @@ func TestReloadPicksUpAgentDefinitions(t *testing.T) {
 	cfg, _ := testConfig(t, extra)
 	h := startTestHost(t, cfg)
 	defer h.Close(context.Background())
-	if strings.Contains(text(call(t, h, agenttool.ListSubagents, `{}`)), "tide") {
+	if strings.Contains(call(t, h, agenttool.ListSubagents, `{}`).Text(), "tide") {
 		t.Fatal("tide listed before it exists")
 	}
 	def := "display_name = \"Tide\"\nwhen_to_use = \"Tide questions.\"\nprompt = \"Answer about tides.\"\n"
@@ -490,7 +490,7 @@ func TestReloadPicksUpAgentDefinitions(t *testing.T) {
 	if err != nil || fmt.Sprint(res.Started) != "[agent]" {
 		t.Fatalf("reload: %+v %v", res, err)
 	}
-	if out := text(call(t, h, agenttool.ListSubagents, `{}`)); !strings.Contains(out, "- tide (Tide): Tide questions.") {
+	if out := call(t, h, agenttool.ListSubagents, `{}`).Text(); !strings.Contains(out, "- tide (Tide): Tide questions.") {
 		t.Errorf("after the reload: %s", out)
 	}
 	if res, err := h.Reload(t.Context(), cfg); err != nil || len(res.Started) != 0 {

@@ -88,10 +88,10 @@ func TestServerAndCLIShareMemory(t *testing.T) {
 		for i := range serverWrites {
 			res := call(t, h, memorytool.Store, fmt.Sprintf(`{"title":"server %d","content":"sharedmarker from the server, note %d","namespace":"server"}`, i, i))
 			if res.IsError {
-				errs <- fmt.Errorf("server store %d: %s", i, text(res))
+				errs <- fmt.Errorf("server store %d: %s", i, res.Text())
 			}
 			if res := call(t, h, memorytool.Search, `{"query":"sharedmarker","k":50}`); res.IsError {
-				errs <- fmt.Errorf("server search: %s", text(res))
+				errs <- fmt.Errorf("server search: %s", res.Text())
 			}
 		}
 	})
@@ -107,7 +107,7 @@ func TestServerAndCLIShareMemory(t *testing.T) {
 		res := call(t, h, memorytool.Browse, fmt.Sprintf(`{"source_ids":[%q],"query":"sharedmarker","k":1}`, source))
 		var got struct{ Total int64 }
 		if err := json.Unmarshal(res.StructuredContent, &got); err != nil || got.Total != n {
-			t.Errorf("%s: %d chunks with the marker (%v), want %d: %s", source, got.Total, err, n, text(res))
+			t.Errorf("%s: %d chunks with the marker (%v), want %d: %s", source, got.Total, err, n, res.Text())
 		}
 	}
 	// The database and its full-text index pass SQLite's own checks.
@@ -149,11 +149,11 @@ func TestLargeArgumentsReachProvider(t *testing.T) {
 		t.Fatalf("arguments are only %d bytes", len(args))
 	}
 	if res := call(t, h, memorytool.Store, string(args)); res.IsError {
-		t.Fatalf("store: %s", text(res))
+		t.Fatalf("store: %s", res.Text())
 	}
 	res := call(t, h, memorytool.Search, `{"query":"start"}`)
 	if res.IsError || !strings.Contains(string(res.StructuredContent), "mcp-store-escaped") {
-		t.Errorf("search after a large store: %s", text(res))
+		t.Errorf("search after a large store: %s", res.Text())
 	}
 }
 

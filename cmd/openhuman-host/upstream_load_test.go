@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openhuman/openhuman-host/internal/cluster"
+	"github.com/openhuman/openhuman-host/sdk/mcpwire"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
@@ -60,9 +60,9 @@ func TestManyHTTPClientsOnOneStdioUpstream(t *testing.T) {
 				case err != nil:
 					fail(fmt.Errorf("client %d call %d: %w", c, i, err))
 				case res.IsError:
-					fail(fmt.Errorf("client %d call %d: isError: %s", c, i, cluster.Text(res)))
-				case cluster.Text(res) != fmt.Sprintf("echo:%d-%d", c, i):
-					fail(fmt.Errorf("client %d call %d: %q", c, i, cluster.Text(res)))
+					fail(fmt.Errorf("client %d call %d: isError: %s", c, i, mcpwire.Text(res)))
+				case mcpwire.Text(res) != fmt.Sprintf("echo:%d-%d", c, i):
+					fail(fmt.Errorf("client %d call %d: %q", c, i, mcpwire.Text(res)))
 				}
 			}
 		})

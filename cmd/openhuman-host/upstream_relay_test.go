@@ -144,10 +144,10 @@ func TestRestartedHTTPUpstreamIsUsedAgain(t *testing.T) {
 	}
 	// The command line's shared session survives it too.
 	res := call(t, h, "up__echo", `{"text":"cli"}`)
-	if res.IsError && strings.Contains(text(res), "could not be sent") {
+	if res.IsError && strings.Contains(res.Text(), "could not be sent") {
 		res = call(t, h, "up__echo", `{"text":"cli"}`)
 	}
-	if got := text(res); got != "echo:cli" {
+	if got := res.Text(); got != "echo:cli" {
 		t.Errorf("command-line call after the restart: %q", got)
 	}
 }

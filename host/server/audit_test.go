@@ -98,8 +98,8 @@ func TestAuditFailureRefusesActsAndNeverHoldsReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "fake_store was not run: the audit log could not record it first (database or disk is full). Act tools run only once their audit row is written; free disk space"
-	if !res.IsError || !strings.HasPrefix(resultText(res), want) {
-		t.Errorf("act while the audit fails = %q, want an error starting %q", resultText(res), want)
+	if !res.IsError || !strings.HasPrefix(res.Text(), want) {
+		t.Errorf("act while the audit fails = %q, want an error starting %q", res.Text(), want)
 	}
 	if n := dispatched.Load(); n != 0 {
 		t.Errorf("the act was dispatched %d times without an audit row", n)
@@ -133,7 +133,7 @@ func TestAuditSharedActBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		texts = append(texts, resultText(res))
+		texts = append(texts, res.Text())
 	}
 	if texts[0] != "stored" || texts[1] != "stored" {
 		t.Errorf("first two acts = %q, want both stored", texts[:2])
@@ -156,7 +156,7 @@ func TestAuditFailureOnPostgresSaysSo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := resultText(res); !res.IsError || !strings.Contains(text, "shared PostgreSQL database did not take the row") || strings.Contains(text, "disk space") {
+	if text := res.Text(); !res.IsError || !strings.Contains(text, "shared PostgreSQL database did not take the row") || strings.Contains(text, "disk space") {
 		t.Errorf("act while PostgreSQL is down = %q", text)
 	}
 }

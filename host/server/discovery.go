@@ -18,6 +18,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/policy"
 	"github.com/openhuman/openhuman-host/host/toolindex"
 	"github.com/openhuman/openhuman-host/sdk"
+	"github.com/openhuman/openhuman-host/sdk/mcpwire"
 )
 
 // The meta-tools of progressive discovery. A client of a profile with
@@ -163,19 +164,9 @@ func (s *Server) recordMeta(ctx context.Context, name string, caller sdk.Caller,
 		Success: !res.IsError, DurationUs: time.Since(start).Microseconds(), ArgsSummary: audit.SummarizeArgs(args, s.opts.AuditRules), Profile: profile,
 	}
 	if res.IsError {
-		rec.Error = audit.TruncateError(mcpText(res))
+		rec.Error = audit.TruncateError(mcpwire.Text(res))
 	}
 	_ = s.opts.Audit.Record(context.WithoutCancel(ctx), rec)
-}
-
-func mcpText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, t.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 func metaError(format string, args ...any) *mcp.CallToolResult {

@@ -181,7 +181,7 @@ func TestNestedCallKeepsProfile(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return sdk.TextResult("nested: " + resultText(res)), nil
+		return sdk.TextResult("nested: " + res.Text()), nil
 	}}
 	var err error
 	s, err = New(testCatalog(), map[string]Dispatcher{"fake": nesting}, &Options{Policy: pol, Audit: &memAudit{}, Profiles: testProfiles(t, pol, nil)})

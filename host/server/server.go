@@ -850,7 +850,7 @@ func (s *Server) Call(ctx context.Context, c Call) (*sdk.CallToolResult, error) 
 	rec.DurationUs = time.Since(start).Microseconds()
 	rec.Success = !res.IsError
 	if res.IsError {
-		rec.Error = audit.TruncateError(resultText(res))
+		rec.Error = audit.TruncateError(res.Text())
 	} else {
 		rec.ResultRef = resultRef(res, s.opts.AuditRules.ResultRefs)
 	}
@@ -1178,16 +1178,6 @@ func firstLine(s string) string {
 		s = strings.ToValidUTF8(s[:200], "") + "…"
 	}
 	return s
-}
-
-func resultText(r *sdk.CallToolResult) string {
-	var parts []string
-	for _, c := range r.Content {
-		if c.Type == "text" {
-			parts = append(parts, c.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // resultRef picks what a result points at for the audit row: its

@@ -215,9 +215,9 @@ func TestCallPipeline(t *testing.T) {
 				t.Fatalf("Call: %v", err)
 			}
 			if res.IsError != tc.wantError {
-				t.Errorf("IsError = %v, want %v (%s)", res.IsError, tc.wantError, resultText(res))
+				t.Errorf("IsError = %v, want %v (%s)", res.IsError, tc.wantError, res.Text())
 			}
-			if got := resultText(res); !strings.Contains(got, tc.wantText) {
+			if got := res.Text(); !strings.Contains(got, tc.wantText) {
 				t.Errorf("text = %q, want it to contain %q", got, tc.wantText)
 			}
 			rows := a.all()
@@ -267,7 +267,7 @@ func TestDepthLimit(t *testing.T) {
 	t.Parallel()
 	s, a := newTestServer(t, policy.Supervised, true)
 	res, err := s.Call(context.Background(), Call{Tool: "fake.search", Arguments: json.RawMessage(`{"query":"x"}`), Caller: sdk.Caller{Depth: MaxDepth + 1}})
-	if err != nil || !res.IsError || !strings.Contains(resultText(res), "at most 6 deep") {
+	if err != nil || !res.IsError || !strings.Contains(res.Text(), "at most 6 deep") {
 		t.Fatalf("res = %+v, err = %v", res, err)
 	}
 	if rows := a.all(); len(rows) != 1 || rows[0].Decision != "denied:depth" {

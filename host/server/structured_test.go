@@ -259,7 +259,7 @@ func TestStructuredContentClientsReload(t *testing.T) {
 		t.Errorf("after the reload: %q, want the note", got)
 	}
 	res, err := s.Call(t.Context(), Call{Tool: "echo.json", Arguments: json.RawMessage(`{}`), Caller: sdk.Caller{SourceType: "cli"}})
-	if err != nil || resultText(res) == StructuredContentNote {
+	if err != nil || res.Text() == StructuredContentNote {
 		t.Errorf("command-line call: %v %+v", err, res)
 	}
 	if log.last().ReadsStructuredContent {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -122,20 +121,6 @@ func (c *Client) Close() {
 	if c.cs != nil {
 		_ = c.cs.Close()
 	}
-}
-
-// Text is the text of a result's content.
-func Text(res *mcp.CallToolResult) string {
-	if res == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
 }
 
 // Want is the text rep_read and rep_write answer for client id's call seq.

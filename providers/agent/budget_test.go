@@ -39,7 +39,7 @@ func (f *fanOutHost) CallTool(ctx context.Context, req *sdk.HostCallToolRequest)
 		return sdk.ErrorResult("tool calls may nest at most 6 deep"), nil
 	}
 	res, err := f.p.CallTool(ctx, &sdk.CallToolRequest{Name: req.Name, Arguments: req.Arguments, Caller: caller})
-	if err == nil && !strings.Contains(resultText(res), "was not started") {
+	if err == nil && !strings.Contains(res.Text(), "was not started") {
 		f.mu.Lock()
 		f.started++
 		f.mu.Unlock()
@@ -92,7 +92,7 @@ prompt = "Start more agents."
 				t.Fatal(err)
 			}
 			if !res.IsError {
-				t.Fatalf("an endless fan-out ended without an error: %s", resultText(res))
+				t.Fatalf("an endless fan-out ended without an error: %s", res.Text())
 			}
 			host.mu.Lock()
 			samples, runs := host.samples, host.started+1
@@ -117,7 +117,7 @@ prompt = "Start more agents."
 				t.Errorf("second call made %d model requests, want 1 to %d", second, tc.maxSamples)
 			}
 			if !res.IsError {
-				t.Errorf("second call ended without an error: %s", resultText(res))
+				t.Errorf("second call ended without an error: %s", res.Text())
 			}
 		})
 	}

@@ -461,13 +461,7 @@ func (p *Provider) warnUnmatchedScope(def definitions.Definition, tools []ToolSp
 // resultText is what the model reads of a tool result: its text blocks,
 // or its structured content when it has no text, cut to 32 KiB.
 func resultText(r *sdk.CallToolResult) string {
-	var parts []string
-	for _, c := range r.Content {
-		if c.Type == "text" {
-			parts = append(parts, c.Text)
-		}
-	}
-	text := strings.Join(parts, "\n")
+	text := r.Text()
 	if text == "" && len(r.StructuredContent) > 0 {
 		text = string(r.StructuredContent)
 	}

@@ -175,16 +175,6 @@ prompt = "You may use every tool."
 `,
 }
 
-func resultText(res *sdk.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if c.Type == "text" {
-			parts = append(parts, c.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // decodeStructured decodes res's structured content into out, failing t if
 // it cannot.
 func decodeStructured(t *testing.T, res *sdk.CallToolResult, out any) {
@@ -426,7 +416,7 @@ func TestListSubagents(t *testing.T) {
 	if !slices.Equal(ids, want) || len(builtinIDs()) != 7 {
 		t.Errorf("ids = %v, want %v", ids, want)
 	}
-	text := resultText(res)
+	text := res.Text()
 	if !strings.HasPrefix(text, "8 sub-agents:\n") || !strings.Contains(text, "- reef (Reef helper): Use for questions about the reef survey.\n") ||
 		!strings.Contains(text, "- archivist (Archivist): ") {
 		t.Errorf("text = %q", text)
@@ -459,15 +449,15 @@ func TestListToolsAndInstructions(t *testing.T) {
 	if got, want := string(out.Tools[2].Parameters), `{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`; got != want {
 		t.Errorf("memory_search parameters = %s, want %s", got, want)
 	}
-	if !strings.Contains(resultText(res), "- memory_search: Searches memory by keywords.\n") {
-		t.Errorf("core_list_tools text = %q", resultText(res))
+	if !strings.Contains(res.Text(), "- memory_search: Searches memory by keywords.\n") {
+		t.Errorf("core_list_tools text = %q", res.Text())
 	}
 
 	res, err = h.Call(ctx, "core_tool_instructions", nil)
 	if err != nil || res.IsError {
 		t.Fatalf("core_tool_instructions: %v %+v", err, res)
 	}
-	if text := resultText(res); !strings.Contains(text, "### memory_search") || strings.Contains(text, "### core.") {
+	if text := res.Text(); !strings.Contains(text, "### memory_search") || strings.Contains(text, "### core.") {
 		t.Errorf("instructions = %q", text)
 	}
 
@@ -479,7 +469,7 @@ func TestListToolsAndInstructions(t *testing.T) {
 			args = map[string]string{"agent_id": "archivist", "prompt": "p"}
 		}
 		res, err := h.Call(ctx, name, args)
-		if err != nil || !res.IsError || !strings.Contains(resultText(res), "host service") {
+		if err != nil || !res.IsError || !strings.Contains(res.Text(), "host service") {
 			t.Errorf("%s without a host: %v %+v", name, err, res)
 		}
 	}
@@ -510,7 +500,7 @@ func TestRunArchivistOnEndpoint(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	if got := resultText(res); got != `Filed it as "Reef survey".` {
+	if got := res.Text(); got != `Filed it as "Reef survey".` {
 		t.Errorf("text = %q", got)
 	}
 	var out runOutput
@@ -570,7 +560,7 @@ func TestRunWithoutProgressToken(t *testing.T) {
 	llm := scriptedllm.New(t, scriptedllm.Reply("done"))
 	h := startAgent(t, &fakeHost{}, llmConfig(llm.URL, ""), &sdktest.Options{NoProgressToken: true})
 	res, events, err := h.CallWithEvents(context.Background(), "agent_run_subagent", runArgs("summarizer", "Summarise: x."))
-	if err != nil || res.IsError || resultText(res) != "done" {
+	if err != nil || res.IsError || res.Text() != "done" {
 		t.Fatalf("run: %v %+v", err, res)
 	}
 	if len(events.Progress) != 0 {
@@ -675,7 +665,7 @@ func TestRunUnknownAndNonRunnableAgents(t *testing.T) {
 	if err != nil || !res.IsError {
 		t.Fatalf("unknown agent: %v %+v", err, res)
 	}
-	text := resultText(res)
+	text := res.Text()
 	if !strings.Contains(text, `unknown agent_id "nobody"`) || !strings.Contains(text, strings.Join(runnable, ", ")) || strings.Contains(text, "inner") {
 		t.Errorf("unknown agent: %q", text)
 	}
@@ -684,7 +674,7 @@ func TestRunUnknownAndNonRunnableAgents(t *testing.T) {
 	if err != nil || !res.IsError {
 		t.Fatalf("non-runnable agent: %v %+v", err, res)
 	}
-	text = resultText(res)
+	text = res.Text()
 	if !strings.Contains(text, `"inner" runs only for other sub-agents (mcp_runnable = false)`) || !strings.Contains(text, strings.Join(runnable, ", ")) {
 		t.Errorf("non-runnable agent: %q", text)
 	}
@@ -699,11 +689,11 @@ func TestRunUnknownAndNonRunnableAgents(t *testing.T) {
 	host := &fakeHost{}
 	inner := startAgent(t, host, llmConfig(llm.URL, dir), &sdktest.Options{Caller: caller})
 	res, err = inner.Call(ctx, "agent_run_subagent", runArgs("inner", "hi"))
-	if err != nil || res.IsError || resultText(res) != "inner done" {
+	if err != nil || res.IsError || res.Text() != "inner done" {
 		t.Fatalf("inner at depth 1: %v %+v", err, res)
 	}
 	res, err = inner.Call(ctx, "agent_run_subagent", runArgs("nobody", "hi"))
-	if err != nil || !res.IsError || !strings.Contains(resultText(res), "inner") {
+	if err != nil || !res.IsError || !strings.Contains(res.Text(), "inner") {
 		t.Errorf("unknown agent at depth 1: %v %+v", err, res)
 	}
 }
@@ -726,7 +716,7 @@ func TestRunToolScopes(t *testing.T) {
 	if res, err := h.Call(ctx, "agent_run_subagent", runArgs("everything", "go")); err != nil || res.IsError {
 		t.Fatalf("everything: %v %+v", err, res)
 	}
-	if res, err := h.Call(ctx, "agent_run_subagent", runArgs("orchestrator", "go")); err != nil || res.IsError || resultText(res) != "orchestrated" {
+	if res, err := h.Call(ctx, "agent_run_subagent", runArgs("orchestrator", "go")); err != nil || res.IsError || res.Text() != "orchestrated" {
 		t.Fatalf("orchestrator: %v %+v", err, res)
 	}
 	reqs := llm.Requests()
@@ -776,7 +766,7 @@ func TestRunEndpointRefusesKey(t *testing.T) {
 	if err != nil || !res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	text := resultText(res)
+	text := res.Text()
 	for _, w := range []string{`sub-agent "archivist" stopped`, "401 Unauthorized", "set [providers.agent.llm] api_key_env"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("error %q does not contain %q", text, w)
@@ -810,7 +800,7 @@ func TestRunOnClientModel(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	if got := resultText(res); got != "High tide is at 06:12 on Monday." {
+	if got := res.Text(); got != "High tide is at 06:12 on Monday." {
 		t.Errorf("answer = %q", got)
 	}
 	samples := host.recordedSamples()
@@ -875,7 +865,7 @@ func TestRunWithoutAnyModel(t *testing.T) {
 	if err != nil || !res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	text := resultText(res)
+	text := res.Text()
 	if !strings.Contains(text, "[providers.agent.llm]") || !strings.Contains(text, `sub-agent "archivist" has no model to run on`) {
 		t.Errorf("error = %q", text)
 	}
@@ -978,14 +968,14 @@ func TestRunLimitsAndHostFailure(t *testing.T) {
 	if err != nil || !res.IsError {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	if text := resultText(res); !strings.Contains(text, `sub-agent "loop" stopped after 2 model requests and 1 tool call: `) || !strings.Contains(text, "iteration limit") {
+	if text := res.Text(); !strings.Contains(text, `sub-agent "loop" stopped after 2 model requests and 1 tool call: `) || !strings.Contains(text, "iteration limit") {
 		t.Errorf("error = %q", text)
 	}
 
 	failing := &failingHost{fakeHost: &fakeHost{}}
 	h = startAgent(t, nil, llmConfig(llm.URL, dir), &sdktest.Options{Host: failing})
 	res, err = h.Call(context.Background(), "agent_run_subagent", runArgs("loop", "go"))
-	if err != nil || !res.IsError || !strings.Contains(resultText(res), "tool call memory_search could not be run through the host") {
+	if err != nil || !res.IsError || !strings.Contains(res.Text(), "tool call memory_search could not be run through the host") {
 		t.Errorf("host failure: %v %+v", err, res)
 	}
 }

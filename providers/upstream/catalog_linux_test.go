@@ -57,9 +57,9 @@ func pidOf(t *testing.T, p *Provider, client string) int {
 	if err != nil || res.IsError {
 		t.Fatalf("local__pid for %q: %v %+v", client, err, res)
 	}
-	pid, err := strconv.Atoi(text(res))
+	pid, err := strconv.Atoi(res.Text())
 	if err != nil {
-		t.Fatalf("local__pid for %q: %q", client, text(res))
+		t.Fatalf("local__pid for %q: %q", client, res.Text())
 	}
 	return pid
 }

@@ -32,7 +32,7 @@ func TestHeaderArgumentsChecked(t *testing.T) {
 		`{"opts":{"zone":9007199254740993}}`: `geo__route: argument "opts.zone" is sent as the header Mcp-Param-Zone and must be an integer from -9007199254740991 to 9007199254740991`,
 	} {
 		res, err := p.CallTool(ctx, &sdk.CallToolRequest{Name: "geo__route", Arguments: json.RawMessage(args), Caller: caller("A", "c")})
-		if err != nil || !res.IsError || text(res) != want {
+		if err != nil || !res.IsError || res.Text() != want {
 			t.Errorf("%s: %v %+v, want isError %q", args, err, res, want)
 		}
 	}
@@ -73,7 +73,7 @@ func TestHeaderArgumentsSent(t *testing.T) {
 	for _, c := range []sdk.Caller{caller("A", "c"), {SourceType: "cli"}} {
 		res, err := p.CallTool(ctx, &sdk.CallToolRequest{Name: "geo__route", Caller: c,
 			Arguments: json.RawMessage(`{"region":"eu-west","opts":{"zone":3},"note":"n"}`)})
-		if err != nil || res.IsError || text(res) != "routed" {
+		if err != nil || res.IsError || res.Text() != "routed" {
 			t.Fatalf("call for %q: %v %+v", c.SessionToken, err, res)
 		}
 		h := receive(t, calls, "the call")

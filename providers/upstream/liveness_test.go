@@ -98,7 +98,7 @@ func TestOneBadServerNeverHidesTheOthers(t *testing.T) {
 		return err == nil && slices.Contains(toolNames(cat), "dead__hello")
 	})
 	res, err = p.CallTool(ctx, &sdk.CallToolRequest{Name: "dead__hello", Arguments: json.RawMessage(`{}`)})
-	if err != nil || res.IsError || text(res) != "late hello" {
+	if err != nil || res.IsError || res.Text() != "late hello" {
 		t.Fatalf("dead__hello once it is up: %v %+v", err, res)
 	}
 }

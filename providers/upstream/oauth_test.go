@@ -36,7 +36,7 @@ func newOAuthSetup(t *testing.T) *oauthSetup {
 func (s *oauthSetup) signIn(t *testing.T) *Provider {
 	t.Helper()
 	p := s.provider(t, true)
-	if res, err := callWhoami(t, p); err != nil || res.IsError || text(res) != "signed-in user" {
+	if res, err := callWhoami(t, p); err != nil || res.IsError || res.Text() != "signed-in user" {
 		t.Fatalf("call after signing in: %v %+v", err, res)
 	}
 	return p
@@ -127,8 +127,8 @@ func TestOAuthExpiredSignInDidNotRun(t *testing.T) {
 	p = s.provider(t, false)
 	s.o.RevokeAll()
 	res, err := callWhoami(t, p)
-	if err != nil || !res.IsError || !strings.Contains(text(res), "run `openhuman-host upstream login web`") ||
-		!strings.Contains(text(res), "the call did not run") || strings.Contains(text(res), "may or may not have run") {
+	if err != nil || !res.IsError || !strings.Contains(res.Text(), "run `openhuman-host upstream login web`") ||
+		!strings.Contains(res.Text(), "the call did not run") || strings.Contains(res.Text(), "may or may not have run") {
 		t.Fatalf("call with a revoked sign-in: %v %+v", err, res)
 	}
 	if s.b.Opened.Load() != 1 {

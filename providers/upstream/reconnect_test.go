@@ -22,7 +22,7 @@ import (
 func TestDeadStdioUpstreamIsRestarted(t *testing.T) {
 	h, p := start(t, map[string]any{"name": "local", "command": stdioServer, "prefix": ""})
 	ctx := context.Background()
-	if res, err := h.Call(ctx, "echo", map[string]any{"text": "a"}); err != nil || text(res) != "stdio:a" {
+	if res, err := h.Call(ctx, "echo", map[string]any{"text": "a"}); err != nil || res.Text() != "stdio:a" {
 		t.Fatalf("first call: %v %+v", err, res)
 	}
 	p.mu.RLock()
@@ -33,7 +33,7 @@ func TestDeadStdioUpstreamIsRestarted(t *testing.T) {
 	}
 	testwait.Recv(t, old.done, "the session to notice the exit")
 	res, err := h.Call(ctx, "echo", map[string]any{"text": "b"})
-	if err != nil || res.IsError || text(res) != "stdio:b" {
+	if err != nil || res.IsError || res.Text() != "stdio:b" {
 		t.Fatalf("call after the exit: %v %+v", err, res)
 	}
 	p.mu.RLock()
@@ -62,14 +62,14 @@ func TestExpiredHTTPSessionIsInitialisedAgain(t *testing.T) {
 	t.Cleanup(srv.Close)
 	h, _ := start(t, map[string]any{"name": "web", "endpoint": srv.URL + "/mcp"})
 	ctx := context.Background()
-	if res, err := h.Call(ctx, "web__echo", map[string]any{"text": "a"}); err != nil || text(res) != "http:a" {
+	if res, err := h.Call(ctx, "web__echo", map[string]any{"text": "a"}); err != nil || res.Text() != "http:a" {
 		t.Fatalf("first call: %v %+v", err, res)
 	}
 	// A restarted server knows no sessions: requests with the old id get 404.
 	second := newHandler()
 	current.Store(&second)
 	res, err := h.Call(ctx, "web__echo", map[string]any{"text": "b"})
-	if err != nil || res.IsError || text(res) != "http:b" {
+	if err != nil || res.IsError || res.Text() != "http:b" {
 		t.Fatalf("call after the session expired: %v %+v", err, res)
 	}
 }
@@ -257,11 +257,11 @@ func TestStdioUpstreamDyingDuringACall(t *testing.T) {
 	}
 	got := testwait.Recv(t, done, "the call to end after its server's death")
 	want := `hang: upstream server "local" (command ` + stdioServer + `) ended the session during the call (the call may or may not have run); it is reconnected at the next call`
-	if got.err != nil || got.res == nil || !got.res.IsError || text(got.res) != want {
+	if got.err != nil || got.res == nil || !got.res.IsError || got.res.Text() != want {
 		t.Fatalf("call during the server's death: %v %+v\nwant isError %q", got.err, got.res, want)
 	}
 	res, err := h.Provider.CallTool(t.Context(), &sdk.CallToolRequest{Name: "echo", Arguments: []byte(`{"text":"again"}`), Caller: caller})
-	if err != nil || res.IsError || text(res) != "stdio:again" {
+	if err != nil || res.IsError || res.Text() != "stdio:again" {
 		t.Fatalf("next call: %v %+v", err, res)
 	}
 }

@@ -261,9 +261,9 @@ func resultText(t *testing.T) func(*sdk.CallToolResult, error) string {
 			t.Fatalf("call: %v", err)
 		}
 		if res.IsError {
-			t.Fatalf("call: isError result %q", text(res))
+			t.Fatalf("call: isError result %q", res.Text())
 		}
-		return text(res)
+		return res.Text()
 	}
 }
 
@@ -300,7 +300,7 @@ func TestProgressRelayed(t *testing.T) {
 			defer wg.Done()
 			req := (&sdk.CallToolRequest{Name: "web__steps", Arguments: json.RawMessage(`{"gate":"` + name + `"}`), Caller: caller("A", "call-"+name)}).WithEvents(sk)
 			res, err := p.CallTool(context.Background(), req)
-			if err != nil || res.IsError || text(res) != "done "+name {
+			if err != nil || res.IsError || res.Text() != "done "+name {
 				t.Errorf("call %s: %v %+v", name, err, res)
 			}
 		}()

@@ -138,7 +138,7 @@ func TestSubscriptionsRelayed(t *testing.T) {
 	second := subscribableNotes(subs)
 	current.Store(newHandler(second))
 	res, err := p.CallTool(ctx, &sdk.CallToolRequest{Name: "notes__ping", Arguments: json.RawMessage(`{}`), Caller: a})
-	if err != nil || res.IsError || text(res) != "pong" {
+	if err != nil || res.IsError || res.Text() != "pong" {
 		t.Fatalf("ping after the restart: %v %+v", err, res)
 	}
 	if got := receive(t, subs, "the renewed subscription"); got != "sub note://welcome" {

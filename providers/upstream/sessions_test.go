@@ -30,8 +30,8 @@ func TestManyClientsLoseNoCalls(t *testing.T) {
 				switch {
 				case err != nil:
 					errs <- fmt.Errorf("client %d call %d: %w", c, i, err)
-				case res.IsError || text(res) != fmt.Sprintf("stdio:c%d-%d", c, i):
-					errs <- fmt.Errorf("client %d call %d: %s", c, i, text(res))
+				case res.IsError || res.Text() != fmt.Sprintf("stdio:c%d-%d", c, i):
+					errs <- fmt.Errorf("client %d call %d: %s", c, i, res.Text())
 				}
 			}
 		})

@@ -121,14 +121,6 @@ func toolNames(c *sdk.Catalog) []string {
 	return out
 }
 
-func text(res *sdk.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		b.WriteString(c.Text)
-	}
-	return b.String()
-}
-
 func TestPrefixAndForwarding(t *testing.T) {
 	u := startHTTP(t, "Echo.")
 	h, _ := start(t,
@@ -141,11 +133,11 @@ func TestPrefixAndForwarding(t *testing.T) {
 	}
 	ctx := context.Background()
 	res, err := h.Call(ctx, "web__echo", map[string]any{"text": "hi"})
-	if err != nil || res.IsError || text(res) != "http:hi" {
+	if err != nil || res.IsError || res.Text() != "http:hi" {
 		t.Fatalf("web__echo: %v %+v", err, res)
 	}
 	res, err = h.Call(ctx, "echo", map[string]any{"text": "yo"})
-	if err != nil || res.IsError || text(res) != "stdio:yo" {
+	if err != nil || res.IsError || res.Text() != "stdio:yo" {
 		t.Fatalf("echo: %v %+v", err, res)
 	}
 	res, err = h.Call(ctx, "web__add", map[string]any{"a": 2, "b": 3})
@@ -160,7 +152,7 @@ func TestPrefixAndForwarding(t *testing.T) {
 		t.Errorf("web__add: output schema %s, timeout %s", tool.OutputSchema, tool.Timeout)
 	}
 	res, err = h.Call(ctx, "web__fail", map[string]any{})
-	if err != nil || !res.IsError || text(res) != "it broke" {
+	if err != nil || !res.IsError || res.Text() != "it broke" {
 		t.Fatalf("web__fail: %v %+v", err, res)
 	}
 }
@@ -182,7 +174,7 @@ func TestAllowDeny(t *testing.T) {
 		"web__fail":   "upstream.servers[0].allowed_tools",
 	} {
 		res, err := p.CallTool(ctx, &sdk.CallToolRequest{Name: name, Arguments: json.RawMessage(`{}`)})
-		if err != nil || !res.IsError || !strings.Contains(text(res), key) {
+		if err != nil || !res.IsError || !strings.Contains(res.Text(), key) {
 			t.Errorf("%s: %v %+v, want isError naming %s", name, err, res, key)
 		}
 	}
@@ -233,7 +225,7 @@ func TestDuplicateFirstWins(t *testing.T) {
 		t.Fatalf("tools = %s", got)
 	}
 	res, err := h.Call(context.Background(), "echo", map[string]any{"text": "x"})
-	if err != nil || text(res) != "stdio:x" {
+	if err != nil || res.Text() != "stdio:x" {
 		t.Fatalf("echo went to %v %+v, want the first server", err, res)
 	}
 }
@@ -260,7 +252,7 @@ func TestTimeout(t *testing.T) {
 	_, p := start(t, map[string]any{"name": "web", "endpoint": u.url, "timeout_secs": 1})
 	// slow answers "late" after 30s, so only the timeout makes this an error.
 	res, err := p.CallTool(context.Background(), &sdk.CallToolRequest{Name: "web__slow", Arguments: json.RawMessage(`{}`)})
-	if err != nil || !res.IsError || !strings.Contains(text(res), "did not answer within 1s") {
+	if err != nil || !res.IsError || !strings.Contains(res.Text(), "did not answer within 1s") {
 		t.Fatalf("slow: %v %+v", err, res)
 	}
 }

@@ -4,7 +4,8 @@
 // side of that transport ([CommandTransport]): an mcp.Transport for
 // github.com/modelcontextprotocol/go-sdk that runs a stdio MCP server as
 // a command, for a provider that relays to such servers. The host's stdio
-// server and its upstream provider use it.
+// server and its upstream provider use it. [Text] reads a go-sdk tool
+// result's text.
 //
 // It is a package of its own so that a provider which does not import it
 // does not build the go-sdk.

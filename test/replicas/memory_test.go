@@ -7,6 +7,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/internal/cluster"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk/mcpwire"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
@@ -35,18 +36,18 @@ func TestMemoryAcrossReplicas(t *testing.T) {
 			"title": "Dive log " + word, "content": "Saw a turtle near the " + word + " wall at 18 m.",
 		})
 		if err != nil || res.IsError || replica != r.Name {
-			t.Fatalf(memorytool.Store+" through %s = %q on %q, %v", r.Name, cluster.Text(res), replica, err)
+			t.Fatalf(memorytool.Store+" through %s = %q on %q, %v", r.Name, mcpwire.Text(res), replica, err)
 		}
 	}
 	for _, q := range c.Replicas {
 		for _, owner := range c.Replicas {
 			res, _, err := direct[q.Name].CallArgs(ctx, memorytool.Search, map[string]any{"query": token[owner.Name]})
 			if err != nil || res.IsError {
-				t.Fatalf(memorytool.Search+" through %s = %q, %v", q.Name, cluster.Text(res), err)
+				t.Fatalf(memorytool.Search+" through %s = %q, %v", q.Name, mcpwire.Text(res), err)
 			}
-			found := strings.Contains(cluster.Text(res), "Dive log "+token[owner.Name])
+			found := strings.Contains(mcpwire.Text(res), "Dive log "+token[owner.Name])
 			if !found {
-				t.Errorf("memory stored through %s not found through %s\n%s", owner.Name, q.Name, cluster.Text(res))
+				t.Errorf("memory stored through %s not found through %s\n%s", owner.Name, q.Name, mcpwire.Text(res))
 			}
 		}
 	}

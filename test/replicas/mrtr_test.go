@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openhuman/openhuman-host/internal/cluster"
+	"github.com/openhuman/openhuman-host/sdk/mcpwire"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
@@ -50,8 +51,8 @@ func TestConfirmationAcrossReplicas(t *testing.T) {
 	}
 	retry := &mcp.CallToolParams{Name: cluster.ToolWrite, Arguments: args, InputResponses: answers, RequestState: first.RequestState}
 	res, err := r2.CallTool(ctx, retry)
-	if err != nil || res.IsError || cluster.Text(res) != cluster.Want(7, 1) {
-		t.Fatalf("the answer through r2 = %+v (%q), %v; want the act's result", res, cluster.Text(res), err)
+	if err != nil || res.IsError || mcpwire.Text(res) != cluster.Want(7, 1) {
+		t.Fatalf("the answer through r2 = %+v (%q), %v; want the act's result", res, mcpwire.Text(res), err)
 	}
 	_, err = r3.CallTool(ctx, retry)
 	var werr *jsonrpc.Error

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openhuman/openhuman-host/internal/cluster"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk/mcpwire"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
@@ -129,7 +130,7 @@ func TestLoadAcrossReplicas(t *testing.T) {
 				cancel()
 				o := outcome{client: cl.ID, version: cl.Version, seq: seq, tool: tool, replica: replica, err: err, pinned: cl.Pinned(), word: word}
 				if res != nil {
-					o.isError, o.text = res.IsError, cluster.Text(res)
+					o.isError, o.text = res.IsError, mcpwire.Text(res)
 				}
 				mu.Lock()
 				outcomes = append(outcomes, o)
@@ -160,8 +161,8 @@ func TestLoadAcrossReplicas(t *testing.T) {
 		}
 		for _, o := range stored {
 			res, _, err := direct.CallArgs(ctx, memorytool.Search, map[string]any{"query": o.word})
-			if err != nil || res.IsError || !strings.Contains(cluster.Text(res), "Load note "+o.word) {
-				t.Errorf("memory stored through %s (acknowledged) not found through %s: %v\n%s", o.replica, r.Name, err, cluster.Text(res))
+			if err != nil || res.IsError || !strings.Contains(mcpwire.Text(res), "Load note "+o.word) {
+				t.Errorf("memory stored through %s (acknowledged) not found through %s: %v\n%s", o.replica, r.Name, err, mcpwire.Text(res))
 			}
 		}
 		direct.Close()
@@ -363,7 +364,7 @@ func TestKillReplicaMidLoad(t *testing.T) {
 				cancel()
 				o.replica, o.err, o.endedAfterKilling = replica, err, killing.Load()
 				if res != nil {
-					o.isError, o.text = res.IsError, cluster.Text(res)
+					o.isError, o.text = res.IsError, mcpwire.Text(res)
 				}
 				record(o)
 				if err == nil && !o.isError {
@@ -408,9 +409,9 @@ func TestKillReplicaMidLoad(t *testing.T) {
 		go func() {
 			res, _, err := cl.Call(blockCtx, cluster.ToolBlock, 0)
 			if err == nil && res.IsError {
-				err = errors.New(cluster.Text(res))
+				err = errors.New(mcpwire.Text(res))
 			} else if err == nil {
-				err = errors.New("rep_block returned a result: " + cluster.Text(res))
+				err = errors.New("rep_block returned a result: " + mcpwire.Text(res))
 			}
 			blockDone <- blocked{cl.ID, err}
 		}()

@@ -30,6 +30,7 @@ import (
 	"github.com/openhuman/openhuman-host/internal/wineprefix"
 	"github.com/openhuman/openhuman-host/providers/agent/agenttool"
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
+	"github.com/openhuman/openhuman-host/sdk/mcpwire"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 	"github.com/openhuman/openhuman-host/test/internal/prereq"
 )
@@ -290,7 +291,7 @@ func TestWindowsUnderWine(t *testing.T) {
 				return nil, err
 			}
 			if res.IsError {
-				return nil, fmt.Errorf(memorytool.Search+": %s", text(res))
+				return nil, fmt.Errorf(memorytool.Search+": %s", mcpwire.Text(res))
 			}
 			var hits struct {
 				Chunks []struct {
@@ -403,7 +404,7 @@ func call(ctx context.Context, t *testing.T, s *mcp.ClientSession, name string, 
 		t.Fatalf("%s: %v", name, err)
 	}
 	if res.IsError {
-		t.Fatalf("%s: %s", name, text(res))
+		t.Fatalf("%s: %s", name, mcpwire.Text(res))
 	}
 	return res
 }
@@ -418,17 +419,6 @@ func decode(t *testing.T, res *mcp.CallToolResult, v any) {
 	if err != nil {
 		t.Fatalf("structured content %s: %v", b, err)
 	}
-}
-
-// text joins a result's text blocks.
-func text(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // equalFold compares two flat JSON objects, strings without regard to

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"strconv"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,6 +14,7 @@ import (
 	"github.com/openhuman/openhuman-host/host"
 	"github.com/openhuman/openhuman-host/host/config"
 	"github.com/openhuman/openhuman-host/sdk/mcpwire"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
@@ -36,12 +38,11 @@ func mcpCallText(t *testing.T, cs *mcp.ClientSession, tool, args string) (string
 // one that is down.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 // testConfig parses a config with its data in a new temporary directory

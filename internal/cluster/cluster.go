@@ -24,6 +24,7 @@ import (
 	"github.com/openhuman/openhuman-host/host/server"
 	"github.com/openhuman/openhuman-host/internal/freeport"
 	"github.com/openhuman/openhuman-host/internal/haproxytest"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
@@ -169,7 +170,7 @@ func StartReplica(ctx context.Context, o Options, cfg, name string) (*Replica, e
 }
 
 func startReplica(ctx context.Context, o Options, cfg, name string) (*Replica, error) {
-	port, err := freeport.Loopback()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

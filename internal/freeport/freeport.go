@@ -1,27 +1,13 @@
-// Package freeport finds loopback ports for the processes tests and
-// benchmarks start, and retries a start that lost its port to another
-// process.
+// Package freeport retries a start of a process that tests and
+// benchmarks start on a port from testproc.FreePort, which another
+// process may take first.
 package freeport
 
 import (
 	"context"
-	"fmt"
-	"net"
 )
 
-// Loopback returns a TCP port on 127.0.0.1 that was free a moment ago.
-// Another process may take it before the one it is meant for binds it:
-// start that one with [Retry].
-func Loopback() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// Retry calls start, which starts something on a port from [Loopback],
+// Retry calls start, which starts something on a port from testproc.FreePort,
 // until it succeeds, at most tries times (at least once), and returns what
 // it started. It stops early once ctx is done; then, or when every try
 // failed, it returns the last try's error.

@@ -4,26 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"testing"
 )
-
-func TestLoopbackIsFree(t *testing.T) {
-	t.Parallel()
-	port, err := Loopback()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if port <= 0 || port > 65535 {
-		t.Fatalf("Loopback() = %d, want a TCP port", port)
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		t.Fatalf("listen on the port Loopback returned: %v", err)
-	}
-	_ = l.Close()
-}
 
 func TestRetry(t *testing.T) {
 	t.Parallel()

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/openhuman/openhuman-host/internal/freeport"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 )
 
 // EnvRequire turns a missing haproxy from a skip into a failure.
@@ -175,7 +176,7 @@ func start(ctx context.Context, bin string, example []byte, servers []string) (*
 	if err != nil {
 		return nil, fmt.Errorf("haproxytest: make a directory: %w", err)
 	}
-	port, err := freeport.Loopback()
+	port, err := testproc.FreePort()
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("haproxytest: %w", err)

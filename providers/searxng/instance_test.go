@@ -161,15 +161,7 @@ func slow(w http.ResponseWriter, r *http.Request) {
 // closedAddress returns a loopback address nothing listens on.
 func closedAddress(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 }
 
 // testSettings are settings for base, with the defaults otherwise.

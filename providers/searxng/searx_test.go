@@ -3,7 +3,6 @@ package searxng
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 	"github.com/openhuman/openhuman-host/sdk/testwait"
 )
 
@@ -256,11 +256,11 @@ func waitHealthy(base string, exited <-chan struct{}, deadline time.Time) error 
 }
 
 // freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
-	addr, err := net.ResolveTCPAddr("tcp", closedAddress(t))
+	port, err := testproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return addr.Port
+	return port
 }

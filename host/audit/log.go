@@ -528,15 +528,11 @@ const turnWait = 2 * time.Second
 // calls. It returns nil, without waiting, when no row is queued, when the writer is failing or the
 // queue is full (order is not worth holding an act for), and when ctx ends or turnWait passes first.
 func (l *Log) awaitTurn(ctx context.Context) *turn {
-	if l.inserts.Load() <= 0 || l.failing.Load() != nil || l.addSender() != nil {
+	if l.inserts.Load() <= 0 || l.failing.Load() != nil {
 		return nil
 	}
 	t := &turn{reached: make(chan struct{}), done: make(chan struct{})}
-	select {
-	case l.queue <- entry{turn: t}:
-		l.senders.Done()
-	default:
-		l.senders.Done()
+	if l.enqueue(noWait, entry{turn: t}) != nil {
 		return nil
 	}
 	l.hurry()
@@ -649,16 +645,19 @@ func (l *Log) Status() Status {
 // dropWarnEvery is the least time between two warnings about dropped rows.
 const dropWarnEvery = 10 * time.Second
 
+// noWait is a context that is already done: [Log.enqueue] with it only
+// queues when there is room.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
 // offer queues e without waiting; when the queue is full it counts and logs the drop.
 func (l *Log) offer(e entry) error {
-	if err := l.addSender(); err != nil {
+	err := l.enqueue(noWait, e)
+	if err == nil || errors.Is(err, ErrClosed) {
 		return err
-	}
-	defer l.senders.Done()
-	select {
-	case l.queue <- e:
-		return nil
-	default:
 	}
 	n := l.dropped.Add(1)
 	now := time.Now().UnixNano()

@@ -164,7 +164,7 @@ func TestUnknownToolNamesProvidersThatDidNotLoad(t *testing.T) {
 	t.Parallel()
 	h, _ := newTestHost(t, "[providers.memory]\nbogus = 1\n")
 	_, err := h.Server.Call(context.Background(), server.Call{Tool: memorytool.Search, Arguments: json.RawMessage(`{"query":"x"}`)})
-	want := `unknown tool "` + memorytool.Search + `"; it may belong to a provider that did not load: memory (configure: memory provider: unknown key "bogus" in [providers.memory] (accepted keys: embeddings, scopes, keep_versions_days); remove it); fix the config, then send the server SIGHUP or restart it`
+	want := `unknown tool "` + memorytool.Search + `"; it may belong to a provider that did not load: memory (configure: memory provider: [providers.memory] has unknown key "bogus"; the valid keys are embeddings, scopes, keep_versions_days); fix the config, then send the server SIGHUP or restart it`
 	if !errors.Is(err, server.ErrUnknownTool) || err.Error() != want {
 		t.Errorf("error = %v\nwant %s", err, want)
 	}

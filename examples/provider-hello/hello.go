@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -115,23 +112,18 @@ func newHello(log debugLogger) *hello {
 // table's provider-specific keys; the keys it reads itself (enabled,
 // command, args, sha256, ...) never arrive here.
 func (h *hello) Configure(_ context.Context, req *sdk.ConfigureRequest) error {
-	var settings map[string]json.RawMessage
-	if err := json.Unmarshal(req.Config, &settings); err != nil {
-		return fmt.Errorf("providers.%s: settings are not a JSON object: %v", providerName, err)
+	settings, err := sdk.ConfigTable("[providers."+providerName+"]", req.Config, "greeting_suffix")
+	if err != nil {
+		return err
 	}
 	suffix := ""
-	for _, key := range slices.Sorted(maps.Keys(settings)) {
-		path := "providers." + providerName + "." + key
-		switch key {
-		case "greeting_suffix":
-			if !isJSONString(settings[key]) || json.Unmarshal(settings[key], &suffix) != nil {
-				return fmt.Errorf("%s must be a string of at most %d characters", path, maxSuffixChars)
-			}
-			if n := utf8.RuneCountInString(suffix); n > maxSuffixChars {
-				return fmt.Errorf("%s must be at most %d characters; got %d", path, maxSuffixChars, n)
-			}
-		default:
-			return fmt.Errorf("%s: unknown setting; %s takes only greeting_suffix", path, providerName)
+	if raw, ok := settings["greeting_suffix"]; ok {
+		const path = "providers." + providerName + ".greeting_suffix"
+		if sdk.JSONKind(raw) != "a string" || json.Unmarshal(raw, &suffix) != nil {
+			return fmt.Errorf("%s must be a string of at most %d characters, not %s", path, maxSuffixChars, sdk.JSONKind(raw))
+		}
+		if n := utf8.RuneCountInString(suffix); n > maxSuffixChars {
+			return fmt.Errorf("%s must be at most %d characters; got %d", path, maxSuffixChars, n)
 		}
 	}
 	if req.DataDir == "" {
@@ -252,10 +244,4 @@ func (h *hello) ReadResource(_ context.Context, req *sdk.ReadResourceRequest) (*
 		return nil, fmt.Errorf("%w: %s (provider-hello serves only %s)", sdk.ErrResourceNotFound, req.URI, readmeURI)
 	}
 	return &sdk.ReadResourceResult{Contents: []sdk.ResourceContents{{URI: readmeURI, MIMEType: "text/markdown", Text: readme}}}, nil
-}
-
-// isJSONString reports whether raw is a JSON string.
-func isJSONString(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 0 && raw[0] == '"'
 }

@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/openhuman/openhuman-host/sdk"
 )
 
@@ -141,7 +141,7 @@ func parseConfig(raw json.RawMessage) (config, error) {
 		return cfg, err
 	}
 	if sub, ok := table["embeddings"]; ok {
-		if kind := jsonKind(sub); kind != "an object" {
+		if kind := sdk.JSONKind(sub); kind != "a table" {
 			return cfg, fmt.Errorf("memory provider: [providers.memory] embeddings must be a table, not %s", kind)
 		}
 		if _, err := checkTableKeys("[providers.memory.embeddings]", sub, jsonFields(&embeddingsConfig{})); err != nil {
@@ -151,10 +151,10 @@ func parseConfig(raw json.RawMessage) (config, error) {
 	if sub, ok := table["scopes"]; ok {
 		var entries []json.RawMessage
 		if json.Unmarshal(sub, &entries) != nil {
-			return cfg, fmt.Errorf("memory provider: [providers.memory] scopes must be an array of tables ([[providers.memory.scopes]]), not %s", jsonKind(sub))
+			return cfg, fmt.Errorf("memory provider: [providers.memory] scopes must be an array of tables ([[providers.memory.scopes]]), not %s", sdk.JSONKind(sub))
 		}
 		for i, e := range entries {
-			if kind := jsonKind(e); kind != "an object" {
+			if kind := sdk.JSONKind(e); kind != "a table" {
 				return cfg, fmt.Errorf("memory provider: [[providers.memory.scopes]] entry %d must be a table, not %s", i+1, kind)
 			}
 			if _, err := checkTableKeys(fmt.Sprintf("[[providers.memory.scopes]] entry %d", i+1), e, jsonFields(&scopeConfig{})); err != nil {
@@ -189,49 +189,12 @@ func parseConfig(raw json.RawMessage) (config, error) {
 	return cfg, nil
 }
 
-// jsonKind names the JSON type of raw with its article, such as "an
-// object" or "a string".
-func jsonKind(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
-}
-
 // checkTableKeys decodes raw as a JSON object and refuses keys not in
 // accepted, naming the table.
 func checkTableKeys(name string, raw json.RawMessage, accepted []string) (map[string]json.RawMessage, error) {
-	if kind := jsonKind(raw); kind != "an object" {
-		return nil, fmt.Errorf("memory provider: %s must be a table, not %s", name, kind)
-	}
-	var table map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &table); err != nil {
-		return nil, fmt.Errorf("memory provider: %s must be a table: %w", name, err)
-	}
-	var unknown []string
-	for k := range table {
-		if !slices.Contains(accepted, k) {
-			unknown = append(unknown, fmt.Sprintf("%q", k))
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return nil, fmt.Errorf("memory provider: unknown key %s in %s (accepted keys: %s); remove it",
-			strings.Join(unknown, ", "), name, strings.Join(accepted, ", "))
+	table, err := sdk.ConfigTable(name, raw, accepted...)
+	if err != nil {
+		return nil, fmt.Errorf("memory provider: %w", err)
 	}
 	return table, nil
 }

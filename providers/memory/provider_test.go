@@ -56,7 +56,7 @@ func TestConfigure(t *testing.T) {
 		"null config":                  {config: `null`},
 		"embeddings without base_url":  {config: `{"embeddings":{"model":"x"}}`, wantErr: `memory provider: [providers.memory.embeddings] base_url is required, e.g. base_url = "https://api.openai.com/v1"`},
 		"embeddings":                   {config: `{"embeddings":{"model":"x","base_url":"http://127.0.0.1:1/v1"}}`},
-		"unknown keys":                 {config: `{"b":1,"a":2}`, wantErr: `memory provider: unknown key "a", "b" in [providers.memory] (accepted keys: embeddings, scopes, keep_versions_days); remove it`},
+		"unknown keys":                 {config: `{"b":1,"a":2}`, wantErr: `memory provider: [providers.memory] has unknown keys "a", "b"; the valid keys are embeddings, scopes, keep_versions_days`},
 		"not a table":                  {config: `[1]`, wantErr: `memory provider: [providers.memory] must be a table, not an array`},
 		"no data dir":                  {config: `{}`, noDir: true, wantErr: `memory provider: the host gave no data directory`},
 	}

@@ -499,8 +499,8 @@ func TestConfigEmbeddings(t *testing.T) {
 		cfg  string
 		want string
 	}{
-		"unknown top key":        {`{"embedding":{}}`, `memory provider: unknown key "embedding" in [providers.memory] (accepted keys: embeddings, scopes, keep_versions_days); remove it`},
-		"unknown embeddings key": {`{"embeddings":{"base_url":"http://x/v1","model":"m","url":"x"}}`, `memory provider: unknown key "url" in [providers.memory.embeddings] (accepted keys: base_url, model, api_key_env, batch_size, timeout_secs, dimensions); remove it`},
+		"unknown top key":        {`{"embedding":{}}`, `memory provider: [providers.memory] has unknown key "embedding"; the valid keys are embeddings, scopes, keep_versions_days`},
+		"unknown embeddings key": {`{"embeddings":{"base_url":"http://x/v1","model":"m","url":"x"}}`, `memory provider: [providers.memory.embeddings] has unknown key "url"; the valid keys are base_url, model, api_key_env, batch_size, timeout_secs, dimensions`},
 		"embeddings not a table": {`{"embeddings":"x"}`, `memory provider: [providers.memory] embeddings must be a table, not a string`},
 	}
 	for name, tc := range tests {

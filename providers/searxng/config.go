@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // Bounds and defaults of the settings and of the tool's max_results.
@@ -56,33 +57,9 @@ func (s settings) timeout() time.Duration { return time.Duration(s.timeoutSecs) 
 // says what it must be.
 func parseSettings(raw json.RawMessage) (settings, error) {
 	s := settings{maxResults: defaultMaxResults, timeoutSecs: defaultTimeoutSecs}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		raw = []byte("{}")
-	}
-	if raw[0] != '{' {
-		return s, fmt.Errorf("%s must be a table", table)
-	}
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&fields); err != nil {
-		return s, fmt.Errorf("%s is not a valid table: %v", table, err)
-	}
-	var unknown []string
-	for k := range fields {
-		if !slices.Contains(settingKeys, k) {
-			unknown = append(unknown, strconv.Quote(k))
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		word := "key"
-		if len(unknown) > 1 {
-			word = "keys"
-		}
-		return s, fmt.Errorf("%s has unknown %s %s; the valid keys are %s",
-			table, word, strings.Join(unknown, ", "), strings.Join(settingKeys, ", "))
+	fields, err := sdk.ConfigTable(table, raw, settingKeys...)
+	if err != nil {
+		return s, err
 	}
 
 	rawBase, ok := fields[keyBaseURL]
@@ -121,32 +98,11 @@ func parseSettings(raw json.RawMessage) (settings, error) {
 	return s, nil
 }
 
-// jsonKind names the JSON type of a value for messages.
-func jsonKind(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '"':
-		return "a string"
-	case '{':
-		return "a table"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
-
 // stringSetting decodes a setting that must be a string.
 func stringSetting(key string, raw json.RawMessage) (string, error) {
 	var v string
-	if jsonKind(raw) != "a string" || json.Unmarshal(raw, &v) != nil {
-		return "", fmt.Errorf("%s %s must be a string, not %s", table, key, jsonKind(raw))
+	if sdk.JSONKind(raw) != "a string" || json.Unmarshal(raw, &v) != nil {
+		return "", fmt.Errorf("%s %s must be a string, not %s", table, key, sdk.JSONKind(raw))
 	}
 	return v, nil
 }
@@ -155,8 +111,8 @@ func stringSetting(key string, raw json.RawMessage) (string, error) {
 // Integral numbers such as 10.0 are accepted; fractions and values out of
 // range are refused, never clamped.
 func intSetting(key string, raw json.RawMessage, lo, hi int) (int, error) {
-	if jsonKind(raw) != "a number" {
-		return 0, fmt.Errorf("%s %s must be an integer from %d to %d, not %s", table, key, lo, hi, jsonKind(raw))
+	if sdk.JSONKind(raw) != "a number" {
+		return 0, fmt.Errorf("%s %s must be an integer from %d to %d, not %s", table, key, lo, hi, sdk.JSONKind(raw))
 	}
 	text := string(bytes.TrimSpace(raw))
 	f, err := strconv.ParseFloat(text, 64)

@@ -43,7 +43,7 @@ func TestParseSettingsErrors(t *testing.T) {
 	}{
 		{`{}`, "[providers.searxng] base_url is required: the URL of your SearXNG instance's root, such as http://127.0.0.1:8888"},
 		{``, "[providers.searxng] base_url is required: the URL of your SearXNG instance's root, such as http://127.0.0.1:8888"},
-		{`[]`, "[providers.searxng] must be a table"},
+		{`[]`, "[providers.searxng] must be a table, not an array"},
 		{`{"base_url":"http://x","url":"http://y"}`, `[providers.searxng] has unknown key "url"; the valid keys are base_url, max_results, default_language, timeout_secs`},
 		{`{"base_url":"http://x","timeout":3,"lang":"en"}`, `[providers.searxng] has unknown keys "lang", "timeout"; the valid keys are base_url, max_results, default_language, timeout_secs`},
 		{`{"base_url":8888}`, "[providers.searxng] base_url must be a string, not a number"},

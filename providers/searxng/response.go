@@ -8,6 +8,8 @@ import (
 	"mime"
 	"strconv"
 	"strings"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // The types below decode SearXNG's JSON answer (format=json). They take
@@ -51,7 +53,7 @@ type rawAnswer struct {
 
 // UnmarshalJSON takes a string or an object.
 func (a *rawAnswer) UnmarshalJSON(b []byte) error {
-	switch jsonKind(b) {
+	switch sdk.JSONKind(b) {
 	case "a string":
 		var s looseString
 		_ = s.UnmarshalJSON(b)
@@ -110,7 +112,7 @@ type rawUnresponsiveEng struct {
 // UnmarshalJSON takes [name, reason], {engine|name, reason|error} or
 // "name".
 func (u *rawUnresponsiveEng) UnmarshalJSON(b []byte) error {
-	switch jsonKind(b) {
+	switch sdk.JSONKind(b) {
 	case "an array":
 		var pair []looseString
 		if err := json.Unmarshal(b, &pair); err != nil {
@@ -154,7 +156,7 @@ type looseString string
 // UnmarshalJSON never fails.
 func (s *looseString) UnmarshalJSON(b []byte) error {
 	*s = ""
-	switch jsonKind(b) {
+	switch sdk.JSONKind(b) {
 	case "a string":
 		var v string
 		if json.Unmarshal(b, &v) == nil {
@@ -174,7 +176,7 @@ type looseStrings []string
 // UnmarshalJSON never fails.
 func (l *looseStrings) UnmarshalJSON(b []byte) error {
 	*l = nil
-	switch jsonKind(b) {
+	switch sdk.JSONKind(b) {
 	case "an array":
 		var items []looseString
 		if json.Unmarshal(b, &items) != nil {
@@ -206,13 +208,13 @@ type looseNumber struct {
 func (n *looseNumber) UnmarshalJSON(b []byte) error {
 	*n = looseNumber{}
 	text := string(bytes.TrimSpace(b))
-	if jsonKind(b) == "a string" {
+	if sdk.JSONKind(b) == "a string" {
 		var s string
 		if json.Unmarshal(b, &s) != nil {
 			return nil
 		}
 		text = strings.TrimSpace(s)
-	} else if jsonKind(b) != "a number" {
+	} else if sdk.JSONKind(b) != "a number" {
 		return nil
 	}
 	if f, err := strconv.ParseFloat(text, 64); err == nil {
@@ -228,7 +230,7 @@ type looseList[T any] []T
 // UnmarshalJSON never fails.
 func (l *looseList[T]) UnmarshalJSON(b []byte) error {
 	*l = nil
-	if jsonKind(b) != "an array" {
+	if sdk.JSONKind(b) != "an array" {
 		return nil
 	}
 	var items []json.RawMessage
@@ -270,7 +272,7 @@ func decodeResponse(body []byte, contentType string) (*rawResponse, error) {
 	if err := json.Unmarshal(trimmed, &top); err != nil {
 		return nil, fmt.Errorf("the JSON is malformed (%v)", err)
 	}
-	if results, ok := top["results"]; !ok || (jsonKind(results) != "an array" && jsonKind(results) != "null") {
+	if results, ok := top["results"]; !ok || (sdk.JSONKind(results) != "an array" && sdk.JSONKind(results) != "null") {
 		return nil, errNotSearXNG
 	}
 	var raw rawResponse

@@ -7,12 +7,13 @@ import (
 	"net/url"
 	"path"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/openhuman/openhuman-host/sdk"
 )
 
 // table is how errors name the provider's settings.
@@ -154,7 +155,7 @@ func matchAny(patterns []string, name string) bool {
 // parseSettings reads the provider's settings: {"servers": [...],
 // "wait_for_servers": bool}.
 func parseSettings(raw json.RawMessage) (servers []*server, wait bool, err error) {
-	fields, err := object(table, raw, topKeys)
+	fields, err := sdk.ConfigTable(table, raw, topKeys...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -194,33 +195,6 @@ func parseServers(fields map[string]json.RawMessage) ([]*server, error) {
 	return out, nil
 }
 
-// object decodes raw as a JSON object whose keys are all in keys.
-func object(where string, raw json.RawMessage, keys []string) (map[string]json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		raw = []byte("{}")
-	}
-	if raw[0] != '{' {
-		return nil, fmt.Errorf("%s must be a table", where)
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, fmt.Errorf("%s is not a valid table: %v", where, err)
-	}
-	var unknown []string
-	for k := range fields {
-		if !slices.Contains(keys, k) {
-			unknown = append(unknown, where+"."+k)
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return nil, fmt.Errorf("unknown setting %s; the valid keys are %s",
-			strings.Join(unknown, ", "), strings.Join(keys, ", "))
-	}
-	return fields, nil
-}
-
 // decode unmarshals a setting into a T, failing with "<key> must be
 // <want>" when it has another type (null included).
 func decode[T any](key string, raw json.RawMessage, want string) (T, error) {
@@ -237,7 +211,7 @@ func decode[T any](key string, raw json.RawMessage, want string) (T, error) {
 func parseServer(i int, raw json.RawMessage) (*server, error) {
 	s := &server{index: i, enabled: true, timeout: defaultTimeoutSecs * time.Second,
 		start: defaultStartSecs * time.Second, idle: defaultIdleSecs * time.Second, ping: -1}
-	fields, err := object(fmt.Sprintf("%s.servers[%d]", table, i), raw, serverKeys)
+	fields, err := sdk.ConfigTable(fmt.Sprintf("%s.servers[%d]", table, i), raw, serverKeys...)
 	if err != nil {
 		return nil, err
 	}

@@ -263,7 +263,7 @@ func TestConfigureErrors(t *testing.T) {
 		server map[string]any
 		want   string
 	}{
-		{"unknown key", map[string]any{"name": "a", "command": "x", "colour": 1}, "upstream.servers[0].colour"},
+		{"unknown key", map[string]any{"name": "a", "command": "x", "colour": 1}, `upstream.servers[0] has unknown key "colour"`},
 		{"bad name", map[string]any{"name": "A!", "command": "x"}, "upstream.servers[0].name"},
 		{"both", map[string]any{"name": "a", "command": "x", "endpoint": "http://h"}, "both command and endpoint"},
 		{"neither", map[string]any{"name": "a"}, "neither command nor endpoint"},
@@ -292,7 +292,7 @@ func TestConfigureErrors(t *testing.T) {
 	}
 	p := New(nil)
 	err := p.Configure(context.Background(), &sdk.ConfigureRequest{Config: json.RawMessage(`{"server": []}`)})
-	if err == nil || !strings.Contains(err.Error(), "upstream.server") {
+	if err == nil || !strings.Contains(err.Error(), `upstream has unknown key "server"`) {
 		t.Errorf("top-level unknown key: %v", err)
 	}
 }

@@ -448,7 +448,7 @@ func TestConfigCheckReportsProviderFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, err := runCLIOutputs(t, "--config", path, "config", "check")
-	if exitCode(err) != 1 || !strings.Contains(errOut, `provider memory does not load: configure: memory provider: unknown key "bogus"`) {
+	if exitCode(err) != 1 || !strings.Contains(errOut, `provider memory does not load: configure: memory provider: [providers.memory] has unknown key "bogus"`) {
 		t.Errorf("config check: exit %d, stderr %q", exitCode(err), errOut)
 	}
 	if !strings.Contains(out, "[providers.memory]") {

@@ -81,6 +81,12 @@ func runProvidersStatus(cmd *cobra.Command, cfg *config.Config, log hclog.Logger
 		if err != nil {
 			return err
 		}
+		// The providers were stopped with the host above: their states are
+		// as found while they ran, and their process ids name processes
+		// that have exited (and may be reused), so none is shown.
+		for i := range reports[0].Providers {
+			reports[0].Providers[i].Pid = 0
+		}
 	}
 	out := cmd.OutOrStdout()
 	if asJSON {
@@ -89,7 +95,7 @@ func runProvidersStatus(cmd *cobra.Command, cfg *config.Config, log hclog.Logger
 		}
 	} else {
 		if !live {
-			fmt.Fprintf(out, "No openhuman-host server is running on %s; the configured providers, started once:\n", dataDir)
+			fmt.Fprintf(out, "No openhuman-host server is running on %s; the configured providers, started once to check them and stopped again:\n", dataDir)
 		}
 		printStatus(out, reports, live)
 	}

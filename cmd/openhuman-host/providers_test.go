@@ -70,8 +70,8 @@ func TestProvidersAddAndStatus(t *testing.T) {
 	if err != nil {
 		t.Fatalf("providers status: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "No openhuman-host server is running") || !regexpMatch(t, `(?m)^kit\s+running\s+\d+\s+0\s+12\s`, out) || !regexpMatch(t, `(?m)^memory\s+running\s`, out) {
-		t.Errorf("status without a server:\n%s", out)
+	if !strings.Contains(out, "No openhuman-host server is running") || !regexpMatch(t, `(?m)^kit\s+running\s+-\s+0\s+12\s`, out) || !regexpMatch(t, `(?m)^memory\s+running\s+host\s`, out) {
+		t.Errorf("status without a server (a stopped provider's pid is -):\n%s", out)
 	}
 
 	// Rebuilt (changed) binary: refused until add --force.
@@ -100,7 +100,9 @@ func TestProvidersAddAndStatus(t *testing.T) {
 	if out, err := runCLI(t, "providers", "add", "--force", exe); err != nil {
 		t.Fatalf("add --force: %v\n%s", err, out)
 	}
-	if out, err := runCLI(t, "config", "check"); err != nil || !strings.Contains(out, "\n# provider kit loads: 12 tools, 0 resources (version 1)\n") {
+	// Each provider's line says where it runs.
+	if out, err := runCLI(t, "config", "check"); err != nil || !strings.Contains(out, "\n# provider kit loads: 12 tools, 0 resources (version 1), in a plugin process of its own\n") ||
+		!regexpMatch(t, `(?m)^# provider memory loads: \d+ tools, \d+ resources \(version [^)]+\), in the host's process$`, out) {
 		t.Errorf("config check after add --force: %v\n%s", err, out)
 	}
 	if out, err := runCLI(t, "tools", "call", "kit.ping", "{}"); err != nil || !strings.HasPrefix(out, "pong ") {

@@ -454,7 +454,7 @@ func TestConfigCheckReportsProviderFailures(t *testing.T) {
 	if !strings.Contains(out, "[providers.memory]") {
 		t.Errorf("config check printed no effective config: %q", out)
 	}
-	if want := "\n# data directory in effect: " + filepath.Join(dir, "data", "openhuman-host") + "\n# provider agent loads: 4 tools, 10 resources (version 0.1.0)\n"; !strings.HasSuffix(out, want) {
+	if want := "\n# data directory in effect: " + filepath.Join(dir, "data", "openhuman-host") + "\n# provider agent loads: 4 tools, 10 resources (version 0.1.0), in a plugin process of its own\n"; !strings.HasSuffix(out, want) {
 		t.Errorf("config check does not end with %q: %q", want, out)
 	}
 }

@@ -171,7 +171,11 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 				// One line per provider, in the file's comment syntax.
 				for _, p := range h.Providers {
 					c := p.Catalog()
-					fmt.Fprintf(cmd.OutOrStdout(), "# provider %s loads: %d tools, %d resources (version %s)\n", p.Name, len(c.Tools), len(c.Resources), nonEmptyVersion(c.Version))
+					where := "a plugin process of its own"
+					if p.Status().InHost {
+						where = "the host's process"
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "# provider %s loads: %d tools, %d resources (version %s), in %s\n", p.Name, len(c.Tools), len(c.Resources), nonEmptyVersion(c.Version), where)
 				}
 				// Upstream servers that cannot be reached are no config error;
 				// they are shown with their state.

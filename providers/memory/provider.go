@@ -171,7 +171,7 @@ func parseConfig(raw json.RawMessage) (config, error) {
 			if k := typeErr.Type.Kind(); k == reflect.Struct || k == reflect.Pointer {
 				want = "a table"
 			}
-			return cfg, fmt.Errorf("memory provider: [providers.memory] %s must be %s, not a %s", typeErr.Field, want, typeErr.Value)
+			return cfg, fmt.Errorf("memory provider: [providers.memory] %s must be %s, not %s", typeErr.Field, want, describeJSONValue(typeErr.Value))
 		}
 		return cfg, fmt.Errorf("memory provider: [providers.memory]: %w", err)
 	}
@@ -207,13 +207,33 @@ func describeType(t reflect.Type) string {
 	switch t.Kind() {
 	case reflect.String:
 		return "a string"
-	case reflect.Float64, reflect.Int:
+	case reflect.Int:
+		return "an integer"
+	case reflect.Float64:
 		return "a number"
 	case reflect.Slice:
 		return "an array of " + strings.TrimPrefix(describeType(t.Elem()), "a ") + "s"
 	default:
 		return "a " + t.Kind().String()
 	}
+}
+
+// describeJSONValue names the value of an encoding/json
+// UnmarshalTypeError ("string", "number 1.5", "object") in TOML terms:
+// "a string", "1.5", "a table".
+func describeJSONValue(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return n
+	}
+	switch v {
+	case "object":
+		return "a table"
+	case "array":
+		return "an array"
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + v
 }
 
 // jsonFields lists the JSON names of the fields of the struct dst points

@@ -502,6 +502,9 @@ func TestConfigEmbeddings(t *testing.T) {
 		"unknown top key":        {`{"embedding":{}}`, `memory provider: [providers.memory] has unknown key "embedding"; the valid keys are embeddings, scopes, keep_versions_days`},
 		"unknown embeddings key": {`{"embeddings":{"base_url":"http://x/v1","model":"m","url":"x"}}`, `memory provider: [providers.memory.embeddings] has unknown key "url"; the valid keys are base_url, model, api_key_env, batch_size, timeout_secs, dimensions`},
 		"embeddings not a table": {`{"embeddings":"x"}`, `memory provider: [providers.memory] embeddings must be a table, not a string`},
+		"days a fraction":        {`{"keep_versions_days":1.5}`, `memory provider: [providers.memory] keep_versions_days must be an integer, not 1.5`},
+		"days a string":          {`{"keep_versions_days":"7"}`, `memory provider: [providers.memory] keep_versions_days must be an integer, not a string`},
+		"days a table":           {`{"keep_versions_days":{}}`, `memory provider: [providers.memory] keep_versions_days must be an integer, not a table`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

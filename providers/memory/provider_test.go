@@ -273,8 +273,11 @@ func TestConcurrentProviders(t *testing.T) {
 	errs := make(chan error, 100)
 	for i := range providers {
 		providers[i] = New(nil)
+		// Built here: configureRequest may end the test, which only the
+		// test's own goroutine may do.
+		req := configureRequest(t, dir, nil, nil)
 		wg.Go(func() {
-			if err := providers[i].Configure(context.Background(), configureRequest(t, dir, nil, nil)); err != nil {
+			if err := providers[i].Configure(context.Background(), req); err != nil {
 				errs <- fmt.Errorf("provider %d: Configure: %w", i, err)
 			}
 		})
@@ -299,10 +302,14 @@ func TestConcurrentProviders(t *testing.T) {
 			}
 			wg.Go(func() {
 				for d := range docsPerWriter {
-					args := mustMarshal(t, map[string]any{
+					args, err := json.Marshal(map[string]any{
 						"title":   fmt.Sprintf("p%d w%d d%d", i, w, d),
 						"content": fmt.Sprintf("shared concurrency marker, writer %d of provider %d, doc %d\n\n%s", w, i, d, longText(3)),
 					})
+					if err != nil {
+						errs <- err
+						continue
+					}
 					res, err := p.CallTool(context.Background(), &sdk.CallToolRequest{Name: ToolStore, Arguments: json.RawMessage(args)})
 					if err != nil {
 						errs <- err

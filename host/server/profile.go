@@ -261,7 +261,7 @@ func (s *Server) listedFor(res mcp.Result, profile string, canConfirm bool) mcp.
 // by "+confirm" or "-confirm".
 func profileViews(set *Options, v *view) map[string][]string {
 	out := map[string][]string{}
-	names := append([]string{""}, set.profileNames()...)
+	names := append([]string{""}, slices.Sorted(maps.Keys(set.Profiles))...)
 	for _, view := range []struct {
 		suffix     string
 		canConfirm bool

@@ -5,8 +5,12 @@ package server
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openhuman/openhuman-host/internal/treeequal"
 )
 
 // The go-sdk's ServerRequest.ClientInfo and ClientCapabilities decode the
@@ -34,18 +38,126 @@ func requestClientInfo(req clientRequest) *mcp.Implementation {
 // roots capability is read into RootsV2 and Roots alike), else from its
 // session's initialize; nil when neither declares any.
 func requestClientCapabilities(req clientRequest) *mcp.ClientCapabilities {
-	if v, ok := metaValue[*capabilitiesInMeta](req, mcp.MetaKeyClientCapabilities); ok {
-		caps := v.ClientCapabilities
-		caps.RootsV2 = v.Roots
-		if caps.RootsV2 != nil {
-			caps.Roots = *caps.RootsV2
+	caps, _ := clientCapabilities(req, false)
+	return caps
+}
+
+// clientCapabilities is requestClientCapabilities, with the capabilities
+// also marshalled as JSON when withJSON is set (nil when they are nil).
+//
+// A client of protocol 2026-07-28 sends the same capabilities with every
+// request. The last distinct value decoded from a request's _meta is kept
+// with its decoding, so that a request carrying an equal value is
+// answered without decoding it again (compared value by value, without
+// reflection). Each call returns its own copy of the struct and of the
+// JSON.
+func clientCapabilities(req clientRequest, withJSON bool) (*mcp.ClientCapabilities, []byte) {
+	if raw, ok := rawMetaValue(req, mcp.MetaKeyClientCapabilities); ok {
+		if e := lastCapabilities.Load(); e != nil && decodedEqual(raw, e.raw) {
+			return e.copy(withJSON)
 		}
-		return &caps
+		if v, ok := metaValue[*capabilitiesInMeta](req, mcp.MetaKeyClientCapabilities); ok {
+			caps := v.ClientCapabilities
+			caps.RootsV2 = v.Roots
+			if caps.RootsV2 != nil {
+				caps.Roots = *caps.RootsV2
+			}
+			e := &capabilitiesEntry{caps: caps}
+			if b, err := json.Marshal(&caps); err == nil {
+				e.json = b
+			}
+			if clone, ok := cloneJSON(raw); ok && e.json != nil {
+				e.raw = clone
+				lastCapabilities.Store(e)
+			}
+			return e.copy(withJSON)
+		}
 	}
+	var caps *mcp.ClientCapabilities
 	if p := initializeParams(req); p != nil {
-		return p.Capabilities
+		caps = p.Capabilities
 	}
-	return nil
+	if caps == nil || !withJSON {
+		return caps, nil
+	}
+	b, _ := json.Marshal(caps)
+	return caps, b
+}
+
+// capabilitiesEntry is a client capabilities value as decoded from a
+// request's _meta: raw, a deep copy of the decoded JSON value; caps, what
+// it decodes to; json, caps marshalled.
+type capabilitiesEntry struct {
+	raw  any
+	caps mcp.ClientCapabilities
+	json []byte
+}
+
+// copy returns copies of e's capabilities and, with withJSON, its JSON.
+func (e *capabilitiesEntry) copy(withJSON bool) (*mcp.ClientCapabilities, []byte) {
+	caps := e.caps
+	if !withJSON {
+		return &caps, nil
+	}
+	return &caps, slices.Clone(e.json)
+}
+
+// lastCapabilities is the last distinct capabilities value decoded from a
+// request's _meta (see clientCapabilities).
+var lastCapabilities atomic.Pointer[capabilitiesEntry]
+
+// rawMetaValue is the value under key in the _meta of req's params as
+// decoded; false when it is absent or null.
+func rawMetaValue(req clientRequest, key string) (any, bool) {
+	p := req.GetParams()
+	if p == nil || reflect.ValueOf(p).IsNil() {
+		return nil, false
+	}
+	raw, ok := p.GetMeta()[key]
+	return raw, ok && raw != nil
+}
+
+// decodedEqual reports whether a and b, values as a JSON decoder leaves
+// them in an interface (maps, slices, strings, float64, bool, nil), are
+// equal; false for any other leaf type.
+func decodedEqual(a, b any) bool {
+	return treeequal.Equal(a, b, func(a, b any) bool {
+		switch a.(type) {
+		case string, float64, bool, nil:
+			return a == b
+		}
+		return false
+	})
+}
+
+// cloneJSON deep-copies v, a value as encoding/json decodes into an
+// interface; false when v holds any other type.
+func cloneJSON(v any) (any, bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			c, ok := cloneJSON(e)
+			if !ok {
+				return nil, false
+			}
+			out[k] = c
+		}
+		return out, true
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			c, ok := cloneJSON(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
+		}
+		return out, true
+	case string, float64, bool, nil:
+		return v, true
+	}
+	return nil, false
 }
 
 // capabilitiesInMeta is the shape of client capabilities in a request's

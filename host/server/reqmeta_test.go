@@ -20,16 +20,19 @@ func TestRequestMetaMatchesTheSDK(t *testing.T) {
 		`{"io.modelcontextprotocol/clientInfo":"not an object","io.modelcontextprotocol/clientCapabilities":7}`,
 		`{"io.modelcontextprotocol/clientInfo":null,"io.modelcontextprotocol/clientCapabilities":null}`,
 	} {
-		var meta map[string]any
-		if err := json.Unmarshal([]byte(wire), &meta); err != nil {
-			t.Fatal(err)
-		}
-		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: meta, Name: "t"}}
-		if got, want := requestClientCapabilities(req), req.ClientCapabilities(); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: capabilities %+v, want the go-sdk's %+v", wire, got, want)
-		}
-		if got, want := requestClientInfo(req), req.ClientInfo(); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: client info %+v, want the go-sdk's %+v", wire, got, want)
+		// Twice: the second read of an equal value comes from the cache.
+		for range 2 {
+			req := metaRequest(t, wire)
+			if got, want := requestClientCapabilities(req), req.ClientCapabilities(); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: capabilities %+v, want the go-sdk's %+v", wire, got, want)
+			}
+			if got, want := requestClientInfo(req), req.ClientInfo(); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: client info %+v, want the go-sdk's %+v", wire, got, want)
+			}
+			caps, capsJSON := clientCapabilities(req, true)
+			if want := marshalOrNil(t, caps); string(capsJSON) != string(want) {
+				t.Errorf("%s: capabilities JSON %s, want %s", wire, capsJSON, want)
+			}
 		}
 	}
 	// No params at all.
@@ -37,6 +40,61 @@ func TestRequestMetaMatchesTheSDK(t *testing.T) {
 	if requestClientCapabilities(req) != nil || requestClientInfo(req) != nil {
 		t.Error("a request without params has capabilities or client info")
 	}
+}
+
+// What a caller does with the capabilities it was given, or with the
+// request they came from, does not change what the next request with
+// equal capabilities gets.
+func TestClientCapabilitiesCacheIsolation(t *testing.T) {
+	const (
+		wireA = `{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}},"sampling":{},"roots":{"listChanged":true}}}`
+		wireB = `{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}},"roots":{"listChanged":true}}}`
+	)
+	first := metaRequest(t, wireA)
+	caps, capsJSON := clientCapabilities(first, true)
+	if caps == nil || caps.Sampling == nil || len(capsJSON) == 0 {
+		t.Fatalf("capabilities of %s: %+v %s", wireA, caps, capsJSON)
+	}
+	caps.Sampling, caps.Elicitation = nil, nil
+	capsJSON[0] = 'X'
+	// The first request's value becomes wireB's after it was read.
+	delete(first.Params.Meta[mcp.MetaKeyClientCapabilities].(map[string]any), "sampling")
+
+	for _, wire := range []string{wireA, wireB, wireA} {
+		req := metaRequest(t, wire)
+		want := req.ClientCapabilities()
+		got, gotJSON := clientCapabilities(req, true)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: capabilities %+v, want %+v", wire, got, want)
+		}
+		if w := marshalOrNil(t, want); string(gotJSON) != string(w) {
+			t.Errorf("%s: capabilities JSON %s, want %s", wire, gotJSON, w)
+		}
+	}
+}
+
+// metaRequest is a tools/call request whose params' _meta is wire, as
+// the go-sdk decodes it.
+func metaRequest(t *testing.T, wire string) *mcp.CallToolRequest {
+	t.Helper()
+	var meta map[string]any
+	if err := json.Unmarshal([]byte(wire), &meta); err != nil {
+		t.Fatal(err)
+	}
+	return &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: meta, Name: "t"}}
+}
+
+// marshalOrNil is v as JSON, or nil for a nil v.
+func marshalOrNil(t *testing.T, v *mcp.ClientCapabilities) []byte {
+	t.Helper()
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // BenchmarkClientCapabilities reads the capabilities of a 2026-07-28

@@ -111,7 +111,7 @@ func (s *Server) clientCaller(req clientRequest) (sdk.Caller, *mcp.ClientCapabil
 	if version < statelessVersion {
 		return s.caller(ss), nil
 	}
-	caps := requestClientCapabilities(req)
+	caps, capsJSON := clientCapabilities(req, true)
 	var info *sessionInfo
 	if extra := req.GetExtra(); extra != nil && extra.Header != nil && ss != nil && ss.ID() == "" {
 		info = s.client(authSubject(extra), requestClientInfo(req), caps)
@@ -120,10 +120,7 @@ func (s *Server) clientCaller(req clientRequest) (sdk.Caller, *mcp.ClientCapabil
 	}
 	c := info.caller()
 	c.ProtocolVersion = cleanClientText(version)
-	c.ClientCapabilities = nil
-	if caps != nil {
-		c.ClientCapabilities, _ = json.Marshal(caps)
-	}
+	c.ClientCapabilities = capsJSON
 	return c, caps
 }
 

@@ -133,25 +133,22 @@ func decodedEqual(a, b any) bool {
 // cloneJSON deep-copies v, a value as encoding/json decodes into an
 // interface; false when v holds any other type.
 func cloneJSON(v any) (any, bool) {
+	var ok bool
 	switch v := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			c, ok := cloneJSON(e)
-			if !ok {
+			if out[k], ok = cloneJSON(e); !ok {
 				return nil, false
 			}
-			out[k] = c
 		}
 		return out, true
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			c, ok := cloneJSON(e)
-			if !ok {
+			if out[i], ok = cloneJSON(e); !ok {
 				return nil, false
 			}
-			out[i] = c
 		}
 		return out, true
 	case string, float64, bool, nil:

@@ -393,9 +393,17 @@ func openWithConfig(t *testing.T, dir string, cfg map[string]any, secrets map[st
 // endpoint (nil for the default one).
 func openWithClient(t *testing.T, dir string, cfg map[string]any, secrets map[string]string, client *http.Client) *Provider {
 	t.Helper()
+	return openWithDelay(t, dir, cfg, secrets, client, 0)
+}
+
+// openWithDelay is openWithClient with the background backfill's start
+// delay: time.Hour for a test that runs backfillOnce itself and must not
+// share the endpoint with the background loop.
+func openWithDelay(t *testing.T, dir string, cfg map[string]any, secrets map[string]string, client *http.Client, delay time.Duration) *Provider {
+	t.Helper()
 	requireFTS5(t)
 	p := New(&Options{Now: newTestClock().Now, HTTPClient: client})
-	p.backfillDelay = 0
+	p.backfillDelay = delay
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -657,7 +665,8 @@ func TestRefusedTextDoesNotPauseEndpoint(t *testing.T) {
 	t.Parallel()
 	fake := newFakeEmbeddings(t, 16)
 	fake.Refuse("POISON")
-	p := openWithConfig(t, t.TempDir(), map[string]any{"embeddings": map[string]any{"base_url": fake.URL(), "model": "m"}}, nil)
+	// The background backfill would send requests of its own.
+	p := openWithDelay(t, t.TempDir(), map[string]any{"embeddings": map[string]any{"base_url": fake.URL(), "model": "m"}}, nil, nil, time.Hour)
 	put(t, p, map[string]any{"title": "Bad", "content": "POISON text"})
 	put(t, p, map[string]any{"title": "Good", "content": "good text"})
 	got := call[recallResult](t, p, ToolRecall, map[string]any{"query": "good text"})

@@ -4,6 +4,7 @@ package server
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"slices"
 	"sync/atomic"
@@ -119,11 +120,15 @@ func rawMetaValue(req clientRequest, key string) (any, bool) {
 
 // decodedEqual reports whether a and b, values as a JSON decoder leaves
 // them in an interface (maps, slices, strings, float64, bool, nil), are
-// equal; false for any other leaf type.
+// equal; false for any other leaf type. Numbers are equal only with the
+// same bits: 0 and -0 are equal as numbers but marshal differently.
 func decodedEqual(a, b any) bool {
 	return treeequal.Equal(a, b, func(a, b any) bool {
-		switch a.(type) {
-		case string, float64, bool, nil:
+		switch a := a.(type) {
+		case float64:
+			b, ok := b.(float64)
+			return ok && math.Float64bits(a) == math.Float64bits(b)
+		case string, bool, nil:
 			return a == b
 		}
 		return false

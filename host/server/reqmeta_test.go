@@ -73,6 +73,24 @@ func TestClientCapabilitiesCacheIsolation(t *testing.T) {
 	}
 }
 
+// Values the cache would take as equal but that decode differently are
+// each read as sent: 0 and -0 are equal as numbers, not as JSON, and a
+// client sending one is not answered with another client's other.
+func TestClientCapabilitiesCacheTellsZeroSigns(t *testing.T) {
+	for _, wire := range []string{
+		`{"io.modelcontextprotocol/clientCapabilities":{"experimental":{"n":-0}}}`,
+		`{"io.modelcontextprotocol/clientCapabilities":{"experimental":{"n":0}}}`,
+		`{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"x/y":{"v":[-0]}}}}`,
+		`{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"x/y":{"v":[0]}}}}`,
+	} {
+		req := metaRequest(t, wire)
+		_, got := clientCapabilities(req, true)
+		if want := marshalOrNil(t, req.ClientCapabilities()); string(got) != string(want) {
+			t.Errorf("%s: capabilities JSON %s, want %s", wire, got, want)
+		}
+	}
+}
+
 // metaRequest is a tools/call request whose params' _meta is wire, as
 // the go-sdk decodes it.
 func metaRequest(t *testing.T, wire string) *mcp.CallToolRequest {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/openhuman/openhuman-host/internal/treeequal"
 )
@@ -17,9 +18,10 @@ import (
 // The go-sdk's ServerRequest.ClientInfo and ClientCapabilities decode the
 // request's _meta value on every call, through a decoder that allocates a
 // 32 KiB buffer each time; the host asks for them on every tools/call. The
-// functions below give the same answers with encoding/json, which
-// allocates in proportion to the value. docs/performance.md ("Decoding")
-// has the measurements.
+// functions below give the same answers parsing the value's bytes in
+// place with the same segmentio parser and flags, which allocates in
+// proportion to the value. docs/performance.md ("Decoding") has the
+// measurements.
 
 // requestClientInfo is req.ClientInfo(): the client's implementation from
 // the request's _meta (MCP 2026-07-28 and later, SEP-2575), else from its
@@ -199,8 +201,10 @@ func metaValue[T any](req clientRequest, key string) (T, bool) {
 	if err != nil {
 		return zero, false
 	}
+	// Field names match only as spelled, as the go-sdk decodes them:
+	// encoding/json would also take "Elicitation" for "elicitation".
 	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
+	if rest, err := sjson.Parse(b, &v, sjson.DontMatchCaseInsensitiveStructFields); err != nil || len(rest) != 0 {
 		return zero, false
 	}
 	return v, true

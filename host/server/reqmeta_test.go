@@ -19,6 +19,9 @@ func TestRequestMetaMatchesTheSDK(t *testing.T) {
 		`{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`,
 		`{"io.modelcontextprotocol/clientInfo":"not an object","io.modelcontextprotocol/clientCapabilities":7}`,
 		`{"io.modelcontextprotocol/clientInfo":null,"io.modelcontextprotocol/clientCapabilities":null}`,
+		// Field names match only as spelled, as in the go-sdk's decoder.
+		`{"io.modelcontextprotocol/clientInfo":{"Name":"c","VERSION":"1"},"io.modelcontextprotocol/clientCapabilities":{"Elicitation":{"form":{}},"SAMPLING":{}}}`,
+		`{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"URL":{}},"Roots":{"listChanged":true}}}`,
 	} {
 		// Twice: the second read of an equal value comes from the cache.
 		for range 2 {

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the capabilities read here include sampling, deprecated from protocol 2026-07-28 (SEP-2577) and still declared by clients.
+
 package server
 
 import (

@@ -67,6 +67,9 @@
 // floor's is what relaying costs (target ≥ 0.8). -relay-modes adds
 // host/relay-in-host and host/relay-plugin, the relay with [upstream]
 // process = "host" and "plugin", to compare the two in the same rounds.
+// -http (on by default) adds floor/http, host/relay/http and
+// peer/mcp-go-proxy/http: the floor, the relay and the peer proxy with the
+// client on Streamable HTTP, for the relay's targets over HTTP.
 //
 // -cpuprofile FILE adds a pass after the measurement: the host pipeline is
 // run by bench/profhost (the same packages `serve` uses, with
@@ -122,6 +125,7 @@ type options struct {
 	auditCost    bool
 	telemetry    bool
 	relay        bool
+	http         bool
 	relayModes   bool
 	peer         bool
 	coldDefaults bool
@@ -246,6 +250,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.coldDefaults, "cold-defaults", true, "also launch "+defaultsTarget+" (the embedded default config: memory and agent on) for its cold start, and break one launch down from its debug log")
 	fs.BoolVar(&o.relayModes, "relay-modes", false, "with -relay, also measure "+relayHostTarget+" and "+relayPluginTarget+": the relay with the upstream provider\nin the host's process and in a plugin process of its own ([upstream] process), in the same rounds")
 	fs.BoolVar(&o.peer, "peer", true, "with -relay, also measure "+peerTarget+": the floor behind a plain MCP proxy built on github.com/mark3labs/mcp-go (bench/peerproxy, fetched from the Go module proxy), the relay's peer")
+	fs.BoolVar(&o.http, "http", true, "with -relay, also measure the floor, host/relay and the peer proxy with the client on Streamable HTTP ("+floorHTTPTarget+", "+relayHTTPTarget+", "+peerHTTPTarget+")")
 	fs.BoolVar(&o.relay, "relay", true, "also measure host/relay (the floor server behind the host as an upstream MCP server, through the upstream provider) in the same rounds, for the relay's cost against the floor alone")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the host pipeline under load to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of the host pipeline to this file")

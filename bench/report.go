@@ -197,8 +197,8 @@ func (r *results) finish() {
 		return
 	}
 	for _, name := range r.Order {
-		if name != "host" && !strings.HasPrefix(name, "host/") {
-			continue
+		if name != "host" && !strings.HasPrefix(name, "host/") || name == relayHTTPTarget {
+			continue // relayHTTPTarget is compared with floorHTTPTarget, not the floor
 		}
 		t := r.Targets[name]
 		if len(t.Load) == 0 {
@@ -216,7 +216,6 @@ func (r *results) finish() {
 		}
 		r.Hosts = append(r.Hosts, hf)
 	}
-	met := func(ok bool) *bool { return &ok }
 	if f, h := floor.Load[8], host.Load[8]; f != nil && h != nil && f.CallsPerSec > 0 {
 		v := h.CallsPerSec / f.CallsPerSec
 		r.Ratios = append(r.Ratios, ratio{Name: "host/floor throughput at c=8", Value: v, Unit: "×",
@@ -255,26 +254,38 @@ func (r *results) finish() {
 		r.Ratios = append(r.Ratios, ratio{Name: pssName, Unit: "MiB", Target: pssTarget,
 			Note: "not measured: needs -memory and 8 in -c"})
 	}
-	relayName := "relay/floor throughput at c=8"
-	if f, h := floor.Load[8], r.load(relayTarget, 8); f != nil && h != nil && f.CallsPerSec > 0 {
+	r.relayRatios("relay/floor throughput at c=8", "relay/peer server CPU per call at c=8",
+		"floor", relayTarget, peerTarget, "-relay")
+	r.relayRatios("relay/floor throughput at c=8 over HTTP", "relay/peer server CPU per call at c=8 over HTTP",
+		floorHTTPTarget, relayHTTPTarget, peerHTTPTarget, "-relay, -http")
+}
+
+// met is a ratio's Met for ok.
+func met(ok bool) *bool { return &ok }
+
+// relayRatios adds the relay's two ratios at c=8 over one transport:
+// relay's throughput against floor's, and its server CPU per call against
+// peer's; flags names the bench flags those targets need, for the note of
+// a ratio not measured.
+func (r *results) relayRatios(throughputName, cpuName, floor, relay, peer, flags string) {
+	if f, h := r.load(floor, 8), r.load(relay, 8); f != nil && h != nil && f.CallsPerSec > 0 {
 		v := h.CallsPerSec / f.CallsPerSec
-		r.Ratios = append(r.Ratios, ratio{Name: relayName, Value: v, Unit: "×",
+		r.Ratios = append(r.Ratios, ratio{Name: throughputName, Value: v, Unit: "×",
 			Target: fmt.Sprintf("≥ %.1f", targetRelayRatio), Met: met(v >= targetRelayRatio)})
 	} else {
-		r.Ratios = append(r.Ratios, ratio{Name: relayName, Unit: "×", Target: fmt.Sprintf("≥ %.1f", targetRelayRatio),
-			Note: "not measured: needs -relay and 8 in -c"})
+		r.Ratios = append(r.Ratios, ratio{Name: throughputName, Unit: "×", Target: fmt.Sprintf("≥ %.1f", targetRelayRatio),
+			Note: "not measured: needs " + flags + " and 8 in -c"})
 	}
-	peerName := "relay/peer server CPU per call at c=8"
-	if p, h := r.load(peerTarget, 8), r.load(relayTarget, 8); p != nil && h != nil && p.ServerCPUCall > 0 {
+	if p, h := r.load(peer, 8), r.load(relay, 8); p != nil && h != nil && p.ServerCPUCall > 0 {
 		v := h.ServerCPUCall / p.ServerCPUCall
-		r.Ratios = append(r.Ratios, ratio{Name: peerName, Value: v, Unit: "×",
+		r.Ratios = append(r.Ratios, ratio{Name: cpuName, Value: v, Unit: "×",
 			Target: fmt.Sprintf("≤ %.1f", targetPeerCPURatio), Met: met(v <= targetPeerCPURatio)})
 	} else {
 		note := r.PeerNote
 		if note == "" {
-			note = "not measured: needs -relay, -peer and 8 in -c"
+			note = "not measured: needs " + flags + ", -peer and 8 in -c"
 		}
-		r.Ratios = append(r.Ratios, ratio{Name: peerName, Unit: "×", Target: fmt.Sprintf("≤ %.1f", targetPeerCPURatio), Note: note})
+		r.Ratios = append(r.Ratios, ratio{Name: cpuName, Unit: "×", Target: fmt.Sprintf("≤ %.1f", targetPeerCPURatio), Note: note})
 	}
 }
 
@@ -434,6 +445,10 @@ func reportHosts(w io.Writer, r *results) {
 	printCost(w, "telemetry cost", withTelemetry, withAudit, "host", targetTelemetryCost)
 	if p, h := r.load(peerTarget, 8), r.load(relayTarget, 8); relay > 0 && p != nil && h != nil && p.CallsPerSec > 0 {
 		fmt.Fprintf(w, "relay against the peer proxy at c=8: %.2f× its throughput, %.0fµs against %.0fµs server CPU per call\n",
+			h.CallsPerSec/p.CallsPerSec, h.ServerCPUCall, p.ServerCPUCall)
+	}
+	if p, h := r.load(peerHTTPTarget, 8), r.load(relayHTTPTarget, 8); p != nil && h != nil && p.CallsPerSec > 0 {
+		fmt.Fprintf(w, "relay against the peer proxy at c=8 over HTTP: %.2f× its throughput, %.0fµs against %.0fµs server CPU per call\n",
 			h.CallsPerSec/p.CallsPerSec, h.ServerCPUCall, p.ServerCPUCall)
 	}
 	if mh, mp := r.load(memoryTarget, 8), r.load(memoryPluginTarget, 8); mh != nil && mp != nil {

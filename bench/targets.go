@@ -11,8 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,6 +23,7 @@ import (
 	"github.com/openhuman/openhuman-host/providers/memory/memorytool"
 	"github.com/openhuman/openhuman-host/sdk"
 	"github.com/openhuman/openhuman-host/sdk/mcpwire"
+	"github.com/openhuman/openhuman-host/sdk/testproc"
 )
 
 // target is one server the bench drives.
@@ -43,6 +46,9 @@ type target struct {
 	// coldOnly targets are launched for their cold start only, not
 	// measured under load.
 	coldOnly bool
+	// url is the Streamable HTTP endpoint the server serves once started;
+	// empty for a server driven over its stdio.
+	url string
 }
 
 // runtimeEnv are the variables the bench takes out of the inherited
@@ -94,6 +100,16 @@ const (
 	relayHostTarget   = "host/relay-in-host"
 	relayPluginTarget = "host/relay-plugin"
 	relayTool         = "floor__" + noop.FloorTool
+)
+
+// floorHTTPTarget, relayHTTPTarget and peerHTTPTarget are the floor, the
+// host's relay and the peer proxy driven over Streamable HTTP instead of
+// stdio (the floor behind the relay and the peer is still a stdio
+// server).
+const (
+	floorHTTPTarget = "floor/http"
+	relayHTTPTarget = "host/relay/http"
+	peerHTTPTarget  = "peer/mcp-go-proxy/http"
 )
 
 // memoryTarget is the host serving memory_search from the memory provider
@@ -187,33 +203,33 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 		}
 	}
 
-	if o.relay {
-		// The floor server behind the host as an upstream MCP server:
-		// every call crosses the host, the upstream provider and the
-		// floor's stdio, so against the floor alone it is the relay's
-		// cost.
-		relay := func(process string) string {
-			c := audit + "[providers.memory]\nenabled = false\n\n[providers.agent]\nenabled = false\n\n"
-			if process != "" {
-				c += "[upstream]\nprocess = " + tomlString(process) + "\n\n"
-			}
-			return c + "[[upstream.servers]]\nname = \"floor\"\ncommand = " + tomlString(floorBin) + "\n" +
-				"read_only_tools = [" + tomlString(noop.FloorTool) + "]\n"
+	// relayConfig has the floor server behind the host as an upstream MCP
+	// server, with the upstream provider where process says ("" for its
+	// default): every call crosses the host, the upstream provider and the
+	// floor's stdio, so against the floor alone it is the relay's cost.
+	relayConfig := func(process string) string {
+		c := audit + "[providers.memory]\nenabled = false\n\n[providers.agent]\nenabled = false\n\n"
+		if process != "" {
+			c += "[upstream]\nprocess = " + tomlString(process) + "\n\n"
 		}
+		return c + "[[upstream.servers]]\nname = \"floor\"\ncommand = " + tomlString(floorBin) + "\n" +
+			"read_only_tools = [" + tomlString(noop.FloorTool) + "]\n"
+	}
+	if o.relay {
 		modes := [][2]string{{relayTarget, ""}}
 		if o.relayModes {
 			modes = append(modes, [2]string{relayHostTarget, "host"}, [2]string{relayPluginTarget, "plugin"})
 		}
 		for _, m := range modes {
-			if _, err := addHost(m[0], relay(m[1]), nil, relayTool); err != nil {
+			if _, err := addHost(m[0], relayConfig(m[1]), nil, relayTool); err != nil {
 				return nil, err
 			}
 		}
 	}
 
+	peerEnv := childEnv(o.floorEnv...)
 	if o.relay && peerBin != "" {
 		// The floor behind a plain proxy: the relay's peer.
-		peerEnv := childEnv(o.floorEnv...)
 		targets = append(targets, &target{
 			name: peerTarget,
 			tool: noop.FloorTool,
@@ -224,6 +240,62 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 				return cmd
 			},
 		})
+	}
+
+	if o.relay && o.http {
+		// The same comparison with the client on Streamable HTTP: the
+		// floor serving HTTP itself, the host relaying the stdio floor,
+		// and the peer proxy relaying it.
+		port := func() (string, error) {
+			p, err := testproc.FreePort()
+			return strconv.Itoa(p), err
+		}
+		p, err := port()
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, &target{
+			name: floorHTTPTarget,
+			tool: noop.FloorTool,
+			args: map[string]any{},
+			url:  "http://127.0.0.1:" + p + "/",
+			command: func() *exec.Cmd {
+				cmd := exec.Command(floorBin, "-http", "127.0.0.1:"+p)
+				cmd.Env = floorEnv
+				return cmd
+			},
+		})
+		rp, err := port()
+		if err != nil {
+			return nil, err
+		}
+		rt, err := addHost(relayHTTPTarget, relayConfig(""), nil, relayTool)
+		if err != nil {
+			return nil, err
+		}
+		rt.url = "http://127.0.0.1:" + rp + "/"
+		rt.command = func() *exec.Cmd {
+			cmd := exec.Command(o.hostBin, "--config", rt.configPath, "serve", "--transport", "http", "--port", rp)
+			cmd.Env = rt.env
+			return cmd
+		}
+		if peerBin != "" {
+			pp, err := port()
+			if err != nil {
+				return nil, err
+			}
+			targets = append(targets, &target{
+				name: peerHTTPTarget,
+				tool: noop.FloorTool,
+				args: map[string]any{},
+				url:  "http://127.0.0.1:" + pp + "/mcp",
+				command: func() *exec.Cmd {
+					cmd := exec.Command(peerBin, "-http", "127.0.0.1:"+pp, floorBin)
+					cmd.Env = peerEnv
+					return cmd
+				},
+			})
+		}
 	}
 
 	if o.memory {
@@ -327,13 +399,18 @@ func (t *target) checkToolsList(ctx context.Context, hostBin string) error {
 		t.name, t.configPath, t.listed, err, stdout.String(), stderr.String())
 }
 
-// running is a started server with an initialized client session.
+// running is a started server with an initialized client session. For a
+// server driven over Streamable HTTP, whose process closing the session
+// does not end, exited is closed once the process has exited, with
+// waitErr set; it is nil for a stdio server.
 type running struct {
-	cmd    *exec.Cmd
-	cs     *mcp.ClientSession
-	stderr *tailBuffer
-	once   sync.Once
-	err    error
+	cmd     *exec.Cmd
+	cs      *mcp.ClientSession
+	stderr  *tailBuffer
+	exited  chan struct{}
+	waitErr error
+	once    sync.Once
+	err     error
 }
 
 // start launches the server, connects the go-sdk client and lists the
@@ -347,11 +424,21 @@ func (t *target) start(ctx context.Context) (*running, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	cs, err := client.Connect(ctx, &mcpwire.CommandTransport{Cmd: cmd, Terminate: 3 * time.Second}, nil)
+	var cs *mcp.ClientSession
+	var err error
+	if t.url == "" {
+		cs, err = client.Connect(ctx, &mcpwire.CommandTransport{Cmd: cmd, Terminate: 3 * time.Second}, nil)
+	} else {
+		cs, err = connectHTTP(ctx, client, r, t.url)
+	}
 	if err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+			if r.exited != nil {
+				<-r.exited
+			} else {
+				_ = cmd.Wait()
+			}
 		}
 		return nil, 0, fmt.Errorf("%s: connect: %w%s", t.name, err, r.stderr.suffix())
 	}
@@ -374,10 +461,55 @@ func (t *target) start(ctx context.Context) (*running, time.Duration, error) {
 }
 
 // close ends the session: stdin is closed and the server is waited for
-// (SIGTERM, then SIGKILL, if it lingers).
+// (SIGTERM, then SIGKILL, if it lingers); over HTTP the server is sent
+// SIGTERM (killed where signals are not supported) and waited for, and
+// killed if it lingers.
 func (r *running) close() error {
-	r.once.Do(func() { r.err = r.cs.Close() })
+	r.once.Do(func() {
+		r.err = r.cs.Close()
+		if r.exited == nil {
+			return
+		}
+		if r.cmd.Process.Signal(syscall.SIGTERM) != nil {
+			_ = r.cmd.Process.Kill()
+		}
+		select {
+		case <-r.exited:
+		case <-time.After(3 * time.Second):
+			_ = r.cmd.Process.Kill()
+			<-r.exited
+		}
+	})
 	return r.err
+}
+
+// connectHTTP starts r.cmd, a server that will serve Streamable HTTP at
+// url, and connects client to it, trying again every 5 ms until the
+// server listens, exits, or ctx ends. r.exited is closed, with r.waitErr
+// set, when the process has exited.
+func connectHTTP(ctx context.Context, client *mcp.Client, r *running, url string) (*mcp.ClientSession, error) {
+	if err := r.cmd.Start(); err != nil {
+		return nil, err
+	}
+	r.exited = make(chan struct{})
+	go func() {
+		r.waitErr = r.cmd.Wait()
+		close(r.exited)
+	}()
+	for {
+		transport := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true}
+		cs, err := client.Connect(ctx, transport, nil)
+		if err == nil {
+			return cs, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: %w", url, err)
+		case <-r.exited:
+			return nil, fmt.Errorf("the server exited (%v) before it served %s", r.waitErr, url)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // measureColdStarts launches every target o.coldRuns times, interleaved,

@@ -3,12 +3,13 @@
 // github.com/mark3labs/mcp-go (the library under TBXark/mcp-proxy) from
 // the Go module proxy.
 //
-// It serves MCP on stdio. At start it launches the stdio MCP server whose
+// It serves MCP on stdio, or with -http ADDR over Streamable HTTP at
+// http://ADDR/mcp. At start it launches the stdio MCP server whose
 // command line is its arguments, lists that server's tools and serves
 // each one under the same name, passing every tools/call to the server
 // on one client session and its result back unchanged:
 //
-//	peerproxy /path/to/server [args...]
+//	peerproxy [-http ADDR] /path/to/server [args...]
 //
 // It is its own module so the host module does not depend on mcp-go; the
 // bench builds it with `go build` in this directory, which fetches the
@@ -18,6 +19,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 
@@ -34,13 +36,16 @@ func main() {
 }
 
 func run() error {
-	if len(os.Args) < 2 {
-		return fmt.Errorf("usage: peerproxy COMMAND [ARG...]")
+	addr := flag.String("http", "", "serve Streamable HTTP on this loopback address instead of stdio")
+	flag.Parse()
+	args := flag.Args()
+	if len(args) < 1 {
+		return fmt.Errorf("usage: peerproxy [-http ADDR] COMMAND [ARG...]")
 	}
 	ctx := context.Background()
-	upstream, err := client.NewStdioMCPClient(os.Args[1], os.Environ(), os.Args[2:]...)
+	upstream, err := client.NewStdioMCPClient(args[0], os.Environ(), args[1:]...)
 	if err != nil {
-		return fmt.Errorf("start %s: %w", os.Args[1], err)
+		return fmt.Errorf("start %s: %w", args[0], err)
 	}
 	defer upstream.Close()
 
@@ -48,11 +53,11 @@ func run() error {
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "peerproxy", Version: "bench"}
 	if _, err := upstream.Initialize(ctx, init); err != nil {
-		return fmt.Errorf("initialize %s: %w", os.Args[1], err)
+		return fmt.Errorf("initialize %s: %w", args[0], err)
 	}
 	tools, err := upstream.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
-		return fmt.Errorf("list the tools of %s: %w", os.Args[1], err)
+		return fmt.Errorf("list the tools of %s: %w", args[0], err)
 	}
 
 	s := server.NewMCPServer("peerproxy", "bench", server.WithToolCapabilities(false))
@@ -61,6 +66,9 @@ func run() error {
 	}
 	for _, t := range tools.Tools {
 		s.AddTool(t, relay)
+	}
+	if *addr != "" {
+		return server.NewStreamableHTTPServer(s).Start(*addr)
 	}
 	return server.ServeStdio(s)
 }

@@ -37,3 +37,26 @@ func TestTuneGCForStdio(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set: memory limit %d, want it untouched (%d)", got, prevLimit)
 	}
 }
+
+func TestTuneGCForHTTP(t *testing.T) {
+	t.Setenv("GOGC", "")
+	prevPercent := debug.SetGCPercent(100)
+	prevLimit := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() {
+		debug.SetGCPercent(prevPercent)
+		debug.SetMemoryLimit(prevLimit)
+	})
+	tuneGCForHTTP()
+	if got := debug.SetGCPercent(100); got != httpGCPercent {
+		t.Errorf("GOGC %d, want %d", got, httpGCPercent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != prevLimit {
+		t.Errorf("memory limit %d, want it untouched (%d)", got, prevLimit)
+	}
+	// Set by the user, GOGC is theirs.
+	t.Setenv("GOGC", "150")
+	tuneGCForHTTP()
+	if got := debug.SetGCPercent(-1); got != 100 {
+		t.Errorf("with GOGC set: GOGC %d, want it untouched (100)", got)
+	}
+}

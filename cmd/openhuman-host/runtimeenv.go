@@ -12,8 +12,8 @@ import (
 // off), GOMEMLIMIT in bytes when there is a soft memory limit, and GORACE
 // as this process got it, when set. The host starts providers with an
 // allow-listed environment, so without these they would run with Go's
-// defaults whatever the host runs with (GOGC=400 and a soft limit on
-// stdio: tuneGCForStdio). GORACE matters only to a build with the race
+// defaults whatever the host runs with (GOGC=400, with a soft limit on
+// stdio: tuneGCForStdio, tuneGCForHTTP). GORACE matters only to a build with the race
 // detector, whose providers are the same binary: they then report races
 // where the host does and, with atexit_sleep_ms, exit as soon as it does.
 func runtimeEnv() []string {

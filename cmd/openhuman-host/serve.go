@@ -104,6 +104,7 @@ func runServe(cmd *cobra.Command, g *globalFlags, f *serveFlags, cfg *config.Con
 			return err
 		}
 		cfg.Server.Replica = cfg.Server.ReplicaName(port)
+		tuneGCForHTTP()
 	} else {
 		tuneGCForStdio(host.TelemetrySettings(cfg.Telemetry, "", "").Enabled(), len(host.InHostBuiltins(cfg, nil)))
 		cfg.Server.Replica = cfg.Server.ReplicaName(0)
@@ -267,8 +268,12 @@ func forceExit(h *host.Host, log hclog.Logger, d time.Duration, cause string) {
 // message, so the default GOGC=100 spends much of a busy host's CPU in GC;
 // a stdio server holds one session, so its live heap stays small and a
 // soft 24 MiB limit keeps memory bounded while GC runs a quarter as often.
-// docs/performance.md has the measurements behind the numbers. HTTP
-// servers, whose heap grows with their sessions, keep Go's defaults.
+// docs/performance.md has the measurements behind the numbers. An HTTP
+// server, which allocates more per request (the go-sdk's Streamable HTTP
+// handler builds a connection for each stateless request), runs with
+// GOGC=400 too, but with no limit, since its live heap grows with its
+// sessions and a limit below it would make the GC run without pause: its
+// heap may grow to five times what is live.
 //
 // Telemetry keeps state of its own on the heap (the span queue, export
 // buffers, the aggregations of each metric reader), a few MiB under load.
@@ -281,6 +286,7 @@ func forceExit(h *host.Host, log hclog.Logger, d time.Duration, cause string) {
 // (caches, sessions) is on the host's heap; as plugin processes each had
 // a limit of its own.
 const (
+	httpGCPercent        = 400
 	stdioGCPercent       = 400
 	stdioMemoryLimit     = 24 << 20
 	stdioTelemetryMemory = 6 << 20
@@ -301,6 +307,14 @@ func tuneGCForStdio(telemetry bool, inHost int) {
 			limit += stdioTelemetryMemory
 		}
 		debug.SetMemoryLimit(limit)
+	}
+}
+
+// tuneGCForHTTP applies the HTTP server's GC setting, GOGC=httpGCPercent,
+// unless GOGC is set; the memory limit is left alone.
+func tuneGCForHTTP() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(httpGCPercent)
 	}
 }
 

@@ -53,7 +53,9 @@ func requestClientCapabilities(req clientRequest) *mcp.ClientCapabilities {
 // with its decoding, so that a request carrying an equal value is
 // answered without decoding it again (compared value by value, without
 // reflection). Each call returns its own copy of the struct and of the
-// JSON.
+// JSON; the values the struct points to (Elicitation, Sampling, RootsV2,
+// Experimental, Extensions) are shared with the cache and must not be
+// modified.
 func clientCapabilities(req clientRequest, withJSON bool) (*mcp.ClientCapabilities, []byte) {
 	if raw, ok := rawMetaValue(req, mcp.MetaKeyClientCapabilities); ok {
 		if e := lastCapabilities.Load(); e != nil && decodedEqual(raw, e.raw) {

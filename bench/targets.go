@@ -125,17 +125,8 @@ const (
 // host/telemetry, with -relay host/relay and, when peerBin is set, the
 // peer proxy, and with -memory host+memory, in that order.
 func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) ([]*target, error) {
-	floor := &target{
-		name: "floor",
-		tool: noop.FloorTool,
-		args: map[string]any{},
-	}
 	floorEnv := childEnv(o.floorEnv...)
-	floor.command = func() *exec.Cmd {
-		cmd := exec.Command(floorBin)
-		cmd.Env = floorEnv
-		return cmd
-	}
+	floor := floorToolTarget("floor", "", floorEnv, floorBin)
 
 	audit := fmt.Sprintf("[audit]\nrecord_reads = %t\n\n", o.recordReads)
 	noopConfig := func(provArgs []string) string {
@@ -230,16 +221,7 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 	peerEnv := childEnv(o.floorEnv...)
 	if o.relay && peerBin != "" {
 		// The floor behind a plain proxy: the relay's peer.
-		targets = append(targets, &target{
-			name: peerTarget,
-			tool: noop.FloorTool,
-			args: map[string]any{},
-			command: func() *exec.Cmd {
-				cmd := exec.Command(peerBin, floorBin)
-				cmd.Env = peerEnv
-				return cmd
-			},
-		})
+		targets = append(targets, floorToolTarget(peerTarget, "", peerEnv, peerBin, floorBin))
 	}
 
 	if o.relay && o.http {
@@ -254,17 +236,7 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 		if err != nil {
 			return nil, err
 		}
-		targets = append(targets, &target{
-			name: floorHTTPTarget,
-			tool: noop.FloorTool,
-			args: map[string]any{},
-			url:  "http://127.0.0.1:" + p + "/",
-			command: func() *exec.Cmd {
-				cmd := exec.Command(floorBin, "-http", "127.0.0.1:"+p)
-				cmd.Env = floorEnv
-				return cmd
-			},
-		})
+		targets = append(targets, floorToolTarget(floorHTTPTarget, "http://127.0.0.1:"+p+"/", floorEnv, floorBin, "-http", "127.0.0.1:"+p))
 		rp, err := port()
 		if err != nil {
 			return nil, err
@@ -284,17 +256,7 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 			if err != nil {
 				return nil, err
 			}
-			targets = append(targets, &target{
-				name: peerHTTPTarget,
-				tool: noop.FloorTool,
-				args: map[string]any{},
-				url:  "http://127.0.0.1:" + pp + "/mcp",
-				command: func() *exec.Cmd {
-					cmd := exec.Command(peerBin, "-http", "127.0.0.1:"+pp, floorBin)
-					cmd.Env = peerEnv
-					return cmd
-				},
-			})
+			targets = append(targets, floorToolTarget(peerHTTPTarget, "http://127.0.0.1:"+pp+"/mcp", peerEnv, peerBin, "-http", "127.0.0.1:"+pp, floorBin))
 		}
 	}
 
@@ -326,6 +288,17 @@ func setupTargets(o *options, tmp, floorBin, provBin, provSHA, peerBin string) (
 		targets = append(targets, t)
 	}
 	return targets, nil
+}
+
+// floorToolTarget is a server whose timed call is the floor's tool without
+// arguments: bin run with args in env, serving url (empty for stdio).
+func floorToolTarget(name, url string, env []string, bin string, args ...string) *target {
+	return &target{name: name, tool: noop.FloorTool, args: map[string]any{}, url: url,
+		command: func() *exec.Cmd {
+			cmd := exec.Command(bin, args...)
+			cmd.Env = env
+			return cmd
+		}}
 }
 
 // hostTarget writes config into dir and gives the host its own XDG

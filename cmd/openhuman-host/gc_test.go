@@ -5,7 +5,10 @@ import (
 	"testing"
 )
 
-func TestTuneGCForStdio(t *testing.T) {
+// unsetGCSettings unsets GOGC and GOMEMLIMIT for the test, sets GOGC=100,
+// and restores the process's GC percent, memory limit and inHostMemory
+// when the test ends; it returns the memory limit in force.
+func unsetGCSettings(t *testing.T) int64 {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
 	prevPercent := debug.SetGCPercent(100)
@@ -15,6 +18,11 @@ func TestTuneGCForStdio(t *testing.T) {
 		debug.SetMemoryLimit(prevLimit)
 		inHostMemory = 0
 	})
+	return prevLimit
+}
+
+func TestTuneGCForStdio(t *testing.T) {
+	prevLimit := unsetGCSettings(t)
 	for _, tc := range []struct {
 		telemetry bool
 		inHost    int
@@ -39,13 +47,7 @@ func TestTuneGCForStdio(t *testing.T) {
 }
 
 func TestTuneGCForHTTP(t *testing.T) {
-	t.Setenv("GOGC", "")
-	prevPercent := debug.SetGCPercent(100)
-	prevLimit := debug.SetMemoryLimit(-1)
-	t.Cleanup(func() {
-		debug.SetGCPercent(prevPercent)
-		debug.SetMemoryLimit(prevLimit)
-	})
+	prevLimit := unsetGCSettings(t)
 	tuneGCForHTTP()
 	if got := debug.SetGCPercent(100); got != httpGCPercent {
 		t.Errorf("GOGC %d, want %d", got, httpGCPercent)

@@ -72,15 +72,28 @@ func newWine(ctx context.Context, t *testing.T, launcher, cc, dir string) *wine 
 }
 
 // run runs args in the prefix and returns their standard output.
+//
+// Wine's launcher now and then fails to start a program at all on a busy
+// machine ("Application could not be started ... ShellExecuteEx failed:
+// Internal error"); nothing of the program ran then, so run tries again,
+// up to three launches in all.
 func (w *wine) run(ctx context.Context, t *testing.T, args ...string) []byte {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd := w.Command(ctx, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("wine %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+	for attempt := 1; ; attempt++ {
+		var stdout, stderr bytes.Buffer
+		cmd := w.Command(ctx, args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if err == nil {
+			return stdout.Bytes()
+		}
+		notStarted := bytes.Contains(stdout.Bytes(), []byte("Application could not be started")) ||
+			bytes.Contains(stderr.Bytes(), []byte("Application could not be started"))
+		if !notStarted || attempt == 3 {
+			t.Fatalf("wine %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
+		}
+		t.Logf("wine %s: the program did not start (%v); launching it again", strings.Join(args, " "), err)
 	}
-	return stdout.Bytes()
 }
 
 // linuxProcs returns the processes (by Linux pid) whose command line names

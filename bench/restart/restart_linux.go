@@ -167,7 +167,7 @@ func once(hostBin, config string, env []string, provBin string, poll time.Durati
 }
 
 // childRunning returns the pid of parent's child process whose executable
-// is bin.
+// has bin's file name (the host runs a verified copy of bin).
 func childRunning(parent int, bin string) (int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -187,7 +187,10 @@ func childRunning(parent int, bin string) (int, error) {
 		if len(fields) < 2 || fields[1] != strconv.Itoa(parent) {
 			continue
 		}
-		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == bin {
+		// The host runs a verified copy of a third-party provider
+		// (<data>/<name>/.exec/verified-*/<file>), so the file name is
+		// what the child shares with bin.
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && filepath.Base(exe) == filepath.Base(bin) {
 			return pid, nil
 		}
 	}

@@ -115,7 +115,7 @@ var lastCapabilities atomic.Pointer[capabilitiesEntry]
 // decoded; false when it is absent or null.
 func rawMetaValue(req clientRequest, key string) (any, bool) {
 	p := req.GetParams()
-	if p == nil || reflect.ValueOf(p).IsNil() {
+	if p == nil || reflect.ValueOf(p).IsNil() { // params are pointers, absent ones typed nil
 		return nil, false
 	}
 	raw, ok := p.GetMeta()[key]
@@ -188,12 +188,8 @@ func initializeParams(req clientRequest) *mcp.InitializeParams {
 // null or does not decode as T.
 func metaValue[T any](req clientRequest, key string) (T, bool) {
 	var zero T
-	p := req.GetParams()
-	if p == nil || reflect.ValueOf(p).IsNil() { // params are pointers, absent ones typed nil
-		return zero, false
-	}
-	raw, ok := p.GetMeta()[key]
-	if !ok || raw == nil {
+	raw, ok := rawMetaValue(req, key)
+	if !ok {
 		return zero, false
 	}
 	if v, ok := raw.(T); ok {
